@@ -1,0 +1,56 @@
+# reconf: `make demo` and `make test` do all set-up on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JARS := .reconf/jars/.fetched
+PERIODS ?= 4
+JOB ?= demo
+
+.PHONY: setup demo test lint mlflow-ui constraints clean help
+
+help:
+	@echo "make demo       install, then run $(PERIODS) reconfiguration periods of job '$(JOB)' through Airflow"
+	@echo "make test       install, then run the test suite"
+	@echo "make lint       ruff and mypy"
+	@echo "make mlflow-ui  open the MLflow UI on the project's tracking store (port 5000)"
+	@echo "make clean      remove the stores under .reconf/ (keeps the virtualenv and the jars)"
+
+# The virtualenv, with exactly the versions of constraints.txt.
+$(STAMP): pyproject.toml constraints.txt
+	@test -x "$(BIN)/python" || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m pip check
+	@touch $@
+
+# The Delta jars, once, from Maven Central (Spark's resolver; Maven as the fallback).
+$(JARS): $(STAMP)
+	$(BIN)/python -m jobs.spark --fetch-jars
+	@touch $@
+
+setup: $(STAMP) $(JARS)
+
+demo: setup
+	$(BIN)/reconf demo --job $(JOB) --periods $(PERIODS)
+
+test: setup
+	@$(BIN)/python -m pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure here"; exit 1; fi; \
+	exit $$rc
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy .
+
+mlflow-ui: setup
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/.reconf/mlflow/mlflow.db --host 127.0.0.1 --port 5000
+
+constraints: $(STAMP)
+	( echo "# Every package of the tested environment, exact (pip freeze). Regenerate with: make constraints"; \
+	  echo "# delta-spark is 4.4.0, not 4.4.1: Maven Central serves io.delta:delta-spark_4.2_2.13 up to 4.4.0 only."; \
+	  $(BIN)/pip freeze --exclude-editable ) > constraints.txt
+
+clean:
+	rm -rf .reconf/lake .reconf/landing .reconf/published .reconf/mlflow .reconf/airflow \
+	       .reconf/runtime .reconf/reports .reconf/logs

@@ -1,0 +1,70 @@
+"""Reading and writing the Delta tables of schemas/tables.py, one period or version at a time."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from schemas.config import Paths
+from schemas.landing import format_period_end
+from schemas.tables import TABLES, Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "ensure_tables",
+    "period_predicate",
+    "quote",
+    "read_table",
+    "replace_rows",
+    "table_version",
+]
+
+
+def quote(value: str) -> str:
+    """A SQL string literal (job ids are validated, but never trust a string into SQL)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def period_predicate(job_id: str, period_end: datetime) -> str:
+    return f"job_id = {quote(job_id)} AND period_end = TIMESTAMP {quote(format_period_end(period_end))}"
+
+
+def ensure_tables(spark: SparkSession, paths: Paths) -> None:
+    """Create every table of the contract (empty, partitioned by job_id) if it does not exist."""
+    from delta.tables import DeltaTable
+
+    for table in TABLES.values():
+        location = paths.table(table.name)
+        if DeltaTable.isDeltaTable(spark, location):
+            continue
+        builder = DeltaTable.createIfNotExists(spark).location(location)
+        for column in table.ddl.split(","):
+            name, kind = column.split()
+            builder = builder.addColumn(name, kind)
+        builder.partitionedBy("job_id").execute()
+
+
+def read_table(spark: SparkSession, paths: Paths, table: Table | str) -> DataFrame:
+    name = table if isinstance(table, str) else table.name
+    return spark.read.format("delta").load(paths.table(name))
+
+
+def replace_rows(df: DataFrame, paths: Paths, table: Table, where: str) -> int:
+    """Atomically replace the rows matching `where` with `df` (one Delta commit); the new version."""
+    (
+        df.select(*table.columns)
+        .write.format("delta")
+        .mode("overwrite")
+        .option("replaceWhere", where)
+        .save(paths.table(table.name))
+    )
+    return table_version(df.sparkSession, paths, table.name)
+
+
+def table_version(spark: SparkSession, paths: Paths, name: str) -> int:
+    from delta.tables import DeltaTable
+
+    row = DeltaTable.forPath(spark, paths.table(name)).history(1).select("version").first()
+    return int(row[0]) if row else -1

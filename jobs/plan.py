@@ -1,0 +1,204 @@
+"""plan: the period's stats + the current assignment -> a Plan (placement/) -> plans, plan_moves.
+
+The current allocation is the last version published for an *earlier* period (so a rerun of a
+period plans from the same starting point and gives the same plan), or, before anything was
+published, where the runtime reports its key groups (its initial allocation).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from jobs.errors import StageError
+from jobs.lake import ensure_tables, period_predicate, quote, read_table, replace_rows, table_version
+from jobs.tracking import CycleRecord, log_cycle
+from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan
+from placement.registry import get_strategy, strategy_names
+from schemas.config import JobConfig, Paths
+from schemas.landing import format_period_end
+from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS, PLAN_MOVES, PLANS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["PlanResult", "build_state", "plan_id", "plan_period", "plan_to_dict"]
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    job_id: str
+    period_end: str
+    plan_id: str
+    plan: Plan
+    base_version: int | None
+    mlflow_run_id: str | None
+    plan_json: dict[str, Any]
+
+
+def plan_id(job_id: str, period_end: datetime) -> str:
+    """Deterministic, so a rerun of a period overwrites its plan instead of adding one."""
+    return f"{job_id}@{format_period_end(period_end)}"
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    return {
+        "strategy": plan.strategy,
+        "status": plan.status.value,
+        "lower_bound": plan.lower_bound,
+        "wall_s": plan.wall_s,
+        "message": plan.message,
+        "before": asdict(plan.before),
+        "after": asdict(plan.after),
+        "migrations": plan.migrations,
+        "migration_cost": plan.migration_cost,
+        "moves": [asdict(m) for m in plan.moves],
+        "scaling": asdict(plan.scaling),
+        "assignment": dict(sorted(plan.assignment.items())),
+    }
+
+
+def _current_assignment(
+    spark: SparkSession, paths: Paths, job_id: str, period_end: datetime
+) -> tuple[int | None, dict[str, str]]:
+    """(version, keygroup -> node) of the newest version published for an earlier period."""
+    from pyspark.sql import functions as F
+
+    versions = read_table(spark, paths, ASSIGNMENT_VERSIONS).where(
+        (F.col("job_id") == job_id)
+        & (F.col("status") == "published")
+        & (F.col("period_end") < F.lit(period_end))
+    )
+    newest = versions.orderBy(F.col("version").desc()).select("version").first()
+    if newest is None:
+        return None, {}
+    version = int(newest[0])
+    rows = (
+        read_table(spark, paths, ASSIGNMENTS)
+        .where(f"job_id = {quote(job_id)} AND version = {version}")
+        .select("keygroup", "node")
+        .collect()
+    )
+    return version, {r["keygroup"]: r["node"] for r in rows}
+
+
+def build_state(
+    job: JobConfig,
+    keygroups: list[dict[str, Any]],
+    nodes: list[dict[str, Any]],
+    edges: list[dict[str, Any]],
+    current: dict[str, str],
+) -> ClusterState:
+    """The planner's model of one period: loads from the stats, placement from `current`."""
+    capacity = {n["node"]: float(n["capacity"]) for n in nodes}
+    assignment = {k["keygroup"]: current.get(k["keygroup"], k["node"]) for k in keygroups}
+    node_ids = sorted(set(capacity) | set(assignment.values()))
+    return ClusterState(
+        nodes=tuple(Node(n, capacity.get(n, 1.0)) for n in node_ids),
+        keygroups=tuple(
+            KeyGroup(
+                id=k["keygroup"],
+                operator=k["operator"],
+                load=float(k["load_pct"]),
+                state_bytes=float(k["state_bytes"]),
+                migration_cost=job.alpha * float(k["state_bytes"]),
+            )
+            for k in sorted(keygroups, key=lambda row: row["keygroup"])
+        ),
+        assignment=assignment,
+        edges=tuple(
+            Edge(e["src_keygroup"], e["dst_keygroup"], float(e["tuples_per_s"])) for e in edges
+        ),
+    )
+
+
+def plan_period(
+    job: JobConfig,
+    period_end: datetime,
+    *,
+    paths: Paths,
+    spark: SparkSession,
+    strategy: str | None = None,
+    dry_run: bool = False,
+    validation: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
+) -> PlanResult:
+    """Plan one period. A dry run computes and returns the plan but writes nothing."""
+    strategy = strategy or job.strategy
+    if strategy not in strategy_names():
+        raise StageError(
+            f"unknown strategy {strategy!r}",
+            where=f"job {job.job_id!r}",
+            fix=f"use one of: {', '.join(strategy_names())}",
+        )
+    ensure_tables(spark, paths)
+    where = period_predicate(job.job_id, period_end)
+    stamp = format_period_end(period_end)
+    kg_rows = [r.asDict() for r in read_table(spark, paths, KEYGROUP_STATS).where(where).collect()]
+    if not kg_rows:
+        raise StageError(
+            f"no statistics collected for job {job.job_id!r}, period ending {stamp}",
+            where=paths.table(KEYGROUP_STATS.name),
+            fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}` first",
+        )
+    node_rows = [r.asDict() for r in read_table(spark, paths, NODE_STATS).where(where).collect()]
+    edge_rows = [r.asDict() for r in read_table(spark, paths, COMM_STATS).where(where).collect()]
+    base_version, current = _current_assignment(spark, paths, job.job_id, period_end)
+    state = build_state(job, kg_rows, node_rows, edge_rows, current)
+    budget = Budget(max_migration_cost=job.max_migration_cost, max_migrations=job.max_migrations)
+    plan = get_strategy(strategy)(state, budget, time_limit_s=job.solver_time_limit_s)
+    pid = plan_id(job.job_id, period_end)
+    plan_json = {"job_id": job.job_id, "period_end": stamp, "plan_id": pid,
+                 "base_version": base_version, **plan_to_dict(plan)}
+    read_versions = {
+        f"reconf.delta.{t.name}.version": str(table_version(spark, paths, t.name))
+        for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS, ASSIGNMENTS)
+    }
+    run_id = log_cycle(
+        paths,
+        CycleRecord(job, stamp, strategy, plan_json, validation,
+                    {**read_versions, "reconf.plan_id": pid,
+                     "reconf.base_version": str(base_version), **(tags or {})}, dry_run),
+        state,
+        plan,
+    )
+    if not dry_run:
+        _write_plan(spark, paths, job, period_end, pid, strategy, plan, base_version, run_id, plan_json)
+    return PlanResult(job.job_id, stamp, pid, plan, base_version, run_id, plan_json)
+
+
+def _write_plan(
+    spark: SparkSession,
+    paths: Paths,
+    job: JobConfig,
+    period_end: datetime,
+    pid: str,
+    strategy: str,
+    plan: Plan,
+    base_version: int | None,
+    run_id: str,
+    plan_json: dict[str, Any],
+) -> None:
+    where = period_predicate(job.job_id, period_end)
+    plan_row = {
+        "job_id": job.job_id, "period_end": period_end, "plan_id": pid, "strategy": strategy,
+        "status": "planned", "solver_status": plan.status.value,
+        "max_migrations": job.max_migrations, "max_migration_cost": job.max_migration_cost,
+        "time_limit_s": job.solver_time_limit_s,
+        "load_distance_before": plan.before.load_distance,
+        "load_distance_after": plan.after.load_distance, "lower_bound": plan.lower_bound,
+        "migrations": plan.migrations, "migration_cost": plan.migration_cost,
+        "solve_s": plan.wall_s, "base_version": base_version, "mlflow_run_id": run_id,
+        "message": plan.message, "plan_json": json.dumps(plan_json, sort_keys=True),
+    }
+    move_rows = [
+        {"job_id": job.job_id, "period_end": period_end, "plan_id": pid, "keygroup": m.keygroup,
+         "src_node": m.src, "dst_node": m.dst, "cost": m.cost}
+        for m in plan.moves
+    ]
+    # Moves first, plan row last: publish reads the plan row, so it only ever sees a plan
+    # whose moves are already written.
+    replace_rows(spark.createDataFrame(move_rows, PLAN_MOVES.ddl), paths, PLAN_MOVES, where)
+    replace_rows(spark.createDataFrame([plan_row], PLANS.ddl), paths, PLANS, where)

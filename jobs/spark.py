@@ -1,0 +1,155 @@
+"""The one Spark session builder every stage uses, with Delta Lake enabled.
+
+The Delta jars come from Maven Central through Spark's own package resolution, once:
+`python -m jobs.spark --fetch-jars` (run by `make setup`) resolves them into a project-local
+Ivy cache and copies them to `<RECONF_HOME>/jars`. Sessions then load those local jars with
+`spark.jars`, so no stage and no test ever waits on the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from schemas.config import Paths
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["delta_package", "fetch_jars", "get_spark", "local_jars"]
+
+_EXTENSIONS = "io.delta.sql.DeltaSparkSessionExtension"
+_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+_LOG4J = Path(__file__).with_name("log4j2.properties")
+_VERSION_SUFFIX = re.compile(r"-\d[\w.\-]*\.jar$")
+
+
+def delta_package() -> str:
+    """The Maven coordinate of the Delta jar matching the installed pyspark and delta-spark."""
+    from importlib.metadata import version
+
+    import pyspark
+
+    spark_minor = ".".join(pyspark.__version__.split(".")[:2])
+    return f"io.delta:delta-spark_{spark_minor}_2.13:{version('delta-spark')}"
+
+
+def local_jars(paths: Paths) -> list[Path]:
+    return sorted(paths.jars.glob("*.jar"))
+
+
+def _base_builder(app_name: str, master: str) -> SparkSession.Builder:
+    from pyspark.sql import SparkSession
+
+    return (
+        SparkSession.builder.appName(app_name)
+        .master(master)
+        .config("spark.sql.extensions", _EXTENSIONS)
+        .config("spark.sql.catalog.spark_catalog", _CATALOG)
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.sql.sources.partitionOverwriteMode", "static")
+        .config("spark.driver.memory", os.environ.get("RECONF_SPARK_DRIVER_MEMORY", "2g"))
+        .config("spark.sql.warehouse.dir", str(Path(tempfile.gettempdir()) / "reconf-warehouse"))
+        .config(
+            "spark.driver.extraJavaOptions",
+            f"-Dderby.system.home={Path(tempfile.gettempdir()) / 'reconf-derby'} "
+            f"-Dlog4j2.configurationFile={_LOG4J.as_uri()}",
+        )
+    )
+
+
+def get_spark(paths: Paths | None = None, *, app_name: str = "reconf", master: str | None = None) -> SparkSession:
+    """A Delta-enabled session on the locally fetched jars (`make setup` fetches them)."""
+    paths = paths or Paths.from_env()
+    jars = local_jars(paths)
+    if not jars:
+        raise RuntimeError(
+            f"the Delta Lake jars are not in {paths.jars}; run `make setup` "
+            f"(or `python -m jobs.spark --fetch-jars`) once to fetch {delta_package()}"
+        )
+    master = master or os.environ.get("RECONF_SPARK_MASTER", "local[2]")
+    builder = _base_builder(app_name, master).config("spark.jars", ",".join(map(str, jars)))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _artifact(jar_name: str) -> str:
+    """'org.apache.parquet_parquet-column-1.16.0.jar' and 'parquet-column-1.17.0.jar' -> 'parquet-column'."""
+    return _VERSION_SUFFIX.sub("", jar_name.split("_", 1)[-1] if "_" in jar_name else jar_name)
+
+
+def _resolve_with_spark(ivy: Path) -> None:
+    builder = (
+        _base_builder("reconf-fetch-jars", "local[1]")
+        .config("spark.jars.packages", delta_package())
+        .config("spark.jars.ivy", str(ivy))
+    )
+    spark = builder.getOrCreate()
+    try:
+        spark.range(1).count()
+    finally:
+        spark.stop()
+
+
+def fetch_jars(paths: Paths) -> list[Path]:
+    """Resolve the Delta package (and its dependencies) once and keep the jars locally.
+
+    Spark's resolver (Ivy) is tried first; if it fails, `mvn dependency:get` fills the local
+    Maven repository with the machine's Maven set-up, which Ivy consults before any remote.
+    Jars whose artifact pyspark already bundles are dropped: pyspark's newer copy wins anyway,
+    and two versions of e.g. jackson-databind on one class path invite trouble.
+    """
+    if local_jars(paths):
+        return local_jars(paths)
+    ivy = paths.home / "ivy"
+    try:
+        _resolve_with_spark(ivy)
+    except Exception as first:  # noqa: BLE001 - retried once through Maven, then reported
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise RuntimeError(f"Spark could not resolve {delta_package()} and mvn is not installed") from first
+        subprocess.run([mvn, "-q", "dependency:get", f"-Dartifact={delta_package()}"], check=True)
+        _resolve_with_spark(ivy)
+    resolved = sorted((ivy / "jars").glob("*.jar"))
+    if not any(j.name.startswith("io.delta_delta-spark") for j in resolved):
+        raise RuntimeError(f"Spark resolved no Delta jar for {delta_package()} into {ivy}")
+    import pyspark
+
+    bundled = {_artifact(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    paths.jars.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=paths.jars.parent, prefix=".jars-"))
+    for jar in resolved:
+        if _artifact(jar.name) not in bundled:
+            shutil.copy2(jar, staging / jar.name)
+    staging.rename(paths.jars)
+    return local_jars(paths)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--fetch-jars", action="store_true", help="fetch the Delta jars once")
+    args = parser.parse_args(argv)
+    paths = Paths.from_env()
+    paths.home.mkdir(parents=True, exist_ok=True)
+    if args.fetch_jars:
+        jars = fetch_jars(paths)
+        print(f"Delta jars ready in {paths.jars}: {', '.join(j.name for j in jars)}")
+        return 0
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

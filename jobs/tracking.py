@@ -1,0 +1,172 @@
+"""MLflow: one run per cycle, `<job_id>@<period_end>`, where operators audit a plan.
+
+A rerun of the same period finds its run by tags and updates it instead of adding a second one,
+so reruns and backfills stay idempotent in the tracking store as in the Delta tables.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from placement.metrics import node_loads
+from placement.model import ClusterState, Plan
+from schemas.config import JobConfig, Paths
+
+__all__ = ["CycleRecord", "log_cycle", "run_name", "tag_run"]
+
+_JOB_TAG, _PERIOD_TAG = "reconf.job_id", "reconf.period_end"
+
+
+@dataclass(frozen=True)
+class CycleRecord:
+    """Everything the run of one cycle shows besides the plan itself."""
+
+    job: JobConfig
+    period_end: str
+    strategy: str
+    plan_json: Mapping[str, Any]
+    validation: Mapping[str, Any] | None
+    tags: Mapping[str, str]
+    dry_run: bool = False
+
+
+def run_name(job_id: str, period_end: str) -> str:
+    return f"{job_id}@{period_end}"
+
+
+def _client(paths: Paths):  # type: ignore[no-untyped-def]
+    from mlflow import MlflowClient
+
+    paths.mlflow.mkdir(parents=True, exist_ok=True)
+    return MlflowClient(tracking_uri=paths.mlflow_uri)
+
+
+def _experiment_id(client: Any, paths: Paths, job_id: str) -> str:
+    experiment = client.get_experiment_by_name(job_id)
+    if experiment is not None:
+        return str(experiment.experiment_id)
+    return str(
+        client.create_experiment(
+            job_id, artifact_location=(paths.mlflow / "artifacts" / job_id).as_uri()
+        )
+    )
+
+
+def _find_or_create_run(client: Any, experiment_id: str, job_id: str, period_end: str, dry_run: bool) -> str:
+    found = client.search_runs(
+        [experiment_id],
+        filter_string=(
+            f"tags.`{_JOB_TAG}` = '{job_id}' AND tags.`{_PERIOD_TAG}` = '{period_end}' "
+            f"AND tags.`reconf.dry_run` = '{str(dry_run).lower()}'"
+        ),
+        max_results=1,
+    )
+    if found:
+        return str(found[0].info.run_id)
+    run = client.create_run(
+        experiment_id,
+        run_name=run_name(job_id, period_end) + (" (dry run)" if dry_run else ""),
+        tags={_JOB_TAG: job_id, _PERIOD_TAG: period_end, "reconf.dry_run": str(dry_run).lower()},
+    )
+    return str(run.info.run_id)
+
+
+def _load_chart(state: ClusterState, plan: Plan, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    before = node_loads(state, state.assignment)
+    after = node_loads(state, plan.assignment)
+    nodes = sorted(set(before) | set(after))
+    xs = range(len(nodes))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(nodes) + 2), 3.6), dpi=110)
+    ax.bar([x - 0.2 for x in xs], [before.get(n, 0.0) for n in nodes], 0.4, label="before")
+    ax.bar([x + 0.2 for x in xs], [after.get(n, 0.0) for n in nodes], 0.4, label="after")
+    mean = sum(after.values()) / max(1, len(after))
+    ax.axhline(mean, color="grey", linestyle="--", linewidth=1, label=f"mean {mean:.1f}%")
+    ax.set_xticks(list(xs), nodes, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("node load (% of reference node)")
+    ax.set_title(
+        f"load distance {plan.before.load_distance:.2f} -> {plan.after.load_distance:.2f}, "
+        f"{plan.migrations} migrations"
+    )
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _moves_csv(plan: Plan) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["keygroup", "src_node", "dst_node", "cost"])
+    for move in plan.moves:
+        writer.writerow([move.keygroup, move.src, move.dst, f"{move.cost:.6g}"])
+    return out.getvalue()
+
+
+def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan) -> str:
+    """Create or update the cycle's run with params, metrics, tags and artifacts; its run id."""
+    client = _client(paths)
+    job = record.job
+    experiment_id = _experiment_id(client, paths, job.job_id)
+    run_id = _find_or_create_run(client, experiment_id, job.job_id, record.period_end, record.dry_run)
+    params = {
+        "strategy": record.strategy,
+        "max_migrations": job.max_migrations,
+        "max_migration_cost": job.max_migration_cost,
+        "solver_time_limit_s": job.solver_time_limit_s,
+        "alpha": job.alpha,
+        "spl_s": int(job.spl.total_seconds()),
+        "nodes": len(state.nodes),
+        "keygroups": len(state.keygroups),
+    }
+    existing = client.get_run(run_id).data.params
+    for key, value in params.items():
+        if key not in existing:  # params are write-once in MLflow; a rerun keeps the first
+            client.log_param(run_id, key, "none" if value is None else str(value))
+    metrics = {
+        "load_distance_before": plan.before.load_distance,
+        "load_distance_after": plan.after.load_distance,
+        "max_node_load_before": plan.before.max_node_load,
+        "max_node_load_after": plan.after.max_node_load,
+        "collocation_factor_before": plan.before.collocation_factor,
+        "collocation_factor_after": plan.after.collocation_factor,
+        "migrations": float(plan.migrations),
+        "migration_cost": plan.migration_cost,
+        "solve_time_s": plan.wall_s,
+    }
+    if plan.lower_bound is not None:
+        metrics["lower_bound"] = plan.lower_bound
+    for key, value in metrics.items():
+        client.log_metric(run_id, key, float(value), step=0)
+    tags = {"reconf.solver_status": plan.status.value, **record.tags}
+    for key, value in tags.items():
+        client.set_tag(run_id, key, value)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "plan.json").write_text(json.dumps(record.plan_json, indent=2, sort_keys=True))
+        (folder / "moves.csv").write_text(_moves_csv(plan))
+        _load_chart(state, plan, folder / "node_loads.png")
+        if record.validation is not None:
+            (folder / "validation.json").write_text(
+                json.dumps(record.validation, indent=2, sort_keys=True, default=str)
+            )
+        client.log_artifacts(run_id, str(folder))
+    client.set_terminated(run_id, "FINISHED")
+    return run_id
+
+
+def tag_run(paths: Paths, run_id: str, tags: Mapping[str, str]) -> None:
+    client = _client(paths)
+    for key, value in tags.items():
+        client.set_tag(run_id, key, value)

@@ -1,0 +1,110 @@
+"""Helpers shared by the strategies: budget arithmetic, load bookkeeping, and Plan assembly."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from placement.metrics import check_assignment, mean_load, plan_metrics
+from placement.model import Budget, ClusterState, Plan, SolverStatus, moves_between
+
+EPS = 1e-9
+
+
+def check_inputs(state: ClusterState, budget: Budget) -> None:
+    """Type checks that model.py's constructors cannot do (wrong objects passed in)."""
+    if not isinstance(state, ClusterState):
+        raise ValueError(f"state: expected a ClusterState, got {type(state).__name__}")
+    if not isinstance(budget, Budget):
+        raise ValueError(f"budget: expected a Budget, got {type(budget).__name__}")
+    check_assignment(state, state.assignment)
+
+
+def is_frozen(budget: Budget) -> bool:
+    """A zero budget (count or cost) means "no migration this round", even for mc_k = 0."""
+    return budget.max_migrations == 0 or budget.max_migration_cost == 0
+
+
+def fits(budget: Budget, count: int, cost: float) -> bool:
+    """True if `count` migrations costing `cost` in total stay within the budget."""
+    if is_frozen(budget) and count > 0:
+        return False
+    if budget.max_migrations is not None and count > budget.max_migrations:
+        return False
+    cap = budget.max_migration_cost
+    return cap is None or cost <= cap + EPS
+
+
+@dataclass
+class Loads:
+    """Mutable per-node bookkeeping for the heuristics: raw load, capacity, set membership."""
+
+    raw: dict[str, float]
+    cap: dict[str, float]
+    in_b: dict[str, bool]
+    mean: float
+
+    @classmethod
+    def of(cls, state: ClusterState, assignment: Mapping[str, str]) -> Loads:
+        raw = {n.id: 0.0 for n in state.nodes}
+        for kg in state.keygroups:
+            raw[assignment[kg.id]] += kg.load
+        return cls(
+            raw=raw,
+            cap={n.id: n.capacity for n in state.nodes},
+            in_b={n.id: n.marked_for_removal for n in state.nodes},
+            mean=mean_load(state),
+        )
+
+    def util(self, node: str) -> float:
+        return self.raw[node] / self.cap[node]
+
+    def move(self, load: float, src: str, dst: str) -> None:
+        self.raw[src] -= load
+        self.raw[dst] += load
+
+    def d(self) -> float:
+        """The MILP's d: |dev| over A, upper deviation over B."""
+        worst = 0.0
+        for node, raw in self.raw.items():
+            dev = raw / self.cap[node] - self.mean
+            worst = max(worst, dev if self.in_b[node] else abs(dev))
+        return worst
+
+    def sq(self) -> float:
+        """Σ dev² over A plus Σ max(dev, 0)² over B: a tie-breaker that rewards smoothing."""
+        total = 0.0
+        for node, raw in self.raw.items():
+            dev = raw / self.cap[node] - self.mean
+            total += max(dev, 0.0) ** 2 if self.in_b[node] else dev * dev
+        return total
+
+
+def make_plan(
+    strategy: str,
+    state: ClusterState,
+    assignment: Mapping[str, str],
+    *,
+    status: SolverStatus,
+    lower_bound: float | None,
+    started: float,
+    message: str = "",
+) -> Plan:
+    """Assemble a Plan: moves against the current allocation and metrics before and after."""
+    new = dict(assignment)
+    check_assignment(state, new)
+    if lower_bound is not None and not math.isfinite(lower_bound):
+        lower_bound = None
+    return Plan(
+        strategy=strategy,
+        assignment=new,
+        moves=moves_between(state, new),
+        before=plan_metrics(state, state.assignment),
+        after=plan_metrics(state, new),
+        status=status,
+        lower_bound=lower_bound,
+        wall_s=time.perf_counter() - started,
+        message=message,
+    )

@@ -1,0 +1,95 @@
+"""PuLP's HiGHS bridge, fixed for our use.
+
+PuLP 3.3.2's `pulp.HiGHS` (a) adds columns and rows to HiGHS one Python call at a time, (b)
+silently drops a warm start (`warmStart=True` ends up as an unknown HiGHS option; the start
+never reaches HiGHS), and (c) throws away the MIP dual bound. This subclass builds the HiGHS
+model with bulk numpy calls, hands the start to `Highs.setSolution`, and keeps the bound and
+the model status so the planner can tell OPTIMAL from TIME_LIMITED and certify a lower bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import highspy
+import numpy as np
+import pulp
+
+
+class BulkHiGHS(pulp.HiGHS):
+    """`pulp.HiGHS` with bulk model building, a real warm start and the dual bound kept."""
+
+    def __init__(self, *, warm_start: Mapping[Any, float] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.warm_start = warm_start
+        self.warm_start_accepted: bool | None = None
+        self.dual_bound: float | None = None
+        self.model_status: Any = None
+        self.has_solution = False
+
+    def buildSolverModel(self, lp: pulp.LpProblem) -> None:
+        h = lp.solverModel
+        variables = lp.variables()
+        n = len(variables)
+        lower = np.empty(n)
+        upper = np.empty(n)
+        cost = np.empty(n)
+        integer = []
+        sign = -1.0 if lp.sense == pulp.LpMaximize else 1.0
+        objective = lp.objective
+        for i, var in enumerate(variables):
+            var.index = i
+            lower[i] = -highspy.kHighsInf if var.lowBound is None else var.lowBound
+            upper[i] = highspy.kHighsInf if var.upBound is None else var.upBound
+            cost[i] = sign * objective.get(var, 0.0)
+            if var.cat == pulp.LpInteger and self.mip:
+                integer.append(i)
+        h.addCols(n, cost, lower, upper, 0, np.zeros(0, np.int32), np.zeros(0, np.int32),
+                  np.zeros(0))
+        if integer:
+            idx = np.asarray(integer, dtype=np.int32)
+            h.changeColsIntegrality(len(idx), idx,
+                                    np.full(len(idx), 1, dtype=np.uint8))  # kInteger
+        constraints = list(lp._constraints.values())
+        m = len(constraints)
+        row_lo = np.empty(m)
+        row_hi = np.empty(m)
+        starts = np.empty(m, dtype=np.int32)
+        index: list[int] = []
+        value: list[float] = []
+        for r, con in enumerate(constraints):
+            con.index = r
+            starts[r] = len(index)
+            index.extend(v.index for v in con)
+            value.extend(con.values())
+            lb, ub = con.getLb(), con.getUb()
+            row_lo[r] = -highspy.kHighsInf if lb is None else lb
+            row_hi[r] = highspy.kHighsInf if ub is None else ub
+        h.addRows(m, row_lo, row_hi, len(index), starts,
+                  np.asarray(index, dtype=np.int32), np.asarray(value, dtype=np.float64))
+
+    def callSolver(self, lp: pulp.LpProblem) -> None:
+        h = lp.solverModel
+        if self.warm_start:
+            idx = np.asarray([v.index for v in self.warm_start], dtype=np.int32)
+            vals = np.asarray(list(self.warm_start.values()), dtype=np.float64)
+            status = h.setSolution(len(idx), idx, vals)
+            self.warm_start_accepted = status != highspy.HighsStatus.kError
+        h.run()
+        info = h.getInfo()
+        self.model_status = h.getModelStatus()
+        self.dual_bound = float(info.mip_dual_bound)
+        self.has_solution = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
+
+
+def model_status_name(status: Any) -> str:
+    """'optimal', 'time_limit', 'infeasible' or the HiGHS name, lower case."""
+    ms = highspy.HighsModelStatus
+    if status == ms.kOptimal:
+        return "optimal"
+    if status in (ms.kTimeLimit, ms.kIterationLimit, ms.kInterrupt):
+        return "time_limit"
+    if status in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
+        return "infeasible"
+    return str(status).rsplit(".", 1)[-1].lower()

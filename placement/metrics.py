@@ -1,0 +1,110 @@
+"""Plan metrics, one definition used everywhere (DESIGN.md, "Metrics").
+
+Every strategy, the pipeline and the benchmarks score an assignment with these functions, so a
+"load distance" means the same number in MLflow, in a benchmark table and in a test.
+
+Choices (recorded in docs/algorithms.md):
+- `mean` is the total key-group load divided by the total capacity weight of the nodes not
+  marked for removal (A). With unit capacities this is the paper's (1/|A|)·Σ_{n_i∈N} load_i;
+  it is independent of the assignment, which keeps the MILP linear.
+- No ceil on `mean`: loads are in % of a reference node, so the paper's ceil would round the
+  mean to a whole percent and report LD > 0 for a perfectly balanced cluster.
+- The collocation factor of a job without inter-key-group traffic is 100.0 (nothing crosses a
+  node boundary, so nothing is lost); self-edges (src == dst) are not inter-key-group traffic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from placement.model import ClusterState, PlanMetrics
+
+__all__ = [
+    "collocation_factor",
+    "load_distance",
+    "max_deviation",
+    "mean_load",
+    "node_loads",
+    "plan_metrics",
+]
+
+
+def check_assignment(state: ClusterState, assignment: Mapping[str, str]) -> None:
+    """Raise ValueError unless `assignment` puts every key group of `state` on a known node."""
+    known_nodes = set(state.node_ids)
+    for kg in state.keygroups:
+        node = assignment.get(kg.id)
+        if node is None:
+            raise ValueError(f"assignment: key group {kg.id!r} has no node")
+        if node not in known_nodes:
+            raise ValueError(f"assignment: key group {kg.id!r} is on unknown node {node!r}")
+    if len(assignment) != len(state.keygroups):
+        extra = sorted(set(assignment) - {k.id for k in state.keygroups})
+        raise ValueError(f"assignment: names unknown key group(s) {extra[:5]!r}")
+
+
+def node_loads(state: ClusterState, assignment: Mapping[str, str]) -> dict[str, float]:
+    """Utilisation of every node: Σ gLoad_k of its key groups / its capacity weight."""
+    check_assignment(state, assignment)
+    raw = {n.id: 0.0 for n in state.nodes}
+    for kg in state.keygroups:
+        raw[assignment[kg.id]] += kg.load
+    return {n.id: raw[n.id] / n.capacity for n in state.nodes}
+
+
+def mean_load(state: ClusterState) -> float:
+    """The paper's `mean`: all load spread over the capacity of the nodes in A (no ceil)."""
+    total = sum(kg.load for kg in state.keygroups)
+    cap_a = sum(n.capacity for n in state.nodes if not n.marked_for_removal)
+    return total / cap_a
+
+
+def load_distance(state: ClusterState, assignment: Mapping[str, str]) -> float:
+    """LD = max_{n_i ∈ A} |load_i − mean| (paper §4.3.1), loads divided by capacity weight."""
+    loads = node_loads(state, assignment)
+    mean = mean_load(state)
+    return max(abs(loads[n.id] - mean) for n in state.nodes if not n.marked_for_removal)
+
+
+def max_deviation(state: ClusterState, assignment: Mapping[str, str]) -> float:
+    """The MILP's d for an assignment: LD, or how far a node in B sits above `mean` if further.
+
+    Constraint (3) bounds every node (B too) from above, constraint (4) only nodes in A, so the
+    smallest d an assignment admits is max(LD, max_{n_i∈B} (load_i − mean), 0).
+    """
+    loads = node_loads(state, assignment)
+    mean = mean_load(state)
+    d = 0.0
+    for n in state.nodes:
+        dev = loads[n.id] - mean
+        d = max(d, dev if n.marked_for_removal else abs(dev))
+    return d
+
+
+def collocation_factor(state: ClusterState, assignment: Mapping[str, str]) -> float:
+    """% of inter-key-group traffic (Σ edge rates, self-edges excluded) kept on one node."""
+    check_assignment(state, assignment)
+    total = 0.0
+    local = 0.0
+    for e in state.edges:
+        if e.src == e.dst:
+            continue
+        total += e.rate
+        if assignment[e.src] == assignment[e.dst]:
+            local += e.rate
+    if total == 0.0:
+        return 100.0
+    return 100.0 * local / total
+
+
+def plan_metrics(state: ClusterState, assignment: Mapping[str, str]) -> PlanMetrics:
+    """LD, the most loaded node of N, the least loaded node of A, and the collocation factor."""
+    loads = node_loads(state, assignment)
+    mean = mean_load(state)
+    in_a = [loads[n.id] for n in state.nodes if not n.marked_for_removal]
+    return PlanMetrics(
+        load_distance=max(abs(v - mean) for v in in_a),
+        max_node_load=max(loads.values()),
+        min_node_load=min(in_a),
+        collocation_factor=collocation_factor(state, assignment),
+    )

@@ -1,0 +1,256 @@
+"""Load balancing as the paper's MILP (§4.3.1), built with PuLP, solved by HiGHS (or CBC).
+
+Symbols (paper Table 2): N = A ∪ B nodes (B = marked for removal), G key groups, q_{i,k} the
+current allocation, x_{i,k} the new one, gLoad_k a key group's load, mc_k its migration cost,
+mean = Σ_k gLoad_k / Σ_{i∈A} cap_i (no ceil, see metrics.py), d the load distance, d_u / d_l
+the slack of the upper / lower bound. Heterogeneous nodes: gLoad_k is divided by cap_i in (3),
+(4), i.e. node loads are utilisations.
+
+    min  w1·d − w2·(d_u + d_l)                                   (w1 ≫ w2)
+    (1)  ∀g_k∈G:          Σ_{n_i∈N} x_{i,k} = 1
+    (2)  Σ_i Σ_k (1 − q_{i,k})·x_{i,k}·mc_k ≤ maxMigrCost      (cost budget)
+         Σ_i Σ_k (1 − q_{i,k})·x_{i,k}      ≤ max_migrations   (count budget)
+    (3)  ∀n_i∈N:          Σ_k x_{i,k}·gLoad_k/cap_i ≤ mean + (d − d_u)
+    (4)  ∀n_i∈A:          Σ_k x_{i,k}·gLoad_k/cap_i ≥ mean − (d − d_l)
+    (5)  mean − d ≥ 0                                (imposed as d's upper bound)
+    (R)  ∀n_i∈N, r∈caps:  Σ_k x_{i,k}·load_k[r] ≤ caps[r]·cap_i   (multi-dimensional load)
+    d, d_u, d_l ≥ 0
+
+Exact reductions (the optimum is unchanged): a key group whose mc_k exceeds maxMigrCost gets no
+variable (its x is forced to q); the budget (2) is written as Σ_k x_{q_k,k} ≥ |movers| − M, which
+(1) makes equal to the paper's form. Lemma 1 reduction: no x_{i,k} for i ∈ B unless q_{i,k} = 1
+(no move into B); the tests check on enumerated instances that this never changes the optimum.
+
+Speed (`candidates`): "all" hands the full model to the solver once, warm-started. "auto"
+(default) does the same for small models (≤ AUTO_MAX_VARS x-variables); for bigger ones it runs
+a large-neighbourhood search over the same MILP: the k most over- and k most under-loaded nodes
+of the incumbent form a sub-MILP (their key groups may move among them, or back home), which is
+solved to optimality and re-chosen, until time runs out or it stalls; the rest of the time goes
+to the full model warm-started with the result. Either way a plan is OPTIMAL only when the full
+model is proven optimal or the certified lower bound (`bounds.py`) meets the plan's d.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from placement._common import check_inputs, is_frozen, make_plan
+from placement.baselines.flux import plan_flux
+from placement.baselines.greedy import greedy_assignment
+from placement.bounds import lower_bound_d
+from placement.metrics import max_deviation, mean_load
+from placement.milp_model import build, caps_violation, objective, solve, valid
+from placement.model import Budget, ClusterState, KeyGroup, Plan, SolverStatus
+
+__all__ = ["DEFAULT_W1", "DEFAULT_W2", "SOLVERS", "plan_milp"]
+
+SOLVERS = ("highs", "cbc")
+CANDIDATE_MODES = ("auto", "all")
+DEFAULT_W1 = 1.0
+DEFAULT_W2 = 1e-4
+AUTO_MAX_VARS = 4000  # "auto" solves models up to this many x-variables in one go
+LNS_VARS = 1500  # target size of one neighbourhood sub-MILP
+LNS_STEP_S = 0.5  # time cap of one neighbourhood solve
+LNS_STALL = 4  # neighbourhoods in a row without improvement before giving up
+BUILD_S_PER_VAR = 1.2e-5  # measured PuLP build cost, to decide whether a full model fits
+MIN_SOLVE_S = 0.05
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    """What every solve of one planning call shares."""
+
+    state: ClusterState
+    budget: Budget
+    caps: Mapping[str, float]
+    w1: float
+    w2: float
+    solver: str
+    gap_rel: float
+    deadline: float
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def better(self, new: Mapping[str, str] | None, old: Mapping[str, str]) -> bool:
+        return new is not None and valid(self.state, self.budget, new, self.caps) and (
+            objective(self.state, new, self.w1, self.w2)
+            < objective(self.state, old, self.w1, self.w2) - 1e-12)
+
+
+def _check_params(time_limit_s: float, solver: str, w1: float, w2: float, candidates: str,
+                  resource_caps: Mapping[str, float] | None, gap_rel: float) -> None:
+    if not (isinstance(time_limit_s, (int, float)) and math.isfinite(time_limit_s)
+            and time_limit_s > 0):
+        raise ValueError(f"milp: time_limit_s must be a finite number > 0, got {time_limit_s!r}")
+    if solver not in SOLVERS:
+        raise ValueError(f"milp: unknown solver {solver!r}; known: {', '.join(SOLVERS)}")
+    if candidates not in CANDIDATE_MODES:
+        raise ValueError(f"milp: candidates must be one of {CANDIDATE_MODES}, got {candidates!r}")
+    if not (math.isfinite(w1) and math.isfinite(w2) and w2 >= 0 and w1 > 2 * w2):
+        raise ValueError(f"milp: weights need w1 > 2·w2 >= 0 (w1 ≫ w2), got w1={w1}, w2={w2}")
+    if not (math.isfinite(gap_rel) and gap_rel >= 0):
+        raise ValueError(f"milp: gap_rel must be a finite number >= 0, got {gap_rel!r}")
+    for res, cap in (resource_caps or {}).items():
+        if not math.isfinite(cap) or cap < 0:
+            raise ValueError(f"milp: resource_caps[{res!r}] must be a finite number >= 0, "
+                             f"got {cap!r}")
+
+
+def _start(ctx: _Ctx, problem: str) -> dict[str, str]:
+    """The warm start: the best of the current allocation, greedy and Flux (all within budget).
+
+    Warm-starting from a heuristic gives the solver an incumbent at least as good as the
+    baselines from its first node, so the MILP's plan is never worse than greedy's or Flux's.
+    """
+    state, budget = ctx.state, ctx.budget
+    options = [dict(state.assignment)]
+    if not problem:
+        options += [greedy_assignment(state, budget), dict(plan_flux(state, budget).assignment)]
+    ok = [a for a in options if valid(state, budget, a, ctx.caps)] or options[:1]
+    return min(ok, key=lambda a: objective(state, a, ctx.w1, ctx.w2))
+
+
+def _neighbourhood(ctx: _Ctx, incumbent: Mapping[str, str], k: int, rng: random.Random,
+                   stall: int) -> list[str]:
+    """The k most over- and k most under-loaded nodes (B first), plus random ones on a stall."""
+    state = ctx.state
+    mean = mean_load(state)
+    raw = {n.id: 0.0 for n in state.nodes}
+    for kg in state.keygroups:
+        raw[incumbent[kg.id]] += kg.load
+    dev = {n.id: raw[n.id] / n.capacity - mean for n in state.nodes}
+    b_busy = [n.id for n in state.nodes if n.marked_for_removal and raw[n.id] > 0]
+    a_ids = [n.id for n in state.nodes if not n.marked_for_removal]
+    over = sorted(a_ids, key=lambda nid: (-dev[nid], nid))[:k]
+    under = sorted(a_ids, key=lambda nid: (dev[nid], nid))[:k]
+    chosen = list(dict.fromkeys(b_busy[:k] + over + under))
+    others = [nid for nid in a_ids if nid not in chosen]
+    chosen += rng.sample(others, min(len(others), 2 * stall))
+    return chosen
+
+
+def _lns(ctx: _Ctx, movable: set[str], incumbent: dict[str, str], seed: int, notes: list[str]
+         ) -> dict[str, str]:
+    """Large-neighbourhood search: re-solve the MILP over a few nodes at a time."""
+    state = ctx.state
+    per_node = len(state.keygroups) / len(state.nodes)
+    k = max(2, int(math.sqrt(LNS_VARS / max(per_node, 1.0)) / 2))
+    rng = random.Random(seed)
+    a_ids = {n.id for n in state.nodes if not n.marked_for_removal}
+    stall = steps = 0
+    while stall < LNS_STALL and ctx.left() > MIN_SOLVE_S:
+        nodes = _neighbourhood(ctx, incumbent, k, rng, stall)
+        kgs = [kg for kg in state.keygroups if kg.id in movable and incumbent[kg.id] in nodes]
+        built = build(state, ctx.budget, kgs, [n for n in nodes if n in a_ids], incumbent,
+                      ctx.w1, ctx.w2, ctx.caps)
+        limit = max(MIN_SOLVE_S, min(LNS_STEP_S, ctx.left()))
+        solved = solve(state, built, ctx.solver, limit, ctx.gap_rel, incumbent)
+        steps += 1
+        if solved.assignment is not None and ctx.better(solved.assignment, incumbent):
+            incumbent, stall = solved.assignment, 0
+        else:
+            stall += 1
+    notes.append(f"neighbourhood search: {steps} sub-MILPs of {2 * k}+ nodes")
+    return incumbent
+
+
+def plan_milp(
+    state: ClusterState,
+    budget: Budget,
+    *,
+    time_limit_s: float = 10.0,
+    solver: str = "highs",
+    w1: float = DEFAULT_W1,
+    w2: float = DEFAULT_W2,
+    resource_caps: Mapping[str, float] | None = None,
+    candidates: str = "auto",
+    gap_rel: float = 1e-6,
+    seed: int = 0,
+) -> Plan:
+    """Solve the MILP within `time_limit_s` (model building included) and return the plan.
+
+    OPTIMAL: the full model proven optimal, or the plan's d meets the certified lower bound.
+    TIME_LIMITED: the best incumbent when time ran out. INFEASIBLE: the current assignment is
+    kept and `message` says why. `lower_bound` is a certified lower bound on the MILP's d
+    (= LD unless a node of B sits above mean + LD).
+    """
+    started = time.perf_counter()
+    check_inputs(state, budget)
+    _check_params(time_limit_s, solver, w1, w2, candidates, resource_caps, gap_rel)
+    caps = dict(resource_caps or {})
+    ctx = _Ctx(state, budget, caps, w1, w2, solver, gap_rel, started + time_limit_s)
+    mean = mean_load(state)
+    current_d = max_deviation(state, state.assignment)
+    cost_cap = math.inf if budget.max_migration_cost is None else budget.max_migration_cost
+
+    def can_move(kg: KeyGroup) -> bool:
+        return not is_frozen(budget) and kg.migration_cost <= cost_cap
+
+    def keep(status: SolverStatus, bound: float | None, why: str) -> Plan:
+        return make_plan("milp", state, state.assignment, status=status, lower_bound=bound,
+                         started=started, message=why)
+
+    problem = caps_violation(state, state.assignment, caps)
+    if current_d > mean:
+        problem = f"current d = {current_d:.6g} > mean = {mean:.6g} (constraint (5))"
+    movers = [k for k in state.keygroups if can_move(k)]
+    if not movers:
+        why = "the budget allows no migration; current assignment kept"
+        if problem:
+            return keep(SolverStatus.INFEASIBLE, current_d, f"{why}; infeasible: {problem}")
+        return keep(SolverStatus.OPTIMAL, current_d, why)
+    bound = lower_bound_d(state, budget, can_move)
+    if bound > mean + 1e-9:
+        return keep(SolverStatus.INFEASIBLE, bound,
+                    f"infeasible: every assignment within the budget has d >= {bound:.6g} > "
+                    f"mean = {mean:.6g}, so constraint (5) cannot hold; current assignment kept")
+
+    def certified(assignment: Mapping[str, str]) -> bool:
+        return max_deviation(state, assignment) <= bound + 1e-7 * max(1.0, bound)
+
+    start = _start(ctx, problem)
+    best: dict[str, str] | None = None if problem else start
+    notes: list[str] = []
+    if best is not None and certified(best):
+        return make_plan("milp", state, best, status=SolverStatus.OPTIMAL, lower_bound=bound,
+                         started=started, message="warm start certified by the lower bound")
+    a_nodes = [n.id for n in state.nodes if not n.marked_for_removal]
+    full_vars = len(movers) * len(a_nodes)
+    if candidates == "auto" and full_vars > AUTO_MAX_VARS and best is not None:
+        best = _lns(ctx, {k.id for k in movers}, best, seed, notes)
+        if certified(best):
+            notes.append("certified by the lower bound")
+            return make_plan("milp", state, best, status=SolverStatus.OPTIMAL,
+                             lower_bound=bound, started=started, message="; ".join(notes))
+    status = SolverStatus.TIME_LIMITED
+    if best is None or ctx.left() > full_vars * BUILD_S_PER_VAR + 0.1 or candidates == "all":
+        t0 = time.perf_counter()
+        base = best or state.assignment
+        built = build(state, budget, movers, a_nodes, base, w1, w2, caps)
+        t1 = time.perf_counter()
+        solved = solve(state, built, solver, max(MIN_SOLVE_S, ctx.left()), gap_rel, base)
+        notes.append(f"full model: {solved.kind}, {len(built.x)} x-vars, build {t1 - t0:.3f}s,"
+                     f" solve {time.perf_counter() - t1:.3f}s")
+        if solved.objective_bound is not None and math.isfinite(solved.objective_bound):
+            bound = max(bound, solved.objective_bound / w1)
+        new = solved.assignment
+        if new is not None and ((best is None and valid(state, budget, new, caps))
+                                or (best is not None and ctx.better(new, best))):
+            best = new
+        if best is not None and solved.kind == "optimal":
+            status = SolverStatus.OPTIMAL
+    else:
+        notes.append("no time left for the full model")
+    if best is None:
+        why = problem or "no assignment within the budget satisfies constraints (1)-(5)"
+        return keep(SolverStatus.INFEASIBLE, bound, f"infeasible: {why}; " + "; ".join(notes))
+    if status is not SolverStatus.OPTIMAL and certified(best):
+        status = SolverStatus.OPTIMAL
+        notes.append("certified by the lower bound")
+    return make_plan("milp", state, best, status=status,
+                     lower_bound=min(bound, max_deviation(state, best)), started=started,
+                     message="; ".join(notes))

@@ -1,0 +1,241 @@
+"""The planner's in-memory cluster model (DESIGN.md, "The planner's model").
+
+One model serves every strategy, like Cruise Control's ClusterModel: a strategy reads a
+`ClusterState`, proposes a `Plan`, and never touches the running job.
+
+Units: a key group's `load` is its bottleneck-resource use in % of a reference node over the
+statistics period (paper §4.3.1 gLoad_k); a node's `capacity` is its weight relative to that
+reference node (1.0 = reference), so node utilisation is sum(load) / capacity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+__all__ = [
+    "Budget",
+    "ClusterState",
+    "Edge",
+    "KeyGroup",
+    "Move",
+    "Node",
+    "Plan",
+    "PlanMetrics",
+    "ScalingActions",
+    "SolverStatus",
+]
+
+
+def _check_finite_non_negative(value: float, what: str) -> None:
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be a finite number >= 0, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Node:
+    """A processing node n_i. Nodes with `marked_for_removal` form the paper's set B."""
+
+    id: str
+    capacity: float = 1.0
+    marked_for_removal: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise ValueError("node id must be a non-empty string")
+        if not math.isfinite(self.capacity) or self.capacity <= 0:
+            raise ValueError(
+                f"node {self.id!r}: capacity weight must be a finite number > 0, "
+                f"got {self.capacity!r}"
+            )
+
+
+@dataclass(frozen=True)
+class KeyGroup:
+    """A key group g_k: gLoad_k (`load`), its state |sigma_k| and its migration cost mc_k.
+
+    `loads` optionally carries a multi-dimensional load (e.g. {"cpu": .., "mem": ..}); `load`
+    is always the bottleneck-resource value that the balancer equalises.
+    """
+
+    id: str
+    operator: str
+    load: float
+    state_bytes: float = 0.0
+    migration_cost: float = 0.0
+    loads: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise ValueError("key group id must be a non-empty string")
+        _check_finite_non_negative(self.load, f"key group {self.id!r}: load")
+        _check_finite_non_negative(self.state_bytes, f"key group {self.id!r}: state_bytes")
+        _check_finite_non_negative(self.migration_cost, f"key group {self.id!r}: migration_cost")
+        for resource, value in self.loads.items():
+            _check_finite_non_negative(value, f"key group {self.id!r}: load[{resource!r}]")
+
+
+@dataclass(frozen=True)
+class Edge:
+    """Communication out(g_i, g_j): tuples per period from `src` to `dst`."""
+
+    src: str
+    dst: str
+    rate: float
+
+    def __post_init__(self) -> None:
+        _check_finite_non_negative(self.rate, f"edge {self.src!r}->{self.dst!r}: rate")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The per-invocation migration budget: maxMigrCost (cost) or a number of migrations.
+
+    Either bound may be None (unbounded); both may be set, and both are then respected.
+    """
+
+    max_migration_cost: float | None = None
+    max_migrations: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_migration_cost is not None and (
+            not math.isfinite(self.max_migration_cost) or self.max_migration_cost < 0
+        ):
+            raise ValueError(
+                f"budget: max_migration_cost must be a finite number >= 0, "
+                f"got {self.max_migration_cost!r}"
+            )
+        if self.max_migrations is not None and self.max_migrations < 0:
+            raise ValueError(
+                f"budget: max_migrations must be >= 0, got {self.max_migrations!r}"
+            )
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """Nodes N = A ∪ B, key groups G, the current allocation q (key group -> node), and out()."""
+
+    nodes: tuple[Node, ...]
+    keygroups: tuple[KeyGroup, ...]
+    assignment: Mapping[str, str]
+    edges: tuple[Edge, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.nodes:
+            raise ValueError("cluster state: there must be at least one node")
+        node_ids = [n.id for n in self.nodes]
+        if len(set(node_ids)) != len(node_ids):
+            raise ValueError("cluster state: node ids must be unique")
+        if all(n.marked_for_removal for n in self.nodes):
+            raise ValueError(
+                "cluster state: every node is marked for removal; at least one must stay (set A)"
+            )
+        kg_ids = [k.id for k in self.keygroups]
+        if len(set(kg_ids)) != len(kg_ids):
+            raise ValueError("cluster state: key group ids must be unique")
+        known_nodes = set(node_ids)
+        known_kgs = set(kg_ids)
+        for kg in kg_ids:
+            if kg not in self.assignment:
+                raise ValueError(f"cluster state: key group {kg!r} has no current node")
+        for kg, node in self.assignment.items():
+            if kg not in known_kgs:
+                raise ValueError(f"cluster state: assignment names unknown key group {kg!r}")
+            if node not in known_nodes:
+                raise ValueError(
+                    f"cluster state: key group {kg!r} is on unknown node {node!r}"
+                )
+        for e in self.edges:
+            for end in (e.src, e.dst):
+                if end not in known_kgs:
+                    raise ValueError(
+                        f"cluster state: edge {e.src!r}->{e.dst!r} names unknown key group {end!r}"
+                    )
+
+    @property
+    def node_ids(self) -> tuple[str, ...]:
+        return tuple(n.id for n in self.nodes)
+
+    def node(self, node_id: str) -> Node:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(node_id)
+
+    def keygroup(self, kg_id: str) -> KeyGroup:
+        for k in self.keygroups:
+            if k.id == kg_id:
+                return k
+        raise KeyError(kg_id)
+
+
+class SolverStatus(str, Enum):  # noqa: UP042 (str() kept as jobs/ expect)
+    OPTIMAL = "optimal"
+    TIME_LIMITED = "time_limited"  # best incumbent when the time limit ran out
+    INFEASIBLE = "infeasible"  # current assignment kept
+    HEURISTIC = "heuristic"  # a baseline: no optimality claim
+
+
+@dataclass(frozen=True)
+class Move:
+    keygroup: str
+    src: str
+    dst: str
+    cost: float
+
+
+@dataclass(frozen=True)
+class ScalingActions:
+    nodes_to_add: tuple[str, ...] = ()
+    nodes_to_mark: tuple[str, ...] = ()
+    nodes_to_terminate: tuple[str, ...] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class PlanMetrics:
+    load_distance: float
+    max_node_load: float
+    min_node_load: float
+    collocation_factor: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    strategy: str
+    assignment: Mapping[str, str]
+    moves: tuple[Move, ...]
+    before: PlanMetrics
+    after: PlanMetrics
+    status: SolverStatus
+    lower_bound: float | None
+    wall_s: float
+    scaling: ScalingActions = ScalingActions()
+    message: str = ""
+
+    @property
+    def migrations(self) -> int:
+        return len(self.moves)
+
+    @property
+    def migration_cost(self) -> float:
+        return sum(m.cost for m in self.moves)
+
+
+def moves_between(
+    state: ClusterState, new_assignment: Mapping[str, str]
+) -> tuple[Move, ...]:
+    """The moves that turn the current allocation into `new_assignment`, sorted by key group."""
+    costs = {k.id: k.migration_cost for k in state.keygroups}
+    return tuple(
+        Move(kg, state.assignment[kg], new_assignment[kg], costs[kg])
+        for kg in sorted(new_assignment)
+        if new_assignment[kg] != state.assignment[kg]
+    )
+
+
+def node_ids_in(nodes: Sequence[Node], *, removable: bool) -> tuple[str, ...]:
+    """Ids of the nodes in B (`removable=True`) or in A (`removable=False`)."""
+    return tuple(n.id for n in nodes if n.marked_for_removal == removable)

@@ -1,0 +1,197 @@
+"""`reconf`: run the reconfiguration pipeline's stages by hand, the demo, and the benchmarks.
+
+Every stage command takes a job id (from the job config, config/jobs.toml or $RECONF_CONFIG) and
+the end of a statistics period (ISO-8601 with a zone, e.g. 2026-01-01T00:05:00Z). Stores live
+under $RECONF_HOME (default .reconf/ in the project).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["main"]
+
+_EPILOG = """\
+a cycle by hand, for period ending T of job J:
+  reconf land --job J --period-end T        # the runtime stand-in lands the period's metrics
+  reconf collect --job J --period-end T     # landing zone -> Delta stats tables
+  reconf validate --job J --period-end T    # Great Expectations checks; stops on bad stats
+  reconf plan --job J --period-end T        # MILP plan -> Delta plans + MLflow run
+  reconf publish --job J --period-end T     # next assignment version + manifest + LATEST
+  reconf apply --job J                      # the runtime applies the newest version
+or all four pipeline stages at once: reconf cycle --job J --period-end T
+"""
+
+
+def _job_period(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--job", required=True, help="job id from the job config (e.g. demo)")
+    parser.add_argument(
+        "--period-end", required=True, metavar="T",
+        help="end of the statistics period, ISO-8601 with a zone (e.g. 2026-01-01T00:05:00Z)",
+    )
+
+
+def _cmd_jobs(args: argparse.Namespace) -> int:
+    from schemas.config import load_jobs
+
+    for job in load_jobs().values():
+        budget = f"max_migrations={job.max_migrations}, max_migration_cost={job.max_migration_cost}"
+        print(f"{job.job_id}: every {job.spl}, strategy {job.strategy}, {budget}, source {dict(job.source)}")
+    return 0
+
+
+def _cmd_land(args: argparse.Namespace) -> int:
+    from reconf.settings import make_source
+    from schemas.config import Paths, resolve_job
+    from schemas.landing import parse_period_end
+
+    paths = Paths.from_env()
+    where = make_source(resolve_job(args.job), paths).land_period(paths.landing, parse_period_end(args.period_end))
+    print(f"landed {where}")
+    return 0
+
+
+def _cmd_apply(args: argparse.Namespace) -> int:
+    from reconf.settings import make_source
+    from schemas.config import Paths, resolve_job
+
+    paths = Paths.from_env()
+    result = make_source(resolve_job(args.job), paths).apply_latest(paths.published)
+    print(f"{result.status}: {result.reason}")
+    return 1 if result.status == "refused" else 0
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from jobs.stages import run_collect
+
+    print(run_collect(args.job, args.period_end))
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from jobs.stages import run_validate
+
+    print(run_validate(args.job, args.period_end))
+    return 0
+
+
+def _print_plan(result: Any, *, show_moves: bool) -> None:
+    p = result.plan
+    bound = "n/a" if p.lower_bound is None else f"{p.lower_bound:.3f}"
+    print(f"plan {result.plan_id} ({p.strategy}, solver {p.status.value}, {p.wall_s:.2f} s)")
+    print(f"  current assignment: {'v' + str(result.base_version) if result.base_version else 'initial allocation'}")
+    print(f"  load distance {p.before.load_distance:.3f} -> {p.after.load_distance:.3f} (lower bound {bound})")
+    print(f"  migrations {p.migrations}, migration cost {p.migration_cost:.4g}")
+    if p.message:
+        print(f"  note: {p.message}")
+    if show_moves:
+        for m in p.moves:
+            print(f"  move {m.keygroup}: {m.src} -> {m.dst} (cost {m.cost:.4g})")
+    if result.mlflow_run_id:
+        print(f"  MLflow run {result.mlflow_run_id}")
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from jobs.stages import run_plan
+
+    result = run_plan(
+        args.job, args.period_end, strategy=args.strategy, max_migrations=args.max_migrations,
+        time_limit_s=args.time_limit, dry_run=args.dry_run,
+    )
+    _print_plan(result, show_moves=True)
+    if args.dry_run:
+        print("  dry run: nothing written to the plans tables, nothing published")
+    return 0
+
+
+def _cmd_publish(args: argparse.Namespace) -> int:
+    from jobs.stages import run_publish
+
+    r = run_publish(args.job, args.period_end)
+    if r.version is None:
+        print(f"publish {args.job}@{r.period_end}: {r.status} (a newer version exists; LATEST unchanged)")
+    else:
+        print(f"publish {args.job}@{r.period_end}: {r.status}, version {r.version}, manifest {r.manifest}")
+    return 0
+
+
+def _cmd_cycle(args: argparse.Namespace) -> int:
+    for step in (_cmd_collect, _cmd_validate):
+        step(args)
+    from jobs.stages import run_plan
+
+    _print_plan(run_plan(args.job, args.period_end), show_moves=False)
+    return _cmd_publish(args)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from reconf.demo import run_demo
+
+    return run_demo(args.job, args.periods)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from bench import run_benchmark
+
+    return run_benchmark(args.name, quick=args.quick, json_path=args.json)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reconf", description=__doc__, epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, fn: Callable[[argparse.Namespace], int], help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(func=fn)
+        return p
+
+    demo = add("demo", _cmd_demo, "land, reconfigure (through the real Airflow DAG) and apply a few "
+               "consecutive periods of a job, printing one line per period")
+    demo.add_argument("--job", default="demo", help="job id (default: demo)")
+    demo.add_argument("--periods", type=int, default=4, help="how many periods (default: 4)")
+    add("jobs", _cmd_jobs, "list the configured jobs")
+    _job_period(add("land", _cmd_land, "the runtime stand-in lands one period of metrics"))
+    add("apply", _cmd_apply, "the runtime stand-in applies the newest published assignment "
+        "(refusals keep the current one; exit 1)").add_argument("--job", required=True)
+    _job_period(add("collect", _cmd_collect, "collect one landed period into the Delta stats tables"))
+    _job_period(add("validate", _cmd_validate, "check one collected period with the GE suites"))
+    plan = add("plan", _cmd_plan, "plan a new assignment for one period (writes plans, plan_moves "
+               "and an MLflow run)")
+    _job_period(plan)
+    plan.add_argument("--strategy", help="override the job's strategy (e.g. milp, flux, greedy)")
+    plan.add_argument("--max-migrations", type=int, help="override the job's migration budget")
+    plan.add_argument("--time-limit", type=float, help="solver time limit in seconds")
+    plan.add_argument("--dry-run", action="store_true",
+                      help="print the plan; write no tables and publish nothing")
+    _job_period(add("publish", _cmd_publish, "publish the period's plan as the next assignment version"))
+    _job_period(add("cycle", _cmd_cycle, "collect, validate, plan and publish one period in-process"))
+    bench = add("bench", _cmd_bench, "run a benchmark: prints a table and writes JSON rows")
+    bench.add_argument("name", choices=["balance"], help="balance: paper Figures 2-4 grid")
+    bench.add_argument("--quick", action="store_true", help="the small grid (under a minute)")
+    bench.add_argument("--json", metavar="PATH", help="where to write the JSON rows")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from jobs.errors import StageError
+    from schemas.manifest import ManifestError
+
+    try:
+        return int(args.func(args))
+    except (StageError, ManifestError, ValueError) as exc:
+        print(f"reconf {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"reconf {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Settings the CLI resolves: the stores (`RECONF_HOME`), the job config (`RECONF_CONFIG`) and the
+metrics source a job is configured with. The contracts themselves live in `schemas.config`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from runtime.source import MetricsSource
+from runtime.synthetic import SyntheticJob, SyntheticSpec
+from schemas.config import PROJECT_ROOT, ConfigError, JobConfig, Paths
+
+__all__ = ["airflow_env", "make_source"]
+
+
+def make_source(job: JobConfig, paths: Paths) -> MetricsSource:
+    """The runtime stand-in the job's `source` table names (default: the synthetic job)."""
+    kind = job.source.get("kind", "synthetic")
+    if kind != "synthetic":
+        raise ConfigError(f"jobs.{job.job_id}.source.kind: unknown source {kind!r}; known: synthetic")
+    try:
+        spec = SyntheticSpec.from_mapping(
+            {"period_s": int(job.spl.total_seconds()), **job.source}, job_id=job.job_id
+        )
+    except ValueError as exc:
+        raise ConfigError(f"jobs.{job.job_id}.source: {exc}") from exc
+    return SyntheticJob(spec, paths.runtime)
+
+
+def airflow_env(paths: Paths) -> dict[str, str]:
+    """The environment of a project-local Airflow: its own home, our DAGs, no examples."""
+    return {
+        **os.environ,
+        "AIRFLOW_HOME": str(paths.airflow),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_ROOT / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": os.environ.get("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING"),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{paths.airflow / 'airflow.db'}",
+        "RECONF_HOME": str(paths.home),
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p
+        ),
+    }
+
+
+def airflow_bin() -> str:
+    """The `airflow` executable of this interpreter's environment."""
+    import sys
+
+    candidate = Path(sys.executable).with_name("airflow")
+    return str(candidate) if candidate.exists() else "airflow"

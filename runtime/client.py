@@ -1,0 +1,180 @@
+"""The runtime's assignment client: fetch the newest published manifest and decide if it is safe.
+
+A manifest is applied only if it is intact (checksum recomputed from the assignment), newer than
+what runs, and covers exactly the key groups the job has, on nodes the runtime knows (its own plus
+the ones the manifest's scaling section adds). Anything else raises an `AssignmentRefused`
+subclass whose message says what is wrong, where (the manifest path) and how to fix it; the caller
+keeps running its current assignment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from schemas.manifest import (
+    Manifest,
+    ManifestError,
+    assignment_checksum,
+    latest_path,
+    manifest_path,
+    read_latest_version,
+    read_manifest,
+)
+
+__all__ = [
+    "AssignmentClient",
+    "AssignmentRefused",
+    "ChecksumMismatch",
+    "CorruptManifest",
+    "MissingKeygroups",
+    "StaleVersion",
+    "TerminatedNodeInUse",
+    "UnknownKeygroups",
+    "UnknownNodes",
+]
+
+_SHOW = 5  # ids listed in a message; the rest are counted, so messages stay readable
+
+
+class AssignmentRefused(Exception):
+    """A published assignment the runtime will not apply; `path` is the offending file."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+class CorruptManifest(AssignmentRefused):
+    """LATEST or the manifest is missing, unreadable, or not a valid manifest."""
+
+
+class ChecksumMismatch(AssignmentRefused):
+    """The assignment does not hash to the recorded checksum (tampered or torn)."""
+
+
+class StaleVersion(AssignmentRefused):
+    """The manifest is older than the version already running."""
+
+
+class UnknownKeygroups(AssignmentRefused):
+    """The assignment places key groups this job does not have."""
+
+
+class MissingKeygroups(AssignmentRefused):
+    """The assignment leaves some of the job's key groups without a node."""
+
+
+class UnknownNodes(AssignmentRefused):
+    """The assignment uses nodes the runtime neither has nor is told to add."""
+
+
+class TerminatedNodeInUse(AssignmentRefused):
+    """The scaling section terminates a node that the assignment still places key groups on."""
+
+
+def _ids(ids: Iterable[str]) -> str:
+    ordered = sorted(ids)
+    shown = ", ".join(ordered[:_SHOW])
+    more = len(ordered) - _SHOW
+    return f"{shown} (+{more} more)" if more > 0 else shown
+
+
+class AssignmentClient:
+    """Reads ``<published_root>/<job_id>/{LATEST,v<N>.json}``; never writes there."""
+
+    def __init__(self, published_root: Path, job_id: str) -> None:
+        self.published_root = Path(published_root)
+        self.job_id = job_id
+
+    def path_of(self, version: int) -> Path:
+        return manifest_path(self.published_root, self.job_id, version)
+
+    def fetch_latest(self) -> Manifest | None:
+        """The manifest LATEST names, or None if nothing is published yet.
+
+        Raises `CorruptManifest` when LATEST or the manifest it names cannot be read or parsed.
+        """
+        try:
+            version = read_latest_version(self.published_root, self.job_id)
+        except ManifestError as exc:
+            raise CorruptManifest(
+                latest_path(self.published_root, self.job_id),
+                f"{exc}; the publisher must rewrite LATEST with a published version number",
+            ) from exc
+        if version is None:
+            return None
+        try:
+            return read_manifest(self.published_root, self.job_id, version)
+        except ManifestError as exc:
+            raise CorruptManifest(
+                self.path_of(version),
+                f"cannot use v{version} named by LATEST: {exc}; republish it with `publish` "
+                "(the current assignment stays in place meanwhile)",
+            ) from exc
+
+    def accept(
+        self,
+        manifest: Manifest,
+        *,
+        current_version: int | None,
+        known_keygroups: set[str],
+        known_nodes: set[str],
+    ) -> bool:
+        """Check `manifest` against what runs; True = apply it, False = nothing new (same version).
+
+        Raises an `AssignmentRefused` subclass for anything unsafe to apply.
+        """
+        path = self.path_of(manifest.version)
+        if manifest.job_id != self.job_id:
+            raise CorruptManifest(
+                path,
+                f"manifest is for job {manifest.job_id!r}, this runtime runs {self.job_id!r}; "
+                "publish it under its own job directory",
+            )
+        actual = assignment_checksum(manifest.assignment)
+        if actual != manifest.checksum:
+            raise ChecksumMismatch(
+                path,
+                f"checksum {manifest.checksum} does not match the assignment ({actual}); "
+                "the file was altered or torn — republish this version from the assignments table",
+            )
+        if current_version is not None and manifest.version < current_version:
+            raise StaleVersion(
+                path,
+                f"version {manifest.version} is older than v{current_version} already running; "
+                f"LATEST must name v{current_version} or newer (versions only go up)",
+            )
+        if current_version is not None and manifest.version == current_version:
+            return False
+        placed = set(manifest.assignment)
+        unknown = placed - known_keygroups
+        if unknown:
+            raise UnknownKeygroups(
+                path,
+                f"{len(unknown)} key group(s) not in job {self.job_id!r}: {_ids(unknown)}; "
+                "the plan was made for another job shape — re-run collect and plan for this job",
+            )
+        missing = known_keygroups - placed
+        if missing:
+            raise MissingKeygroups(
+                path,
+                f"{len(missing)} key group(s) of job {self.job_id!r} have no node: {_ids(missing)}; "
+                "the assignment must place every key group — re-run plan and publish",
+            )
+        nodes = known_nodes | set(manifest.scaling.nodes_to_add)
+        stray = set(manifest.assignment.values()) - nodes
+        if stray:
+            raise UnknownNodes(
+                path,
+                f"{len(stray)} node(s) unknown to the runtime and not in scaling.nodes_to_add: "
+                f"{_ids(stray)}; add them via the scaling section or re-plan on the current nodes",
+            )
+        busy = set(manifest.scaling.nodes_to_terminate) & set(manifest.assignment.values())
+        if busy:
+            raise TerminatedNodeInUse(
+                path,
+                f"scaling.nodes_to_terminate lists node(s) that still host key groups: {_ids(busy)}; "
+                "only empty nodes may be terminated — re-run plan and publish",
+            )
+        return True

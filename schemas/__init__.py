@@ -1,0 +1,1 @@
+"""The contracts between stages: landing zone, Delta tables, GE suites, manifests, config."""

@@ -1,0 +1,221 @@
+"""Where reconf keeps its data, and the per-job configuration contract.
+
+Both are contracts between the CLI, the DAG file and the stages, so they live here (every layer
+may import `schemas`). A config error names the file, the field and the rule, and is raised when
+the file is loaded, before any cycle runs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ConfigError",
+    "JobConfig",
+    "Paths",
+    "PROJECT_ROOT",
+    "load_jobs",
+    "parse_duration",
+    "resolve_job",
+]
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+_DEFAULT_CONFIG = PROJECT_ROOT / "config" / "jobs.toml"
+_JOB_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d)\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+_STRATEGY_KEYS = {
+    "spl",
+    "strategy",
+    "max_migrations",
+    "max_migration_cost",
+    "solver_time_limit_s",
+    "alpha",
+    "start_date",
+    "source",
+}
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message says which file, which field, and the rule."""
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The project's stores (DESIGN.md, "Contracts"); `RECONF_HOME` moves them all at once."""
+
+    home: Path
+
+    @classmethod
+    def from_env(cls) -> Paths:
+        return cls(Path(os.environ.get("RECONF_HOME", PROJECT_ROOT / ".reconf")).resolve())
+
+    @property
+    def lake(self) -> Path:
+        return self.home / "lake"
+
+    @property
+    def landing(self) -> Path:
+        return self.home / "landing"
+
+    @property
+    def published(self) -> Path:
+        return self.home / "published"
+
+    @property
+    def mlflow(self) -> Path:
+        return self.home / "mlflow"
+
+    @property
+    def airflow(self) -> Path:
+        return self.home / "airflow"
+
+    @property
+    def runtime(self) -> Path:
+        return self.home / "runtime"
+
+    @property
+    def reports(self) -> Path:
+        return self.home / "reports"
+
+    @property
+    def jars(self) -> Path:
+        """The Delta jars are an install artefact, shared by every RECONF_HOME (`RECONF_JARS`)."""
+        return Path(os.environ.get("RECONF_JARS", PROJECT_ROOT / ".reconf" / "jars")).resolve()
+
+    @property
+    def mlflow_uri(self) -> str:
+        return f"sqlite:///{self.mlflow / 'mlflow.db'}"
+
+    def table(self, name: str) -> str:
+        return str(self.lake / name)
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """One job's reconfiguration settings; SPL is the statistics period length (paper §3)."""
+
+    job_id: str
+    spl: timedelta = timedelta(minutes=5)
+    strategy: str = "milp"
+    max_migrations: int | None = 8
+    max_migration_cost: float | None = None
+    solver_time_limit_s: float = 10.0
+    alpha: float = 1e-6
+    start_date: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    source: Mapping[str, Any] = field(default_factory=dict)
+
+
+def parse_duration(value: object, where: str) -> timedelta:
+    """'5m', '300s', '1h', '1d' or a number of seconds; must be positive."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{where}: must be a duration like '5m' or '300s', got {value!r}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and (m := _DURATION.match(value)):
+        seconds = timedelta(**{_UNITS[m.group(2)]: int(m.group(1))}).total_seconds()
+    else:
+        raise ConfigError(f"{where}: must be a duration like '5m' or '300s', got {value!r}")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(f"{where}: must be a positive duration, got {value!r}")
+    return timedelta(seconds=seconds)
+
+
+def _number(value: object, where: str, *, integer: bool = False) -> float:
+    ok = isinstance(value, int) if integer else isinstance(value, int | float)
+    if isinstance(value, bool) or not ok:
+        kind = "a whole number" if integer else "a number"
+        raise ConfigError(f"{where}: must be {kind}, got {value!r}")
+    number = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(number) or number < 0:
+        raise ConfigError(f"{where}: must be >= 0, got {value!r}")
+    return number
+
+
+def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
+    where = f"{origin}: jobs.{job_id}"
+    if not _JOB_ID.match(job_id):
+        raise ConfigError(
+            f"{where}: job id must be lower-case letters, digits, '-' or '_' (at most 63)"
+        )
+    unknown = sorted(set(raw) - _STRATEGY_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(_STRATEGY_KEYS))}"
+        )
+    kwargs: dict[str, Any] = {"job_id": job_id}
+    if "spl" in raw:
+        kwargs["spl"] = parse_duration(raw["spl"], f"{where}.spl")
+    if "strategy" in raw:
+        if not isinstance(raw["strategy"], str) or not raw["strategy"]:
+            raise ConfigError(f"{where}.strategy: must be a strategy name, got {raw['strategy']!r}")
+        kwargs["strategy"] = raw["strategy"]
+    if "max_migrations" in raw:
+        kwargs["max_migrations"] = int(
+            _number(raw["max_migrations"], f"{where}.max_migrations", integer=True)
+        )
+    if "max_migration_cost" in raw:
+        kwargs["max_migration_cost"] = _number(
+            raw["max_migration_cost"], f"{where}.max_migration_cost"
+        )
+    if "solver_time_limit_s" in raw:
+        limit = _number(raw["solver_time_limit_s"], f"{where}.solver_time_limit_s")
+        if limit <= 0:
+            raise ConfigError(f"{where}.solver_time_limit_s: must be > 0, got {limit!r}")
+        kwargs["solver_time_limit_s"] = limit
+    if "alpha" in raw:
+        kwargs["alpha"] = _number(raw["alpha"], f"{where}.alpha")
+    if "start_date" in raw:
+        start = raw["start_date"]
+        if not isinstance(start, datetime):
+            raise ConfigError(f"{where}.start_date: must be a TOML date-time, got {start!r}")
+        kwargs["start_date"] = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+    if "source" in raw:
+        if not isinstance(raw["source"], Mapping):
+            raise ConfigError(f"{where}.source: must be a table, got {raw['source']!r}")
+        kwargs["source"] = dict(raw["source"])
+    return JobConfig(**kwargs)
+
+
+def load_jobs(path: Path | None = None) -> dict[str, JobConfig]:
+    """Read every job of the config file (`RECONF_CONFIG`, else config/jobs.toml).
+
+    `[defaults]` applies to every `[jobs.<id>]` table, which may override any field.
+    """
+    path = Path(path) if path else Path(os.environ.get("RECONF_CONFIG") or _DEFAULT_CONFIG)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found; set RECONF_CONFIG or create it")
+    try:
+        doc = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    unknown = sorted(set(doc) - {"defaults", "jobs"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown top-level table(s) {', '.join(unknown)}")
+    defaults = doc.get("defaults", {})
+    jobs = doc.get("jobs", {})
+    if not isinstance(jobs, dict) or not jobs:
+        raise ConfigError(f"{path}: no [jobs.<id>] table; define at least one job")
+    return {
+        job_id: _job(job_id, {**defaults, **raw, "source": {**defaults.get("source", {}), **raw.get("source", {})}}, str(path))
+        for job_id, raw in jobs.items()
+    }
+
+
+def resolve_job(job_id: str, path: Path | None = None) -> JobConfig:
+    """The config of one job, or a ConfigError that lists the jobs that exist."""
+    jobs = load_jobs(path)
+    if job_id not in jobs:
+        raise ConfigError(
+            f"unknown job id {job_id!r}; configured jobs: {', '.join(sorted(jobs))} "
+            f"(add [jobs.{job_id}] to the config file)"
+        )
+    return jobs[job_id]

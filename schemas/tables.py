@@ -1,0 +1,82 @@
+"""The Delta tables under ``lake/`` (DESIGN.md, "Delta tables"), as Spark DDL.
+
+Every table is partitioned by ``job_id``; a stage's write for one period replaces exactly that
+period (``replaceWhere``), so reruns leave one copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["TABLES", "Table"]
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    ddl: str  # Spark DDL column list
+    key: tuple[str, ...]  # the columns that identify one row
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(part.strip().split()[0] for part in self.ddl.split(","))
+
+
+KEYGROUP_STATS = Table(
+    "keygroup_stats",
+    "job_id STRING, period_end TIMESTAMP, period_start TIMESTAMP, keygroup STRING, "
+    "operator STRING, node STRING, tuples_in BIGINT, tuples_out BIGINT, cpu_ms DOUBLE, "
+    "load_pct DOUBLE, state_bytes BIGINT, samples BIGINT",
+    ("job_id", "period_end", "keygroup"),
+)
+COMM_STATS = Table(
+    "comm_stats",
+    "job_id STRING, period_end TIMESTAMP, src_keygroup STRING, dst_keygroup STRING, "
+    "tuples BIGINT, bytes BIGINT, tuples_per_s DOUBLE",
+    ("job_id", "period_end", "src_keygroup", "dst_keygroup"),
+)
+NODE_STATS = Table(
+    "node_stats",
+    "job_id STRING, period_end TIMESTAMP, node STRING, capacity DOUBLE, cpu_ms DOUBLE, "
+    "utilisation_pct DOUBLE, samples BIGINT",
+    ("job_id", "period_end", "node"),
+)
+PLANS = Table(
+    "plans",
+    "job_id STRING, period_end TIMESTAMP, plan_id STRING, strategy STRING, status STRING, "
+    "solver_status STRING, max_migrations BIGINT, max_migration_cost DOUBLE, "
+    "time_limit_s DOUBLE, load_distance_before DOUBLE, load_distance_after DOUBLE, "
+    "lower_bound DOUBLE, migrations BIGINT, migration_cost DOUBLE, solve_s DOUBLE, "
+    "base_version BIGINT, mlflow_run_id STRING, message STRING, plan_json STRING",
+    ("job_id", "period_end"),
+)
+PLAN_MOVES = Table(
+    "plan_moves",
+    "job_id STRING, period_end TIMESTAMP, plan_id STRING, keygroup STRING, src_node STRING, "
+    "dst_node STRING, cost DOUBLE",
+    ("job_id", "period_end", "keygroup"),
+)
+ASSIGNMENTS = Table(
+    "assignments",
+    "job_id STRING, version BIGINT, keygroup STRING, node STRING",
+    ("job_id", "version", "keygroup"),
+)
+ASSIGNMENT_VERSIONS = Table(
+    "assignment_versions",
+    "job_id STRING, version BIGINT, plan_id STRING, period_end TIMESTAMP, checksum STRING, "
+    "status STRING, manifest_path STRING, published_at TIMESTAMP",
+    ("job_id", "version"),
+)
+
+TABLES: dict[str, Table] = {
+    t.name: t
+    for t in (
+        KEYGROUP_STATS,
+        COMM_STATS,
+        NODE_STATS,
+        PLANS,
+        PLAN_MOVES,
+        ASSIGNMENTS,
+        ASSIGNMENT_VERSIONS,
+    )
+}

@@ -1,0 +1,8 @@
+"""Make the project root importable when pytest is run as a script (not `python -m pytest`)."""
+
+import sys
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parents[2])
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)

@@ -1,0 +1,171 @@
+"""The synthetic job's spec, naming, initial allocation and §5.1 load model."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from runtime.source import MetricsSource, load_state, state_path
+from runtime.synthetic import (
+    SyntheticJob,
+    SyntheticSpec,
+    base_loads,
+    initial_assignment,
+    period_loads,
+)
+
+END = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
+SPEC = SyntheticSpec("demo")  # 4 operators x 16 key groups on 8 nodes, mean 60 %, varies 30
+
+
+def node_loads(spec: SyntheticSpec, end: datetime, assignment: dict[str, str]) -> dict[str, float]:
+    loads = period_loads(spec, end, assignment).keygroups
+    out: dict[str, float] = {}
+    for kg, node in assignment.items():
+        out[node] = out.get(node, 0.0) + loads[kg]
+    return out
+
+
+def test_names_and_round_robin_allocation() -> None:
+    assert SPEC.operator_names == ("op0", "op1", "op2", "op3")
+    assert SPEC.keygroups[:2] == ("op0-kg000", "op0-kg001") and "op1-kg003" in SPEC.keygroups
+    assert (
+        len(SPEC.keygroups) == 64 and SPEC.node_names[0] == "node-00" and len(SPEC.node_names) == 8
+    )
+    a = initial_assignment(SPEC)
+    assert set(Counter(a.values()).values()) == {8}
+    per_op_node = Counter((kg.split("-")[0], n) for kg, n in a.items())
+    assert set(per_op_node.values()) == {2}  # every operator spread evenly too
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("operators", 0),
+        ("keygroups_per_operator", 1001),
+        ("nodes", "8"),
+        ("nodes", True),
+        ("mean_node_load", 0),
+        ("varies", -1.0),
+        ("varies", float("nan")),
+        ("seed", -1),
+        ("samples_per_period", 0),
+        ("period_s", 2.5),
+        ("job_id", ""),
+        ("job_id", "a/b"),
+    ],
+)
+def test_spec_validation_names_the_field(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=field):
+        SyntheticSpec(**{"job_id": "demo", field: value})  # type: ignore[arg-type]
+
+
+def test_from_mapping_reads_the_jobs_toml_shape() -> None:
+    source = {
+        "kind": "synthetic",
+        "operators": 4,
+        "keygroups_per_operator": 16,
+        "nodes": 8,
+        "seed": 7,
+        "varies": 30,
+    }
+    spec = SyntheticSpec.from_mapping(source, job_id="demo")
+    assert spec == SPEC and isinstance(spec.varies, float)
+    assert SyntheticSpec.from_mapping({"job_id": "x", "nodes": 3}).nodes == 3
+
+
+@pytest.mark.parametrize(
+    ("mapping", "words"),
+    [
+        ({"job_id": "x", "node": 3}, "unknown synthetic source key(s) ['node']"),
+        ({"job_id": "x", "operators": "4"}, "operators must be an integer"),
+        ({"job_id": "x", "kind": "replay"}, "kind is 'replay'"),
+        ({"nodes": 3}, "needs a 'job_id'"),
+    ],
+)
+def test_from_mapping_errors(mapping: dict[str, object], words: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        SyntheticSpec.from_mapping(mapping)
+    assert words in str(caught.value)
+
+
+def test_base_loads_are_mean_plus_minus_five_percent() -> None:
+    loads = base_loads(SPEC)
+    mean = 60.0 * 8 / 64
+    assert all(0.95 * mean <= v <= 1.05 * mean for v in loads.values())
+    assert len(set(loads.values())) == 64  # actually jittered
+    assert base_loads(SyntheticSpec("demo", seed=8)) != loads
+
+
+@pytest.mark.parametrize("minutes", [5, 10, 15, 60, 24 * 60])
+def test_twenty_percent_of_nodes_drift_half_up_half_down(minutes: int) -> None:
+    end = END + timedelta(minutes=minutes)
+    a = initial_assignment(SPEC)
+    loads = node_loads(SPEC, end, a)
+    drift = period_loads(SPEC, end, a).drift
+    assert len(drift) == 2 and sorted(drift.values()) == [-15.0, 15.0]
+    for node, load in loads.items():
+        expected = 60.0 + drift.get(node, 0.0)
+        assert abs(load - expected) <= 3.0 + 1e-9, (node, load)  # ±5 % jitter of 8 key groups
+    assert sum(loads.values()) == pytest.approx(sum(base_loads(SPEC).values()))
+
+
+def test_drift_moves_between_periods_and_follows_the_assignment() -> None:
+    a = initial_assignment(SPEC)
+    drifted = {
+        frozenset(period_loads(SPEC, END + timedelta(minutes=5 * i), a).drift) for i in range(10)
+    }
+    assert len(drifted) > 3  # the planner gets new work each period
+    # Loads belong to key groups: swapping two undrifted key groups' nodes swaps their load too.
+    pl = period_loads(SPEC, END, a)
+    calm = [kg for kg in SPEC.keygroups if a[kg] not in pl.drift]
+    x, y = calm[0], next(kg for kg in calm if a[kg] != a[calm[0]])
+    other = dict(a)
+    other[x], other[y] = a[y], a[x]
+    swapped = period_loads(SPEC, END, other).keygroups
+    assert (swapped[x], swapped[y]) == (pl.keygroups[x], pl.keygroups[y])
+    assert node_loads(SPEC, END, other)[a[x]] != node_loads(SPEC, END, a)[a[x]]
+    assert period_loads(SPEC, END, a) == pl  # a function of its inputs only
+
+
+def test_down_drift_never_empties_a_key_group() -> None:
+    spec = SyntheticSpec(
+        "tiny", operators=1, keygroups_per_operator=20, nodes=10, mean_node_load=10.0, varies=60.0
+    )
+    a = initial_assignment(spec)
+    for i in range(10):
+        end = END + timedelta(minutes=5 * i)
+        pl = period_loads(spec, end, a)
+        assert min(pl.keygroups.values()) > 0
+        assert sorted(pl.drift.values())[1] == 30.0
+        ((node, cut),) = [(n, d) for n, d in pl.drift.items() if d < 0]
+        base = sum(v for kg, v in base_loads(spec).items() if a[kg] == node)
+        assert cut == pytest.approx(-0.9 * base)  # a 10 % node cannot give up 30 %: capped at 90 %
+        assert node_loads(spec, end, a)[node] == pytest.approx(0.1 * base)
+
+
+def test_no_drift_when_varies_is_zero() -> None:
+    spec = SyntheticSpec("calm", varies=0)
+    assert dict(period_loads(spec, END, initial_assignment(spec)).keygroups) == base_loads(spec)
+
+
+def test_state_is_persisted_and_checked_against_the_spec(tmp_path: Path) -> None:
+    job = SyntheticJob(SPEC, tmp_path)
+    source: MetricsSource = job
+    assert isinstance(source, MetricsSource)
+    state = load_state(tmp_path, "demo")
+    assert (
+        state is not None
+        and state.version is None
+        and dict(state.assignment) == initial_assignment(SPEC)
+    )
+    text = state_path(tmp_path, "demo").read_text()
+    assert '"version": null' in text and '"format": 1' in text
+    with pytest.raises(ValueError, match="different job shape"):
+        SyntheticJob(SyntheticSpec("demo", operators=3), tmp_path)
+    state_path(tmp_path, "demo").write_text("{")
+    with pytest.raises(ValueError, match="corrupt runtime state"):
+        SyntheticJob(SPEC, tmp_path)
