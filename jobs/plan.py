@@ -13,13 +13,28 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.errors import StageError
-from jobs.lake import ensure_tables, period_predicate, quote, read_table, replace_rows, table_version
+from jobs.lake import (
+    ensure_tables,
+    period_predicate,
+    quote,
+    read_table,
+    replace_rows,
+    table_version,
+)
 from jobs.tracking import CycleRecord, log_cycle
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan
 from placement.registry import get_strategy, strategy_names
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
-from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS, PLAN_MOVES, PLANS
+from schemas.tables import (
+    ASSIGNMENT_VERSIONS,
+    ASSIGNMENTS,
+    COMM_STATS,
+    KEYGROUP_STATS,
+    NODE_STATS,
+    PLAN_MOVES,
+    PLANS,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -169,6 +184,10 @@ def plan_period(
     return PlanResult(job.job_id, stamp, pid, plan, base_version, run_id, plan_json)
 
 
+def _float(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
 def _write_plan(
     spark: SparkSession,
     paths: Paths,
@@ -182,20 +201,24 @@ def _write_plan(
     plan_json: dict[str, Any],
 ) -> None:
     where = period_predicate(job.job_id, period_end)
+    # DOUBLE columns get floats: Spark refuses an int (e.g. the migration cost of a plan with no
+    # moves is sum(()) == 0, or a time limit of 2) in a DoubleType field.
     plan_row = {
         "job_id": job.job_id, "period_end": period_end, "plan_id": pid, "strategy": strategy,
         "status": "planned", "solver_status": plan.status.value,
-        "max_migrations": job.max_migrations, "max_migration_cost": job.max_migration_cost,
-        "time_limit_s": job.solver_time_limit_s,
-        "load_distance_before": plan.before.load_distance,
-        "load_distance_after": plan.after.load_distance, "lower_bound": plan.lower_bound,
-        "migrations": plan.migrations, "migration_cost": plan.migration_cost,
-        "solve_s": plan.wall_s, "base_version": base_version, "mlflow_run_id": run_id,
+        "max_migrations": job.max_migrations,
+        "max_migration_cost": _float(job.max_migration_cost),
+        "time_limit_s": _float(job.solver_time_limit_s),
+        "load_distance_before": _float(plan.before.load_distance),
+        "load_distance_after": _float(plan.after.load_distance),
+        "lower_bound": _float(plan.lower_bound),
+        "migrations": plan.migrations, "migration_cost": _float(plan.migration_cost),
+        "solve_s": _float(plan.wall_s), "base_version": base_version, "mlflow_run_id": run_id,
         "message": plan.message, "plan_json": json.dumps(plan_json, sort_keys=True),
     }
     move_rows = [
         {"job_id": job.job_id, "period_end": period_end, "plan_id": pid, "keygroup": m.keygroup,
-         "src_node": m.src, "dst_node": m.dst, "cost": m.cost}
+         "src_node": m.src, "dst_node": m.dst, "cost": _float(m.cost)}
         for m in plan.moves
     ]
     # Moves first, plan row last: publish reads the plan row, so it only ever sees a plan

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from jobs.errors import StageError
@@ -66,7 +66,7 @@ def _manifest_for(
         )
     return Manifest.create(
         job_id=job_id, version=version, period_end=period_end, plan_id=pid,
-        assignment=assignment, scaling=scaling, created_at=datetime.now(timezone.utc),
+        assignment=assignment, scaling=scaling, created_at=datetime.now(UTC),
     )
 
 
@@ -101,8 +101,13 @@ def publish_period(
     top = versions.agg(F.max("version")).first()
     version = int(top[0]) + 1 if top is not None and top[0] is not None else 1
     assignment = {str(k): str(v) for k, v in plan_json["assignment"].items()}
-    scaling = ScalingSection(**{k: tuple(v) if isinstance(v, list) else v
-                                for k, v in plan_json.get("scaling", {}).items()})
+    raw = plan_json.get("scaling", {})
+    scaling = ScalingSection(
+        nodes_to_add=tuple(raw.get("nodes_to_add", ())),
+        nodes_to_mark=tuple(raw.get("nodes_to_mark", ())),
+        nodes_to_terminate=tuple(raw.get("nodes_to_terminate", ())),
+        reason=str(raw.get("reason", "")),
+    )
     try:
         manifest = _manifest_for(paths, job.job_id, version, pid, period_end, assignment, scaling)
         path = write_manifest(paths.published, manifest)
@@ -122,7 +127,7 @@ def publish_period(
         spark.createDataFrame(
             [{"job_id": job.job_id, "version": version, "plan_id": pid, "period_end": period_end,
               "checksum": manifest.checksum, "status": "published", "manifest_path": str(path),
-              "published_at": datetime.now(timezone.utc)}],
+              "published_at": datetime.now(UTC)}],
             ASSIGNMENT_VERSIONS.ddl,
         ),
         paths, ASSIGNMENT_VERSIONS, version_where,

@@ -116,7 +116,7 @@ def fetch_jars(paths: Paths) -> list[Path]:
     ivy = paths.home / "ivy"
     try:
         _resolve_with_spark(ivy)
-    except Exception as first:  # noqa: BLE001 - retried once through Maven, then reported
+    except Exception as first:
         mvn = shutil.which("mvn")
         if mvn is None:
             raise RuntimeError(f"Spark could not resolve {delta_package()} and mvn is not installed") from first

@@ -41,7 +41,7 @@ def run_name(job_id: str, period_end: str) -> str:
     return f"{job_id}@{period_end}"
 
 
-def _client(paths: Paths):  # type: ignore[no-untyped-def]
+def _client(paths: Paths) -> Any:
     from mlflow import MlflowClient
 
     paths.mlflow.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
 from jobs.errors import StageError
 from jobs.lake import ensure_tables, period_predicate, quote, read_table
 from jobs.validation import ValidationReport, validate_stats
@@ -84,15 +86,21 @@ def validate_period(
     ensure_tables(spark, paths)
     where = period_predicate(job.job_id, period_end)
     stamp = format_period_end(period_end)
-    keygroups = read_table(spark, paths, KEYGROUP_STATS).where(where).toPandas()
+    keygroups: pd.DataFrame = read_table(spark, paths, KEYGROUP_STATS).where(where).toPandas()
     if keygroups.empty:
         raise StageError(
             f"no statistics collected for job {job.job_id!r}, period ending {stamp}",
             where=paths.table(KEYGROUP_STATS.name),
             fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}` first",
         )
-    edges = read_table(spark, paths, COMM_STATS).where(where).toPandas()
-    nodes = read_table(spark, paths, NODE_STATS).where(where).toPandas()
+    edges: pd.DataFrame = read_table(spark, paths, COMM_STATS).where(where).toPandas()
+    nodes: pd.DataFrame = read_table(spark, paths, NODE_STATS).where(where).toPandas()
+    if nodes.empty:
+        raise StageError(
+            f"the runtime reported no nodes for job {job.job_id!r}, period ending {stamp}",
+            where=paths.table(NODE_STATS.name),
+            fix="fix the runtime's node metrics and land the period again",
+        )
     expected, expected_from = _expected_keygroups(
         spark, paths, job.job_id, period_end, set(keygroups["keygroup"].dropna())
     )

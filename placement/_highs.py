@@ -9,6 +9,7 @@ the model status so the planner can tell OPTIMAL from TIME_LIMITED and certify a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,15 +21,23 @@ import pulp
 class BulkHiGHS(pulp.HiGHS):
     """`pulp.HiGHS` with bulk model building, a real warm start and the dual bound kept."""
 
-    def __init__(self, *, warm_start: Mapping[Any, float] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, warm_start: Mapping[Any, float] | None = None,
+                 deadline: float | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.warm_start = warm_start
+        self.deadline = deadline  # time.perf_counter() by which HiGHS must stop
+        self.transfer_s = 0.0  # PuLP -> HiGHS model transfer (outside HiGHS's own clock)
         self.warm_start_accepted: bool | None = None
         self.dual_bound: float | None = None
         self.model_status: Any = None
         self.has_solution = False
 
     def buildSolverModel(self, lp: pulp.LpProblem) -> None:
+        started = time.perf_counter()
+        self._transfer(lp)
+        self.transfer_s = time.perf_counter() - started
+
+    def _transfer(self, lp: pulp.LpProblem) -> None:
         h = lp.solverModel
         variables = lp.variables()
         n = len(variables)
@@ -71,6 +80,8 @@ class BulkHiGHS(pulp.HiGHS):
 
     def callSolver(self, lp: pulp.LpProblem) -> None:
         h = lp.solverModel
+        if self.deadline is not None:  # the transfer ate into the budget: re-arm the limit
+            h.setOptionValue("time_limit", max(0.02, self.deadline - time.perf_counter()))
         if self.warm_start:
             idx = np.asarray([v.index for v in self.warm_start], dtype=np.int32)
             vals = np.asarray(list(self.warm_start.values()), dtype=np.float64)

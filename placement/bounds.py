@@ -113,7 +113,10 @@ def lower_bound_d(
                 out_c += _min_cost_to_shed(info.by_ratio, excess)
             deficit = (mean - delta - info.util) * info.cap
             if not info.in_b and deficit > TOL:
-                in_n += math.ceil(deficit / gmax - TOL)
+                need = deficit / gmax
+                if need > len(movers):  # more arrivals than there are movable key groups
+                    return False
+                in_n += math.ceil(need - TOL)
                 in_c += deficit * min_ratio
         if budget.max_migrations is not None and max(out_n, in_n) > budget.max_migrations:
             return False

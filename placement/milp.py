@@ -6,7 +6,7 @@ mean = Σ_k gLoad_k / Σ_{i∈A} cap_i (no ceil, see metrics.py), d the load dis
 the slack of the upper / lower bound. Heterogeneous nodes: gLoad_k is divided by cap_i in (3),
 (4), i.e. node loads are utilisations.
 
-    min  w1·d − w2·(d_u + d_l)                                   (w1 ≫ w2)
+    min  w1·d − w2·(d_u + d_l) + w_b·Σ_{n_i∈B} load_i           (w1 ≫ w_b ≫ w2)
     (1)  ∀g_k∈G:          Σ_{n_i∈N} x_{i,k} = 1
     (2)  Σ_i Σ_k (1 − q_{i,k})·x_{i,k}·mc_k ≤ maxMigrCost      (cost budget)
          Σ_i Σ_k (1 − q_{i,k})·x_{i,k}      ≤ max_migrations   (count budget)
@@ -42,15 +42,16 @@ from placement.baselines.flux import plan_flux
 from placement.baselines.greedy import greedy_assignment
 from placement.bounds import lower_bound_d
 from placement.metrics import max_deviation, mean_load
-from placement.milp_model import build, caps_violation, objective, solve, valid
+from placement.milp_model import Weights, build, caps_violation, objective, solve, valid
 from placement.model import Budget, ClusterState, KeyGroup, Plan, SolverStatus
 
-__all__ = ["DEFAULT_W1", "DEFAULT_W2", "SOLVERS", "plan_milp"]
+__all__ = ["DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "SOLVERS", "plan_milp"]
 
 SOLVERS = ("highs", "cbc")
 CANDIDATE_MODES = ("auto", "all")
 DEFAULT_W1 = 1.0
-DEFAULT_W2 = 1e-4
+DEFAULT_WB = 1e-4
+DEFAULT_W2 = 1e-6
 AUTO_MAX_VARS = 4000  # "auto" solves models up to this many x-variables in one go
 LNS_VARS = 1500  # target size of one neighbourhood sub-MILP
 LNS_STEP_S = 0.5  # time cap of one neighbourhood solve
@@ -66,8 +67,7 @@ class _Ctx:
     state: ClusterState
     budget: Budget
     caps: Mapping[str, float]
-    w1: float
-    w2: float
+    weights: Weights
     solver: str
     gap_rel: float
     deadline: float
@@ -77,11 +77,11 @@ class _Ctx:
 
     def better(self, new: Mapping[str, str] | None, old: Mapping[str, str]) -> bool:
         return new is not None and valid(self.state, self.budget, new, self.caps) and (
-            objective(self.state, new, self.w1, self.w2)
-            < objective(self.state, old, self.w1, self.w2) - 1e-12)
+            objective(self.state, new, self.weights)
+            < objective(self.state, old, self.weights) - 1e-12)
 
 
-def _check_params(time_limit_s: float, solver: str, w1: float, w2: float, candidates: str,
+def _check_params(time_limit_s: float, solver: str, w: Weights, candidates: str,
                   resource_caps: Mapping[str, float] | None, gap_rel: float) -> None:
     if not (isinstance(time_limit_s, (int, float)) and math.isfinite(time_limit_s)
             and time_limit_s > 0):
@@ -90,8 +90,10 @@ def _check_params(time_limit_s: float, solver: str, w1: float, w2: float, candid
         raise ValueError(f"milp: unknown solver {solver!r}; known: {', '.join(SOLVERS)}")
     if candidates not in CANDIDATE_MODES:
         raise ValueError(f"milp: candidates must be one of {CANDIDATE_MODES}, got {candidates!r}")
-    if not (math.isfinite(w1) and math.isfinite(w2) and w2 >= 0 and w1 > 2 * w2):
-        raise ValueError(f"milp: weights need w1 > 2·w2 >= 0 (w1 ≫ w2), got w1={w1}, w2={w2}")
+    if not (all(math.isfinite(v) for v in (w.w1, w.w2, w.w_b)) and w.w2 >= 0 and w.w_b >= 0
+            and w.w1 > 2 * w.w2):
+        raise ValueError(f"milp: weights need w1 > 2·w2, w2 >= 0, w_b >= 0 (w1 ≫ w_b ≫ w2), "
+                         f"got w1={w.w1}, w2={w.w2}, w_b={w.w_b}")
     if not (math.isfinite(gap_rel) and gap_rel >= 0):
         raise ValueError(f"milp: gap_rel must be a finite number >= 0, got {gap_rel!r}")
     for res, cap in (resource_caps or {}).items():
@@ -111,7 +113,7 @@ def _start(ctx: _Ctx, problem: str) -> dict[str, str]:
     if not problem:
         options += [greedy_assignment(state, budget), dict(plan_flux(state, budget).assignment)]
     ok = [a for a in options if valid(state, budget, a, ctx.caps)] or options[:1]
-    return min(ok, key=lambda a: objective(state, a, ctx.w1, ctx.w2))
+    return min(ok, key=lambda a: objective(state, a, ctx.weights))
 
 
 def _neighbourhood(ctx: _Ctx, incumbent: Mapping[str, str], k: int, rng: random.Random,
@@ -146,7 +148,7 @@ def _lns(ctx: _Ctx, movable: set[str], incumbent: dict[str, str], seed: int, not
         nodes = _neighbourhood(ctx, incumbent, k, rng, stall)
         kgs = [kg for kg in state.keygroups if kg.id in movable and incumbent[kg.id] in nodes]
         built = build(state, ctx.budget, kgs, [n for n in nodes if n in a_ids], incumbent,
-                      ctx.w1, ctx.w2, ctx.caps)
+                      ctx.weights, ctx.caps)
         limit = max(MIN_SOLVE_S, min(LNS_STEP_S, ctx.left()))
         solved = solve(state, built, ctx.solver, limit, ctx.gap_rel, incumbent)
         steps += 1
@@ -166,6 +168,7 @@ def plan_milp(
     solver: str = "highs",
     w1: float = DEFAULT_W1,
     w2: float = DEFAULT_W2,
+    w_b: float = DEFAULT_WB,
     resource_caps: Mapping[str, float] | None = None,
     candidates: str = "auto",
     gap_rel: float = 1e-6,
@@ -180,9 +183,10 @@ def plan_milp(
     """
     started = time.perf_counter()
     check_inputs(state, budget)
-    _check_params(time_limit_s, solver, w1, w2, candidates, resource_caps, gap_rel)
+    weights = Weights(w1, w2, w_b)
+    _check_params(time_limit_s, solver, weights, candidates, resource_caps, gap_rel)
     caps = dict(resource_caps or {})
-    ctx = _Ctx(state, budget, caps, w1, w2, solver, gap_rel, started + time_limit_s)
+    ctx = _Ctx(state, budget, caps, weights, solver, gap_rel, started + time_limit_s)
     mean = mean_load(state)
     current_d = max_deviation(state, state.assignment)
     cost_cap = math.inf if budget.max_migration_cost is None else budget.max_migration_cost
@@ -209,7 +213,13 @@ def plan_milp(
                     f"infeasible: every assignment within the budget has d >= {bound:.6g} > "
                     f"mean = {mean:.6g}, so constraint (5) cannot hold; current assignment kept")
 
+    marked = {n.id for n in state.nodes if n.marked_for_removal}
+    load_on_b = sum(k.load for k in state.keygroups if state.assignment[k.id] in marked)
+
     def certified(assignment: Mapping[str, str]) -> bool:
+        """d meets the lower bound and (if w_b > 0) nothing is left on B: no better plan."""
+        if w_b and marked & set(assignment.values()):
+            return False
         return max_deviation(state, assignment) <= bound + 1e-7 * max(1.0, bound)
 
     start = _start(ctx, problem)
@@ -230,13 +240,16 @@ def plan_milp(
     if best is None or ctx.left() > full_vars * BUILD_S_PER_VAR + 0.1 or candidates == "all":
         t0 = time.perf_counter()
         base = best or state.assignment
-        built = build(state, budget, movers, a_nodes, base, w1, w2, caps)
+        built = build(state, budget, movers, a_nodes, base, weights, caps)
         t1 = time.perf_counter()
         solved = solve(state, built, solver, max(MIN_SOLVE_S, ctx.left()), gap_rel, base)
-        notes.append(f"full model: {solved.kind}, {len(built.x)} x-vars, build {t1 - t0:.3f}s,"
-                     f" solve {time.perf_counter() - t1:.3f}s")
+        notes.append(f"full model: {solved.kind}, {len(built.x)} x-vars, PuLP build "
+                     f"{t1 - t0:.3f}s, transfer to solver {solved.transfer_s:.3f}s, solve "
+                     f"{time.perf_counter() - t1 - solved.transfer_s:.3f}s")
         if solved.objective_bound is not None and math.isfinite(solved.objective_bound):
-            bound = max(bound, solved.objective_bound / w1)
+            # obj = w1·d − w2·(d_u + d_l) + w_b·L_B with d_u, d_l ≥ 0 and L_B ≤ its current value
+            # (nothing moves onto B), so d ≥ (bound − w_b·L_B(q)) / w1.
+            bound = max(bound, (solved.objective_bound - w_b * load_on_b) / w1)
         new = solved.assignment
         if new is not None and ((best is None and valid(state, budget, new, caps))
                                 or (best is not None and ctx.better(new, best))):

@@ -6,7 +6,7 @@ mean = Σ_k gLoad_k / Σ_{i∈A} cap_i (no ceil, see metrics.py), d the load dis
 the slack of the upper / lower bound. Heterogeneous nodes: gLoad_k is divided by cap_i in (3),
 (4), i.e. node loads are utilisations.
 
-    min  w1·d − w2·(d_u + d_l)                                   (w1 ≫ w2)
+    min  w1·d − w2·(d_u + d_l) + w_b·Σ_{n_i∈B} load_i           (w1 ≫ w_b ≫ w2)
     (1)  ∀g_k∈G:          Σ_{n_i∈N} x_{i,k} = 1
     (2)  Σ_i Σ_k (1 − q_{i,k})·x_{i,k}·mc_k ≤ maxMigrCost      (cost budget)
          Σ_i Σ_k (1 − q_{i,k})·x_{i,k}      ≤ max_migrations   (count budget)
@@ -15,6 +15,12 @@ the slack of the upper / lower bound. Heterogeneous nodes: gLoad_k is divided by
     (5)  mean − d ≥ 0                                (imposed as d's upper bound)
     (R)  ∀n_i∈N, r∈caps:  Σ_k x_{i,k}·load_k[r] ≤ caps[r]·cap_i   (multi-dimensional load)
     d, d_u, d_l ≥ 0
+
+The w_b term is the second half of the paper's stated objective ("minimize max |load_i − mean|
+and Σ_{n_i∈B} load_i"), which its MILP leaves to Lemma 4.2. With whole key groups that lemma
+can fail: 7 equal key groups, A = 2 nodes × 3, one on B: d = 0.5 whether or not it moves, and
+the d_u term prefers keeping it on B. w_b (≫ w2) breaks such ties towards draining B; w_b = 0
+gives the paper's objective exactly.
 
 Exact reductions (the optimum is unchanged): a key group whose mc_k exceeds maxMigrCost gets no
 variable (its x is forced to q); the budget (2) is written as Σ_k x_{q_k,k} ≥ |movers| − M, which
@@ -25,6 +31,7 @@ The restricted candidate set ("auto", see `_select`) is NOT exact and is reporte
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -34,6 +41,15 @@ from placement._common import fits
 from placement._highs import BulkHiGHS, model_status_name
 from placement.metrics import mean_load
 from placement.model import Budget, ClusterState, KeyGroup
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Objective weights: w1 on d, w2 on the slacks d_u + d_l, w_b on the load left on B."""
+
+    w1: float
+    w2: float
+    w_b: float
 
 
 @dataclass(frozen=True)
@@ -53,12 +69,13 @@ class Solved:
     """One solve: HiGHS-style kind, the assignment found (None if none) and the dual bound."""
 
     kind: str  # "optimal" | "time_limit" | "infeasible" | "no_solution" | other HiGHS status
+    transfer_s: float  # PuLP -> solver model transfer time (HiGHS), part of the solve time
     assignment: dict[str, str] | None
     objective_bound: float | None  # a bound on the objective of the model that was solved
 
 
 def build(state: ClusterState, budget: Budget, movers: list[KeyGroup], targets: list[str],
-          base: Mapping[str, str], w1: float, w2: float, resource_caps: Mapping[str, float]
+          base: Mapping[str, str], weights: Weights, resource_caps: Mapping[str, float]
           ) -> Built:
     """The MILP above over `movers` × (`targets` ∪ {q_k, base_k}).
 
@@ -130,7 +147,13 @@ def build(state: ClusterState, budget: Budget, movers: list[KeyGroup], targets: 
             prob.addConstraint(pulp.LpConstraint(
                 column_res[n.id, res], pulp.LpConstraintLE, f"cR_{res}_{n.id}",
                 res_cap * n.capacity - fixed_res.get((n.id, res), 0.0)))
-    prob.setObjective(pulp.LpAffineExpression({d: w1, d_u: -w2, d_l: -w2}))
+    goal = {d: weights.w1, d_u: -weights.w2, d_l: -weights.w2}
+    if weights.w_b:
+        for n in state.nodes:
+            if n.marked_for_removal:
+                for var, util in column[n.id].items():
+                    goal[var] = weights.w_b * util * n.capacity
+    prob.setObjective(pulp.LpAffineExpression(goal))
     return Built(prob, x, d, d_u, d_l, choices)
 
 
@@ -153,13 +176,15 @@ def solve(state: ClusterState, built: Built, solver: str, limit_s: float, gap_re
            start: Mapping[str, str]) -> Solved:
     warm = warm_values(state, built, start)
     bound: float | None = None
+    transfer = 0.0
     if solver == "highs":
         engine = BulkHiGHS(warm_start=warm, msg=False, timeLimit=limit_s, gapRel=gap_rel,
-                           gapAbs=1e-9)
+                           gapAbs=1e-9, deadline=time.perf_counter() + limit_s)
         built.prob.solve(engine)
         kind = model_status_name(engine.model_status)
         bound = engine.dual_bound
         has_solution = engine.has_solution
+        transfer = engine.transfer_s
     else:
         for var, val in warm.items():
             var.setInitialValue(val, check=False)
@@ -171,15 +196,14 @@ def solve(state: ClusterState, built: Built, solver: str, limit_s: float, gap_re
         if has_solution:
             kind = "optimal" if built.prob.sol_status == pulp.LpSolutionOptimal else "time_limit"
     if not has_solution:
-        return Solved("infeasible" if kind == "infeasible" else kind, None, bound)
+        return Solved("infeasible" if kind == "infeasible" else kind, transfer, None, bound)
     new = dict(start)
     for kg_id, options in built.choices.items():
         new[kg_id] = max(options, key=lambda opt: (opt[1].varValue or 0.0))[0]
-    return Solved(kind, new, bound)
+    return Solved(kind, transfer, new, bound)
 
 
-def objective(state: ClusterState, assignment: Mapping[str, str], w1: float, w2: float
-               ) -> float:
+def objective(state: ClusterState, assignment: Mapping[str, str], weights: Weights) -> float:
     """The MILP objective of an assignment with d, d_u, d_l at their best values."""
     mean = mean_load(state)
     raw = {n.id: 0.0 for n in state.nodes}
@@ -188,7 +212,8 @@ def objective(state: ClusterState, assignment: Mapping[str, str], w1: float, w2:
     up = max(raw[n.id] / n.capacity - mean for n in state.nodes)
     low = max(mean - raw[n.id] / n.capacity for n in state.nodes if not n.marked_for_removal)
     d = max(up, low, 0.0)
-    return w1 * d - w2 * ((d - up) + (d - low))
+    on_b = sum(raw[n.id] for n in state.nodes if n.marked_for_removal)
+    return weights.w1 * d - weights.w2 * ((d - up) + (d - low)) + weights.w_b * on_b
 
 
 def caps_violation(state: ClusterState, assignment: Mapping[str, str],

@@ -43,8 +43,8 @@ class Node:
     marked_for_removal: bool = False
 
     def __post_init__(self) -> None:
-        if not self.id:
-            raise ValueError("node id must be a non-empty string")
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"node id must be a non-empty string, got {self.id!r}")
         if not math.isfinite(self.capacity) or self.capacity <= 0:
             raise ValueError(
                 f"node {self.id!r}: capacity weight must be a finite number > 0, "
@@ -68,8 +68,8 @@ class KeyGroup:
     loads: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not self.id:
-            raise ValueError("key group id must be a non-empty string")
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"key group id must be a non-empty string, got {self.id!r}")
         _check_finite_non_negative(self.load, f"key group {self.id!r}: load")
         _check_finite_non_negative(self.state_bytes, f"key group {self.id!r}: state_bytes")
         _check_finite_non_negative(self.migration_cost, f"key group {self.id!r}: migration_cost")
@@ -106,6 +106,12 @@ class Budget:
             raise ValueError(
                 f"budget: max_migration_cost must be a finite number >= 0, "
                 f"got {self.max_migration_cost!r}"
+            )
+        if self.max_migrations is not None and (
+            isinstance(self.max_migrations, bool) or not isinstance(self.max_migrations, int)
+        ):
+            raise ValueError(
+                f"budget: max_migrations must be an integer >= 0, got {self.max_migrations!r}"
             )
         if self.max_migrations is not None and self.max_migrations < 0:
             raise ValueError(

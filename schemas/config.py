@@ -13,15 +13,15 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "PROJECT_ROOT",
     "ConfigError",
     "JobConfig",
     "Paths",
-    "PROJECT_ROOT",
     "load_jobs",
     "parse_duration",
     "resolve_job",
@@ -110,7 +110,7 @@ class JobConfig:
     max_migration_cost: float | None = None
     solver_time_limit_s: float = 10.0
     alpha: float = 1e-6
-    start_date: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start_date: datetime = datetime(2026, 1, 1, tzinfo=UTC)
     source: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -177,7 +177,7 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
         start = raw["start_date"]
         if not isinstance(start, datetime):
             raise ConfigError(f"{where}.start_date: must be a TOML date-time, got {start!r}")
-        kwargs["start_date"] = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+        kwargs["start_date"] = start if start.tzinfo else start.replace(tzinfo=UTC)
     if "source" in raw:
         if not isinstance(raw["source"], Mapping):
             raise ConfigError(f"{where}.source: must be a table, got {raw['source']!r}")

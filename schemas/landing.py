@@ -6,7 +6,7 @@ Layout: ``landing/<job_id>/period_end=<ISO-8601>/{keygroups,edges,nodes}/*.parqu
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -66,7 +66,7 @@ def format_period_end(period_end: datetime) -> str:
     """Canonical ISO-8601 form used in paths, ids and manifests: UTC, seconds, trailing Z."""
     if period_end.tzinfo is None:
         raise ValueError(f"period_end {period_end!r} has no time zone; give one (UTC)")
-    return period_end.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return period_end.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_period_end(text: str) -> datetime:
@@ -81,7 +81,7 @@ def parse_period_end(text: str) -> datetime:
         raise ValueError(
             f"period end {text!r} has no time zone; append Z for UTC, e.g. {text}Z"
         )
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 def period_dir(landing_root: Path, job_id: str, period_end: datetime) -> Path:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
+from placement_testlib import brute_force_min_d, make_state, tiny_instances
 
-from helpers import brute_force_min_d, make_state, tiny_instances
 from placement.metrics import max_deviation, mean_load
 from placement.milp import plan_milp
 from placement.model import Budget, ClusterState, SolverStatus
@@ -14,7 +14,7 @@ from placement.model import Budget, ClusterState, SolverStatus
 @given(tiny_instances())
 def test_milp_matches_brute_force(case: tuple[ClusterState, Budget]) -> None:
     state, budget = case
-    plan = plan_milp(state, budget, w2=0.0, candidates="all", time_limit_s=20)
+    plan = plan_milp(state, budget, w2=0.0, w_b=0.0, candidates="all", time_limit_s=20)
     full = brute_force_min_d(state, budget, into_b=True)
     if full is None:
         assert plan.status is SolverStatus.INFEASIBLE
@@ -48,8 +48,8 @@ def test_cbc_matches_highs() -> None:
     state = make_state([6.0, 2.0, 5.0, 1.0, 4.0, 3.0], [0, 0, 0, 0, 1, 2], [1.0, 1.0, 1.0],
                        [False, False, True])
     budget = Budget(max_migrations=3)
-    highs = plan_milp(state, budget, w2=0.0, candidates="all")
-    cbc = plan_milp(state, budget, w2=0.0, candidates="all", solver="cbc")
+    highs = plan_milp(state, budget, w2=0.0, w_b=0.0, candidates="all")
+    cbc = plan_milp(state, budget, w2=0.0, w_b=0.0, candidates="all", solver="cbc")
     best = brute_force_min_d(state, budget, into_b=True)
     assert best is not None
     assert abs(highs.after.load_distance - cbc.after.load_distance) <= 1e-6

@@ -1,0 +1,111 @@
+"""Registry, bad input, metrics definitions and the synthetic workload."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+from placement_testlib import make_state
+
+from placement import (
+    Budget,
+    ClusterState,
+    Edge,
+    KeyGroup,
+    Node,
+    collocation_factor,
+    get_strategy,
+    load_distance,
+    node_loads,
+    plan_metrics,
+    plan_milp,
+    strategy_names,
+    synthetic_state,
+)
+
+
+def test_registry_names_and_errors() -> None:
+    assert {"milp", "flux", "greedy", "random"} <= set(strategy_names())
+    with pytest.raises(ValueError, match=r"unknown strategy 'nope'.*flux.*milp"):
+        get_strategy("nope")
+    state = make_state([3.0, 1.0], [0, 0], [1.0, 1.0], [False, False])
+    with pytest.raises(TypeError, match=r"'flux' does not accept parameter 'tim_limit'"):
+        get_strategy("flux")(state, Budget(max_migrations=1), tim_limit=3)
+    plan = get_strategy("flux")(state, Budget(max_migrations=1), seed=3, time_limit_s=1.0)
+    assert plan.strategy == "flux" and plan.migrations == 1
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: KeyGroup("g", "op", load=math.nan), r"key group 'g': load"),
+        (lambda: KeyGroup("g", "op", load=1.0, loads={"mem": -1.0}), r"load\['mem'\]"),
+        (lambda: Node("n", capacity=0.0), r"node 'n': capacity"),
+        (lambda: Node("n", capacity=math.inf), r"node 'n': capacity"),
+        (lambda: Node(""), "node id"),
+        (lambda: ClusterState((), (), {}), "at least one node"),
+        (lambda: ClusterState((Node("n", marked_for_removal=True),), (), {}), "marked"),
+        (lambda: ClusterState((Node("n"),), (KeyGroup("g", "op", 1.0),), {"g": "x"}),
+         "unknown node 'x'"),
+        (lambda: ClusterState((Node("n"),), (KeyGroup("g", "op", 1.0),), {}), "no current"),
+        (lambda: Budget(max_migrations=-1), "max_migrations"),
+        (lambda: Budget(max_migrations=1.5), "max_migrations"),  # type: ignore[arg-type]
+        (lambda: Budget(max_migration_cost=-2.0), "max_migration_cost"),
+        (lambda: Budget(max_migration_cost=math.nan), "max_migration_cost"),
+        (lambda: synthetic_state(0, 10, 1, 10, 0), "nodes"),
+        (lambda: synthetic_state(4, 10, 1, -1, 0), "varies"),
+    ],
+)
+def test_bad_input_names_item_and_rule(build: Callable[[], object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        build()
+
+
+def test_bad_planner_parameters() -> None:
+    state = make_state([3.0, 1.0], [0, 0], [1.0, 1.0], [False, False])
+    budget = Budget(max_migrations=1)
+    for kwargs, match in [({"time_limit_s": 0}, "time_limit_s"), ({"solver": "gurobi"}, "solver"),
+                          ({"w1": 1.0, "w2": 1.0}, "w1 > 2"),
+                          ({"resource_caps": {"mem": -1.0}}, r"resource_caps\['mem'\]"),
+                          ({"candidates": "some"}, "candidates")]:
+        with pytest.raises(ValueError, match=match):
+            plan_milp(state, budget, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="Budget"):
+        plan_milp(state, 3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown node"):
+        node_loads(state, {"g0": "n0", "g1": "n9"})
+
+
+def test_metrics_definitions() -> None:
+    # n0 (cap 2) carries 6, n1 (cap 1) carries 2, n2 in B carries 1 -> mean = 9 / 3 = 3
+    state = ClusterState(
+        nodes=(Node("n0", 2.0), Node("n1"), Node("n2", marked_for_removal=True)),
+        keygroups=(KeyGroup("a", "op", 6.0), KeyGroup("b", "op", 2.0), KeyGroup("c", "op", 1.0)),
+        assignment={"a": "n0", "b": "n1", "c": "n2"},
+        edges=(Edge("a", "b", 3.0), Edge("b", "c", 1.0), Edge("a", "a", 50.0)),
+    )
+    assert node_loads(state, state.assignment) == {"n0": 3.0, "n1": 2.0, "n2": 1.0}
+    assert load_distance(state, state.assignment) == pytest.approx(1.0)  # |2 - 3|, B excluded
+    assert collocation_factor(state, state.assignment) == 0.0  # self-edge not counted
+    together = {"a": "n0", "b": "n0", "c": "n1"}
+    assert collocation_factor(state, together) == pytest.approx(75.0)
+    metrics = plan_metrics(state, together)
+    assert metrics.max_node_load == pytest.approx(4.0) and metrics.min_node_load == 1.0
+    quiet = ClusterState(state.nodes, state.keygroups, state.assignment)
+    assert collocation_factor(quiet, quiet.assignment) == 100.0
+    # no ceil on mean: a perfectly balanced cluster has LD exactly 0
+    even = make_state([1.3, 1.3], [0, 1], [1.0, 1.0], [False, False])
+    assert load_distance(even, even.assignment) == 0.0
+
+
+def test_synthetic_workload_shape() -> None:
+    a = synthetic_state(20, 400, 3, 30.0, seed=7)
+    b = synthetic_state(20, 400, 3, 30.0, seed=7)
+    assert a == b and a != synthetic_state(20, 400, 3, 30.0, seed=8)
+    loads = sorted(node_loads(a, a.assignment).values())
+    assert sum(loads) / len(loads) == pytest.approx(50.0, abs=0.5)
+    assert loads[0] == pytest.approx(35.0, abs=1.5) and loads[1] == pytest.approx(35.0, abs=1.5)
+    assert loads[-1] == pytest.approx(65.0, abs=1.5) and loads[2] > 45.0
+    assert {k.operator for k in a.keygroups} == {"op0", "op1", "op2"}
+    assert all(k.migration_cost > 0 for k in a.keygroups) and a.edges

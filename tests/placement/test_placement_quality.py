@@ -1,0 +1,93 @@
+"""Multi-dimensional load, heuristics on the §5.1 workload, and the time-limit path."""
+
+from __future__ import annotations
+
+import pytest
+
+from placement import (
+    Budget,
+    ClusterState,
+    KeyGroup,
+    Node,
+    SolverStatus,
+    get_strategy,
+    load_distance,
+    plan_milp,
+    synthetic_state,
+)
+
+
+def _two_dimensional() -> ClusterState:
+    """a, b need 60 % memory each; c, e 10 %. CPU (the bottleneck): 10, 10, 5, 15; mean 20."""
+    kgs = (
+        KeyGroup("a", "op", 10.0, loads={"mem": 60.0}),
+        KeyGroup("b", "op", 10.0, loads={"mem": 60.0}),
+        KeyGroup("c", "op", 5.0, loads={"mem": 10.0}),
+        KeyGroup("e", "op", 15.0, loads={"mem": 10.0}),
+    )
+    return ClusterState((Node("n0"), Node("n1")), kgs, {k.id: "n0" for k in kgs})
+
+
+def test_multi_dimensional_hand_computed() -> None:
+    state = _two_dimensional()
+    free = plan_milp(state, Budget(), candidates="all")
+    assert free.after.load_distance == pytest.approx(0.0, abs=1e-6)  # {a, b} | {c, e}
+    capped = plan_milp(state, Budget(), resource_caps={"mem": 100.0}, candidates="all")
+    # a and b cannot share a node (120 > 100): best is {a, c} | {b, e} or {a, e} | {b, c}, d = 5
+    assert capped.status is SolverStatus.OPTIMAL
+    assert capped.after.load_distance == pytest.approx(5.0, abs=1e-6)
+    assert capped.assignment["a"] != capped.assignment["b"]
+    mem = {"n0": 0.0, "n1": 0.0}
+    for kg in state.keygroups:
+        mem[capped.assignment[kg.id]] += kg.loads["mem"]
+    assert max(mem.values()) <= 100.0 + 1e-9
+    impossible = plan_milp(state, Budget(), resource_caps={"mem": 50.0}, candidates="all")
+    assert impossible.status is SolverStatus.INFEASIBLE and impossible.moves == ()
+    assert "infeasible" in impossible.message
+
+
+@pytest.mark.parametrize("name", ["flux", "greedy", "milp"])
+@pytest.mark.parametrize("budget", [Budget(max_migrations=10),
+                                    Budget(max_migration_cost=0.3),
+                                    Budget(max_migration_cost=0.5, max_migrations=6)])
+def test_heuristics_respect_budget_and_improve(name: str, budget: Budget) -> None:
+    state = synthetic_state(20, 400, 3, 30.0, seed=3)
+    plan = get_strategy(name)(state, budget, time_limit_s=1.0)
+    if budget.max_migrations is not None:
+        assert plan.migrations <= budget.max_migrations
+    if budget.max_migration_cost is not None:
+        assert plan.migration_cost <= budget.max_migration_cost + 1e-9
+    assert plan.migrations > 0
+    assert plan.after.load_distance < 0.8 * plan.before.load_distance
+    assert plan.after.load_distance == pytest.approx(load_distance(state, plan.assignment))
+
+
+def test_milp_never_worse_than_baselines() -> None:
+    state = synthetic_state(20, 400, 3, 40.0, seed=5)
+    budget = Budget(max_migrations=10)
+    milp = get_strategy("milp")(state, budget, time_limit_s=1.0)
+    for name in ("flux", "greedy", "random"):
+        other = get_strategy(name)(state, budget, seed=1)
+        assert milp.after.load_distance <= other.after.load_distance + 1e-9
+    assert milp.after.load_distance < get_strategy("random")(state, budget).after.load_distance
+
+
+@pytest.mark.parametrize("candidates", ["all", "auto"])
+def test_time_limit_returns_valid_plan_and_bound(candidates: str) -> None:
+    state = synthetic_state(40, 800, 3, 30.0, seed=2)
+    budget = Budget(max_migrations=20)
+    plan = plan_milp(state, budget, time_limit_s=0.3, candidates=candidates)
+    assert plan.status in (SolverStatus.TIME_LIMITED, SolverStatus.OPTIMAL)
+    assert set(plan.assignment) == {k.id for k in state.keygroups}
+    assert plan.migrations <= 20
+    assert plan.lower_bound is not None
+    assert 0.0 <= plan.lower_bound <= plan.after.load_distance + 1e-9
+    assert plan.after.load_distance < plan.before.load_distance
+    assert plan.wall_s < 3.0
+
+
+def test_cbc_is_selectable_at_scale() -> None:
+    state = synthetic_state(10, 100, 2, 30.0, seed=4)
+    plan = plan_milp(state, Budget(max_migrations=5), solver="cbc", time_limit_s=2.0)
+    assert plan.status in (SolverStatus.TIME_LIMITED, SolverStatus.OPTIMAL)
+    assert plan.migrations <= 5 and plan.after.load_distance < plan.before.load_distance
