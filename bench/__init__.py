@@ -1,23 +1,21 @@
 """Paper reproductions and performance benchmarks behind `reconf bench NAME`.
 
-Each benchmark module offers `run(quick: bool, json_path: Path | None) -> int`: it prints a table
-and writes its rows as JSON. Targets live here, never in timed tests.
+A benchmark module offers:
+- `DESCRIPTION: str`, shown by `reconf bench --help`;
+- `add_arguments(parser)`, its own options (the CLI adds `--quick` and `--json PATH` to all);
+- `main(args) -> int`, which prints a table and writes its rows as JSON to `args.json`.
+Targets live in the benchmarks, never in timed tests. Modules import heavy things lazily.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
-__all__ = ["BENCHMARKS", "run_benchmark"]
+__all__ = ["BENCHMARKS", "default_json_path"]
 
-#: name -> module under bench/
-BENCHMARKS = {"balance": "bench.balance"}
+#: name -> module under bench/ (register a new benchmark here)
+BENCHMARKS: dict[str, str] = {"balance": "bench.balance"}
 
 
-def run_benchmark(name: str, *, quick: bool, json_path: str | None) -> int:
-    if name not in BENCHMARKS:
-        raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(sorted(BENCHMARKS))}")
-    module = importlib.import_module(BENCHMARKS[name])
-    default = Path("bench") / "results" / f"{name}{'-quick' if quick else ''}.json"
-    return int(module.run(quick=quick, json_path=Path(json_path) if json_path else default))
+def default_json_path(name: str, quick: bool) -> Path:
+    return Path("bench") / "results" / f"{name}{'-quick' if quick else ''}.json"

@@ -7,12 +7,15 @@ table and returns the rows. The CLI wiring lives elsewhere.
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 from placement import Budget, get_strategy, synthetic_state
+
+DESCRIPTION = "load balancing on the synthetic workload: the grid of paper Figures 2-4"
 
 CLUSTERS = {"small": (20, 400), "medium": (40, 800), "large": (60, 1200)}
 OPERATORS = 3
@@ -82,7 +85,11 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    import sys
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """No options beyond --quick and --json."""
 
-    run(quick="--quick" in sys.argv, json_path=None)
+
+def main(args: argparse.Namespace) -> int:
+    run(quick=args.quick, json_path=args.json)
+    print(f"rows written to {args.json}")
+    return 0

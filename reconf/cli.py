@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -133,10 +134,29 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.job, args.periods)
 
 
-def _cmd_bench(args: argparse.Namespace) -> int:
-    from bench import run_benchmark
+def _add_benchmarks(bench: argparse.ArgumentParser) -> None:
+    import importlib
 
-    return run_benchmark(args.name, quick=args.quick, json_path=args.json)
+    from bench import BENCHMARKS, default_json_path
+
+    names = bench.add_subparsers(dest="benchmark", required=True, metavar="NAME")
+    for name, module_name in BENCHMARKS.items():
+        module = importlib.import_module(module_name)
+        p = names.add_parser(name, help=module.DESCRIPTION, description=module.DESCRIPTION)
+        p.add_argument("--quick", action="store_true", help="the small configuration (about a minute)")
+        p.add_argument("--json", metavar="PATH", type=Path,
+                       help=f"where to write the JSON rows (default {default_json_path(name, False)}, "
+                       "or -quick.json with --quick)")
+        module.add_arguments(p)
+        p.set_defaults(func=lambda args, m=module, n=name: _run_benchmark(m, n, args))
+
+
+def _run_benchmark(module: Any, name: str, args: argparse.Namespace) -> int:
+    from bench import default_json_path
+
+    if args.json is None:
+        args.json = default_json_path(name, args.quick)
+    return int(module.main(args))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -171,10 +191,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="print the plan; write no tables and publish nothing")
     _job_period(add("publish", _cmd_publish, "publish the period's plan as the next assignment version"))
     _job_period(add("cycle", _cmd_cycle, "collect, validate, plan and publish one period in-process"))
-    bench = add("bench", _cmd_bench, "run a benchmark: prints a table and writes JSON rows")
-    bench.add_argument("name", choices=["balance"], help="balance: paper Figures 2-4 grid")
-    bench.add_argument("--quick", action="store_true", help="the small grid (under a minute)")
-    bench.add_argument("--json", metavar="PATH", help="where to write the JSON rows")
+    bench = sub.add_parser("bench", help="run a benchmark: prints a table and writes JSON rows",
+                           description="paper reproductions and performance benchmarks")
+    _add_benchmarks(bench)
     return parser
 
 
