@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ensure_tables",
+    "last_published",
     "period_predicate",
     "quote",
     "read_table",
@@ -68,3 +69,32 @@ def table_version(spark: SparkSession, paths: Paths, name: str) -> int:
 
     row = DeltaTable.forPath(spark, paths.table(name)).history(1).select("version").first()
     return int(row[0]) if row else -1
+
+
+def last_published(
+    spark: SparkSession, paths: Paths, job_id: str, before: datetime
+) -> tuple[int | None, dict[str, str]]:
+    """(version, keygroup -> node) of the newest version published for a period before `before`.
+
+    Plan and validate start from it, never from a version of the same or a later period, so a
+    rerun of a period sees exactly what its first run saw.
+    """
+    from pyspark.sql import functions as F
+
+    newest = (
+        read_table(spark, paths, "assignment_versions")
+        .where((F.col("job_id") == job_id) & (F.col("status") == "published")
+               & (F.col("period_end") < F.lit(before)))
+        .agg(F.max("version"))
+        .first()
+    )
+    if newest is None or newest[0] is None:
+        return None, {}
+    version = int(newest[0])
+    rows = (
+        read_table(spark, paths, "assignments")
+        .where(f"job_id = {quote(job_id)} AND version = {version}")
+        .select("keygroup", "node")
+        .collect()
+    )
+    return version, {r["keygroup"]: r["node"] for r in rows}

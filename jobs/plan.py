@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from jobs.errors import StageError
 from jobs.lake import (
     ensure_tables,
+    last_published,
     period_predicate,
-    quote,
     read_table,
     replace_rows,
     table_version,
@@ -27,7 +27,6 @@ from placement.registry import get_strategy, strategy_names
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
 from schemas.tables import (
-    ASSIGNMENT_VERSIONS,
     ASSIGNMENTS,
     COMM_STATS,
     KEYGROUP_STATS,
@@ -73,30 +72,6 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "scaling": asdict(plan.scaling),
         "assignment": dict(sorted(plan.assignment.items())),
     }
-
-
-def _current_assignment(
-    spark: SparkSession, paths: Paths, job_id: str, period_end: datetime
-) -> tuple[int | None, dict[str, str]]:
-    """(version, keygroup -> node) of the newest version published for an earlier period."""
-    from pyspark.sql import functions as F
-
-    versions = read_table(spark, paths, ASSIGNMENT_VERSIONS).where(
-        (F.col("job_id") == job_id)
-        & (F.col("status") == "published")
-        & (F.col("period_end") < F.lit(period_end))
-    )
-    newest = versions.orderBy(F.col("version").desc()).select("version").first()
-    if newest is None:
-        return None, {}
-    version = int(newest[0])
-    rows = (
-        read_table(spark, paths, ASSIGNMENTS)
-        .where(f"job_id = {quote(job_id)} AND version = {version}")
-        .select("keygroup", "node")
-        .collect()
-    )
-    return version, {r["keygroup"]: r["node"] for r in rows}
 
 
 def build_state(
@@ -160,7 +135,7 @@ def plan_period(
         )
     node_rows = [r.asDict() for r in read_table(spark, paths, NODE_STATS).where(where).collect()]
     edge_rows = [r.asDict() for r in read_table(spark, paths, COMM_STATS).where(where).collect()]
-    base_version, current = _current_assignment(spark, paths, job.job_id, period_end)
+    base_version, current = last_published(spark, paths, job.job_id, period_end)
     state = build_state(job, kg_rows, node_rows, edge_rows, current)
     budget = Budget(max_migration_cost=job.max_migration_cost, max_migrations=job.max_migrations)
     plan = get_strategy(strategy)(state, budget, time_limit_s=job.solver_time_limit_s)

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from jobs.errors import StageError
-from jobs.lake import ensure_tables, period_predicate, quote, read_table
+from jobs.lake import ensure_tables, last_published, period_predicate, read_table
 from jobs.validation import ValidationReport, validate_stats
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
 from schemas.manifest import atomic_write_bytes
-from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS
+from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -53,19 +53,9 @@ def _expected_keygroups(
 ) -> tuple[set[str], str]:
     from pyspark.sql import functions as F
 
-    published = (
-        read_table(spark, paths, ASSIGNMENT_VERSIONS)
-        .where((F.col("job_id") == job_id) & (F.col("status") == "published")
-               & (F.col("period_end") < F.lit(period_end)))
-        .agg(F.max("version"))
-        .first()
-    )
-    if published is not None and published[0] is not None:
-        version = int(published[0])
-        rows = read_table(spark, paths, ASSIGNMENTS).where(
-            f"job_id = {quote(job_id)} AND version = {version}"
-        ).select("keygroup").collect()
-        return {r[0] for r in rows}, f"published assignment v{version}"
+    version, assignment = last_published(spark, paths, job_id, period_end)
+    if version is not None:
+        return set(assignment), f"published assignment v{version}"
     previous = (
         read_table(spark, paths, KEYGROUP_STATS)
         .where((F.col("job_id") == job_id) & (F.col("period_end") < F.lit(period_end)))
