@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JARS := .reconf/jars/.fetched
 PERIODS ?= 4
-JOB ?= demo
+JOB ?= flights2
 
 .PHONY: setup demo test lint mlflow-ui constraints clean help
 

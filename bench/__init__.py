@@ -14,7 +14,13 @@ from pathlib import Path
 __all__ = ["BENCHMARKS", "default_json_path"]
 
 #: name -> module under bench/ (register a new benchmark here)
-BENCHMARKS: dict[str, str] = {"balance": "bench.balance"}
+BENCHMARKS: dict[str, str] = {
+    "balance": "bench.balance",
+    "scale": "bench.scale",
+    "collocation": "bench.collocation",
+    "closed-loop": "bench.closed_loop",
+    "scale-in": "bench.scale_in",
+}
 
 
 def default_json_path(name: str, quick: bool) -> Path:

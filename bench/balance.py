@@ -1,95 +1,174 @@
 """Load-balancing benchmark: the grid of paper Figures 2–4 (synthetic workload, §5.1).
 
-`run(quick, json_path)` plans every (cluster, max_migrations, varies, seed) cell with the MILP
-(HiGHS; CBC too in the full grid) and the baselines, writes one JSON row per plan, prints a
-table and returns the rows. The CLI wiring lives elsewhere.
+Cells: clusters 20 nodes / 400 key groups / 10 operators, 40/800/20 and 60/1200/30;
+maxMigrations 10, 20, 30, 40; varies 10, 20, 30, 40, 50; seeds 1..3. In every cell: the MILP
+with HiGHS and with CBC at time limits 1, 2, 5 and 10 s, Flux and greedy. `--quick`: 20/400 and
+40/800, maxMigrations 10 and 20, varies 20 and 40, a 2 s limit, seed 1 (about 45 s on 2 cores).
+
+One JSON row per plan (keys in `ROW_KEYS`, plus `status` and `cell`), written after every cell
+(so a long run can be resumed with `--resume`); one progress line per cell on stderr with the
+ETA; at the end a table (one line per cell) and the summary against the issue's targets
+(`bench/balance_report.py`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from placement import Budget, get_strategy, synthetic_state
-
 DESCRIPTION = "load balancing on the synthetic workload: the grid of paper Figures 2-4"
 
-CLUSTERS = {"small": (20, 400), "medium": (40, 800), "large": (60, 1200)}
-OPERATORS = 3
+#: name -> (nodes, key groups, operators), paper §5.1
+CLUSTERS: dict[str, tuple[int, int, int]] = {
+    "20/400": (20, 400, 10), "40/800": (40, 800, 20), "60/1200": (60, 1200, 30)}
+ROW_KEYS = ("cluster", "nodes", "keygroups", "operators", "max_migrations", "varies", "seed",
+            "strategy", "solver", "time_limit_s", "load_distance_before", "load_distance",
+            "lower_bound", "migrations", "wall_s")
+FULL: dict[str, list[Any]] = {"clusters": list(CLUSTERS), "max_migrations": [10, 20, 30, 40],
+        "varies": [10, 20, 30, 40, 50], "seeds": [1, 2, 3], "limits": [1.0, 2.0, 5.0, 10.0],
+        "solvers": ["highs", "cbc"]}
+QUICK: dict[str, list[Any]] = {"clusters": ["20/400", "40/800"], "max_migrations": [10, 20], "varies": [20, 40],
+         "seeds": [1], "limits": [2.0], "solvers": ["highs", "cbc"]}
+Run = tuple[str, str | None, float | None]  # (strategy, solver, time limit)
 
 
-def _grid(quick: bool) -> dict[str, Any]:
-    if quick:
-        return {"clusters": ["small", "medium"], "max_migrations": [10, 20], "varies": [20, 40],
-                "seeds": [1], "limits": [2.0], "milp_solvers": ["highs"]}
-    return {"clusters": list(CLUSTERS), "max_migrations": [10, 20, 30], "varies": [20, 30, 40],
-            "seeds": [1, 2, 3], "limits": [2.0, 10.0], "milp_solvers": ["highs", "cbc"]}
+def grid(args: argparse.Namespace) -> dict[str, list[Any]]:
+    """The grid of the run: --quick or the full grid, narrowed by the slicing options."""
+    g = dict(QUICK if args.quick else FULL)
+    if args.clusters:
+        g["clusters"] = _names(args.clusters)
+    if args.seeds:
+        g["seeds"] = list(range(1, args.seeds + 1))
+    if args.limits:
+        g["limits"] = [float(v) for v in args.limits.split(",")]
+    if args.solvers:
+        g["solvers"] = args.solvers.split(",")
+    if args.max_migrations:
+        g["max_migrations"] = [int(v) for v in args.max_migrations.split(",")]
+    if args.varies:
+        g["varies"] = [int(v) for v in args.varies.split(",")]
+    return g
 
 
-def _runs(grid: dict[str, Any]) -> list[tuple[str, str | None, float | None]]:
-    runs: list[tuple[str, str | None, float | None]] = [
-        ("milp", solver, limit) for solver in grid["milp_solvers"] for limit in grid["limits"]]
-    return [*runs, ("flux", None, None), ("greedy", None, None)]
+def _names(text: str) -> list[str]:
+    names = text.split(",")
+    for name in names:
+        if name not in CLUSTERS:
+            raise SystemExit(f"bench balance: unknown cluster {name!r}; known: "
+                             f"{', '.join(CLUSTERS)}")
+    return names
 
 
-def run(quick: bool = True, json_path: str | Path | None = None) -> list[dict[str, Any]]:
-    """Run the grid; write the rows as JSON to `json_path` (if given) and print a table."""
-    grid = _grid(quick)
-    rows: list[dict[str, Any]] = []
-    for cluster in grid["clusters"]:
-        nodes, keygroups = CLUSTERS[cluster]
-        for varies in grid["varies"]:
-            for seed in grid["seeds"]:
-                state = synthetic_state(nodes, keygroups, OPERATORS, float(varies), seed)
-                for max_migrations in grid["max_migrations"]:
-                    budget = Budget(max_migrations=max_migrations)
-                    for strategy, solver, limit in _runs(grid):
-                        params: dict[str, Any] = {"seed": seed}
-                        if strategy == "milp":
-                            params.update(solver=solver, time_limit_s=limit)
-                        t0 = time.perf_counter()
-                        plan = get_strategy(strategy)(state, budget, **params)
-                        rows.append({
-                            "cluster": cluster, "nodes": nodes, "keygroups": keygroups,
-                            "operators": OPERATORS, "max_migrations": max_migrations,
-                            "varies": varies, "seed": seed, "strategy": strategy,
-                            "solver": solver, "time_limit_s": limit,
-                            "load_distance_before": plan.before.load_distance,
-                            "load_distance": plan.after.load_distance,
-                            "lower_bound": plan.lower_bound, "migrations": plan.migrations,
-                            "status": plan.status.value, "wall_s": time.perf_counter() - t0,
-                        })
-    if json_path is not None:
-        path = Path(json_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(rows, indent=1))
-    print(format_table(rows))
+def runs(g: dict[str, list[Any]]) -> list[Run]:
+    milp: list[Run] = [("milp", s, lim) for s in g["solvers"] for lim in g["limits"]]
+    return [*milp, ("flux", None, None), ("greedy", None, None)]
+
+
+def cells(g: dict[str, list[Any]]) -> list[tuple[str, int, int, int]]:
+    """(cluster, varies, seed, max_migrations), in the order they run."""
+    return [(c, v, s, m) for c in g["clusters"] for v in g["varies"] for s in g["seeds"]
+            for m in g["max_migrations"]]
+
+
+def cell_id(cluster: str, varies: int, seed: int, max_migrations: int) -> str:
+    return f"{cluster}|v{varies}|s{seed}|m{max_migrations}"
+
+
+def run_cell(cluster: str, varies: int, seed: int, max_migrations: int, plan_runs: list[Run]
+             ) -> list[dict[str, Any]]:
+    """Plan one cell with every strategy of `plan_runs`; one row per plan."""
+    from placement import Budget, get_strategy, synthetic_state
+
+    nodes, keygroups, operators = CLUSTERS[cluster]
+    state = synthetic_state(nodes, keygroups, operators, float(varies), seed)
+    budget = Budget(max_migrations=max_migrations)
+    rows = []
+    for strategy, solver, limit in plan_runs:
+        params: dict[str, Any] = {"seed": seed}
+        if strategy == "milp":
+            params.update(solver=solver, time_limit_s=limit)
+        t0 = time.perf_counter()
+        plan = get_strategy(strategy)(state, budget, **params)
+        wall = time.perf_counter() - t0
+        rows.append({
+            "cluster": cluster, "nodes": nodes, "keygroups": keygroups, "operators": operators,
+            "max_migrations": max_migrations, "varies": varies, "seed": seed,
+            "strategy": strategy, "solver": solver, "time_limit_s": limit,
+            "load_distance_before": plan.before.load_distance,
+            "load_distance": plan.after.load_distance, "lower_bound": plan.lower_bound,
+            "migrations": plan.migrations, "wall_s": wall, "status": plan.status.value,
+            "cell": cell_id(cluster, varies, seed, max_migrations)})
     return rows
 
 
-def format_table(rows: list[dict[str, Any]]) -> str:
-    """One line per plan: the cell, the strategy, LD before/after, the bound, moves, time."""
-    head = (f"{'cluster':<8}{'mm':>4}{'var':>5}{'seed':>5}  {'strategy':<14}{'LD0':>8}{'LD':>8}"
-            f"{'bound':>8}{'moves':>6}{'wall_s':>8}  status")
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        name = r["strategy"] + (f"-{r['solver']}@{r['time_limit_s']:g}s" if r["solver"] else "")
-        bound = "" if r["lower_bound"] is None else f"{r['lower_bound']:.3f}"
-        lines.append(
-            f"{r['cluster']:<8}{r['max_migrations']:>4}{r['varies']:>5}{r['seed']:>5}  "
-            f"{name:<14}{r['load_distance_before']:>8.3f}{r['load_distance']:>8.3f}{bound:>8}"
-            f"{r['migrations']:>6}{r['wall_s']:>8.2f}  {r['status']}")
-    return "\n".join(lines)
+def _write(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Write atomically (a temporary file, then rename), so a crash never truncates the rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(rows, indent=1))
+    os.replace(tmp, path)
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    h, rest = divmod(seconds, 3600)
+    return f"{h}h{rest // 60:02d}m" if h else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Run (or resume) the grid; rows go to args.json after every cell."""
+    from bench.balance_report import cell_line
+
+    g = grid(args)
+    plan_runs = runs(g)
+    todo = cells(g)
+    path = Path(args.json) if args.json else None
+    rows: list[dict[str, Any]] = []
+    if args.resume and path is not None and path.exists():
+        rows = json.loads(path.read_text())
+    done = {r["cell"] for r in rows if "cell" in r}
+    pending = [c for c in todo if cell_id(*c) not in done]
+    per_cell = sum(lim for _, _, lim in plan_runs if lim) * 1.05 + 0.5  # first ETA guess
+    print(f"bench balance: {len(todo)} cells x {len(plan_runs)} plans "
+          f"({len(todo) - len(pending)} already in {path}); estimated "
+          f"{_clock(per_cell * len(pending))}", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    for i, cell in enumerate(pending, 1):
+        new = run_cell(*cell, plan_runs)
+        rows = [r for r in rows if r.get("cell") != cell_id(*cell)] + new
+        if path is not None:
+            _write(path, rows)
+        spent = time.perf_counter() - started
+        eta = spent / i * (len(pending) - i)
+        print(f"[{i}/{len(pending)}] {cell_line(new)}  elapsed {_clock(spent)}, "
+              f"ETA {_clock(eta)}", file=sys.stderr, flush=True)
+    return rows
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options beyond --quick and --json."""
+    """Slicing options (default: the whole grid), and --resume."""
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the cells already in the JSON file and run only the rest")
+    parser.add_argument("--clusters", help=f"comma list of {', '.join(CLUSTERS)}")
+    parser.add_argument("--seeds", type=int, help="run seeds 1..N (full grid: 3)")
+    parser.add_argument("--limits", help="comma list of MILP time limits in s (full: 1,2,5,10)")
+    parser.add_argument("--solvers", help="comma list of MILP solvers (default highs,cbc)")
+    parser.add_argument("--max-migrations", help="comma list (full: 10,20,30,40)")
+    parser.add_argument("--varies", help="comma list (full: 10,20,30,40,50)")
 
 
 def main(args: argparse.Namespace) -> int:
-    run(quick=args.quick, json_path=args.json)
-    print(f"rows written to {args.json}")
+    from bench.balance_report import format_table, summary
+
+    t0 = time.perf_counter()
+    rows = run(args)
+    print(format_table(rows))
+    print()
+    print(summary(rows))
+    print(f"\n{len(rows)} rows written to {args.json} in {time.perf_counter() - t0:.1f} s")
     return 0

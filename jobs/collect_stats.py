@@ -22,7 +22,7 @@ from schemas.landing import EDGES, KEYGROUPS, NODES, SUCCESS_MARKER, format_peri
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["CollectResult", "check_landing", "collect"]
 
@@ -88,6 +88,18 @@ def _read(spark: SparkSession, kind: str, files: list[Path]) -> DataFrame:
     return spark.read.schema(schema).parquet(*map(str, files))
 
 
+def _sum(column: str) -> Column:
+    """SUM that is null when any sample's value is null (Spark's SUM skips nulls).
+
+    A sample with a missing value must surface as a null aggregate, which validate rejects and
+    names, rather than as a silently smaller total (NaN already propagates through SUM).
+    """
+    from pyspark.sql import functions as F
+
+    complete = F.count(F.col(column)) == F.count(F.lit(1))
+    return F.when(complete, F.sum(column)).alias(column)
+
+
 def collect(
     job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession
 ) -> CollectResult:
@@ -107,22 +119,22 @@ def collect(
     keygroups = kg.groupBy("keygroup").agg(
         F.max_by("operator", "ts").alias("operator"),
         F.max_by("node", "ts").alias("node"),
-        F.sum("tuples_in").alias("tuples_in"),
-        F.sum("tuples_out").alias("tuples_out"),
-        F.sum("cpu_ms").alias("cpu_ms"),
+        _sum("tuples_in"),
+        _sum("tuples_out"),
+        _sum("cpu_ms"),
         F.max_by("state_bytes", "ts").alias("state_bytes"),
         F.count(F.lit(1)).alias("samples"),
     ).select(*stamp, "*").withColumn("load_pct", F.col("cpu_ms") * 100.0 / period_ms)
 
     edges = _read(spark, EDGES, files[EDGES]).where(in_window)
     comm = edges.groupBy("src_keygroup", "dst_keygroup").agg(
-        F.sum("tuples").alias("tuples"), F.sum("bytes").alias("bytes")
+        _sum("tuples"), _sum("bytes")
     ).select(*stamp, "*").withColumn("tuples_per_s", F.col("tuples") * 1000.0 / period_ms)
 
     nd = _read(spark, NODES, files[NODES]).where(in_window)
     nodes = nd.groupBy("node").agg(
         F.max_by("capacity", "ts").alias("capacity"),
-        F.sum("cpu_ms").alias("cpu_ms"),
+        _sum("cpu_ms"),
         F.count(F.lit(1)).alias("samples"),
     ).select(*stamp, "*").withColumn(
         "utilisation_pct", F.col("cpu_ms") * 100.0 / (F.col("capacity") * period_ms)

@@ -21,6 +21,7 @@ from jobs.lake import (
     replace_rows,
     table_version,
 )
+from jobs.scaling import plan_scaled, scaling_json
 from jobs.tracking import CycleRecord, log_cycle
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan
 from placement.registry import get_strategy, strategy_names
@@ -138,10 +139,17 @@ def plan_period(
     base_version, current = last_published(spark, paths, job.job_id, period_end)
     state = build_state(job, kg_rows, node_rows, edge_rows, current)
     budget = Budget(max_migration_cost=job.max_migration_cost, max_migrations=job.max_migrations)
-    plan = get_strategy(strategy)(state, budget, time_limit_s=job.solver_time_limit_s)
+    scaled = None
+    if job.scaling is not None:  # Algorithm 1: terminate, plan, decide, re-plan (issue 6)
+        scaled, plan = plan_scaled(spark, paths, job, period_end, state, budget, strategy)
+        state = scaled.state
+    else:
+        plan = get_strategy(strategy)(state, budget, time_limit_s=job.solver_time_limit_s)
     pid = plan_id(job.job_id, period_end)
     plan_json = {"job_id": job.job_id, "period_end": stamp, "plan_id": pid,
                  "base_version": base_version, **plan_to_dict(plan)}
+    if scaled is not None:
+        plan_json["scaling"].update(scaling_json(scaled))
     read_versions = {
         f"reconf.delta.{t.name}.version": str(table_version(spark, paths, t.name))
         for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS, ASSIGNMENTS)

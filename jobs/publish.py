@@ -92,6 +92,12 @@ def publish_period(
         version = int(mine["version"])
         if (read_latest_version(paths.published, job.job_id) or 0) < version:
             write_latest(paths.published, job.job_id, version)
+        # A crash after the commit point, or a rerun of `plan` (which rewrites the plan row as
+        # "planned"), leaves the plan's status behind; mend it while the plan row still is the
+        # published assignment.
+        published = {str(k): str(v) for k, v in plan_json["assignment"].items()}
+        if plan_row["status"] != "published" and assignment_checksum(published) == mine["checksum"]:
+            _set_plan_status(spark, paths, job.job_id, period_end, "published")
         return PublishResult(job.job_id, stamp, version, "already_published", mine["manifest_path"])
     newer = versions.where(F.col("period_end") > F.lit(period_end)).count()
     if newer:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from placement.metrics import node_loads
+from placement.graphpart import pair_rates
+from placement.metrics import mean_load, node_loads
 from placement.model import ClusterState, Plan
 from schemas.config import JobConfig, Paths
 
@@ -105,6 +106,77 @@ def _load_chart(state: ClusterState, plan: Plan, path: Path) -> None:
     plt.close(fig)
 
 
+# ---- collocation (issue 4): load index and the communication graph's heaviest pairs ----------
+
+COMM_GRAPH_PAIRS = 20
+
+
+def _heaviest_pairs(state: ClusterState, after: Mapping[str, str], k: int
+                    ) -> list[tuple[str, str, float]]:
+    """The k heaviest key-group pairs, out(g_i, g_j) + out(g_j, g_i), heaviest first; among
+    equally heavy pairs those whose collocation the plan changes come first."""
+    both: dict[tuple[str, str], float] = {}
+    for (src, dst), rate in pair_rates(state).items():
+        key = (src, dst) if src < dst else (dst, src)
+        both[key] = both.get(key, 0.0) + rate
+    before = state.assignment
+
+    def order(item: tuple[tuple[str, str], float]) -> tuple[float, bool, tuple[str, str]]:
+        (a, b), rate = item
+        same = (before[a] == before[b]) == (after[a] == after[b])
+        return (-rate, same, (a, b))
+
+    top = sorted(both.items(), key=order)[:k]
+    return [(a, b, rate) for (a, b), rate in top]
+
+
+def _comm_graph(state: ClusterState, plan: Plan, path: Path) -> None:
+    """Bars of the heaviest pairs before and after the plan: green collocated, red remote."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pairs = _heaviest_pairs(state, plan.assignment, COMM_GRAPH_PAIRS)
+    labels = [f"{a} - {b}" for a, b, _ in pairs][::-1]
+    rates = [rate for _, _, rate in pairs][::-1]
+    fig, axes = plt.subplots(1, 2, figsize=(11, max(3.0, 0.28 * len(pairs) + 1.5)), dpi=110,
+                             sharey=True)
+    for ax, (title, assignment, factor) in zip(axes, (
+            ("before", state.assignment, plan.before.collocation_factor),
+            ("after", plan.assignment, plan.after.collocation_factor)), strict=True):
+        colors = ["tab:green" if assignment[a] == assignment[b] else "tab:red"
+                  for a, b, _ in pairs][::-1]
+        ax.barh(range(len(pairs)), rates, color=colors)
+        shown = colors.count("tab:green")
+        ax.set_title(f"{title}: {shown}/{len(pairs)} shown collocated, collocation factor "
+                     f"{factor:.1f}%", fontsize=9)
+        ax.set_xlabel("tuples (both directions)")
+    axes[0].set_yticks(range(len(pairs)), labels, fontsize=7)
+    fig.suptitle(f"top {len(pairs)} communicating key-group pairs "
+                 "(green: same node, red: remote)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _load_index(client: Any, experiment_id: str, period_end: str, system_load: float) -> float:
+    """100 × this period's system load / the system load of the job's first (warm-up) period.
+
+    The warm-up period is the earliest period_end among the job's non-dry-run cycles that logged
+    `system_load` (this one included), so the first cycle of a job has load index 100.
+    """
+    runs = client.search_runs([experiment_id], filter_string="tags.`reconf.dry_run` = 'false'",
+                              max_results=5000)
+    first = (period_end, system_load)
+    for run in runs:
+        value = run.data.metrics.get("system_load")
+        when = run.data.tags.get(_PERIOD_TAG)
+        if value is not None and value > 0 and when is not None and when < first[0]:
+            first = (when, float(value))
+    return 100.0 * system_load / first[1] if first[1] > 0 else 100.0
+
+
 def _moves_csv(plan: Plan) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
@@ -147,9 +219,21 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     }
     if plan.lower_bound is not None:
         metrics["lower_bound"] = plan.lower_bound
+    system_load = mean_load(state)  # collocation (issue 4): the load index, where computable
+    if system_load > 0:
+        metrics["system_load"] = system_load
+        metrics["load_index"] = _load_index(client, experiment_id, record.period_end, system_load)
+    scaling = record.plan_json.get("scaling") or {}
+    if "decision" in scaling:  # Algorithm 1 ran (issue 6): the decision, its reason, node counts
+        for key in ("nodes_to_add", "nodes_to_mark", "nodes_to_terminate"):
+            metrics[f"scaling_{key}"] = float(len(scaling.get(key) or ()))
+        metrics["nodes_active"] = float(scaling.get("nodes_active", 0))
     for key, value in metrics.items():
         client.log_metric(run_id, key, float(value), step=0)
     tags = {"reconf.solver_status": plan.status.value, **record.tags}
+    if "decision" in scaling:
+        tags["reconf.scaling.decision"] = str(scaling["decision"])
+        tags["reconf.scaling.reason"] = str(scaling.get("reason", ""))[:4900]
     for key, value in tags.items():
         client.set_tag(run_id, key, value)
     with tempfile.TemporaryDirectory() as tmp:
@@ -157,6 +241,8 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         (folder / "plan.json").write_text(json.dumps(record.plan_json, indent=2, sort_keys=True))
         (folder / "moves.csv").write_text(_moves_csv(plan))
         _load_chart(state, plan, folder / "node_loads.png")
+        if state.edges:
+            _comm_graph(state, plan, folder / "comm_graph.png")
         if record.validation is not None:
             (folder / "validation.json").write_text(
                 json.dumps(record.validation, indent=2, sort_keys=True, default=str)

@@ -8,9 +8,18 @@ arguments, so it is valid for every assignment the budget allows:
   least as many key groups as its largest movable ones need, and at least the fractional-
   knapsack cost of its cheapest-per-load movable ones;
 - a node of A below mean − δ must receive at least (mean − δ − load_i)·cap_i, which takes at
-  least ⌈deficit / gmax⌉ key groups (gmax = the largest movable load) and deficit·min(mc/load);
+  least as many key groups as the largest movable ones of the cluster need, and
+  deficit·min(mc/load);
+- *the window*: a node of A must end within [mean − δ, mean + δ], so what it sheds (or takes)
+  must also stay below (dev_i + δ)·cap_i. Departures only, with the fewest key groups (k), are
+  possible only if its k smallest movable key groups fit below that; otherwise at least one
+  more migration touches the node (an extra departure, or an arrival that compensates). The same
+  holds for arrivals with the cluster's k smallest movable key groups. This is what makes the
+  bound bite on nodes a fraction of a key group away from mean, which need an exchange (two
+  migrations), not a move;
 - every move leaves one node and enters one node, so the moves needed are at least the larger of
-  the two sums (and so is the cost);
+  the departure and arrival sums (and so is the cost), and at least half the sum over nodes of
+  the migrations that must touch each node;
 - Lemma 4.2 as a bound: the load left on B, at least L_B minus what the budget can drain from B,
   pushes the average of A below mean, so δ ≥ (L_B − drainable) / Σ_{A} cap_i.
 
@@ -37,6 +46,7 @@ class _NodeInfo:
     cap: float
     in_b: bool
     prefix_big: tuple[float, ...]  # prefix sums of movable loads, largest first
+    prefix_small: tuple[float, ...]  # prefix sums of movable loads, smallest first
     by_ratio: tuple[tuple[float, float], ...]  # (load, cost), cheapest cost per load first
 
 
@@ -84,7 +94,8 @@ def lower_bound_d(
     movers = [k for k in state.keygroups if movable(k) and k.load > 0]
     if not movers:
         return current_d
-    gmax = max(k.load for k in movers)
+    all_big = tuple(accumulate(sorted((k.load for k in movers), reverse=True)))
+    all_small = tuple(accumulate(sorted(k.load for k in movers)))
     min_ratio = min(k.migration_cost / k.load for k in movers)
     infos = []
     for n in state.nodes:
@@ -92,7 +103,8 @@ def lower_bound_d(
         big = sorted((k.load for k in mine), reverse=True)
         ratio = sorted(((k.load, k.migration_cost) for k in mine), key=lambda t: t[1] / t[0])
         infos.append(_NodeInfo(raw[n.id] / n.capacity, n.capacity, n.marked_for_removal,
-                               tuple(accumulate(big)), tuple(ratio)))
+                               tuple(accumulate(big)), tuple(accumulate(reversed(big))),
+                               tuple(ratio)))
     cap_a = sum(n.capacity for n in state.nodes if not n.marked_for_removal)
     load_b = sum(raw[n.id] for n in state.nodes if n.marked_for_removal)
     b_items = [(k.load, k.migration_cost) for n in state.nodes if n.marked_for_removal
@@ -101,24 +113,29 @@ def lower_bound_d(
     lemma_bound = max(0.0, left_on_b / cap_a)
 
     def feasible(delta: float) -> bool:
-        out_n = in_n = 0
+        out_n = in_n = touch = 0
         out_c = in_c = 0.0
         for info in infos:
             excess = (info.util - mean - delta) * info.cap
             if excess > TOL:
-                k = bisect.bisect_left(info.prefix_big, excess - TOL)
-                if k >= len(info.prefix_big):
+                k = bisect.bisect_left(info.prefix_big, excess - TOL) + 1
+                if k > len(info.prefix_big):
                     return False
-                out_n += k + 1
+                out_n += k
                 out_c += _min_cost_to_shed(info.by_ratio, excess)
+                window = (info.util - mean + delta) * info.cap  # shed at most this (A only)
+                touch += k + int(not info.in_b and info.prefix_small[k - 1] > window + TOL)
             deficit = (mean - delta - info.util) * info.cap
             if not info.in_b and deficit > TOL:
-                need = deficit / gmax
-                if need > len(movers):  # more arrivals than there are movable key groups
+                k = bisect.bisect_left(all_big, deficit - TOL) + 1
+                if k > len(all_big):  # more arrivals than there is movable load
                     return False
-                in_n += math.ceil(need - TOL)
+                in_n += k
                 in_c += deficit * min_ratio
-        if budget.max_migrations is not None and max(out_n, in_n) > budget.max_migrations:
+                window = (mean + delta - info.util) * info.cap  # take at most this
+                touch += k + int(all_small[k - 1] > window + TOL)
+        moves = max(out_n, in_n, (touch + 1) // 2)
+        if budget.max_migrations is not None and moves > budget.max_migrations:
             return False
         cost_cap = budget.max_migration_cost
         return cost_cap is None or max(out_c, in_c) <= cost_cap + TOL

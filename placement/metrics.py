@@ -22,6 +22,7 @@ from placement.model import ClusterState, PlanMetrics
 __all__ = [
     "collocation_factor",
     "load_distance",
+    "load_index",
     "max_deviation",
     "mean_load",
     "node_loads",
@@ -108,3 +109,17 @@ def plan_metrics(state: ClusterState, assignment: Mapping[str, str]) -> PlanMetr
         min_node_load=min(in_a),
         collocation_factor=collocation_factor(state, assignment),
     )
+
+
+def load_index(state: ClusterState, warmup: ClusterState | float) -> float:
+    """Load index (paper §5), in %: average system load / average system load after warm-up.
+
+    The average system load is `mean_load` (all key-group load over the capacity of A); with
+    loads that include the cost of remote traffic, collocation lowers it (100 → 50 in the
+    paper's Real Job 2). `warmup` is the state measured right after warm-up, or its mean load.
+    """
+    ref = mean_load(warmup) if isinstance(warmup, ClusterState) else float(warmup)
+    if not ref > 0 or ref != ref or ref == float("inf"):
+        raise ValueError(f"load index: the warm-up system load must be a finite number > 0, "
+                         f"got {ref!r}")
+    return 100.0 * mean_load(state) / ref

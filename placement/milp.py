@@ -21,28 +21,32 @@ variable (its x is forced to q); the budget (2) is written as Σ_k x_{q_k,k} ≥
 (1) makes equal to the paper's form. Lemma 1 reduction: no x_{i,k} for i ∈ B unless q_{i,k} = 1
 (no move into B); the tests check on enumerated instances that this never changes the optimum.
 
-Speed (`candidates`): "all" hands the full model to the solver once, warm-started. "auto"
-(default) does the same for small models (≤ AUTO_MAX_VARS x-variables); for bigger ones it runs
-a large-neighbourhood search over the same MILP: the k most over- and k most under-loaded nodes
-of the incumbent form a sub-MILP (their key groups may move among them, or back home), which is
-solved to optimality and re-chosen, until time runs out or it stalls; the rest of the time goes
-to the full model warm-started with the result. Either way a plan is OPTIMAL only when the full
-model is proven optimal or the certified lower bound (`bounds.py`) meets the plan's d.
+Speed. The LP relaxation of this min–max model balances perfectly (fractional x), so a MIP
+solver gets little guidance from it and the incumbent matters most:
+1. warm start (`_start`): the best of the current allocation, greedy, Flux and the pairwise-
+   exchange search (`milp_start.py`, moves *and* exchanges of key groups between the worst node
+   and its partners, which fine-tunes nodes a fraction of a key group away from mean);
+2. `candidates="all"`: the full model, warm-started, solved once (exact up to the time limit).
+   `"auto"` (default) does the same for models of ≤ AUTO_MAX_VARS x-variables; for bigger ones
+   it runs a large-neighbourhood search over the same MILP (`milp_lns.py`) and then, if time
+   is left and the full model is small enough to build in it, the full model warm-started.
+Either way a plan is OPTIMAL only when the full model is proven optimal or the certified lower
+bound (`bounds.py`) meets the plan's d; at the paper's sizes the bound is what proves it.
 """
 from __future__ import annotations
 
 import math
-import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from placement._common import check_inputs, is_frozen, make_plan
 from placement.baselines.flux import plan_flux
 from placement.baselines.greedy import greedy_assignment
 from placement.bounds import lower_bound_d
 from placement.metrics import max_deviation, mean_load
+from placement.milp_lns import Ctx, search
 from placement.milp_model import Weights, build, caps_violation, objective, solve, valid
+from placement.milp_start import exchange_search
 from placement.model import Budget, ClusterState, KeyGroup, Plan, SolverStatus
 
 __all__ = ["DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "SOLVERS", "plan_milp"]
@@ -53,32 +57,8 @@ DEFAULT_W1 = 1.0
 DEFAULT_WB = 1e-4
 DEFAULT_W2 = 1e-6
 AUTO_MAX_VARS = 4000  # "auto" solves models up to this many x-variables in one go
-LNS_VARS = 1500  # target size of one neighbourhood sub-MILP
-LNS_STEP_S = 0.5  # time cap of one neighbourhood solve
-LNS_STALL = 4  # neighbourhoods in a row without improvement before giving up
 BUILD_S_PER_VAR = 1.2e-5  # measured PuLP build cost, to decide whether a full model fits
 MIN_SOLVE_S = 0.05
-
-
-@dataclass(frozen=True)
-class _Ctx:
-    """What every solve of one planning call shares."""
-
-    state: ClusterState
-    budget: Budget
-    caps: Mapping[str, float]
-    weights: Weights
-    solver: str
-    gap_rel: float
-    deadline: float
-
-    def left(self) -> float:
-        return self.deadline - time.perf_counter()
-
-    def better(self, new: Mapping[str, str] | None, old: Mapping[str, str]) -> bool:
-        return new is not None and valid(self.state, self.budget, new, self.caps) and (
-            objective(self.state, new, self.weights)
-            < objective(self.state, old, self.weights) - 1e-12)
 
 
 def _check_params(time_limit_s: float, solver: str, w: Weights, candidates: str,
@@ -102,62 +82,26 @@ def _check_params(time_limit_s: float, solver: str, w: Weights, candidates: str,
                              f"got {cap!r}")
 
 
-def _start(ctx: _Ctx, problem: str) -> dict[str, str]:
-    """The warm start: the best of the current allocation, greedy and Flux (all within budget).
+def _start(ctx: Ctx, problem: str) -> dict[str, str]:
+    """The warm start: the best of the current allocation, greedy, Flux and the exchange search.
 
-    Warm-starting from a heuristic gives the solver an incumbent at least as good as the
-    baselines from its first node, so the MILP's plan is never worse than greedy's or Flux's.
+    The exchange search (`milp_start.py`) runs from the better of greedy and Flux and from the
+    current allocation, each within a third of the time left. Warm-starting from these gives the solver an incumbent at least as good
+    as the baselines from its first node, so the MILP's plan is never worse than greedy's or
+    Flux's.
     """
     state, budget = ctx.state, ctx.budget
     options = [dict(state.assignment)]
     if not problem:
         options += [greedy_assignment(state, budget), dict(plan_flux(state, budget).assignment)]
+        ok = [a for a in options if valid(state, budget, a, ctx.caps)]
+        heuristic = min(ok[1:] or ok, key=lambda a: objective(state, a, ctx.weights))
+        # a third of the time at most for each exchange search (the first one is the better)
+        for origin in (heuristic, state.assignment):
+            deadline = time.perf_counter() + max(MIN_SOLVE_S, ctx.left() / 3)
+            options.append(exchange_search(state, budget, origin, ctx.caps, deadline))
     ok = [a for a in options if valid(state, budget, a, ctx.caps)] or options[:1]
     return min(ok, key=lambda a: objective(state, a, ctx.weights))
-
-
-def _neighbourhood(ctx: _Ctx, incumbent: Mapping[str, str], k: int, rng: random.Random,
-                   stall: int) -> list[str]:
-    """The k most over- and k most under-loaded nodes (B first), plus random ones on a stall."""
-    state = ctx.state
-    mean = mean_load(state)
-    raw = {n.id: 0.0 for n in state.nodes}
-    for kg in state.keygroups:
-        raw[incumbent[kg.id]] += kg.load
-    dev = {n.id: raw[n.id] / n.capacity - mean for n in state.nodes}
-    b_busy = [n.id for n in state.nodes if n.marked_for_removal and raw[n.id] > 0]
-    a_ids = [n.id for n in state.nodes if not n.marked_for_removal]
-    over = sorted(a_ids, key=lambda nid: (-dev[nid], nid))[:k]
-    under = sorted(a_ids, key=lambda nid: (dev[nid], nid))[:k]
-    chosen = list(dict.fromkeys(b_busy[:k] + over + under))
-    others = [nid for nid in a_ids if nid not in chosen]
-    chosen += rng.sample(others, min(len(others), 2 * stall))
-    return chosen
-
-
-def _lns(ctx: _Ctx, movable: set[str], incumbent: dict[str, str], seed: int, notes: list[str]
-         ) -> dict[str, str]:
-    """Large-neighbourhood search: re-solve the MILP over a few nodes at a time."""
-    state = ctx.state
-    per_node = len(state.keygroups) / len(state.nodes)
-    k = max(2, int(math.sqrt(LNS_VARS / max(per_node, 1.0)) / 2))
-    rng = random.Random(seed)
-    a_ids = {n.id for n in state.nodes if not n.marked_for_removal}
-    stall = steps = 0
-    while stall < LNS_STALL and ctx.left() > MIN_SOLVE_S:
-        nodes = _neighbourhood(ctx, incumbent, k, rng, stall)
-        kgs = [kg for kg in state.keygroups if kg.id in movable and incumbent[kg.id] in nodes]
-        built = build(state, ctx.budget, kgs, [n for n in nodes if n in a_ids], incumbent,
-                      ctx.weights, ctx.caps)
-        limit = max(MIN_SOLVE_S, min(LNS_STEP_S, ctx.left()))
-        solved = solve(state, built, ctx.solver, limit, ctx.gap_rel, incumbent)
-        steps += 1
-        if solved.assignment is not None and ctx.better(solved.assignment, incumbent):
-            incumbent, stall = solved.assignment, 0
-        else:
-            stall += 1
-    notes.append(f"neighbourhood search: {steps} sub-MILPs of {2 * k}+ nodes")
-    return incumbent
 
 
 def plan_milp(
@@ -186,7 +130,12 @@ def plan_milp(
     weights = Weights(w1, w2, w_b)
     _check_params(time_limit_s, solver, weights, candidates, resource_caps, gap_rel)
     caps = dict(resource_caps or {})
-    ctx = _Ctx(state, budget, caps, weights, solver, gap_rel, started + time_limit_s)
+    ctx = Ctx(state, budget, caps, weights, solver, gap_rel, started + time_limit_s)
+
+    def better(new: Mapping[str, str] | None, old: Mapping[str, str]) -> bool:
+        return new is not None and valid(state, budget, new, caps) and (
+            objective(state, new, weights) < objective(state, old, weights) - 1e-12)
+
     mean = mean_load(state)
     current_d = max_deviation(state, state.assignment)
     cost_cap = math.inf if budget.max_migration_cost is None else budget.max_migration_cost
@@ -231,7 +180,7 @@ def plan_milp(
     a_nodes = [n.id for n in state.nodes if not n.marked_for_removal]
     full_vars = len(movers) * len(a_nodes)
     if candidates == "auto" and full_vars > AUTO_MAX_VARS and best is not None:
-        best = _lns(ctx, {k.id for k in movers}, best, seed, notes)
+        best = search(ctx, can_move, best, seed, certified, notes)
         if certified(best):
             notes.append("certified by the lower bound")
             return make_plan("milp", state, best, status=SolverStatus.OPTIMAL,
@@ -252,7 +201,7 @@ def plan_milp(
             bound = max(bound, (solved.objective_bound - w_b * load_on_b) / w1)
         new = solved.assignment
         if new is not None and ((best is None and valid(state, budget, new, caps))
-                                or (best is not None and ctx.better(new, best))):
+                                or (best is not None and better(new, best))):
             best = new
         if best is not None and solved.kind == "optimal":
             status = SolverStatus.OPTIMAL
@@ -260,7 +209,8 @@ def plan_milp(
         notes.append("no time left for the full model")
     if best is None:
         why = problem or "no assignment within the budget satisfies constraints (1)-(5)"
-        return keep(SolverStatus.INFEASIBLE, bound, f"infeasible: {why}; " + "; ".join(notes))
+        return keep(SolverStatus.INFEASIBLE, bound,
+                    f"infeasible: {why}; current assignment kept; " + "; ".join(notes))
     if status is not SolverStatus.OPTIMAL and certified(best):
         status = SolverStatus.OPTIMAL
         notes.append("certified by the lower bound")

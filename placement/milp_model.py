@@ -26,7 +26,8 @@ Exact reductions (the optimum is unchanged): a key group whose mc_k exceeds maxM
 variable (its x is forced to q); the budget (2) is written as Σ_k x_{q_k,k} ≥ |movers| − M, which
 (1) makes equal to the paper's form. Lemma 1 reduction: no x_{i,k} for i ∈ B unless q_{i,k} = 1
 (no move into B); the tests check on enumerated instances that this never changes the optimum.
-The restricted candidate set ("auto", see `_select`) is NOT exact and is reported as such.
+The neighbourhood search ("auto" on big models, `milp_lns.py`) is a heuristic over this model
+and is reported as such: OPTIMAL only through a certified bound.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pulp
 
@@ -173,14 +175,29 @@ def warm_values(state: ClusterState, built: Built, start: Mapping[str, str]
 
 
 def solve(state: ClusterState, built: Built, solver: str, limit_s: float, gap_rel: float,
-           start: Mapping[str, str]) -> Solved:
-    warm = warm_values(state, built, start)
+          start: Mapping[str, str]) -> Solved:
+    """Solve a built model warm-started from `start` (d, d_u, d_l at their tightest)."""
+    return solve_problem(built.prob, built.choices, warm_values(state, built, start), solver,
+                         limit_s, gap_rel, start)
+
+
+def solve_problem(prob: pulp.LpProblem, choices: Mapping[str, list[tuple[str, pulp.LpVariable]]],
+                  warm: Mapping[pulp.LpVariable, float], solver: str, limit_s: float,
+                  gap_rel: float, start: Mapping[str, str],
+                  highs_options: Mapping[str, Any] | None = None) -> Solved:
+    """One solve of any placement model whose x-variables are `choices` (key group -> options).
+
+    HiGHS gets the warm start through `Highs.setSolution` and reports its dual bound; CBC gets
+    it through PuLP's `warmStart` and reports none. The assignment is `start` with every key
+    group of `choices` on the option whose x is 1.
+    """
     bound: float | None = None
     transfer = 0.0
     if solver == "highs":
         engine = BulkHiGHS(warm_start=warm, msg=False, timeLimit=limit_s, gapRel=gap_rel,
-                           gapAbs=1e-9, deadline=time.perf_counter() + limit_s)
-        built.prob.solve(engine)
+                           gapAbs=1e-9, deadline=time.perf_counter() + limit_s,
+                           **dict(highs_options or {}))
+        prob.solve(engine)
         kind = model_status_name(engine.model_status)
         bound = engine.dual_bound
         has_solution = engine.has_solution
@@ -188,17 +205,17 @@ def solve(state: ClusterState, built: Built, solver: str, limit_s: float, gap_re
     else:
         for var, val in warm.items():
             var.setInitialValue(val, check=False)
-        status = built.prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=limit_s,
-                                                    gapRel=gap_rel, warmStart=True))
-        has_solution = built.prob.sol_status in (pulp.LpSolutionOptimal,
-                                                 pulp.LpSolutionIntegerFeasible)
+        status = prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=limit_s,
+                                              gapRel=gap_rel, warmStart=True))
+        has_solution = prob.sol_status in (pulp.LpSolutionOptimal,
+                                           pulp.LpSolutionIntegerFeasible)
         kind = {pulp.LpStatusInfeasible: "infeasible"}.get(status, "no_solution")
         if has_solution:
-            kind = "optimal" if built.prob.sol_status == pulp.LpSolutionOptimal else "time_limit"
+            kind = "optimal" if prob.sol_status == pulp.LpSolutionOptimal else "time_limit"
     if not has_solution:
         return Solved("infeasible" if kind == "infeasible" else kind, transfer, None, bound)
     new = dict(start)
-    for kg_id, options in built.choices.items():
+    for kg_id, options in choices.items():
         new[kg_id] = max(options, key=lambda opt: (opt[1].varValue or 0.0))[0]
     return Solved(kind, transfer, new, bound)
 

@@ -71,3 +71,16 @@ register("milp")(plan_milp)
 register("flux")(plan_flux)
 register("greedy")(plan_greedy)
 register("random")(plan_random)
+
+# The non-integrated scale-in of paper §5.1 (drain B evenly, then balance), issue 3.
+from placement.baselines.scale_in import plan_drain_then_balance  # noqa: E402
+
+register("drain_then_balance")(plan_drain_then_balance)
+
+# Collocation (paper §4.3.2) and its baseline COLA (issue 4).
+from placement.albic import plan_albic, plan_albic_many  # noqa: E402
+from placement.baselines.cola import plan_cola  # noqa: E402
+
+register("albic")(plan_albic)
+register("albic_many")(plan_albic_many)
+register("cola")(plan_cola)

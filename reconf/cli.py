@@ -173,7 +173,9 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = add("demo", _cmd_demo, "land, reconfigure (through the real Airflow DAG) and apply a few "
                "consecutive periods of a job, printing one line per period")
-    demo.add_argument("--job", default="demo", help="job id (default: demo)")
+    demo.add_argument("--job", default="flights2",
+                      help="job id (default: flights2, the replay of the paper's Real Job 2; "
+                      "demo is the synthetic job)")
     demo.add_argument("--periods", type=int, default=4, help="how many periods (default: 4)")
     add("jobs", _cmd_jobs, "list the configured jobs")
     _job_period(add("land", _cmd_land, "the runtime stand-in lands one period of metrics"))

@@ -14,10 +14,26 @@ __all__ = ["airflow_env", "make_source"]
 
 
 def make_source(job: JobConfig, paths: Paths) -> MetricsSource:
-    """The runtime stand-in the job's `source` table names (default: the synthetic job)."""
+    """The runtime stand-in the job's `source` table names (default: the synthetic job).
+
+    kind = "replay": the replay engine on real data (runtime/replay/), imported only then.
+    """
     kind = job.source.get("kind", "synthetic")
+    if kind == "replay":
+        from runtime.replay import ReplayJob, ReplaySpec
+
+        try:
+            replay = ReplaySpec.from_mapping(
+                {"period_s": int(job.spl.total_seconds()), "start": job.start_date, **job.source},
+                job_id=job.job_id,
+            )
+        except ValueError as exc:
+            raise ConfigError(f"jobs.{job.job_id}.source: {exc}") from exc
+        return ReplayJob(replay, paths.runtime)
     if kind != "synthetic":
-        raise ConfigError(f"jobs.{job.job_id}.source.kind: unknown source {kind!r}; known: synthetic")
+        raise ConfigError(
+            f"jobs.{job.job_id}.source.kind: unknown source {kind!r}; known: synthetic, replay"
+        )
     try:
         spec = SyntheticSpec.from_mapping(
             {"period_s": int(job.spl.total_seconds()), **job.source}, job_id=job.job_id

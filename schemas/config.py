@@ -22,6 +22,7 @@ __all__ = [
     "ConfigError",
     "JobConfig",
     "Paths",
+    "ScalingConfig",
     "load_jobs",
     "parse_duration",
     "resolve_job",
@@ -41,7 +42,9 @@ _STRATEGY_KEYS = {
     "alpha",
     "start_date",
     "source",
+    "scaling",
 }
+_SCALING_KEYS = {"min_nodes", "max_nodes", "target_utilisation", "cooldown_cycles", "max_ld"}
 
 
 class ConfigError(ValueError):
@@ -100,6 +103,21 @@ class Paths:
 
 
 @dataclass(frozen=True)
+class ScalingConfig:
+    """`[jobs.<id>.scaling]`: the scaling policy of Algorithm 1 (placement/scaling_policy.py).
+
+    Scaling runs only for a job that has this table. `target_utilisation` is a fraction of a
+    node's capacity in (0, 1]; `max_ld` is in percentage points of a reference node.
+    """
+
+    min_nodes: int = 1
+    max_nodes: int | None = None
+    target_utilisation: float = 0.8
+    cooldown_cycles: int = 3
+    max_ld: float = 10.0
+
+
+@dataclass(frozen=True)
 class JobConfig:
     """One job's reconfiguration settings; SPL is the statistics period length (paper §3)."""
 
@@ -112,6 +130,7 @@ class JobConfig:
     alpha: float = 1e-6
     start_date: datetime = datetime(2026, 1, 1, tzinfo=UTC)
     source: Mapping[str, Any] = field(default_factory=dict)
+    scaling: ScalingConfig | None = None
 
 
 def parse_duration(value: object, where: str) -> timedelta:
@@ -138,6 +157,39 @@ def _number(value: object, where: str, *, integer: bool = False) -> float:
     if not math.isfinite(number) or number < 0:
         raise ConfigError(f"{where}: must be >= 0, got {value!r}")
     return number
+
+
+def _scaling(raw: object, where: str) -> ScalingConfig:
+    """Validate `[jobs.<id>.scaling]` (raises ConfigError naming the field and the rule)."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: must be a table, got {raw!r}")
+    unknown = sorted(set(raw) - _SCALING_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: "
+                          f"{', '.join(sorted(_SCALING_KEYS))}")
+    kw: dict[str, Any] = {}
+    for name in ("min_nodes", "max_nodes"):
+        if name in raw:
+            kw[name] = int(_number(raw[name], f"{where}.{name}", integer=True))
+    if "cooldown_cycles" in raw:
+        value = raw["cooldown_cycles"]
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            raise ConfigError(f"{where}.cooldown_cycles: must be >= 0 cycles, got {value!r}")
+        kw["cooldown_cycles"] = int(_number(value, f"{where}.cooldown_cycles", integer=True))
+    if "target_utilisation" in raw:
+        value = raw["target_utilisation"]
+        number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if number is None or not (0 < number <= 1):
+            raise ConfigError(f"{where}.target_utilisation: must be a fraction of capacity in "
+                              f"(0, 1] (0.8 = 80 %), got {value!r}")
+        kw["target_utilisation"] = float(number)
+    if "max_ld" in raw:
+        kw["max_ld"] = _number(raw["max_ld"], f"{where}.max_ld")
+    config = ScalingConfig(**kw)
+    if config.max_nodes is not None and config.max_nodes < max(1, config.min_nodes):
+        raise ConfigError(f"{where}: min_nodes ({config.min_nodes}) must be <= max_nodes "
+                          f"({config.max_nodes}), and max_nodes >= 1")
+    return config
 
 
 def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
@@ -182,6 +234,8 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
         if not isinstance(raw["source"], Mapping):
             raise ConfigError(f"{where}.source: must be a table, got {raw['source']!r}")
         kwargs["source"] = dict(raw["source"])
+    if "scaling" in raw:
+        kwargs["scaling"] = _scaling(raw["scaling"], f"{where}.scaling")
     return JobConfig(**kwargs)
 
 

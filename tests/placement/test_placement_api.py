@@ -14,6 +14,7 @@ from placement import (
     Edge,
     KeyGroup,
     Node,
+    SolverStatus,
     collocation_factor,
     get_strategy,
     load_distance,
@@ -53,6 +54,14 @@ def test_registry_names_and_errors() -> None:
         (lambda: Budget(max_migrations=1.5), "max_migrations"),  # type: ignore[arg-type]
         (lambda: Budget(max_migration_cost=-2.0), "max_migration_cost"),
         (lambda: Budget(max_migration_cost=math.nan), "max_migration_cost"),
+        (lambda: KeyGroup("g", "op", load=-1.0), r"key group 'g': load must be a finite number >= 0"),
+        (lambda: KeyGroup("g", "op", load=math.inf), r"key group 'g': load must be a finite"),
+        (lambda: KeyGroup("g", "op", 1.0, state_bytes=-5.0), r"'g': state_bytes must be a finite"),
+        (lambda: KeyGroup("g", "op", 1.0, state_bytes=math.nan), r"'g': state_bytes"),
+        (lambda: KeyGroup("g", "op", 1.0, state_bytes=math.inf), r"'g': state_bytes"),
+        (lambda: KeyGroup("g", "op", 1.0, migration_cost=-1.0), r"'g': migration_cost"),
+        (lambda: Node("n", capacity=-2.0), r"node 'n': capacity weight must be a finite number > 0"),
+        (lambda: Edge("a", "b", rate=-1.0), r"edge 'a'->'b': rate"),
         (lambda: synthetic_state(0, 10, 1, 10, 0), "nodes"),
         (lambda: synthetic_state(4, 10, 1, -1, 0), "varies"),
     ],
@@ -109,3 +118,19 @@ def test_synthetic_workload_shape() -> None:
     assert loads[-1] == pytest.approx(65.0, abs=1.5) and loads[2] > 45.0
     assert {k.operator for k in a.keygroups} == {"op0", "op1", "op2"}
     assert all(k.migration_cost > 0 for k in a.keygroups) and a.edges
+
+
+def test_infeasible_requests_keep_the_current_assignment_and_say_why() -> None:
+    # a cost budget below every mc_k: nothing can move (not an error)
+    state = make_state([3.0, 1.0], [0, 0], [1.0, 1.0], [False, False], costs=[5.0, 5.0])
+    for name in ("milp", "flux", "greedy", "drain_then_balance"):
+        plan = get_strategy(name)(state, Budget(max_migration_cost=1.0), time_limit_s=1.0)
+        assert plan.assignment == dict(state.assignment) and plan.moves == ()
+    milp = plan_milp(state, Budget(max_migration_cost=1.0))
+    assert "the budget allows no migration; current assignment kept" in milp.message
+    # one key group heavier than 2·mean: no assignment satisfies constraint (5)
+    heavy = make_state([10.0, 0.5], [0, 1], [1.0, 1.0, 1.0], [False, False, False])
+    plan = plan_milp(heavy, Budget(max_migrations=2))
+    assert plan.status is SolverStatus.INFEASIBLE and plan.moves == ()
+    assert plan.assignment == dict(heavy.assignment)
+    assert "constraint (5)" in plan.message and "current assignment kept" in plan.message

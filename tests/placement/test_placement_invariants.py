@@ -12,7 +12,7 @@ from placement_testlib import make_state, tiny_instances, within_budget
 from placement.model import Budget, ClusterState, SolverStatus
 from placement.registry import get_strategy
 
-STRATEGIES = ["milp", "flux", "greedy", "random"]
+STRATEGIES = ["milp", "flux", "greedy", "random", "drain_then_balance"]
 
 
 @st.composite

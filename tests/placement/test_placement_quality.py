@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from placement import (
@@ -91,3 +93,25 @@ def test_cbc_is_selectable_at_scale() -> None:
     plan = plan_milp(state, Budget(max_migrations=5), solver="cbc", time_limit_s=2.0)
     assert plan.status in (SolverStatus.TIME_LIMITED, SolverStatus.OPTIMAL)
     assert plan.migrations <= 5 and plan.after.load_distance < plan.before.load_distance
+
+
+def test_neighbourhood_search_keeps_every_constraint() -> None:
+    """The LNS path (6 000 x-variables > AUTO_MAX_VARS) with B, both budgets and a memory cap."""
+    base = synthetic_state(12, 600, 3, 30.0, seed=6)
+    nodes = tuple(replace(n, marked_for_removal=n.id in ("n010", "n011")) for n in base.nodes)
+    kgs = tuple(replace(k, loads={"mem": 2.0 * k.load}) for k in base.keygroups)
+    state = ClusterState(nodes, kgs, base.assignment)
+    budget = Budget(max_migration_cost=0.6, max_migrations=25)
+    caps = {"mem": 150.0}
+    plan = plan_milp(state, budget, time_limit_s=1.5, resource_caps=caps, seed=3)
+    assert "neighbourhood search" in plan.message
+    assert plan.status in (SolverStatus.TIME_LIMITED, SolverStatus.OPTIMAL)
+    assert plan.migrations <= 25 and plan.migration_cost <= 0.6 + 1e-9
+    assert all(m.dst not in ("n010", "n011") for m in plan.moves)
+    mem = {n.id: 0.0 for n in nodes}
+    for kg in kgs:
+        mem[plan.assignment[kg.id]] += kg.loads["mem"]
+    assert max(mem.values()) <= 150.0 + 1e-9
+    assert plan.after.load_distance < plan.before.load_distance
+    assert plan.lower_bound is not None and plan.lower_bound <= plan.after.load_distance + 1e-9
+    assert plan.wall_s < 4.0

@@ -1,0 +1,103 @@
+"""The plan stage's side of Algorithm 1: node set, set B and cool-down history from Delta.
+
+Everything comes from data the pipeline keeps, never from process memory: the scaling sections
+of the job's *published* plans for earlier periods (`plans.plan_json["scaling"]`, oldest first),
+which are exactly what the manifests told the runtime.
+
+- node set = the nodes the runtime reports (node_stats) and the nodes of the last published
+  assignment, plus every node an earlier manifest added (the runtime may not report it yet),
+  minus every node an earlier manifest terminated (the runtime may still report it);
+- B = the last published plan's `nodes_to_mark` (the whole set B, placement/scaling.py), minus
+  terminated nodes: a node stays in B until it is empty and terminated;
+- history = each earlier plan's `decision` ("out", "in", "none"), for the cool-down, and every
+  node id ever added or terminated (ids are never reused).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from jobs.lake import read_table
+from placement.model import Budget, ClusterState, Node, Plan
+from placement.scaling import ScalingOutcome, scaling_cycle
+from placement.scaling_policy import DECISIONS, ScalingHistory, ScalingPolicy
+from schemas.config import JobConfig, Paths, ScalingConfig
+from schemas.tables import PLANS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["earlier_sections", "plan_scaled", "policy_of", "scaling_json", "with_scaling_nodes"]
+
+
+def policy_of(config: ScalingConfig) -> ScalingPolicy:
+    return ScalingPolicy(target_utilisation=config.target_utilisation,
+                         min_nodes=config.min_nodes, max_nodes=config.max_nodes,
+                         cooldown_cycles=config.cooldown_cycles, max_ld=config.max_ld)
+
+
+def earlier_sections(spark: SparkSession, paths: Paths, job_id: str, before: datetime
+                     ) -> list[dict[str, Any]]:
+    """The scaling sections of the published plans of periods before `before`, oldest first."""
+    from pyspark.sql import functions as F
+
+    rows = (read_table(spark, paths, PLANS)
+            .where((F.col("job_id") == job_id) & (F.col("status") == "published")
+                   & (F.col("period_end") < F.lit(before)))
+            .select("period_end", "plan_json").orderBy("period_end").collect())
+    return [dict(json.loads(r["plan_json"]).get("scaling") or {}) for r in rows]
+
+
+def _ids(section: Mapping[str, Any], key: str) -> set[str]:
+    return {str(v) for v in section.get(key) or ()}
+
+
+def history_of(sections: Sequence[Mapping[str, Any]]) -> ScalingHistory:
+    decisions = tuple(str(s.get("decision", "none")) for s in sections)
+    used: set[str] = set()
+    for s in sections:
+        used |= _ids(s, "nodes_to_add") | _ids(s, "nodes_to_terminate")
+    return ScalingHistory(tuple(d if d in DECISIONS else "none" for d in decisions),
+                          frozenset(used))
+
+
+def with_scaling_nodes(state: ClusterState, sections: Sequence[Mapping[str, Any]]
+                       ) -> ClusterState:
+    """`state` with the nodes earlier manifests added / terminated and the current set B."""
+    added: set[str] = set()
+    gone: set[str] = set()
+    for s in sections:
+        added |= _ids(s, "nodes_to_add")
+        gone |= _ids(s, "nodes_to_terminate")
+    marked = (_ids(sections[-1], "nodes_to_mark") if sections else set()) - gone
+    busy = set(state.assignment.values())
+    nodes = {n.id: n for n in state.nodes if n.id not in gone or n.id in busy}
+    for node_id in sorted(added - gone - set(nodes)):
+        nodes[node_id] = Node(node_id)
+    out = tuple(replace(n, marked_for_removal=n.id in marked)
+                for _, n in sorted(nodes.items()))
+    if all(n.marked_for_removal for n in out):  # never: the policy keeps A non-empty
+        out = tuple(replace(n, marked_for_removal=False) for n in out)
+    return replace(state, nodes=out)
+
+
+def scaling_json(outcome: ScalingOutcome) -> dict[str, Any]:
+    """Extra keys of plan_json["scaling"] (publish copies only the manifest's four fields)."""
+    return {"decision": outcome.decision.direction,
+            "nodes_active": sum(1 for n in outcome.state.nodes if not n.marked_for_removal),
+            "nodes_marked": len(outcome.marked)}
+
+
+def plan_scaled(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
+                state: ClusterState, budget: Budget, strategy: str
+                ) -> tuple[ScalingOutcome, Plan]:
+    """Run Algorithm 1 for one period of a job with a `[scaling]` table."""
+    assert job.scaling is not None
+    sections = earlier_sections(spark, paths, job.job_id, period_end)
+    outcome = scaling_cycle(with_scaling_nodes(state, sections), budget, strategy=strategy,
+                            policy=policy_of(job.scaling), history=history_of(sections),
+                            time_limit_s=job.solver_time_limit_s)
+    return outcome, outcome.plan

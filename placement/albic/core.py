@@ -1,0 +1,188 @@
+"""ALBIC driver: Algorithm 2 of the paper (§4.3.2), steps 1–4 and the maxPL recursion.
+
+    albic(maxLD, maxPL, stepPL, sF):
+        1. scores: colGrps, toBeColGrps                              (scores.py)
+        2. partitions of the collocated sets, ≤ maxMigrCost and ≤ maxPL  (partitions.py)
+        3. the best toBeColGrps pair as a pin (paper's three cases)   (collocate.py)
+        4. solve the constrained MILP                                 (contract.py)
+           if LD(solution) > maxLD: return albic(maxLD, maxPL − stepPL, stepPL, sF)
+    at maxPL ≤ 0 there is one partition per key group and no pin: the plain MILP.
+
+The recursion is a loop. Step 1 does not depend on maxPL and runs once; steps 2–4 run per
+level, drawing from the same seeded generator. `time_limit_s` covers the whole call: a level
+gets half of the time left (the plain MILP at maxPL ≤ 0 gets all of it). A level whose MILP is
+INFEASIBLE counts as a violation of maxLD. The returned plan's status is that of the MILP that
+produced it (for a constrained level: optimal *for the constrained problem*), lower_bound None.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from placement._common import check_inputs, make_plan
+from placement.albic.collocate import improve_collocation
+from placement.albic.contract import solve_constrained
+from placement.albic.partitions import maintain_collocation
+from placement.albic.scores import calc_scores
+from placement.metrics import load_distance
+from placement.milp import plan_milp
+from placement.model import Budget, ClusterState, Plan, SolverStatus
+
+__all__ = [
+    "DEFAULT_MAX_LD",
+    "DEFAULT_MAX_PL",
+    "DEFAULT_PAIR_SHARE",
+    "DEFAULT_SF",
+    "DEFAULT_STEP_PL",
+    "check_albic_params",
+    "plan_albic",
+    "plan_albic_many",
+]
+
+DEFAULT_MAX_LD = 10.0
+DEFAULT_MAX_PL = 25.0
+DEFAULT_STEP_PL = 5.0
+DEFAULT_SF = 1.5
+DEFAULT_PAIR_SHARE = 0.5
+MIN_LEVEL_S = 0.05
+
+
+def _finite(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def check_albic_params(max_ld: float, max_pl: float, step_pl: float, s_f: float,
+                       pair_share: float = DEFAULT_PAIR_SHARE) -> None:
+    """ValueError for out-of-range ALBIC parameters (the paper's maxLD, maxPL, stepPL, sF)."""
+    if not _finite(s_f) or s_f <= 0:
+        raise ValueError(f"albic: sF (s_f) must be a finite number > 0, got {s_f!r}")
+    if not _finite(max_pl) or not 0 < max_pl <= 100:
+        raise ValueError(f"albic: maxPL (max_pl) must be in (0, 100] (% of a reference node), "
+                         f"got {max_pl!r}")
+    if not _finite(step_pl) or step_pl <= 0:
+        raise ValueError(f"albic: stepPL (step_pl) must be a finite number > 0, got {step_pl!r}")
+    if not _finite(max_ld) or max_ld < 0:
+        raise ValueError(f"albic: maxLD (max_ld) must be a finite number >= 0, got {max_ld!r}")
+    if not _finite(pair_share) or not 0 < pair_share <= 1:
+        raise ValueError(f"albic: pair_share must be in (0, 1], got {pair_share!r}")
+
+
+def _check_edges(state: ClusterState) -> None:
+    """Re-check out(): the model validates at construction, but ALBIC depends on it entirely."""
+    known = {k.id for k in state.keygroups}
+    for e in state.edges:
+        for end in (e.src, e.dst):
+            if end not in known:
+                raise ValueError(f"albic: edge {e.src!r}->{e.dst!r} names unknown key group "
+                                 f"{end!r}")
+        if not (isinstance(e.rate, (int, float)) and math.isfinite(e.rate) and e.rate >= 0):
+            raise ValueError(f"albic: edge {e.src!r}->{e.dst!r} has rate {e.rate!r}; rates "
+                             f"must be finite numbers >= 0")
+
+
+def _share(budget: Budget, share: float) -> Budget:
+    """The part of the budget step 3 may spend on pins (all of it for the paper's ALBIC)."""
+    if share >= 1:
+        return budget
+    cost = None if budget.max_migration_cost is None else budget.max_migration_cost * share
+    count = None if budget.max_migrations is None else math.floor(budget.max_migrations * share)
+    return Budget(max_migration_cost=cost, max_migrations=count)
+
+
+def _run(state: ClusterState, budget: Budget, *, name: str, many: bool, max_ld: float,
+         max_pl: float, step_pl: float, s_f: float, pair_share: float, time_limit_s: float,
+         seed: int, milp_params: Mapping[str, Any]) -> Plan:
+    started = time.perf_counter()
+    check_inputs(state, budget)
+    check_albic_params(max_ld, max_pl, step_pl, s_f, pair_share)
+    _check_edges(state)
+    if not _finite(time_limit_s) or time_limit_s <= 0:
+        raise ValueError(f"{name}: time_limit_s must be a finite number > 0, got "
+                         f"{time_limit_s!r}")
+    deadline = started + time_limit_s
+    rng = random.Random(seed)
+    scores = calc_scores(state, state.assignment, s_f)
+    allowance = _share(budget, pair_share if many else 1.0)
+    notes = [f"{len(scores.col_grps)} collocated / {len(scores.to_be_col_grps)} to-be-"
+             f"collocated pairs above avg·sF"]
+    level_pl = max_pl
+    while level_pl > 1e-9:
+        left = deadline - time.perf_counter()
+        limit = max(MIN_LEVEL_S, left / 2)
+        parts = maintain_collocation(state, scores.col_grps, scores.out, budget, level_pl, rng,
+                                     seed=seed)
+        imp = improve_collocation(state, scores.to_be_col_grps, scores.out, parts, allowance,
+                                  level_pl, rng, many=many)
+        solved = solve_constrained(state, budget, imp.units, imp.pins,
+                                   (imp.forced_count, imp.forced_cost), time_limit_s=limit,
+                                   milp_params={**milp_params, "seed": seed})
+        ld = load_distance(state, solved.assignment)
+        pairs = ", ".join(f"{c.pair[0]}+{c.pair[1]} case {c.case} -> {c.node}"
+                          for c in imp.constraints[:3])
+        more = f" (+{len(imp.constraints) - 3} more)" if len(imp.constraints) > 3 else ""
+        chosen = f": {pairs}{more}" if pairs else ""
+        notes.append(f"maxPL {level_pl:g}: {len(parts)} partitions, {len(imp.constraints)} "
+                     f"pair(s){chosen}; constrained MILP {solved.milp.status.value}, "
+                     f"LD {ld:.3f}")
+        if solved.milp.status is not SolverStatus.INFEASIBLE and ld <= max_ld:
+            return make_plan(name, state, solved.assignment, status=solved.milp.status,
+                             lower_bound=None, started=started, message="; ".join(notes))
+        level_pl -= step_pl
+    left = max(MIN_LEVEL_S, deadline - time.perf_counter())
+    plain = plan_milp(state, budget, **{**milp_params, "time_limit_s": left, "seed": seed})
+    notes.append(f"maxPL 0: plain MILP {plain.status.value}, LD {plain.after.load_distance:.3f}"
+                 + (f" ({plain.message})" if plain.message else ""))
+    return make_plan(name, state, plain.assignment, status=plain.status,
+                     lower_bound=plain.lower_bound, started=started, message="; ".join(notes))
+
+
+def plan_albic(
+    state: ClusterState,
+    budget: Budget,
+    *,
+    max_ld: float = DEFAULT_MAX_LD,
+    max_pl: float = DEFAULT_MAX_PL,
+    step_pl: float = DEFAULT_STEP_PL,
+    s_f: float = DEFAULT_SF,
+    time_limit_s: float = 10.0,
+    solver: str = "highs",
+    resource_caps: Mapping[str, float] | None = None,
+    seed: int = 0,
+) -> Plan:
+    """ALBIC as in the paper: one beneficial pair per invocation (Algorithm 2).
+
+    maxLD = `max_ld` (load distance, percentage points), maxPL = `max_pl` (partition load, % of
+    a reference node, in (0, 100]), stepPL = `step_pl`, sF = `s_f` (> 0).
+    """
+    return _run(state, budget, name="albic", many=False, max_ld=max_ld, max_pl=max_pl,
+                step_pl=step_pl, s_f=s_f, pair_share=1.0, time_limit_s=time_limit_s, seed=seed,
+                milp_params={"solver": solver, "resource_caps": resource_caps})
+
+
+def plan_albic_many(
+    state: ClusterState,
+    budget: Budget,
+    *,
+    max_ld: float = DEFAULT_MAX_LD,
+    max_pl: float = DEFAULT_MAX_PL,
+    step_pl: float = DEFAULT_STEP_PL,
+    s_f: float = DEFAULT_SF,
+    pair_share: float = DEFAULT_PAIR_SHARE,
+    time_limit_s: float = 10.0,
+    solver: str = "highs",
+    resource_caps: Mapping[str, float] | None = None,
+    seed: int = 0,
+) -> Plan:
+    """ALBIC adding as many beneficial pairs per invocation as `pair_share` of the budget allows.
+
+    Pairs are taken in step 3's order (largest out() first) while the forced migrations of all
+    pins fit `pair_share` × the budget; the rest of the budget is left to the MILP's balancing.
+    """
+    return _run(state, budget, name="albic_many", many=True, max_ld=max_ld, max_pl=max_pl,
+                step_pl=step_pl, s_f=s_f, pair_share=pair_share, time_limit_s=time_limit_s,
+                seed=seed, milp_params={"solver": solver, "resource_caps": resource_caps})

@@ -1,0 +1,136 @@
+"""A replay job's configuration (config/jobs.toml ``source = { kind = "replay", ... }``).
+
+Validated when the job is loaded, so a wrong value fails before any period runs. `period_s` and
+`start` come from the job's `spl` and `start_date` (settings.make_source passes them): period n
+of the replay ends at ``start + n * period_s``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from typing import Any
+
+from schemas.landing import format_period_end, parse_period_end
+
+__all__ = ["DEFAULT_KEYGROUPS_PER_NODE", "DEFAULT_WINDOW_HOURS", "ReplaySpec"]
+
+#: key groups per operator per node, by job: 5 as in the paper's Job 2 (20 nodes -> 100 per
+#: operator, also Job 1's 100); Job 4 has 7 operators, so 3 keeps planning affordable.
+DEFAULT_KEYGROUPS_PER_NODE = {1: 5, 2: 5, 3: 5, 4: 3}
+#: tumbling window (event-time hours), by job: Job 1's top-k is per week, so about one window
+#: closes per period of the default compression (a day window would put seven windows' top-k
+#: candidates, ~a quarter of the input volume, on seven global key groups every period);
+#: Job 4's store writes once a day.
+DEFAULT_WINDOW_HOURS = {1: 168, 2: 24, 3: 24, 4: 24}
+_INTS = {"job": (1, 4), "nodes": (1, 200),
+         "periods": (1, 100_000), "period_s": (1, 86_400 * 365), "seed": (0, 2**31 - 1),
+         "top_k": (1, 1000)}
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    """One replayed job: which paper job, the cluster, the compression, routing and load."""
+
+    job_id: str
+    job: int
+    nodes: int = 20
+    keygroups_per_node: int = 0  # 0 = the job's default (DEFAULT_KEYGROUPS_PER_NODE)
+    periods: int = 52  # the data set (one year) is compressed into this many periods
+    routing: str = "key"  # "key" (key grouping) or "potc" (power of two choices)
+    load_pct: float = 60.0  # mean node load of the initial allocation in the first period
+    period_s: int = 300
+    start: datetime = datetime(2026, 1, 1, tzinfo=UTC)
+    seed: int = 1
+    top_k: int = 10
+    window_hours: int = 0  # 0 = the job's default (DEFAULT_WINDOW_HOURS)
+
+    def __post_init__(self) -> None:
+        job = self.job_id
+        if not isinstance(job, str) or not job or job[0] == "." or "/" in job or "\\" in job:
+            raise ValueError(f"job_id must be one path component, not hidden, got {job!r}")
+        for name, (low, high) in _INTS.items():
+            value = getattr(self, name)
+            if type(value) is not int or not low <= value <= high:
+                raise ValueError(f"{name} must be an integer between {low} and {high}, "
+                                 f"got {value!r}")
+        kpn = self.keygroups_per_node
+        if type(kpn) is not int or not 0 <= kpn <= 50:
+            raise ValueError(f"keygroups_per_node must be an integer between 1 and 50 "
+                             f"(0 = the job's default), got {kpn!r}")
+        if kpn == 0:
+            object.__setattr__(self, "keygroups_per_node", DEFAULT_KEYGROUPS_PER_NODE[self.job])
+        hours = self.window_hours
+        if type(hours) is not int or not 0 <= hours <= 24 * 366:
+            raise ValueError(f"window_hours must be an integer between 1 and {24 * 366} "
+                             f"(0 = the job's default), got {hours!r}")
+        if hours == 0:
+            object.__setattr__(self, "window_hours", DEFAULT_WINDOW_HOURS[self.job])
+        if self.routing not in ("key", "potc"):
+            raise ValueError(f"routing must be 'key' or 'potc', got {self.routing!r}")
+        load = self.load_pct
+        if isinstance(load, bool) or not isinstance(load, int | float) or not (
+            math.isfinite(load) and 0 < load <= 1000
+        ):
+            raise ValueError(f"load_pct must be a number in (0, 1000], got {load!r}")
+        object.__setattr__(self, "load_pct", float(load))
+        start = self.start
+        if isinstance(start, str):
+            start = parse_period_end(start)
+        if not isinstance(start, datetime) or start.tzinfo is None:
+            raise ValueError(f"start must be a date-time with a zone, got {self.start!r}")
+        object.__setattr__(self, "start", start.astimezone(UTC))
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, object], *, job_id: str | None = None) -> ReplaySpec:
+        """Parse a config table; `kind`, if given, must be "replay"; unknown keys are refused."""
+        data = dict(mapping)
+        kind = data.pop("kind", "replay")
+        if kind != "replay":
+            raise ValueError(f'source kind is {kind!r}; ReplaySpec only reads kind = "replay"')
+        if job_id is not None:
+            if data.get("job_id", job_id) != job_id:
+                raise ValueError(f"job_id {data['job_id']!r} conflicts with {job_id!r}")
+            data["job_id"] = job_id
+        allowed = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(allowed))
+        if unknown:
+            raise ValueError(f"unknown replay source key(s) {unknown}; allowed: {allowed} "
+                             "and 'kind'")
+        for needed in ("job_id", "job"):
+            if needed not in data:
+                raise ValueError(f"replay source needs {needed!r} (job = 1, 2, 3 or 4)")
+        return cls(**data)  # type: ignore[arg-type]  # checked in __post_init__
+
+    @property
+    def kgs_per_operator(self) -> int:
+        return self.nodes * self.keygroups_per_node
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        return tuple(f"node-{i:02d}" for i in range(self.nodes))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["start"] = format_period_end(self.start)
+        return out
+
+    def fingerprint(self) -> str:
+        """Identifies everything that shapes the replay (a checkpoint must match it)."""
+        body = {k: v for k, v in self.to_dict().items() if k != "job_id"}
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+    def period_index(self, period_end: datetime) -> int:
+        """n >= 1 such that period_end = start + n * period_s; ValueError otherwise."""
+        end = parse_period_end(format_period_end(period_end))
+        seconds = (end - self.start).total_seconds()
+        n, rest = divmod(seconds, self.period_s)
+        if rest or n < 1:
+            raise ValueError(
+                f"period end {format_period_end(end)} is not start + n * {self.period_s} s for "
+                f"some n >= 1 (start {format_period_end(self.start)}); pick a period boundary")
+        return int(n)
