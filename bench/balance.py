@@ -3,7 +3,8 @@
 Cells: clusters 20 nodes / 400 key groups / 10 operators, 40/800/20 and 60/1200/30;
 maxMigrations 10, 20, 30, 40; varies 10, 20, 30, 40, 50; seeds 1..3. In every cell: the MILP
 with HiGHS and with CBC at time limits 1, 2, 5 and 10 s, Flux and greedy. `--quick`: 20/400 and
-40/800, maxMigrations 10 and 20, varies 20 and 40, a 2 s limit, seed 1 (about 45 s on 2 cores).
+40/800, maxMigrations 10 and 20, varies 20 and 40, a 2 s limit, seed 1 (22 s measured on 2
+shared cores).
 
 One JSON row per plan (keys in `ROW_KEYS`, plus `status` and `cell`), written after every cell
 (so a long run can be resumed with `--resume`); one progress line per cell on stderr with the

@@ -5,7 +5,7 @@ with time travel."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -46,7 +46,7 @@ def test_two_periods_through_the_real_dag(e2e_home: Path) -> None:
     job = resolve_job("e2e")
     source = make_source(job, paths)
     ensure_airflow(paths)
-    first = datetime(2026, 3, 1, 0, 5, tzinfo=timezone.utc)
+    first = datetime(2026, 3, 1, 0, 5, tzinfo=UTC)
     periods = [first, first + timedelta(minutes=5)]
     for version, period_end in enumerate(periods, start=1):
         source.land_period(paths.landing, period_end)

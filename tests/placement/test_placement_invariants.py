@@ -9,6 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from placement_testlib import make_state, tiny_instances, within_budget
 
+from placement.metrics import max_deviation
+from placement.milp_start import exchange_search
 from placement.model import Budget, ClusterState, SolverStatus
 from placement.registry import get_strategy
 
@@ -112,3 +114,16 @@ def test_zero_budget_means_no_moves(name: str, case: tuple[ClusterState, Budget]
     for budget in (Budget(max_migrations=0), Budget(max_migration_cost=0.0)):
         plan = get_strategy(name)(state, budget, time_limit_s=1.0)
         assert plan.moves == () and plan.assignment == dict(state.assignment)
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=small_instances())
+def test_exchange_search_invariants(case: tuple[ClusterState, Budget]) -> None:
+    """The MILP's warm start alone: within budget, nothing onto B, d never worse."""
+    state, budget = case
+    new = exchange_search(state, budget, state.assignment)
+    assert set(new) == {k.id for k in state.keygroups}
+    assert within_budget(state, budget, new)
+    marked = {n.id for n in state.nodes if n.marked_for_removal}
+    assert all(new[k] == state.assignment[k] or new[k] not in marked for k in new)
+    assert max_deviation(state, new) <= max_deviation(state, state.assignment) + 1e-9
