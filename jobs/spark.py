@@ -9,6 +9,7 @@ Ivy cache and copies them to `<RECONF_HOME>/jars`. Sessions then load those loca
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import shutil
@@ -79,6 +80,9 @@ def get_spark(paths: Paths | None = None, *, app_name: str = "reconf", master: s
             f"(or `python -m jobs.spark --fetch-jars`) once to fetch {delta_package()}"
         )
     master = master or os.environ.get("RECONF_SPARK_MASTER", "local[2]")
+    # py4j logs its shutdown at INFO from an atexit hook, after test runners and Airflow have
+    # closed their log streams ("--- Logging error ---"); its INFO lines help nobody.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     builder = _base_builder(app_name, master).config("spark.jars", ",".join(map(str, jars)))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
