@@ -8,6 +8,7 @@ under the budget; the plan is published as a versioned manifest; the engine appl
 the assignment client (direct state migration). `none` and `potc` plan nothing (key grouping /
 power-of-two-choices routing). One JSON row per (strategy, period); row n describes period n as
 the runtime lived it: the migrations applied at its start and the load they and the data caused.
+`--scenario ramp` (bench/closed_loop_ramp.py): a load ramp with Algorithm 1 scaling out and in.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ DEFAULT_PERIODS = {1: 30, 2: 30, 3: 30, 4: 30}
 QUICK_JOB, QUICK_PERIODS = 2, 36
 QUICK_STRATEGIES, QUICK_FALLBACK = ("albic", "cola"), ("milp", "none")
 BUDGET = {1: 13, 2: 10, 3: 10, 4: 10}  # migrations per period, as in the paper
+SCENARIOS = ("steady", "ramp")
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the year of data is compressed into this many periods (default 52)")
     parser.add_argument("--plot", type=Path, default=None, metavar="PATH",
                         help="write the four-panel figure (PNG) here")
+    parser.add_argument("--scenario", choices=SCENARIOS, default="steady",
+                        help="steady: constant input rate, fixed nodes (default); ramp: a load "
+                        "ramp (1x -> 2.5x -> 0.6x) with Algorithm 1 scaling the cluster out and "
+                        "in (default strategy milp; see bench/closed_loop_ramp.py)")
 
 
 def _strategies(raw: list[str] | None, job: int) -> list[str]:
@@ -216,6 +222,10 @@ def choose(args: argparse.Namespace) -> Choice:
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     from bench.closed_loop_report import format_table, plot, targets
 
+    if getattr(args, "scenario", "steady") == "ramp":
+        from bench.closed_loop_ramp import run_ramp_cli
+
+        return run_ramp_cli(args)
     choice = choose(args)
     for note in choice.notes:
         print(f"closed-loop: {note}")

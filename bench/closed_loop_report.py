@@ -165,15 +165,19 @@ def plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> None:
     """The four panels of Figures 12-14: one line per strategy, periods on the x axis.
 
     The load-distance panel adds, dashed, the planner's load distance right after its
-    migrations on the statistics it planned from (the paper's Figure 7 quantity)."""
+    migrations on the statistics it planned from (the paper's Figure 7 quantity). Rows of a
+    scaling run (`nodes` column, --scenario ramp) add two panels: nodes over time with the
+    scale decisions marked, and the system load with the rate profile."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     df = pd.DataFrame(rows)
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
-    for ax, (column, label) in zip(axes.flat, PANELS, strict=True):
+    scaling = "nodes" in df.columns
+    fig, axes = plt.subplots(3 if scaling else 2, 2, figsize=(11, 10 if scaling else 7),
+                             sharex=True)
+    for ax, (column, label) in zip(axes.flat, PANELS, strict=False):
         for i, (strategy, sub) in enumerate(df.groupby("strategy", sort=False)):
             color = f"C{i}"
             ax.plot(sub["period"], sub[column], marker=".", color=color, label=str(strategy))
@@ -183,7 +187,9 @@ def plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> None:
                         label=f"{strategy} (planned)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    for ax in axes[1]:
+    if scaling:
+        _scaling_panels(df, axes[2][0], axes[2][1])
+    for ax in axes[-1]:
         ax.set_xlabel("period")
     axes[0][0].legend(fontsize=8)
     axes[0][1].legend(fontsize=7)
@@ -192,3 +198,32 @@ def plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _scaling_panels(df: pd.DataFrame, nodes_ax: Any, load_ax: Any) -> None:
+    """Nodes (and how many of them drain) per period, scale-out ^ / scale-in v where decided;
+    the system load (% of the nodes running) with the rate multiplier on a second axis."""
+    for i, (strategy, sub) in enumerate(df.groupby("strategy", sort=False)):
+        color = f"C{i}"
+        nodes_ax.step(sub["period"], sub["nodes"], where="mid", color=color,
+                      label=f"{strategy}: nodes")
+        nodes_ax.step(sub["period"], sub["nodes_marked"], where="mid", color=color,
+                      linestyle=":", label=f"{strategy}: marked (draining)")
+        for decision, marker in (("out", "^"), ("in", "v")):
+            hit = sub[sub["decision"] == decision]
+            nodes_ax.scatter(hit["period"], hit["nodes"], marker=marker, s=60, color=color,
+                             zorder=3, label=f"{strategy}: scale-{decision} decided")
+        load_ax.plot(sub["period"], sub["system_load_pct"], marker=".", color=color,
+                     label=f"{strategy}: system load")
+    rate = df.drop_duplicates("period").sort_values("period")
+    twin = load_ax.twinx()
+    twin.plot(rate["period"], rate["rate"], color="grey", linestyle="--", label="rate (x)")
+    twin.set_ylabel("input rate (x)")
+    load_ax.axhline(80, color="red", linewidth=0.8, linestyle=":", label="target 80 %")
+    nodes_ax.set_ylabel("nodes")
+    load_ax.set_ylabel("system load (%)")
+    for ax in (nodes_ax, load_ax):
+        ax.grid(alpha=0.3)
+    nodes_ax.legend(fontsize=7)
+    load_ax.legend(fontsize=7, loc="upper left")
+    twin.legend(fontsize=7, loc="upper right")

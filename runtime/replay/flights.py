@@ -3,6 +3,7 @@
 Time: flights in event-time order are cut into `periods` slices of (almost) equal size, so the
 input rate is constant, as when a benchmark replays a file at a fixed rate; a weather row goes to
 the period whose event-time range holds it. Tumbling windows are `window_s` of event time.
+A rate profile (one multiplier per period) sizes the slices in proportion instead: a load ramp.
 
 - Job 1: geohash [flight id] -> topk [route = geohash(origin)>dest, per window, top-k delayed]
   -> global [window] (global top-k: a heap insert per candidate). Full partitioning: little to
@@ -22,7 +23,7 @@ the store are not. Rows without the key or the value an operator needs are count
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +33,7 @@ from runtime.replay.dataflow import Dataflow, Operator, Stream, codes
 from runtime.replay.datasets import Datasets
 from runtime.replay.geohash import encode
 
-__all__ = ["JOBS", "build_job"]
+__all__ = ["JOBS", "build_job", "period_of_rows"]
 
 TUPLE_BYTES = 100
 ENTRY_BYTES = 96  # key (~8 B), window id, sum and count (24 B), hash-map entry overhead (~56 B)
@@ -48,13 +49,30 @@ class _Timeline:
     close: np.ndarray
 
 
-def _timeline(data: Datasets, periods: int, window_s: int) -> _Timeline:
+def period_of_rows(n: int, periods: int, rate: Sequence[float] = ()) -> np.ndarray:
+    """The period of each of `n` rows in order: equal counts, or counts in proportion to `rate`
+    (one multiplier per period; empty = constant). Every period gets at least one row."""
+    if not rate:
+        return (np.arange(n, dtype=np.int64) * periods) // n
+    weights = np.asarray(rate, dtype=np.float64)
+    if len(weights) != periods or not np.all(np.isfinite(weights)) or np.any(weights <= 0):
+        raise ValueError(f"rate profile must hold {periods} finite multipliers > 0")
+    bounds = np.rint(np.cumsum(weights)[:-1] / weights.sum() * n).astype(np.int64)
+    counts = np.diff(np.concatenate([[0], bounds, [n]]))
+    if np.any(counts < 1):
+        raise ValueError(f"rate profile leaves period {int(np.argmin(counts))} without a row "
+                         f"({n} rows, {periods} periods): use fewer periods or a flatter profile")
+    return np.repeat(np.arange(periods, dtype=np.int64), counts)
+
+
+def _timeline(data: Datasets, periods: int, window_s: int, rate: Sequence[float] = ()
+              ) -> _Timeline:
     if periods < 1 or periods > len(data.flights):
         raise ValueError(f"periods must be between 1 and {len(data.flights)}, got {periods}")
     f = data.flights.iloc[np.argsort(data.flights["event_s"].to_numpy(), kind="stable")]
     f = f.reset_index(drop=True)
     n = len(f)
-    f["period"] = (np.arange(n, dtype=np.int64) * periods) // n
+    f["period"] = period_of_rows(n, periods, rate)
     ev = f["event_s"].to_numpy()
     bounds = ev[np.searchsorted(f["period"].to_numpy(), np.arange(periods))]
     ends = np.append(bounds[1:], np.iinfo(np.int64).max)
@@ -226,13 +244,16 @@ def _job4_extra(t: _Timeline, keys: dict[str, tuple[str, ...]], streams: list[St
 
 
 def build_job(job: int, data: Datasets, *, periods: int, window_s: int = 86400,
-              top_k: int = 10) -> Dataflow:
-    """Compile paper job `job` (1-4) over `data`, compressed into `periods` periods."""
+              top_k: int = 10, rate: Sequence[float] = ()) -> Dataflow:
+    """Compile paper job `job` (1-4) over `data`, compressed into `periods` periods.
+
+    `rate`: flights per period in proportion to these multipliers (a load ramp), one per
+    period; empty = the same number of flights in every period."""
     if job not in JOBS:
         raise ValueError(f"job must be one of {JOBS}, got {job!r}")
     if window_s < 60:
         raise ValueError(f"window_s must be >= 60 s of event time, got {window_s}")
-    t = _timeline(data, periods, window_s)
+    t = _timeline(data, periods, window_s, rate)
     if job == 1:
         ops, keys, streams, skipped = _job1(t, data, top_k)
     else:

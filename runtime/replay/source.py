@@ -55,9 +55,10 @@ _FORMAT = 1
 
 
 @functools.lru_cache(maxsize=8)
-def _compiled(job: int, periods: int, window_s: int, top_k: int, kgs: int, seed: int
-              ) -> tuple[Dataflow, Layout]:
-    flow = build_job(job, load_datasets(), periods=periods, window_s=window_s, top_k=top_k)
+def _compiled(job: int, periods: int, window_s: int, top_k: int, kgs: int, seed: int,
+              rate: tuple[float, ...] = ()) -> tuple[Dataflow, Layout]:
+    flow = build_job(job, load_datasets(), periods=periods, window_s=window_s, top_k=top_k,
+                     rate=rate)
     return flow, Layout.of(flow, kgs, seed)
 
 
@@ -66,8 +67,9 @@ def compile_job(spec: ReplaySpec, data: Datasets | None = None) -> tuple[Dataflo
     window_s = spec.window_hours * 3600
     if data is None:
         return _compiled(spec.job, spec.periods, window_s, spec.top_k, spec.kgs_per_operator,
-                         spec.seed)
-    flow = build_job(spec.job, data, periods=spec.periods, window_s=window_s, top_k=spec.top_k)
+                         spec.seed, spec.rate_profile)
+    flow = build_job(spec.job, data, periods=spec.periods, window_s=window_s, top_k=spec.top_k,
+                     rate=spec.rate_profile)
     return flow, Layout.of(flow, spec.kgs_per_operator, spec.seed)
 
 

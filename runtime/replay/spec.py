@@ -17,7 +17,7 @@ from typing import Any
 
 from schemas.landing import format_period_end, parse_period_end
 
-__all__ = ["DEFAULT_KEYGROUPS_PER_NODE", "DEFAULT_WINDOW_HOURS", "ReplaySpec"]
+__all__ = ["DEFAULT_KEYGROUPS_PER_NODE", "DEFAULT_WINDOW_HOURS", "ReplaySpec", "ramp_profile"]
 
 #: key groups per operator per node, by job: 5 as in the paper's Job 2 (20 nodes -> 100 per
 #: operator, also Job 1's 100); Job 4 has 7 operators, so 3 keeps planning affordable.
@@ -48,6 +48,9 @@ class ReplaySpec:
     seed: int = 1
     top_k: int = 10
     window_hours: int = 0  # 0 = the job's default (DEFAULT_WINDOW_HOURS)
+    #: flights per period in proportion to these multipliers, one per period (a load ramp);
+    #: empty = the same number of flights in every period
+    rate_profile: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         job = self.job_id
@@ -78,6 +81,14 @@ class ReplaySpec:
         ):
             raise ValueError(f"load_pct must be a number in (0, 1000], got {load!r}")
         object.__setattr__(self, "load_pct", float(load))
+        rate = self.rate_profile
+        if not isinstance(rate, list | tuple) or (rate and (
+                len(rate) != self.periods or any(
+                    isinstance(r, bool) or not isinstance(r, int | float)
+                    or not (math.isfinite(r) and 0 < r <= 100) for r in rate))):
+            raise ValueError(f"rate_profile must be empty or hold one multiplier in (0, 100] per "
+                             f"period ({self.periods}), got {rate!r}")
+        object.__setattr__(self, "rate_profile", tuple(float(r) for r in rate))
         start = self.start
         if isinstance(start, str):
             start = parse_period_end(start)
@@ -117,11 +128,14 @@ class ReplaySpec:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         out["start"] = format_period_end(self.start)
+        out["rate_profile"] = list(self.rate_profile)
         return out
 
     def fingerprint(self) -> str:
         """Identifies everything that shapes the replay (a checkpoint must match it)."""
         body = {k: v for k, v in self.to_dict().items() if k != "job_id"}
+        if not body["rate_profile"]:
+            del body["rate_profile"]  # a constant rate fingerprints as before the profile existed
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
     def period_index(self, period_end: datetime) -> int:
@@ -134,3 +148,18 @@ class ReplaySpec:
                 f"period end {format_period_end(end)} is not start + n * {self.period_s} s for "
                 f"some n >= 1 (start {format_period_end(self.start)}); pick a period boundary")
         return int(n)
+
+
+def ramp_profile(periods: int, *, peak: float = 2.5, low: float = 0.6) -> tuple[float, ...]:
+    """A load ramp over `periods` periods: 1x for the first sixth, up linearly to `peak` by the
+    middle, down to `low` by five sixths, then `low` (deterministic; a `rate_profile`)."""
+    if periods < 6:
+        raise ValueError(f"a ramp needs at least 6 periods, got {periods}")
+    xs = [0.0, periods / 6, periods / 2, periods * 5 / 6, float(periods)]
+    ys = [1.0, 1.0, peak, low, low]
+    out = []
+    for p in range(periods):
+        x = p + 0.5
+        i = max(j for j in range(len(xs) - 1) if xs[j] <= x)
+        out.append(round(ys[i] + (ys[i + 1] - ys[i]) * (x - xs[i]) / (xs[i + 1] - xs[i]), 4))
+    return tuple(out)

@@ -86,6 +86,10 @@ class StateStore:
             cell[0] += total
             cell[1] += count
 
+    def holders(self) -> dict[str, tuple[int, ...]]:
+        """Node -> the key groups whose state maps it holds (for invariant checks)."""
+        return {node: tuple(sorted(maps)) for node, maps in sorted(self._nodes.items()) if maps}
+
     def entries(self, gid: int) -> int:
         where = self._where.get(gid)
         if where is None:
