@@ -206,6 +206,8 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     for key, value in params.items():
         if key not in existing:  # params are write-once in MLflow; a rerun keeps the first
             client.log_param(run_id, key, "none" if value is None else str(value))
+    # ...so the settings of the newest run of the cycle are also tags, which a rerun updates.
+    current = {f"reconf.param.{k}": "none" if v is None else str(v) for k, v in params.items()}
     metrics = {
         "load_distance_before": plan.before.load_distance,
         "load_distance_after": plan.after.load_distance,
@@ -230,7 +232,7 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         metrics["nodes_active"] = float(scaling.get("nodes_active", 0))
     for key, value in metrics.items():
         client.log_metric(run_id, key, float(value), step=0)
-    tags = {"reconf.solver_status": plan.status.value, **record.tags}
+    tags = {"reconf.solver_status": plan.status.value, **current, **record.tags}
     if "decision" in scaling:
         tags["reconf.scaling.decision"] = str(scaling["decision"])
         tags["reconf.scaling.reason"] = str(scaling.get("reason", ""))[:4900]
