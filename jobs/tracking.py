@@ -151,7 +151,7 @@ def _comm_graph(state: ClusterState, plan: Plan, path: Path) -> None:
         shown = colors.count("tab:green")
         ax.set_title(f"{title}: {shown}/{len(pairs)} shown collocated, collocation factor "
                      f"{factor:.1f}%", fontsize=9)
-        ax.set_xlabel("tuples (both directions)")
+        ax.set_xlabel("rate, both directions (as in comm_stats)")
     axes[0].set_yticks(range(len(pairs)), labels, fontsize=7)
     fig.suptitle(f"top {len(pairs)} communicating key-group pairs "
                  "(green: same node, red: remote)", fontsize=10)

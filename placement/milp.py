@@ -57,7 +57,13 @@ DEFAULT_W1 = 1.0
 DEFAULT_WB = 1e-4
 DEFAULT_W2 = 1e-6
 AUTO_MAX_VARS = 4000  # "auto" solves models up to this many x-variables in one go
-BUILD_S_PER_VAR = 1.2e-5  # measured PuLP build cost, to decide whether a full model fits
+#: measured cost per x-variable of a full model outside the solver's own clock: PuLP build +
+#: transfer + post-processing (HiGHS), + MPS write/read and root work that ignores the limit
+#: (CBC through PuLP: 1.5 s with a 0.05 s limit, 5.5 s with 2 s, at 72 000 variables). Used to
+#: decide whether a full model fits in the time left, and to shorten the solver's limit so that
+#: the call ends on time.
+OVERHEAD_S_PER_VAR = {"highs": 1.2e-5, "cbc": 1.2e-4}
+POST_S_PER_VAR = {"highs": 3e-6, "cbc": 8e-5}
 MIN_SOLVE_S = 0.05
 
 
@@ -186,12 +192,14 @@ def plan_milp(
             return make_plan("milp", state, best, status=SolverStatus.OPTIMAL,
                              lower_bound=bound, started=started, message="; ".join(notes))
     status = SolverStatus.TIME_LIMITED
-    if best is None or ctx.left() > full_vars * BUILD_S_PER_VAR + 0.1 or candidates == "all":
+    fits_in_time = ctx.left() > full_vars * OVERHEAD_S_PER_VAR[solver] + 0.2
+    if best is None or fits_in_time or candidates == "all":
         t0 = time.perf_counter()
         base = best or state.assignment
         built = build(state, budget, movers, a_nodes, base, weights, caps)
         t1 = time.perf_counter()
-        solved = solve(state, built, solver, max(MIN_SOLVE_S, ctx.left()), gap_rel, base)
+        limit = max(MIN_SOLVE_S, ctx.left() - full_vars * POST_S_PER_VAR[solver])
+        solved = solve(state, built, solver, limit, gap_rel, base)
         notes.append(f"full model: {solved.kind}, {len(built.x)} x-vars, PuLP build "
                      f"{t1 - t0:.3f}s, transfer to solver {solved.transfer_s:.3f}s, solve "
                      f"{time.perf_counter() - t1 - solved.transfer_s:.3f}s")

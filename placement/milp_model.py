@@ -189,7 +189,8 @@ def solve_problem(prob: pulp.LpProblem, choices: Mapping[str, list[tuple[str, pu
 
     HiGHS gets the warm start through `Highs.setSolution` and reports its dual bound; CBC gets
     it through PuLP's `warmStart` and reports none. The assignment is `start` with every key
-    group of `choices` on the option whose x is 1.
+    group of `choices` on the option whose x is 1. A solver that fails (the cbc process dies,
+    say) gives kind "solver_error (…)" and no assignment: the caller keeps its incumbent.
     """
     bound: float | None = None
     transfer = 0.0
@@ -197,7 +198,10 @@ def solve_problem(prob: pulp.LpProblem, choices: Mapping[str, list[tuple[str, pu
         engine = BulkHiGHS(warm_start=warm, msg=False, timeLimit=limit_s, gapRel=gap_rel,
                            gapAbs=1e-9, deadline=time.perf_counter() + limit_s,
                            **dict(highs_options or {}))
-        prob.solve(engine)
+        try:
+            prob.solve(engine)
+        except (pulp.PulpSolverError, OSError) as err:
+            return Solved(f"solver_error ({type(err).__name__})", engine.transfer_s, None, None)
         kind = model_status_name(engine.model_status)
         bound = engine.dual_bound
         has_solution = engine.has_solution
@@ -205,8 +209,11 @@ def solve_problem(prob: pulp.LpProblem, choices: Mapping[str, list[tuple[str, pu
     else:
         for var, val in warm.items():
             var.setInitialValue(val, check=False)
-        status = prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=limit_s,
-                                              gapRel=gap_rel, warmStart=True))
+        try:
+            status = prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=limit_s,
+                                                  gapRel=gap_rel, warmStart=True))
+        except (pulp.PulpSolverError, OSError) as err:  # e.g. the cbc process died
+            return Solved(f"solver_error ({type(err).__name__})", 0.0, None, None)
         has_solution = prob.sol_status in (pulp.LpSolutionOptimal,
                                            pulp.LpSolutionIntegerFeasible)
         kind = {pulp.LpStatusInfeasible: "infeasible"}.get(status, "no_solution")

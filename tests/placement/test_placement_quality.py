@@ -115,3 +115,24 @@ def test_neighbourhood_search_keeps_every_constraint() -> None:
     assert plan.after.load_distance < plan.before.load_distance
     assert plan.lower_bound is not None and plan.lower_bound <= plan.after.load_distance + 1e-9
     assert plan.wall_s < 4.0
+
+
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_solver_failure_keeps_the_incumbent(solver: str, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    """A solver that dies (say, the cbc process) costs the step, not the plan."""
+    import pulp
+
+    def broken(self: pulp.LpProblem, *args: object, **kwargs: object) -> int:
+        raise pulp.PulpSolverError("Pulp: Error while trying to execute cbc")
+
+    monkeypatch.setattr(pulp.LpProblem, "solve", broken)
+    state = synthetic_state(20, 400, 10, 30.0, seed=2)
+    budget = Budget(max_migrations=10)
+    plan = plan_milp(state, budget, solver=solver, time_limit_s=0.5)
+    flux = get_strategy("flux")(state, budget)
+    assert plan.status is SolverStatus.TIME_LIMITED and plan.migrations <= 10
+    assert plan.after.load_distance <= flux.after.load_distance + 1e-9
+    small = plan_milp(state, budget, solver=solver, candidates="all", time_limit_s=0.5)
+    assert "full model: solver_error (PulpSolverError)" in small.message
+    assert small.after.load_distance <= flux.after.load_distance + 1e-9
