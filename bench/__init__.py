@@ -9,9 +9,13 @@ Targets live in the benchmarks, never in timed tests. Modules import heavy thing
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-__all__ = ["BENCHMARKS", "default_json_path"]
+__all__ = ["BENCHMARKS", "default_json_path", "write_rows"]
 
 #: name -> module under bench/ (register a new benchmark here)
 BENCHMARKS: dict[str, str] = {
@@ -25,3 +29,14 @@ BENCHMARKS: dict[str, str] = {
 
 def default_json_path(name: str, quick: bool) -> Path:
     return Path("bench") / "results" / f"{name}{'-quick' if quick else ''}.json"
+
+
+def write_rows(path: str | Path, rows: Sequence[dict[str, Any]]) -> Path:
+    """Write a benchmark's JSON rows atomically (temporary file, then rename): a crash or a
+    Ctrl-C never leaves a truncated result file behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(list(rows), indent=1))
+    os.replace(tmp, path)
+    return path

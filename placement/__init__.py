@@ -25,7 +25,7 @@ from placement.model import (
     moves_between,
     node_ids_in,
 )
-from placement.registry import SHARED_PARAMS, get_strategy, register, strategy_names
+from placement.registry import SHARED_PARAMS, check_params, get_strategy, register, strategy_names
 from placement.synthetic import synthetic_state
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "PlanMetrics",
     "ScalingActions",
     "SolverStatus",
+    "check_params",
     "collocation_factor",
     "get_strategy",
     "load_distance",

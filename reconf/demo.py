@@ -87,6 +87,9 @@ def _cycle_summary(paths: Paths, job_id: str, period_end: datetime) -> dict[str,
         "version": run.data.tags.get("reconf.assignment_version", "-"),
         "ld": f"{m.get('load_distance_before', float('nan')):6.2f} -> {m.get('load_distance_after', float('nan')):5.2f}",
         "migrations": f"{int(m.get('migrations', 0))}",
+        "collocation": f"{m.get('collocation_factor_before', float('nan')):4.0f}% -> "
+                       f"{m.get('collocation_factor_after', float('nan')):3.0f}%",
+        "load_index": f"{m.get('load_index', float('nan')):5.1f}",
     }
 
 
@@ -110,7 +113,8 @@ def run_demo(job_id: str, periods: int) -> int:
         s = _cycle_summary(paths, job_id, period_end)
         print(
             f"period {stamp}  v{s.get('version', '-'):<3} load distance {s.get('ld', '?')}  "
-            f"migrations {s.get('migrations', '?'):>2}  MLflow run {s.get('run_id', '?')}  "
+            f"migrations {s.get('migrations', '?'):>2}  collocation {s.get('collocation', '?')}  "
+            f"load index {s.get('load_index', '?')}  MLflow run {s.get('run_id', '?')}  "
             f"runtime {applied.status} ({time.monotonic() - started:.0f} s)",
             flush=True,
         )

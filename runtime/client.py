@@ -9,9 +9,11 @@ keeps running its current assignment.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 
+from runtime.source import ApplyResult, RuntimeState
 from schemas.manifest import (
     Manifest,
     ManifestError,
@@ -32,7 +34,10 @@ __all__ = [
     "TerminatedNodeInUse",
     "UnknownKeygroups",
     "UnknownNodes",
+    "next_state",
 ]
+
+log = logging.getLogger(__name__)
 
 _SHOW = 5  # ids listed in a message; the rest are counted, so messages stay readable
 
@@ -178,3 +183,29 @@ class AssignmentClient:
                 "only empty nodes may be terminated — re-run plan and publish",
             )
         return True
+
+
+def next_state(published_root: Path, current: RuntimeState, known_keygroups: Iterable[str]
+               ) -> tuple[Manifest, RuntimeState] | ApplyResult:
+    """What a runtime should run next: the accepted newest manifest and the state it leads to
+    (nodes the manifest adds joined, nodes it terminates gone), or, when there is nothing to
+    apply, the `unchanged`/`refused` result to return (a refusal is logged; the runtime keeps
+    its current assignment). Saving the state and moving the key groups are the caller's."""
+    client = AssignmentClient(Path(published_root), current.job_id)
+    try:
+        manifest = client.fetch_latest()
+        if manifest is None:
+            return ApplyResult("unchanged", current.version,
+                               f"nothing published yet under {published_root}")
+        fresh = client.accept(manifest, current_version=current.version,
+                              known_keygroups=set(known_keygroups),
+                              known_nodes=set(current.nodes))
+    except AssignmentRefused as exc:
+        log.warning("job %s keeps v%s: %s", current.job_id, current.version, exc)
+        return ApplyResult("refused", current.version, str(exc))
+    if not fresh:
+        return ApplyResult("unchanged", current.version, f"v{manifest.version} is already running")
+    nodes = (set(current.nodes) | set(manifest.scaling.nodes_to_add)) - set(
+        manifest.scaling.nodes_to_terminate)
+    return manifest, RuntimeState(current.job_id, manifest.version, manifest.assignment,
+                                  tuple(nodes))

@@ -27,7 +27,6 @@ of the period (a one-period window), reported alike in every sample.
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -38,7 +37,7 @@ from types import MappingProxyType
 import numpy as np
 import pyarrow as pa
 
-from runtime.client import AssignmentClient, AssignmentRefused
+from runtime.client import next_state
 from runtime.source import (
     ApplyResult,
     RuntimeState,
@@ -65,7 +64,6 @@ __all__ = [
     "period_loads",
 ]
 
-log = logging.getLogger(__name__)
 
 DRIFT_FRACTION = 0.2
 MAX_CUT = 0.9
@@ -363,30 +361,10 @@ class SyntheticJob:
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
         current = self._state
-        client = AssignmentClient(Path(published_root), self.spec.job_id)
-        try:
-            manifest = client.fetch_latest()
-            if manifest is None:
-                return ApplyResult(
-                    "unchanged", current.version, f"nothing published yet under {published_root}"
-                )
-            fresh = client.accept(
-                manifest,
-                current_version=current.version,
-                known_keygroups=set(self.spec.keygroups),
-                known_nodes=set(current.nodes),
-            )
-        except AssignmentRefused as exc:
-            log.warning("job %s keeps v%s: %s", self.spec.job_id, current.version, exc)
-            return ApplyResult("refused", current.version, str(exc))
-        if not fresh:
-            return ApplyResult(
-                "unchanged", current.version, f"v{manifest.version} is already running"
-            )
-        nodes = (set(current.nodes) | set(manifest.scaling.nodes_to_add)) - set(
-            manifest.scaling.nodes_to_terminate
-        )
-        new = RuntimeState(self.spec.job_id, manifest.version, manifest.assignment, tuple(nodes))
+        outcome = next_state(published_root, current, self.spec.keygroups)
+        if isinstance(outcome, ApplyResult):
+            return outcome
+        manifest, new = outcome
         save_state(self.state_root, new)
         self._state = new
         moved = tuple(

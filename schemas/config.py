@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 __all__ = [
     "PROJECT_ROOT",
@@ -28,6 +28,7 @@ __all__ = [
     "resolve_job",
 ]
 
+Scalar: TypeAlias = int | float | str | bool
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 _DEFAULT_CONFIG = PROJECT_ROOT / "config" / "jobs.toml"
 _JOB_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -43,6 +44,7 @@ _STRATEGY_KEYS = {
     "start_date",
     "source",
     "scaling",
+    "strategy_params",
 }
 _SCALING_KEYS = {"min_nodes", "max_nodes", "target_utilisation", "cooldown_cycles", "max_ld"}
 
@@ -131,6 +133,9 @@ class JobConfig:
     start_date: datetime = datetime(2026, 1, 1, tzinfo=UTC)
     source: Mapping[str, Any] = field(default_factory=dict)
     scaling: ScalingConfig | None = None
+    # Per strategy name, keyword parameters of that strategy (e.g. albic: max_pl, s_f); only the
+    # table of the strategy that runs is used, so a manual `--strategy` override stays valid.
+    strategy_params: Mapping[str, Mapping[str, Scalar]] = field(default_factory=dict)
 
 
 def parse_duration(value: object, where: str) -> timedelta:
@@ -192,6 +197,28 @@ def _scaling(raw: object, where: str) -> ScalingConfig:
     return config
 
 
+def _strategy_params(raw: object, where: str) -> dict[str, dict[str, Scalar]]:
+    """Validate `[jobs.<id>.strategy_params.<strategy>]` tables of scalar parameters.
+
+    Names and ranges are checked against the strategy when it runs (the planner is not imported
+    here: the DAG file parses this config and must stay light).
+    """
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: must be a table of per-strategy tables, e.g. "
+                          f"[{where.split(': ')[-1]}.albic] with max_pl = 20; got {raw!r}")
+    out: dict[str, dict[str, Scalar]] = {}
+    for strategy, params in raw.items():
+        if not isinstance(params, Mapping):
+            raise ConfigError(f"{where}.{strategy}: must be a table of parameters "
+                              f"(e.g. {{ s_f = 1.5 }}), got {params!r}")
+        for name, value in params.items():
+            if not isinstance(value, int | float | str | bool):
+                raise ConfigError(f"{where}.{strategy}.{name}: must be a number, string or "
+                                  f"boolean, got {value!r}")
+        out[str(strategy)] = dict(params)
+    return out
+
+
 def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
     where = f"{origin}: jobs.{job_id}"
     if not _JOB_ID.match(job_id):
@@ -236,6 +263,9 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
         kwargs["source"] = dict(raw["source"])
     if "scaling" in raw:
         kwargs["scaling"] = _scaling(raw["scaling"], f"{where}.scaling")
+    if "strategy_params" in raw:
+        kwargs["strategy_params"] = _strategy_params(raw["strategy_params"],
+                                                     f"{where}.strategy_params")
     return JobConfig(**kwargs)
 
 
@@ -259,9 +289,25 @@ def load_jobs(path: Path | None = None) -> dict[str, JobConfig]:
     if not isinstance(jobs, dict) or not jobs:
         raise ConfigError(f"{path}: no [jobs.<id>] table; define at least one job")
     return {
-        job_id: _job(job_id, {**defaults, **raw, "source": {**defaults.get("source", {}), **raw.get("source", {})}}, str(path))
+        job_id: _job(job_id, {**defaults, **raw, "source": {**defaults.get("source", {}), **raw.get("source", {})},
+                              **_merged_strategy_params(defaults, raw)}, str(path))
         for job_id, raw in jobs.items()
     }
+
+
+def _merged_strategy_params(defaults: Mapping[str, Any], raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`strategy_params` of the defaults and the job, merged per strategy (the job wins)."""
+    base, own = defaults.get("strategy_params"), raw.get("strategy_params")
+    if own is None and base is None:
+        return {}
+    if not isinstance(base, Mapping) or not isinstance(own, Mapping):
+        return {"strategy_params": own if own is not None else base}  # validated by _job
+    merged = {k: v for k, v in base.items()}
+    for strategy, params in own.items():
+        prior = merged.get(strategy)
+        merged[strategy] = ({**prior, **params} if isinstance(prior, Mapping)
+                            and isinstance(params, Mapping) else params)
+    return {"strategy_params": merged}
 
 
 def resolve_job(job_id: str, path: Path | None = None) -> JobConfig:

@@ -56,9 +56,14 @@ def _finite(value: Any) -> bool:
             and math.isfinite(value))
 
 
-def check_albic_params(max_ld: float, max_pl: float, step_pl: float, s_f: float,
-                       pair_share: float = DEFAULT_PAIR_SHARE) -> None:
-    """ValueError for out-of-range ALBIC parameters (the paper's maxLD, maxPL, stepPL, sF)."""
+def check_albic_params(*, max_ld: float = DEFAULT_MAX_LD, max_pl: float = DEFAULT_MAX_PL,
+                       step_pl: float = DEFAULT_STEP_PL, s_f: float = DEFAULT_SF,
+                       pair_share: float = DEFAULT_PAIR_SHARE, **_: object) -> None:
+    """ValueError for out-of-range ALBIC parameters (the paper's maxLD, maxPL, stepPL, sF).
+
+    Other keywords (solver, seed) are the solver's to check; the registry passes a job's whole
+    parameter table here.
+    """
     if not _finite(s_f) or s_f <= 0:
         raise ValueError(f"albic: sF (s_f) must be a finite number > 0, got {s_f!r}")
     if not _finite(max_pl) or not 0 < max_pl <= 100:
@@ -99,7 +104,8 @@ def _run(state: ClusterState, budget: Budget, *, name: str, many: bool, max_ld: 
          seed: int, milp_params: Mapping[str, Any]) -> Plan:
     started = time.perf_counter()
     check_inputs(state, budget)
-    check_albic_params(max_ld, max_pl, step_pl, s_f, pair_share)
+    check_albic_params(max_ld=max_ld, max_pl=max_pl, step_pl=step_pl, s_f=s_f,
+                       pair_share=pair_share)
     _check_edges(state)
     if not _finite(time_limit_s) or time_limit_s <= 0:
         raise ValueError(f"{name}: time_limit_s must be a finite number > 0, got "

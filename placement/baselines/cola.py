@@ -31,7 +31,7 @@ from placement.graphpart import graph_part, pair_rates, undirected_weights
 from placement.metrics import mean_load
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 
-__all__ = ["DEFAULT_COLA_MAX_LD", "cola_partitions", "plan_cola"]
+__all__ = ["DEFAULT_COLA_MAX_LD", "check_cola_params", "cola_partitions", "plan_cola"]
 
 DEFAULT_COLA_MAX_LD = 10.0
 
@@ -75,13 +75,18 @@ def cola_partitions(state: ClusterState, max_ld: float = DEFAULT_COLA_MAX_LD, *,
     return parts, assignment, ld
 
 
+def check_cola_params(*, max_ld: float = DEFAULT_COLA_MAX_LD, **_: object) -> None:
+    """ValueError for an out-of-range COLA target load distance."""
+    if not (isinstance(max_ld, (int, float)) and math.isfinite(max_ld) and max_ld >= 0):
+        raise ValueError(f"cola: max_ld must be a finite number >= 0, got {max_ld!r}")
+
+
 def plan_cola(state: ClusterState, budget: Budget, *, max_ld: float = DEFAULT_COLA_MAX_LD,
               seed: int = 0) -> Plan:
     """COLA from scratch; `budget` is ignored on purpose (the point of the comparison)."""
     started = time.perf_counter()
     check_inputs(state, budget)
-    if not (isinstance(max_ld, (int, float)) and math.isfinite(max_ld) and max_ld >= 0):
-        raise ValueError(f"cola: max_ld must be a finite number >= 0, got {max_ld!r}")
+    check_cola_params(max_ld=max_ld)
     parts, assignment, ld = cola_partitions(state, max_ld, seed=seed)
     return make_plan("cola", state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
                      started=started,

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runtime.client import AssignmentClient, AssignmentRefused
+from runtime.client import next_state
 from runtime.replay.costs import CostModel
 from runtime.replay.dataflow import Dataflow, Layout
 from runtime.replay.datasets import Datasets, load_datasets
@@ -226,25 +226,10 @@ class ReplayJob:
         return where
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
-        current = self._state
-        client = AssignmentClient(Path(published_root), self.spec.job_id)
-        try:
-            manifest = client.fetch_latest()
-            if manifest is None:
-                return ApplyResult("unchanged", current.version,
-                                   f"nothing published yet under {published_root}")
-            fresh = client.accept(manifest, current_version=current.version,
-                                  known_keygroups=set(self.engine.layout.names),
-                                  known_nodes=set(current.nodes))
-        except AssignmentRefused as exc:
-            log.warning("job %s keeps v%s: %s", self.spec.job_id, current.version, exc)
-            return ApplyResult("refused", current.version, str(exc))
-        if not fresh:
-            return ApplyResult("unchanged", current.version,
-                               f"v{manifest.version} is already running")
-        nodes = (set(current.nodes) | set(manifest.scaling.nodes_to_add)) - set(
-            manifest.scaling.nodes_to_terminate)
-        new = RuntimeState(self.spec.job_id, manifest.version, manifest.assignment, tuple(nodes))
+        outcome = next_state(published_root, self._state, self.engine.layout.names)
+        if isinstance(outcome, ApplyResult):
+            return outcome
+        manifest, new = outcome
         report = self.engine.migrate(new.assignment, new.nodes)
         save_state(self.state_root, new)
         self._state = new

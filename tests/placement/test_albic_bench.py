@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from bench.collocation import format_summary, format_targets, format_trend, run_cell
+from pathlib import Path
+
+import pytest
+
+from bench.collocation import format_summary, format_targets, format_trend, run, run_cell
 
 KEYS = {"cluster", "max_collocation", "strategy", "iteration", "load_distance",
         "collocation_factor", "load_index", "migrations", "wall_s"}
@@ -28,3 +32,21 @@ def test_run_cell_stops_when_albic_collocation_stalls() -> None:
     rows = run_cell((4, 40, 4), 0.0, figure="t", max_iterations=50, patience=2,
                     time_limit_s=0.3, seed=1, strategies=("albic",))
     assert 3 <= len(rows) < 50  # x = 0: nothing to collocate, stops after `patience` + 1
+
+
+def test_strategy_subset_compared_with_earlier_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cola_rows = run(quick=True, max_iterations=2, strategies=("cola",),
+                    json_path=tmp_path / "cola.json")
+    assert {r["strategy"] for r in cola_rows} == {"cola"}
+    capsys.readouterr()
+    # A later run of albic alone: the targets compare it with the earlier COLA rows.
+    rows = run(quick=True, max_iterations=2, strategies=("albic",),
+               compare_with=tmp_path / "cola.json")
+    assert {r["strategy"] for r in rows} == {"albic"} and len(rows) == 2
+    out = capsys.readouterr().out
+    assert "comparing with 2 rows" in out
+    assert "x=50 albic: LD" in out and "< COLA" in out  # the target line needs COLA's rows
+    with pytest.raises(ValueError, match="unknown strategies"):
+        run(quick=True, strategies=("albic", "nope"))
+    with pytest.raises(ValueError, match="cannot read"):
+        run(quick=True, strategies=("albic",), compare_with=tmp_path / "missing.json")
