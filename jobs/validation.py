@@ -143,7 +143,7 @@ class _Engine:
             import great_expectations as gx
             from great_expectations.data_context.types.base import ProgressBarsConfig
         except SystemExit as exc:
-            # pyspark.sql.connect (imported by GE) calls sys.exit(0) when __main__ has no file,
+            # pyspark lacking its connect extras sys.exit(0)s on import if __main__ has no file,
             # e.g. under `python -c`: fail closed instead of ending the stage "successfully".
             raise RuntimeError(
                 "importing great_expectations tried to exit the process (pyspark's connect check "
