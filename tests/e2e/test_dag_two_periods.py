@@ -12,6 +12,7 @@ import pytest
 
 from reconf.demo import ensure_airflow, run_dag
 from reconf.settings import make_source
+from runtime.synthetic import SyntheticJob
 from schemas.config import Paths, resolve_job
 from schemas.manifest import assignment_checksum, read_latest_version, read_manifest
 
@@ -41,7 +42,7 @@ def e2e_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
     return paths
 
 
-def test_two_periods_through_the_real_dag(e2e_home: Path) -> None:
+def test_two_periods_through_the_real_dag(e2e_home: Paths) -> None:
     paths = e2e_home
     job = resolve_job("e2e")
     source = make_source(job, paths)
@@ -60,13 +61,14 @@ def test_two_periods_through_the_real_dag(e2e_home: Path) -> None:
     for manifest, period_end in zip(manifests, periods, strict=True):
         assert manifest.checksum == assignment_checksum(manifest.assignment)
         assert manifest.period_end == period_end.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert isinstance(source, SyntheticJob)
     assert dict(source.assignment) == dict(manifests[1].assignment)
 
     from jobs.spark import get_spark
 
     spark = get_spark(paths)
 
-    def delta(name: str, version: int | None = None):  # type: ignore[no-untyped-def]
+    def delta(name: str, version: int | None = None):  # a Spark DataFrame
         reader = spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)

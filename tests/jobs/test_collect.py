@@ -45,7 +45,9 @@ def test_collect_twice_keeps_one_copy_and_adds_a_commit(collected_home, job, spa
     for table in STATS:
         # exactly one new Delta commit per table, and collect reports that version
         assert again.versions[table.name] == first[table.name] + 1
-        history = DeltaTable.forPath(spark, paths.table(table.name)).history().toPandas()
+        history: pd.DataFrame = (
+            DeltaTable.forPath(spark, paths.table(table.name)).history().toPandas()
+        )
         assert sorted(history["version"]) == list(range(first[table.name] + 2))
         assert history.set_index("version").loc[first[table.name] + 1, "operation"] == "WRITE"
 

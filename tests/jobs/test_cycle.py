@@ -140,7 +140,9 @@ def test_dry_run_prints_the_plan_and_writes_nothing(collected_home, spark, capsy
     assert f"plan {JOB_ID}@{stamp(P1)} (milp" in out
     assert "current assignment: initial allocation" in out
     assert re.search(r"load distance [\d.]+ -> [\d.]+", out)
-    migrations = int(re.search(r"migrations (\d+)", out).group(1))
+    found = re.search(r"migrations (\d+)", out)
+    assert found, out
+    migrations = int(found.group(1))
     assert 0 < migrations <= MAX_MIGRATIONS  # round-robin 8 on 3 nodes is unbalanced
     assert len(re.findall(r"^  move op\d-kg\d{3}: node-\d\d -> node-\d\d", out, re.M)) == migrations
     assert "dry run: nothing written" in out

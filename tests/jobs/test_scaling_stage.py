@@ -38,7 +38,9 @@ max_ld = 40
 def test_pipeline_scales_out_then_in_and_terminates_only_empty_nodes(home, tmp_path, monkeypatch):
     paths = home
     out_cfg, in_cfg = _config(tmp_path, "out.toml", 0.5), _config(tmp_path, "in.toml", 0.95)
-    decisions, terminated, nodes_seen = [], [], []
+    decisions: list[str] = []
+    terminated: list[str] = []
+    nodes_seen: list[list[str]] = []
     for n, cfg in enumerate([out_cfg, in_cfg, in_cfg, in_cfg], start=1):
         monkeypatch.setenv("RECONF_CONFIG", str(cfg))
         job = tiny_job(cfg)
@@ -49,6 +51,7 @@ def test_pipeline_scales_out_then_in_and_terminates_only_empty_nodes(home, tmp_p
         run_validate(JOB_ID, end)
         planned = run_plan(JOB_ID, end)
         published = run_publish(JOB_ID, end)
+        assert published.version is not None
         manifest = read_manifest(paths.published, JOB_ID, published.version)
         scaling = json.loads(json.dumps(planned.plan_json["scaling"]))
         decisions.append(scaling["decision"])
@@ -71,8 +74,10 @@ def test_pipeline_scales_out_then_in_and_terminates_only_empty_nodes(home, tmp_p
     assert decisions[0] == "out" and "in" in decisions[1:], decisions
     assert "node-03" in nodes_seen[0]  # node-<nn> numbering continues
     assert terminated, (decisions, nodes_seen)
-    runs = MlflowClient(tracking_uri=paths.mlflow_uri).search_runs(
-        [MlflowClient(tracking_uri=paths.mlflow_uri).get_experiment_by_name(JOB_ID).experiment_id])
+    client = MlflowClient(tracking_uri=paths.mlflow_uri)
+    experiment = client.get_experiment_by_name(JOB_ID)
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
     tagged = {r.data.tags.get("reconf.scaling.decision") for r in runs}
     assert {"out", "in"} <= tagged
     assert any("scale-out" in r.data.tags.get("reconf.scaling.reason", "") for r in runs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ s_f = 1.2
 """
 
 
-def _load(tmp_path: Path, text: str) -> dict:  # type: ignore[type-arg]
+def _load(tmp_path: Path, text: str) -> dict[str, Any]:
     path = tmp_path / "jobs.toml"
     path.write_text(text)
     return load_jobs(path)
@@ -68,6 +69,6 @@ def test_check_params_accepts_the_papers_knobs() -> None:
     ("milp", {"time_limit_s": 3}, "solver_time_limit_s"),
     ("nope", {}, "unknown strategy"),
 ])
-def test_check_params_refuses_with_the_reason(name: str, params: dict, message: str) -> None:  # type: ignore[type-arg]
+def test_check_params_refuses_with_the_reason(name: str, params: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         check_params(name, params)

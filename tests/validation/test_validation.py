@@ -65,7 +65,7 @@ def test_clean_period_passes(frames: Frames) -> None:
 
 
 # (mutation, table, expectation, column, the offending row's key and bad value)
-CASES = {
+CASES: dict[str, tuple[Callable[[Frames], None], str, str, str, dict[str, Any]]] = {
     "duplicate keygroup": (
         duplicate_row("keygroups", 2),
         "keygroup_stats", "expect_column_values_to_be_unique", "keygroup", {"keygroup": "kg-002"},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,7 +55,7 @@ def test_missing_strategies_are_reported(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def row(strategy: str, period: int, cf: float, li: float, mig: int, ld: float = 3.0
-        ) -> dict[str, object]:
+        ) -> dict[str, Any]:
     return {"job": 2, "strategy": strategy, "period": period, "collocation_factor": cf,
             "load_distance": ld + 5, "load_index": li, "migrations": mig,
             "migration_pause_s": 0.1, "planned_load_distance": ld, "system_load_pct": 50.0,

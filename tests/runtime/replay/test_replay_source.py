@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ from schemas.manifest import Manifest, atomic_write_bytes, latest_path, write_la
 SPEC = ReplaySpec("src", job=2, nodes=3, keygroups_per_node=2, periods=4)
 
 
-def end(n: int):  # type: ignore[no-untyped-def]
+def end(n: int) -> datetime:
     return SPEC.start + timedelta(seconds=n * SPEC.period_s)
 
 
