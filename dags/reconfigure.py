@@ -4,66 +4,198 @@ Thin by design (Airflow best practice): at import time it only reads the small T
 every stage imports Spark, GE, the planner and MLflow inside its task. A run processes the
 statistics period [logical date - SPL, logical date): the window comes from the run's logical
 date, never from the wall clock, so reruns and backfills of a date redo exactly that period.
+
+Semantics (docs/operations.md, "Airflow DAGs"): schedule = SPL, one run at a time, and every task
+`depends_on_past` (a plan starts from the assignment the previous cycle published, so a cycle
+waits for the previous one to succeed); Spark stages retry with exponential back-off, but bad
+input (StageError / ConfigError, e.g. a failed Great Expectations check) fails at once; manual
+runs take validated params (strategy, budget, solver time limit, dry_run); publish emits the Asset
+`reconf://<job_id>/assignment`. A job whose config is invalid gets no DAG here: its error is
+reported by dags/reconfigure_config_check.py, so the other jobs' DAGs stay schedulable.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG, Asset, Param, task
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from schemas.config import JobConfig, load_jobs
+from schemas.config import PROJECT_ROOT, STRATEGY_NAMES, ConfigError, JobConfig, read_jobs
+
+RETRIES = 3  # Spark stages: transient failures (a lost executor, a busy disk) get 3 more tries
+RETRY_DELAY = timedelta(seconds=30)
+RETRY_BACKOFF = 2.0  # 30 s, 60 s, 120 s, ... capped at MAX_RETRY_DELAY
+MAX_RETRY_DELAY = timedelta(minutes=10)
+MAX_TIME_LIMIT_S = 600.0  # the largest solver time limit a manual run may ask for
+SPARK_CONN_ID = "reconf_spark"
+
+
+def assignment_asset(job_id: str) -> Asset:
+    """The Asset a job's publish task updates; schedule a runtime deployer on it."""
+    return Asset(uri=f"reconf://{job_id}/assignment", name=f"reconf_{job_id}_assignment",
+                 group="reconf")
 
 
 def _period_end(context: dict[str, Any]) -> str:
-    return context["logical_date"].isoformat()
+    logical_date = context.get("logical_date")
+    if logical_date is None:
+        raise AirflowFailException(
+            "this run has no logical date, so it names no statistics period\n"
+            f"  where: DAG run {context.get('run_id')}\n"
+            "  fix:   trigger it with a logical date = the period end (UI: 'Logical date'; CLI: "
+            "`airflow dags trigger <dag> --logical-date 2026-01-01T00:05:00+00:00`)")
+    return str(logical_date.isoformat())
+
+
+@contextlib.contextmanager
+def _fail_fast(stage: str) -> Iterator[None]:
+    """Bad input fails the task at once (no retries: rerunning cannot fix it), its what / where /
+    fix as the log's last lines; any other error propagates and is retried with back-off."""
+    from jobs.errors import StageError
+
+    try:
+        yield
+    except (StageError, ConfigError) as exc:
+        print(f"{stage} refused to run: bad input, not retried; nothing was published "
+              "(LATEST is unchanged)", flush=True)
+        raise AirflowFailException(str(exc)) from None
 
 
 @task(task_id="collect")
 def collect(job_id: str, **context: Any) -> str:
-    from jobs.stages import run_collect
+    with _fail_fast("collect"):
+        from jobs.stages import run_collect
 
-    summary = run_collect(job_id, _period_end(context))
+        summary = run_collect(job_id, _period_end(context))
     print(summary)
     return summary
 
 
 @task(task_id="validate")
 def validate(job_id: str, **context: Any) -> str:
-    from jobs.stages import run_validate
+    with _fail_fast("validate"):
+        from jobs.stages import run_validate
 
-    summary = run_validate(job_id, _period_end(context))
+        summary = run_validate(job_id, _period_end(context))
     print(summary)
     return summary
 
 
 @task(task_id="plan")
 def plan(job_id: str, **context: Any) -> dict[str, Any]:
-    from jobs.stages import run_plan
+    params = context["params"]
+    with _fail_fast("plan"):
+        from jobs.stages import run_plan
 
-    run_id = context.get("run_id")
-    result = run_plan(job_id, _period_end(context), tags={"reconf.airflow_run_id": str(run_id)})
+        result = run_plan(
+            job_id, _period_end(context), strategy=params["strategy"],
+            max_migrations=params["max_migrations"], time_limit_s=params["time_limit_s"],
+            dry_run=params["dry_run"], tags={"reconf.airflow_run_id": str(context.get("run_id"))})
     p = result.plan
     print(
-        f"plan {result.plan_id}: {p.strategy} ({p.status.value}) load distance "
-        f"{p.before.load_distance:.2f} -> {p.after.load_distance:.2f}, {p.migrations} migrations, "
-        f"MLflow run {result.mlflow_run_id}"
+        f"plan {result.plan_id}{' (dry run)' if params['dry_run'] else ''}: {p.strategy} "
+        f"({p.status.value}) load distance {p.before.load_distance:.2f} -> "
+        f"{p.after.load_distance:.2f}, {p.migrations} migrations, MLflow run {result.mlflow_run_id}"
     )
     return {"plan_id": result.plan_id, "mlflow_run_id": result.mlflow_run_id,
-            "migrations": p.migrations}
+            "migrations": p.migrations, "dry_run": bool(params["dry_run"])}
 
 
-@task(task_id="publish")
-def publish(job_id: str, **context: Any) -> dict[str, Any]:
-    from jobs.stages import run_publish
+def _publish(job_id: str, asset: Asset) -> Any:
+    @task(task_id="publish", outlets=[asset])
+    def publish(job_id: str, planned: dict[str, Any], **context: Any) -> dict[str, Any]:
+        if context["params"]["dry_run"]:
+            from schemas.config import Paths
+            from schemas.manifest import read_latest_version
 
-    result = run_publish(job_id, _period_end(context))
-    print(f"publish {job_id}@{result.period_end}: {result.status}, version {result.version}")
-    return {"version": result.version, "status": result.status}
+            latest = read_latest_version(Paths.from_env().published, job_id)
+            print(f"dry run: plan {planned['plan_id']} is in MLflow run {planned['mlflow_run_id']} "
+                  f"(tag reconf.dry_run=true) and is NOT published; LATEST stays at "
+                  f"{'v' + str(latest) if latest else 'no version'}", flush=True)
+            raise AirflowSkipException("dry run: publish skipped")
+        with _fail_fast("publish"):
+            from jobs.stages import run_publish
+
+            result = run_publish(job_id, _period_end(context))
+        print(f"publish {job_id}@{result.period_end}: {result.status}, version {result.version}")
+        context["outlet_events"][asset].extra = {
+            "job_id": job_id, "version": result.version, "period_end": result.period_end,
+            "status": result.status, "manifest": result.manifest}
+        return {"version": result.version, "status": result.status}
+
+    return publish
+
+
+def _cluster_mode() -> bool:
+    """Collect runs through spark-submit when both are set: RECONF_SPARK_SUBMIT=1 and a
+    RECONF_SPARK_MASTER of spark://... (docs/operations.md, "Cluster mode")."""
+    return (os.environ.get("RECONF_SPARK_SUBMIT") == "1"
+            and os.environ.get("RECONF_SPARK_MASTER", "").startswith("spark://"))
+
+
+def _spark_connection(context: Any) -> None:
+    """Worker-side defaults for the submission: the `reconf_spark` connection from
+    RECONF_SPARK_MASTER unless AIRFLOW_CONN_RECONF_SPARK is set, and this environment's
+    `spark-submit` (PySpark's, next to the interpreter) on PATH if none is."""
+    import json
+    import shutil
+    import sys
+    from pathlib import Path
+
+    env = f"AIRFLOW_CONN_{SPARK_CONN_ID.upper()}"
+    if env not in os.environ:
+        host, _, port = os.environ["RECONF_SPARK_MASTER"].rpartition(":")
+        os.environ[env] = json.dumps({"conn_type": "spark", "host": host, "port": int(port)})
+    if shutil.which("spark-submit") is None:
+        os.environ["PATH"] = os.pathsep.join(
+            [str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
+def _cluster_collect(job: JobConfig) -> Any:
+    """The collect task as a SparkSubmitOperator running jobs/submit.py on the cluster."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from jobs.spark import submit_settings
+
+    settings: dict[str, Any] = submit_settings()
+    return SparkSubmitOperator(
+        task_id="collect", conn_id=SPARK_CONN_ID, name=f"reconf-collect-{job.job_id}",
+        application=str(PROJECT_ROOT / "jobs" / "submit.py"),
+        application_args=["collect", "--job", job.job_id, "--period-end", "{{ ts }}"],
+        jars=settings["jars"], conf=settings["conf"], env_vars=settings["env_vars"],
+        pre_execute=_spark_connection)
+
+
+def task_timeouts(job: JobConfig) -> dict[str, timedelta]:
+    """Per task: a stage may take 2 SPL (at least 10 min); plan adds twice the longest solver
+    time a run may ask for (scaling can solve twice)."""
+    base = max(timedelta(minutes=10), 2 * job.spl)
+    solver = timedelta(seconds=2 * max(MAX_TIME_LIMIT_S, job.solver_time_limit_s))
+    return {"collect": base, "validate": base, "plan": base + solver, "publish": base}
+
+
+def run_params(job: JobConfig) -> dict[str, Param]:
+    """Manual-run params, defaulting to the job's config (a scheduled run uses the defaults)."""
+    return {
+        "strategy": Param(job.strategy, type="string", enum=sorted(STRATEGY_NAMES),
+                          description="placement strategy for this run"),
+        "max_migrations": Param(job.max_migrations, type=["null", "integer"], minimum=0,
+                                description="migration budget: at most this many moves"),
+        "time_limit_s": Param(job.solver_time_limit_s, type="number", exclusiveMinimum=0,
+                              maximum=max(MAX_TIME_LIMIT_S, job.solver_time_limit_s),
+                              description="solver time limit in seconds"),
+        "dry_run": Param(False, type="boolean",
+                         description="plan and log to MLflow (tagged dry_run), never publish"),
+    }
 
 
 def build_dag(job: JobConfig) -> DAG:
+    timeouts = task_timeouts(job)
     with DAG(
         dag_id=f"reconfigure_{job.job_id}",
         description=f"Reconfigure stream job {job.job_id} every {job.spl}",
@@ -71,12 +203,34 @@ def build_dag(job: JobConfig) -> DAG:
         start_date=job.start_date,
         catchup=False,
         max_active_runs=1,
-        default_args={"execution_timeout": max(timedelta(minutes=10), 2 * job.spl)},
+        params=run_params(job),
+        default_args={
+            "depends_on_past": True,
+            "retries": RETRIES,
+            "retry_delay": RETRY_DELAY,
+            "retry_exponential_backoff": RETRY_BACKOFF,
+            "max_retry_delay": MAX_RETRY_DELAY,
+            "execution_timeout": timeouts["collect"],
+        },
         tags=["reconf", job.job_id],
     ) as dag:
-        collect(job.job_id) >> validate(job.job_id) >> plan(job.job_id) >> publish(job.job_id)
+        first = (_cluster_collect(job) if _cluster_mode()
+                 else collect.override(execution_timeout=timeouts["collect"])(job.job_id))
+        checked = validate.override(execution_timeout=timeouts["validate"])(job.job_id)
+        planned = plan.override(execution_timeout=timeouts["plan"])(job.job_id)
+        published = _publish(job.job_id, assignment_asset(job.job_id)).override(
+            execution_timeout=timeouts["publish"])(job.job_id, planned)
+        first >> checked >> planned >> published
     return dag
 
 
-for _job in load_jobs().values():
+def _jobs() -> dict[str, JobConfig]:
+    """The valid jobs; a config that cannot be read at all gives none (the check reports why)."""
+    try:
+        return dict(read_jobs().jobs)
+    except ConfigError:
+        return {}
+
+
+for _job in _jobs().values():
     globals()[f"reconfigure_{_job.job_id}"] = build_dag(_job)

@@ -10,7 +10,7 @@ from runtime.source import MetricsSource
 from runtime.synthetic import SyntheticJob, SyntheticSpec
 from schemas.config import PROJECT_ROOT, ConfigError, JobConfig, Paths
 
-__all__ = ["airflow_env", "make_source"]
+__all__ = ["airflow_bin", "airflow_env", "make_source"]
 
 
 def make_source(job: JobConfig, paths: Paths) -> MetricsSource:
@@ -44,7 +44,11 @@ def make_source(job: JobConfig, paths: Paths) -> MetricsSource:
 
 
 def airflow_env(paths: Paths) -> dict[str, str]:
-    """The environment of a project-local Airflow: its own home, our DAGs, no examples."""
+    """The environment of a project-local Airflow: its own home, our DAGs, no examples.
+
+    Its metadata DB is `paths.airflow_db_uri`: SQLite by default, PostgreSQL when `RECONF_DB_URI`
+    names a server (then MLflow's store moves there too, `Paths.mlflow_uri`).
+    """
     return {
         **os.environ,
         "AIRFLOW_HOME": str(paths.airflow),
@@ -52,7 +56,8 @@ def airflow_env(paths: Paths) -> dict[str, str]:
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": os.environ.get("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING"),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{paths.airflow / 'airflow.db'}",
+        # SQLite under RECONF_HOME, or database `airflow` on the PostgreSQL of RECONF_DB_URI.
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": paths.airflow_db_uri,
         "RECONF_HOME": str(paths.home),
         "PYTHONPATH": os.pathsep.join(
             p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p

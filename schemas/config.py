@@ -19,12 +19,16 @@ from typing import Any, TypeAlias
 
 __all__ = [
     "PROJECT_ROOT",
+    "STRATEGY_NAMES",
     "ConfigError",
     "JobConfig",
+    "JobsFile",
     "Paths",
     "ScalingConfig",
+    "db_server_uri",
     "load_jobs",
     "parse_duration",
+    "read_jobs",
     "resolve_job",
 ]
 
@@ -46,11 +50,36 @@ _STRATEGY_KEYS = {
     "scaling",
     "strategy_params",
 }
+# The names placement/registry.py registers, repeated so that the config (and the DAG file, which
+# must not import the planner) can reject an unknown strategy; tests/test_dag_file.py keeps the two
+# equal.
+STRATEGY_NAMES = frozenset(
+    {"albic", "albic_many", "cola", "drain_then_balance", "flux", "greedy", "milp", "random"})
 _SCALING_KEYS = {"min_nodes", "max_nodes", "target_utilisation", "cooldown_cycles", "max_ld"}
 
 
 class ConfigError(ValueError):
     """A configuration value is wrong; the message says which file, which field, and the rule."""
+
+
+def db_server_uri() -> str | None:
+    """`RECONF_DB_URI`: a PostgreSQL server (no database part) that holds both metadata stores.
+
+    Unset or empty: SQLite files under RECONF_HOME. Set, e.g. to
+    `postgresql+psycopg2://reconf:secret@127.0.0.1:5432`: Airflow uses database `airflow` and
+    MLflow database `mlflow` on that server (create both first; docs/operations.md, "Services").
+    """
+    raw = os.environ.get("RECONF_DB_URI", "").strip().rstrip("/")
+    if not raw:
+        return None
+    scheme, sep, rest = raw.partition("://")
+    if not sep or scheme.split("+", 1)[0] != "postgresql" or not rest or "/" in rest:
+        raise ConfigError(
+            f"RECONF_DB_URI={raw!r}: expected a PostgreSQL server URI without a database, e.g. "
+            "postgresql+psycopg2://user:password@127.0.0.1:5432 (the databases 'airflow' and "
+            "'mlflow' are appended); unset it to use SQLite"
+        )
+    return raw
 
 
 @dataclass(frozen=True)
@@ -98,7 +127,15 @@ class Paths:
 
     @property
     def mlflow_uri(self) -> str:
-        return f"sqlite:///{self.mlflow / 'mlflow.db'}"
+        """MLflow's backend store: SQLite under `mlflow/`, or database `mlflow` on RECONF_DB_URI."""
+        server = db_server_uri()
+        return f"{server}/mlflow" if server else f"sqlite:///{self.mlflow / 'mlflow.db'}"
+
+    @property
+    def airflow_db_uri(self) -> str:
+        """Airflow's metadata DB: SQLite under `airflow/`, or database `airflow` on RECONF_DB_URI."""
+        server = db_server_uri()
+        return f"{server}/airflow" if server else f"sqlite:///{self.airflow / 'airflow.db'}"
 
     def table(self, name: str) -> str:
         return str(self.lake / name)
@@ -236,6 +273,9 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
     if "strategy" in raw:
         if not isinstance(raw["strategy"], str) or not raw["strategy"]:
             raise ConfigError(f"{where}.strategy: must be a strategy name, got {raw['strategy']!r}")
+        if raw["strategy"] not in STRATEGY_NAMES:
+            raise ConfigError(f"{where}.strategy: unknown strategy {raw['strategy']!r}; known: "
+                              f"{', '.join(sorted(STRATEGY_NAMES))}")
         kwargs["strategy"] = raw["strategy"]
     if "max_migrations" in raw:
         kwargs["max_migrations"] = int(
@@ -269,10 +309,31 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
     return JobConfig(**kwargs)
 
 
-def load_jobs(path: Path | None = None) -> dict[str, JobConfig]:
-    """Read every job of the config file (`RECONF_CONFIG`, else config/jobs.toml).
+@dataclass(frozen=True)
+class JobsFile:
+    """A config file read job by job: the valid jobs, and one error per invalid job (file order).
 
-    `[defaults]` applies to every `[jobs.<id>]` table, which may override any field.
+    One bad job never hides the others: the DAG file generates the valid jobs' DAGs and the stages
+    of a valid job run, while the bad job's error names the file and the field.
+    """
+
+    path: Path
+    jobs: Mapping[str, JobConfig]
+    errors: Mapping[str, ConfigError]
+
+
+def _id_key(job_id: str) -> str:
+    """Ids equal under this key are duplicates: 'flights-2' and 'flights_2' read as one job."""
+    return job_id.lower().replace("-", "_")
+
+
+def read_jobs(path: Path | None = None) -> JobsFile:
+    """Read the config file (`RECONF_CONFIG`, else config/jobs.toml), each job on its own.
+
+    `[defaults]` applies to every `[jobs.<id>]` table, which may override any field. A file that
+    is missing, not TOML, or has no jobs raises ConfigError; a bad job goes to `errors`, and so
+    does a later job whose id duplicates an earlier one once '-' and '_' are treated alike (TOML
+    itself rejects two equal keys: that makes the whole file invalid).
     """
     path = Path(path) if path else Path(os.environ.get("RECONF_CONFIG") or _DEFAULT_CONFIG)
     if not path.is_file():
@@ -288,11 +349,32 @@ def load_jobs(path: Path | None = None) -> dict[str, JobConfig]:
     jobs = doc.get("jobs", {})
     if not isinstance(jobs, dict) or not jobs:
         raise ConfigError(f"{path}: no [jobs.<id>] table; define at least one job")
-    return {
-        job_id: _job(job_id, {**defaults, **raw, "source": {**defaults.get("source", {}), **raw.get("source", {})},
-                              **_merged_strategy_params(defaults, raw)}, str(path))
-        for job_id, raw in jobs.items()
-    }
+    good: dict[str, JobConfig] = {}
+    errors: dict[str, ConfigError] = {}
+    first: dict[str, str] = {}
+    for job_id, raw in jobs.items():
+        if (earlier := first.setdefault(_id_key(job_id), job_id)) != job_id:
+            errors[job_id] = ConfigError(
+                f"{path}: jobs.{job_id}: duplicate job id: it names the same job as jobs.{earlier} "
+                f"('-' and '_' count as the same); rename or remove one of them")
+            continue
+        try:
+            if not isinstance(raw, dict):
+                raise ConfigError(f"{path}: jobs.{job_id}: must be a table [jobs.{job_id}]")
+            good[job_id] = _job(job_id, {**defaults, **raw, "source": {
+                **defaults.get("source", {}), **raw.get("source", {})},
+                **_merged_strategy_params(defaults, raw)}, str(path))
+        except ConfigError as exc:
+            errors[job_id] = exc
+    return JobsFile(path, good, errors)
+
+
+def load_jobs(path: Path | None = None) -> dict[str, JobConfig]:
+    """Every job of the config file; ConfigError (the first bad job's) if any job is invalid."""
+    loaded = read_jobs(path)
+    if loaded.errors:
+        raise next(iter(loaded.errors.values()))
+    return dict(loaded.jobs)
 
 
 def _merged_strategy_params(defaults: Mapping[str, Any], raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -311,8 +393,12 @@ def _merged_strategy_params(defaults: Mapping[str, Any], raw: Mapping[str, Any])
 
 
 def resolve_job(job_id: str, path: Path | None = None) -> JobConfig:
-    """The config of one job, or a ConfigError that lists the jobs that exist."""
-    jobs = load_jobs(path)
+    """The config of one job (other jobs' errors do not matter), or a ConfigError that says why
+    it is invalid or lists the jobs that exist."""
+    loaded = read_jobs(path)
+    if job_id in loaded.errors:
+        raise loaded.errors[job_id]
+    jobs = loaded.jobs
     if job_id not in jobs:
         raise ConfigError(
             f"unknown job id {job_id!r}; configured jobs: {', '.join(sorted(jobs))} "

@@ -1,12 +1,17 @@
-"""The DAG file: one DAG per configured job, the right shape, and no work at import time."""
+"""The DAG files: one DAG per valid job with the operators' semantics (depends on the previous
+cycle, retries with back-off, timeouts, validated params, the assignment Asset), per-job config
+errors as an import error of their own file, optional cluster-mode collect, and no heavy imports."""
 
 from __future__ import annotations
 
+import copy
+import importlib.util
 import os
 import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -15,7 +20,9 @@ os.environ.setdefault("AIRFLOW_HOME", str(Path(__file__).resolve().parents[1] / 
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
 ROOT = Path(__file__).resolve().parents[1]
-DAG_FILE = ROOT / "dags" / "reconfigure.py"
+DAG_DIR = ROOT / "dags"
+DAG_FILE = DAG_DIR / "reconfigure.py"
+CHECK_FILE = DAG_DIR / "reconfigure_config_check.py"
 
 TWO_JOBS = """
 [defaults]
@@ -27,6 +34,19 @@ spl = "1h"
 max_migrations = 2
 source = { kind = "synthetic" }
 """
+# Three bad jobs next to a good one: a non-positive SPL, an unknown strategy, and an id that
+# duplicates another once '-' and '_' count as the same (TOML itself rejects equal keys).
+BAD_JOBS = """
+[defaults]
+spl = "5m"
+[jobs.good]
+[jobs.zero]
+spl = "0m"
+[jobs.typo]
+strategy = "milpp"
+[jobs.good_2]
+[jobs.good-2]
+"""
 
 
 @pytest.fixture()
@@ -34,13 +54,34 @@ def two_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     config = tmp_path / "jobs.toml"
     config.write_text(TWO_JOBS)
     monkeypatch.setenv("RECONF_CONFIG", str(config))
+    monkeypatch.delenv("RECONF_SPARK_SUBMIT", raising=False)
     return config
 
 
-def test_one_dag_per_job_with_schedule_and_order(two_jobs: Path) -> None:
+@pytest.fixture()
+def bad_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    config = tmp_path / "jobs.toml"
+    config.write_text(BAD_JOBS)
+    monkeypatch.setenv("RECONF_CONFIG", str(config))
+    return config
+
+
+def _bag(folder: Path):  # the DagBag (typed lazily: Airflow imports late)
     from airflow.dag_processing.dagbag import DagBag
 
-    bag = DagBag(dag_folder=str(DAG_FILE))
+    return DagBag(dag_folder=str(folder))
+
+
+def _dag_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("reconfigure_under_test", DAG_FILE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_one_dag_per_job_with_schedule_and_order(two_jobs: Path) -> None:
+    bag = _bag(DAG_DIR)
     assert bag.import_errors == {}
     assert sorted(bag.dag_ids) == ["reconfigure_alpha", "reconfigure_beta"]
     alpha, beta = bag.dags["reconfigure_alpha"], bag.dags["reconfigure_beta"]
@@ -50,29 +91,145 @@ def test_one_dag_per_job_with_schedule_and_order(two_jobs: Path) -> None:
     assert alpha.catchup is False
     order = {t.task_id: sorted(t.downstream_task_ids) for t in alpha.tasks}
     assert order == {"collect": ["validate"], "validate": ["plan"], "plan": ["publish"], "publish": []}
-    assert alpha.default_args["execution_timeout"] >= timedelta(minutes=10)
 
 
-def test_dag_file_imports_nothing_heavy(two_jobs: Path) -> None:
-    heavy = ("pyspark", "mlflow", "great_expectations", "pulp", "pandas", "placement", "jobs")
+def test_each_cycle_depends_on_the_previous_and_retries_with_backoff(two_jobs: Path) -> None:
+    beta = _bag(DAG_FILE).dags["reconfigure_beta"]
+    for t in beta.tasks:
+        assert t.depends_on_past is True, t.task_id
+        assert t.retries == 3 and t.retry_delay == timedelta(seconds=30)
+        assert t.retry_exponential_backoff == 2.0 and t.max_retry_delay == timedelta(minutes=10)
+    timeouts = {t.task_id: t.execution_timeout for t in beta.tasks}
+    # 2 SPL per stage (SPL 1h); plan adds twice the longest solver time a run may ask for.
+    assert timeouts == {"collect": timedelta(hours=2), "validate": timedelta(hours=2),
+                        "plan": timedelta(hours=2, minutes=20), "publish": timedelta(hours=2)}
+
+
+def test_publish_updates_the_jobs_assignment_asset(two_jobs: Path) -> None:
+    alpha = _bag(DAG_FILE).dags["reconfigure_alpha"]
+    (asset,) = alpha.get_task("publish").outlets
+    assert asset.uri == "reconf://alpha/assignment" and asset.name == "reconf_alpha_assignment"
+    assert all(not alpha.get_task(t).outlets for t in ("collect", "validate", "plan"))
+
+
+def test_params_default_to_the_job_config_and_are_validated(two_jobs: Path) -> None:
+    from airflow.sdk.exceptions import ParamValidationError
+
+    beta = _bag(DAG_FILE).dags["reconfigure_beta"]
+    assert beta.params.validate() == {"strategy": "milp", "max_migrations": 2,
+                                      "time_limit_s": 10.0, "dry_run": False}
+
+    def check(conf: dict[str, object]) -> dict[str, object]:
+        params = copy.deepcopy(beta.params)
+        params.update(conf)
+        return dict(params.validate())
+
+    ok = check({"strategy": "greedy", "max_migrations": 0, "time_limit_s": 0.5, "dry_run": True})
+    assert ok == {"strategy": "greedy", "max_migrations": 0, "time_limit_s": 0.5, "dry_run": True}
+    assert check({"max_migrations": None})["max_migrations"] is None  # budget by cost only
+    bads: list[dict[str, object]] = [
+        {"strategy": "nope"}, {"max_migrations": -1}, {"max_migrations": 1.5},
+        {"time_limit_s": 0}, {"time_limit_s": 601}, {"dry_run": "yes"}]
+    for bad in bads:
+        with pytest.raises(ParamValidationError):
+            check(bad)
+
+
+def test_bad_jobs_get_no_dag_and_one_import_error_naming_file_and_fields(bad_jobs: Path) -> None:
+    bag = _bag(DAG_DIR)
+    assert sorted(bag.dag_ids) == ["reconfigure_good", "reconfigure_good_2"]
+    (path, message), = bag.import_errors.items()
+    assert Path(path).name == CHECK_FILE.name  # not reconfigure.py: its DAGs stay schedulable
+    assert f"{bad_jobs}: jobs.zero.spl: must be a positive duration" in message
+    assert f"{bad_jobs}: jobs.typo.strategy: unknown strategy 'milpp'" in message
+    assert f"{bad_jobs}: jobs.good-2: duplicate job id" in message and "jobs.good_2" in message
+
+
+def test_an_unreadable_config_gives_no_dag_and_an_import_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "jobs.toml"
+    config.write_text('[jobs.a]\nspl = "5m"\n[jobs.a]\n')  # TOML: a table defined twice
+    monkeypatch.setenv("RECONF_CONFIG", str(config))
+    bag = _bag(DAG_DIR)
+    assert bag.dag_ids == []
+    (message,) = bag.import_errors.values()
+    assert f"{config}: not valid TOML" in message
+
+
+def test_a_valid_job_resolves_next_to_an_invalid_one(bad_jobs: Path) -> None:
+    from schemas.config import ConfigError, load_jobs, resolve_job
+
+    assert resolve_job("good").job_id == "good"  # its stages run although jobs.zero is bad
+    with pytest.raises(ConfigError, match=r"jobs\.zero\.spl"):
+        resolve_job("zero")
+    with pytest.raises(ConfigError, match=r"jobs\.zero\.spl"):  # the strict reader still refuses
+        load_jobs()
+
+
+def test_the_config_knows_the_planners_strategy_names() -> None:
+    from placement.registry import strategy_names
+    from schemas.config import STRATEGY_NAMES
+
+    assert set(strategy_names()) == STRATEGY_NAMES
+
+
+def test_bad_input_fails_fast_and_other_errors_are_retried(two_jobs: Path) -> None:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from jobs.errors import StageError
+
+    module = _dag_module()
+    with (pytest.raises(AirflowFailException, match=r"(?s)stats bad.*where: here.*fix:   land"),
+          module._fail_fast("validate")):
+        raise StageError("stats bad", where="here", fix="land it again")
+    # Not AirflowFailException: Airflow retries it.
+    with pytest.raises(RuntimeError), module._fail_fast("collect"):
+        raise RuntimeError("executor lost")
+
+
+def test_cluster_mode_collects_with_spark_submit(two_jobs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECONF_SPARK_MASTER", "spark://127.0.0.1:7077")
+    assert type(_bag(DAG_FILE).dags["reconfigure_alpha"].get_task("collect")).__name__ != \
+        "SparkSubmitOperator"  # the master alone does not switch: RECONF_SPARK_SUBMIT=1 does
+    monkeypatch.setenv("RECONF_SPARK_SUBMIT", "1")
+    alpha = _bag(DAG_FILE).dags["reconfigure_alpha"]
+    collect = alpha.get_task("collect")
+    assert type(collect).__name__ == "SparkSubmitOperator"
+    assert collect.application == str(ROOT / "jobs" / "submit.py")
+    assert collect.application_args == ["collect", "--job", "alpha", "--period-end", "{{ ts }}"]
+    assert collect._conn_id == "reconf_spark" and ".jar" in collect.jars
+    assert collect.retries == 3 and collect.depends_on_past is True
+    assert sorted(collect.downstream_task_ids) == ["validate"]
+
+    module = _dag_module()
+    monkeypatch.setenv("AIRFLOW_CONN_RECONF_SPARK", "")  # restored (unset) after the test
+    monkeypatch.delenv("AIRFLOW_CONN_RECONF_SPARK")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no spark-submit there: the task adds PySpark's
+    module._spark_connection({})
+    import json
+    import shutil
+
+    assert Path(str(shutil.which("spark-submit"))).parent == Path(sys.executable).parent
+
+    conn = json.loads(os.environ["AIRFLOW_CONN_RECONF_SPARK"])
+    assert (conn["conn_type"], conn["host"], conn["port"]) == ("spark", "spark://127.0.0.1", 7077)
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    hook = SparkSubmitHook(conn_id="reconf_spark")  # the provider resolves it to our master
+    assert hook._connection["master"] == "spark://127.0.0.1:7077"
+    assert hook._build_spark_submit_command("jobs/submit.py")[:3] == [
+        "spark-submit", "--master", "spark://127.0.0.1:7077"]
+
+
+@pytest.mark.parametrize("dag_file", [DAG_FILE, CHECK_FILE])
+def test_dag_files_import_nothing_heavy(two_jobs: Path, dag_file: Path) -> None:
+    heavy = ("pyspark", "mlflow", "great_expectations", "pulp", "pandas", "placement", "jobs",
+             "airflow.providers.apache.spark.operators")
     probe = (
         "import runpy, sys; runpy.run_path(sys.argv[1]); "
         f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
     )
-    done = subprocess.run([sys.executable, "-c", probe, str(DAG_FILE)],
+    done = subprocess.run([sys.executable, "-c", probe, str(dag_file)],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
-
-
-def test_bad_config_is_an_import_error_naming_file_and_field(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from airflow.dag_processing.dagbag import DagBag
-
-    config = tmp_path / "jobs.toml"
-    config.write_text('[jobs.bad]\nspl = "-5m"\n')
-    monkeypatch.setenv("RECONF_CONFIG", str(config))
-    bag = DagBag(dag_folder=str(DAG_FILE))
-    assert bag.dag_ids == []
-    (message,) = bag.import_errors.values()
-    assert str(config) in message and "jobs.bad.spl" in message

@@ -1,0 +1,255 @@
+"""End to end: the operator-facing semantics of the real DAGs (`airflow dags test` on real Spark,
+Delta, GE, MLflow and Airflow's metadata DB), in one Airflow home for the module:
+
+1. config errors: a bad job is an import error (in the DB, as the DAG processor records it) that
+   names the file and field, while the good job's DAG and a downstream DAG stay schedulable;
+2. a cycle publishes v1 and emits the assignment Asset, which queues the downstream DAG;
+3. a dry run with params plans and logs to MLflow tagged dry_run, and publishes nothing;
+4. a period whose stats fail validation fails the run at once (no retries), publish never runs,
+   LATEST stays, and the log's last lines say what, where and how to fix;
+5. the next cycle, although its data is good, waits on the failed one (`depends_on_past`):
+   collect runs, validate does not, nothing is published;
+6. a manual run with an invalid param is refused before any task runs.
+
+The tests run in file order and build on each other (one home: one `db migrate`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from reconf.demo import ensure_airflow
+from reconf.settings import airflow_bin, airflow_env, make_source
+from runtime.source import write_period
+from schemas.config import PROJECT_ROOT, Paths, resolve_job
+from schemas.landing import EDGES, KEYGROUPS, NODES
+from schemas.manifest import read_latest_version
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+JOB = "ops"
+DAG_ID = f"reconfigure_{JOB}"
+P1 = datetime(2026, 3, 1, 0, 5, tzinfo=UTC)
+P2, P3, P4, P5 = (P1 + timedelta(minutes=5 * i) for i in (1, 2, 3, 4))
+CONFIG = """
+[defaults]
+spl = "5m"
+strategy = "milp"
+max_migrations = 3
+solver_time_limit_s = 2
+start_date = 2026-03-01T00:00:00Z
+
+[jobs.ops]
+source = { kind = "synthetic", operators = 2, keygroups_per_operator = 6, nodes = 3, seed = 11, varies = 40 }
+
+[jobs.broken]
+spl = "0m"
+"""
+# The docs' example (docs/operations.md): a runtime deployer triggered by each new assignment.
+DEPLOYER = '''
+from airflow.sdk import DAG, Asset, task
+
+with DAG(dag_id="deploy_ops", schedule=[Asset(uri="reconf://ops/assignment",
+                                              name="reconf_ops_assignment", group="reconf")]):
+    @task
+    def deploy(**context):
+        for event in context["triggering_asset_events"][Asset(
+                uri="reconf://ops/assignment", name="reconf_ops_assignment", group="reconf")]:
+            print("deploy version", event.extra["version"])
+
+    deploy()
+'''
+
+
+@pytest.fixture(scope="module")
+def ops_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Paths, dict[str, str]]]:
+    """A home with the job config, a DAG folder (our two DAG files + the deployer), Airflow."""
+    root = tmp_path_factory.mktemp("dag_ops")
+    config = root / "jobs.toml"
+    config.write_text(CONFIG)
+    dags = root / "dags"
+    dags.mkdir()
+    for name in ("reconfigure.py", "reconfigure_config_check.py"):
+        (dags / name).symlink_to(PROJECT_ROOT / "dags" / name)
+    (dags / "deploy_ops.py").write_text(DEPLOYER)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RECONF_CONFIG", str(config))
+        mp.setenv("RECONF_HOME", str(root / "home"))
+        paths = Paths.from_env()
+        paths.home.mkdir()
+        env = {**airflow_env(paths), "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
+        ensure_airflow(paths)
+        yield paths, env
+
+
+def _airflow(env: dict[str, str], *args: str, log: Path | None = None) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([airflow_bin(), *args], env=env, capture_output=True, text=True)
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(done.stdout + done.stderr)
+    return done
+
+
+def _json(done: subprocess.CompletedProcess[str], code: int = 0) -> list[dict[str, str]]:
+    """The `-o json` table of an airflow command (its stdout may also carry warnings)."""
+    assert done.returncode == code, done.stderr[-2000:]
+    return list(json.loads(next(line for line in reversed(done.stdout.splitlines())
+                                if line.startswith("["))))
+
+
+def _dags_test(paths: Paths, env: dict[str, str], period_end: datetime,
+               conf: dict[str, object] | None = None) -> tuple[int, str]:
+    args = ["dags", "test", DAG_ID, period_end.isoformat()]
+    if conf is not None:
+        args += ["--conf", json.dumps(conf)]
+    log = paths.home / "logs" / f"{period_end:%H%M}.log"
+    done = _airflow(env, *args, log=log)
+    return done.returncode, log.read_text()
+
+
+def _db(paths: Paths, sql: str, *args: object) -> list[tuple[object, ...]]:
+    with sqlite3.connect(paths.airflow / "airflow.db") as db:
+        return list(db.execute(sql, args))
+
+
+def _asset_events(paths: Paths) -> list[dict[str, object]]:
+    rows = _db(paths, "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
+                      "WHERE a.uri = 'reconf://ops/assignment' ORDER BY e.id")
+    return [json.loads(str(extra)) for (extra,) in rows]
+
+
+def _task_states(paths: Paths, logical_date: datetime) -> dict[str, tuple[str, int]]:
+    rows = _db(paths, "SELECT ti.task_id, ti.state, ti.try_number FROM task_instance ti JOIN dag_run r "
+                      "ON r.run_id = ti.run_id AND r.dag_id = ti.dag_id WHERE r.dag_id = ? AND "
+                      "r.logical_date = ?", DAG_ID, logical_date.strftime("%Y-%m-%d %H:%M:%S.%f"))
+    return {str(t): (str(s), int(n)) for t, s, n in rows}  # type: ignore[call-overload]
+
+
+def test_a_bad_job_is_an_import_error_and_the_good_dags_stay_schedulable(ops_home) -> None:
+    paths, env = ops_home
+    done = _airflow(env, "dags", "reserialize")  # what the DAG processor writes, then read back
+    assert done.returncode == 0, done.stderr[-2000:]
+    # list-import-errors exits 1 when there are import errors (so CI can gate on it)
+    errors = _json(_airflow(env, "dags", "list-import-errors", "-o", "json"), code=1)
+    (error,) = errors
+    assert error["filepath"] == "reconfigure_config_check.py"
+    assert "jobs.broken.spl: must be a positive duration" in error["error"]
+    assert str(Path(env["RECONF_CONFIG"])) in error["error"]
+    dags = {d["dag_id"] for d in _json(_airflow(env, "dags", "list", "-o", "json"))}
+    assert dags == {DAG_ID, "deploy_ops"}
+    # The import error is on its own file, so the good DAGs are neither stale nor in error.
+    rows = _db(paths, "SELECT dag_id, is_stale, has_import_errors FROM dag ORDER BY dag_id")
+    assert rows == [("deploy_ops", 0, 0), (DAG_ID, 0, 0)]
+    # New DAGs start paused; an operator unpauses the deployer so that asset events queue it.
+    assert _airflow(env, "dags", "unpause", "deploy_ops").returncode == 0
+
+
+def test_a_cycle_publishes_and_emits_the_assignment_asset(ops_home) -> None:
+    paths, env = ops_home
+    make_source(resolve_job(JOB), paths).land_period(paths.landing, P1)
+    code, log = _dags_test(paths, env, P1)
+    assert code == 0, log[-3000:]
+    assert read_latest_version(paths.published, JOB) == 1
+    (event,) = _asset_events(paths)
+    assert event["version"] == 1 and event["period_end"] == "2026-03-01T00:05:00Z"
+    assert event["status"] == "published" and event["job_id"] == JOB
+    # The event queued a run of the DAG scheduled on the asset (the scheduler starts it).
+    queued = _db(paths, "SELECT q.target_dag_id FROM asset_dag_run_queue q JOIN asset a "
+                        "ON a.id = q.asset_id WHERE a.uri = 'reconf://ops/assignment'")
+    assert queued == [("deploy_ops",)]
+
+
+def test_a_dry_run_plans_and_logs_but_never_publishes(ops_home) -> None:
+    paths, env = ops_home
+    make_source(resolve_job(JOB), paths).land_period(paths.landing, P2)
+    published = sorted(p.name for p in (paths.published / JOB).iterdir())
+    conf = {"dry_run": True, "strategy": "greedy", "max_migrations": 1, "time_limit_s": 1}
+    code, log = _dags_test(paths, env, P2, conf)
+    assert code == 0, log[-3000:]
+    assert read_latest_version(paths.published, JOB) == 1
+    assert sorted(p.name for p in (paths.published / JOB).iterdir()) == published
+    assert "NOT published; LATEST stays at v1" in log
+    states = _task_states(paths, P2)
+    assert states["plan"][0] == "success" and states["publish"][0] == "skipped"
+    assert len(_asset_events(paths)) == 1  # a skipped publish emits no asset event
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=paths.mlflow_uri)
+    experiment = client.get_experiment_by_name(JOB)
+    assert experiment is not None
+    (run,) = client.search_runs([experiment.experiment_id],
+                                "tags.`reconf.period_end` = '2026-03-01T00:10:00Z'")
+    assert run.data.tags["reconf.dry_run"] == "true"
+    assert run.data.params["strategy"] == "greedy"
+    assert run.data.metrics["migrations"] <= 1
+
+
+def test_a_failed_validation_fails_fast_and_keeps_latest(ops_home) -> None:
+    paths, env = ops_home
+    where = make_source(resolve_job(JOB), paths).land_period(paths.landing, P3)
+    tables = {k: pq.read_table(where / k / "part-0.parquet") for k in (KEYGROUPS, EDGES, NODES)}
+    kg = tables[KEYGROUPS]
+    tables[KEYGROUPS] = kg.filter(pc.not_equal(kg["keygroup"], "op0-kg000"))  # one key group lost
+    write_period(paths.landing, JOB, P3, tables)
+
+    code, log = _dags_test(paths, env, P3)
+    assert code != 0
+    assert _db(paths, "SELECT state FROM dag_run WHERE dag_id = ? AND logical_date = ?",
+               DAG_ID, P3.strftime("%Y-%m-%d %H:%M:%S.%f")) == [("failed",)]
+    states = _task_states(paths, P3)
+    assert states["validate"] == ("failed", 1)  # bad data: failed at once, despite retries=3
+    assert states["plan"][0] != "success" and states["publish"][0] != "success"
+    assert read_latest_version(paths.published, JOB) == 1
+    assert len(_asset_events(paths)) == 1
+    # The log's last lines say what, where and how to fix.
+    tail = "\n".join(line for line in log.splitlines()[-30:])
+    assert "FAILED 1 expectation(s)" in tail and "missing (1): op0-kg000" in tail
+    assert "where: job 'ops', period ending 2026-03-01T00:15:00Z" in tail
+    assert "fix:" in tail
+
+
+def test_the_next_cycle_waits_on_the_failed_one(ops_home) -> None:
+    paths, env = ops_home
+    make_source(resolve_job(JOB), paths).land_period(paths.landing, P4)
+    # `airflow dags test` waits for ever on a task whose past failed (it logs "No tasks to run.
+    # unrunnable tasks: ..." each second; a scheduler would leave it waiting too): watch for
+    # that line, then stop the process group we started.
+    log = paths.home / "logs" / "0020.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([airflow_bin(), "dags", "test", DAG_ID, P4.isoformat()], env=env,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 900  # a ceiling against a hang, not a speed check
+            while "No tasks to run. unrunnable tasks" not in log.read_text(errors="replace"):
+                assert proc.poll() is None, log.read_text()[-3000:]
+                assert time.monotonic() < deadline, log.read_text()[-3000:]
+                time.sleep(2)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    states = _task_states(paths, P4)
+    assert states["collect"][0] == "success"  # collect of P3 succeeded
+    assert states["validate"][0] == "None", states  # never scheduled: depends on past
+    assert states["publish"][0] != "success"
+    assert read_latest_version(paths.published, JOB) == 1
+
+
+def test_an_invalid_param_is_refused_before_any_task(ops_home) -> None:
+    paths, env = ops_home
+    code, log = _dags_test(paths, env, P5, {"strategy": "nope"})
+    assert code != 0
+    assert "Invalid input for param strategy: 'nope' is not one of" in log
+    assert _task_states(paths, P5) == {}
