@@ -8,13 +8,15 @@ JARS := .reconf/jars/.fetched
 PERIODS ?= 4
 JOB ?= flights2
 
-.PHONY: setup demo test lint mlflow-ui constraints clean help
+.PHONY: setup demo test lint mlflow-ui constraints clean help up down status
 
 help:
 	@echo "make demo       install, then run $(PERIODS) reconfiguration periods of job '$(JOB)' through Airflow"
 	@echo "make test       install, then run the test suite"
 	@echo "make lint       ruff and mypy"
 	@echo "make mlflow-ui  open the MLflow UI on the project's tracking store (port 5000)"
+	@echo "make up         start Airflow (http://127.0.0.1:8080) and MLflow (:5000) in the background"
+	@echo "make down       stop what 'make up' started; make status: what runs"
 	@echo "make clean      remove the stores under .reconf/ (keeps the virtualenv and the jars)"
 
 # The virtualenv, with exactly the versions of constraints.txt.
@@ -43,8 +45,23 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy .
 
+# Local services (reconf/services.py): Airflow's api-server, scheduler, dag-processor and
+# triggerer plus an MLflow server; pids in .reconf/run, logs in .reconf/logs/services.
+# AIRFLOW_PORT / MLFLOW_PORT (or RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT) move them.
+up: setup
+	$(BIN)/python -m reconf.services up $(if $(AIRFLOW_PORT),--airflow-port $(AIRFLOW_PORT)) $(if $(MLFLOW_PORT),--mlflow-port $(MLFLOW_PORT))
+
+down:
+	@if [ -x "$(BIN)/python" ]; then $(BIN)/python -m reconf.services down; \
+	else echo "nothing was running (no virtualenv yet)"; fi
+
+# (`python -m reconf.services status` exits 3 when a service is missing; make status just reports.)
+status:
+	@$(BIN)/python -m reconf.services status $(if $(AIRFLOW_PORT),--airflow-port $(AIRFLOW_PORT)) $(if $(MLFLOW_PORT),--mlflow-port $(MLFLOW_PORT)) || true
+
+# The project's tracking store: SQLite under $RECONF_HOME, or database `mlflow` on $RECONF_DB_URI.
 mlflow-ui: setup
-	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/.reconf/mlflow/mlflow.db --host 127.0.0.1 --port 5000
+	$(BIN)/mlflow ui --backend-store-uri "$$($(BIN)/python -c 'from schemas.config import Paths; print(Paths.from_env().mlflow_uri)')" --host 127.0.0.1 --port 5000
 
 constraints: $(STAMP)
 	( echo "# Every package of the tested environment, exact (pip freeze). Regenerate with: make constraints"; \

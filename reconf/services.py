@@ -1,0 +1,329 @@
+"""Local services on localhost: the Airflow components and an MLflow tracking server.
+
+`up` starts what is not already running (one pid file per service in `<RECONF_HOME>/run/`, logs
+in `<RECONF_HOME>/logs/services/`), waits until each answers its health check and prints the
+URLs; `down` stops exactly the processes those pid files name (reconf/procs.py); `status` says
+what runs. Airflow runs as its four parts rather than `airflow standalone`, so that every part
+has its own pid, log and health: the api-server (UI, REST API and the execution API the task
+processes talk to), the scheduler (LocalExecutor; it runs scheduled runs and backfills), the
+dag-processor, and the triggerer. All use `reconf.settings.airflow_env`, so they share the
+project-local AIRFLOW_HOME and, with RECONF_DB_URI, PostgreSQL.
+
+    python -m reconf.services up|down|status|env [--help]   (also `reconf up|down|status`, `make up`)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobs.errors import StageError
+from reconf.procs import PidRecord, alive, read_record, spawn, stop
+from reconf.settings import airflow_bin, airflow_env
+from schemas.config import PROJECT_ROOT, ConfigError, Paths
+
+__all__ = ["SERVICES", "Ports", "Service", "down", "main", "print_env", "status", "up"]
+
+SERVICES = ("mlflow", "api-server", "scheduler", "dag-processor", "triggerer")
+# The api-server's health report names the other Airflow parts like this.
+_HEALTH_KEYS = {"scheduler": "scheduler", "dag-processor": "dag_processor", "triggerer": "triggerer"}
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Where the two HTTP services listen (127.0.0.1 only)."""
+
+    airflow: int = 8080
+    mlflow: int = 5000
+
+    @classmethod
+    def from_env(cls) -> Ports:
+        try:
+            return cls(int(os.environ.get("RECONF_AIRFLOW_PORT", 8080)),
+                       int(os.environ.get("RECONF_MLFLOW_PORT", 5000)))
+        except ValueError as exc:
+            raise ConfigError(f"RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT: not a port number ({exc})") from exc
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    url: str | None  # what an operator opens
+    health: str | None  # answers 200 when the service is ready
+
+
+def run_dir(paths: Paths) -> Path:
+    return paths.home / "run"
+
+
+def log_dir(paths: Paths) -> Path:
+    return paths.home / "logs" / "services"
+
+
+def service_env(paths: Paths, ports: Ports) -> dict[str, str]:
+    """airflow_env plus the api-server's address, which the scheduler's task processes call."""
+    base = f"http://127.0.0.1:{ports.airflow}"
+    return {
+        **airflow_env(paths),
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(ports.airflow),
+        "AIRFLOW__API__BASE_URL": base,
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
+        # A laptop or a 2-core VM, not a cluster: one API worker, a few task slots (default 32).
+        "AIRFLOW__API__WORKERS": os.environ.get("AIRFLOW__API__WORKERS", "1"),
+        "AIRFLOW__CORE__PARALLELISM": os.environ.get("AIRFLOW__CORE__PARALLELISM", "4"),
+    }
+
+
+def service_specs(paths: Paths, ports: Ports) -> dict[str, Service]:
+    env = service_env(paths, ports)
+    airflow = airflow_bin()
+    api = f"http://127.0.0.1:{ports.airflow}"
+    mlflow = str(Path(sys.executable).with_name("mlflow"))
+    specs = {
+        "mlflow": Service(
+            "mlflow",
+            (mlflow, "server", "--backend-store-uri", paths.mlflow_uri,
+             "--default-artifact-root", (paths.mlflow / "artifacts").as_uri(),
+             "--host", "127.0.0.1", "--port", str(ports.mlflow), "--workers", "1"),
+            # No GenAI job runner: it forks ten idle consumers we never use.
+            {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+            f"http://127.0.0.1:{ports.mlflow}", f"http://127.0.0.1:{ports.mlflow}/health"),
+        "api-server": Service("api-server", (airflow, "api-server"), env, api,
+                              f"{api}/api/v2/monitor/health"),
+    }
+    for name in ("scheduler", "dag-processor", "triggerer"):
+        specs[name] = Service(name, (airflow, name), env, None, None)
+    return specs
+
+
+def _get(url: str, timeout: float = 3.0) -> bytes | None:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # loopback only
+            return bytes(response.read()) if response.status == 200 else None
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _ready(name: str, spec: Service, api_health: str) -> bool:
+    """The service answers: its own health URL, or (Airflow parts) the api-server's report."""
+    if spec.health is not None:
+        return _get(spec.health) is not None
+    body = _get(api_health)
+    if body is None:
+        return False
+    try:
+        report = json.loads(body).get(_HEALTH_KEYS[name]) or {}
+    except (ValueError, AttributeError):  # not the api-server's JSON (another program on the port)
+        return False
+    return str(report.get("status")) == "healthy"
+
+
+def _records(paths: Paths) -> dict[str, PidRecord]:
+    """The live services, by name; stale pid files (process gone or pid reused) are removed."""
+    found: dict[str, PidRecord] = {}
+    for path in sorted(run_dir(paths).glob("*.pid")):
+        record = read_record(path)
+        if record is None:
+            continue
+        if alive(record):
+            found[record.name] = record
+        else:
+            # The leader is gone; its workers may not be (a kill -9 of the leader leaves them).
+            leftovers = stop(record, grace_s=10)
+            note = "" if leftovers == "was not running" else f"; its leftover processes: {leftovers}"
+            print(f"removing stale pid file {path} ({record.name} pid {record.pid} is gone{note})")
+            path.unlink(missing_ok=True)
+    return found
+
+
+def _migrate(paths: Paths) -> None:
+    from reconf.demo import ensure_airflow
+
+    ensure_airflow(paths)  # SQLite: once; PostgreSQL: `airflow db migrate` (a no-op when current)
+
+
+def _admin_login(paths: Paths) -> str | None:
+    generated = paths.airflow / "simple_auth_manager_passwords.json.generated"
+    try:
+        users = json.loads(generated.read_text())
+    except (OSError, ValueError):
+        return None
+    return ", ".join(f"{user} / {password}" for user, password in sorted(users.items())) or None
+
+
+def up(paths: Paths, ports: Ports, names: Sequence[str] = SERVICES, timeout_s: float = 240.0) -> int:
+    """Start the named services that are not running; wait until all answer; print the URLs."""
+    specs = service_specs(paths, ports)
+    running = _records(paths)
+    wanted = [n for n in SERVICES if n in names]
+    for name in wanted:
+        if name in running:
+            print(f"{name:13} already running (pid {running[name].pid}); not starting another")
+    todo = [n for n in wanted if n not in running]
+    for name, port in (("mlflow", ports.mlflow), ("api-server", ports.airflow)):
+        if name in todo and _listening(port):  # else its health check would answer for us
+            raise StageError(f"make up: port {port} (for {name}) is in use by another program",
+                             where=f"127.0.0.1:{port}",
+                             fix="stop that program, or choose another port: make up "
+                                 f"{'MLFLOW_PORT' if name == 'mlflow' else 'AIRFLOW_PORT'}=<port>")
+    if any(n != "mlflow" for n in todo):
+        _migrate(paths)
+    if any(n == "mlflow" for n in todo):
+        paths.mlflow.mkdir(parents=True, exist_ok=True)
+    started = [spawn(n, specs[n].argv, env=specs[n].env, cwd=PROJECT_ROOT, run_dir=run_dir(paths),
+                     log=log_dir(paths) / f"{n}.log", url=specs[n].url) for n in todo]
+    api_health = specs["api-server"].health or ""
+    deadline = time.monotonic() + timeout_s
+    waiting = {r.name: r for r in started}
+    while waiting:
+        for name, record in list(waiting.items()):
+            if not alive(record):
+                _abort(paths, started, f"{name} exited during start-up", record)
+            if _ready(name, specs[name], api_health):
+                print(f"{name:13} ready (pid {record.pid}){'  ' + record.url if record.url else ''}")
+                del waiting[name]
+        if waiting and time.monotonic() > deadline:
+            _abort(paths, started, f"{', '.join(waiting)} not ready after {timeout_s:.0f} s",
+                   next(iter(waiting.values())))
+        time.sleep(1.0)
+    _print_summary(paths, {**running, **{r.name: r for r in started}})
+    return 0
+
+
+def _abort(paths: Paths, started: list[PidRecord], what: str, culprit: PidRecord) -> None:
+    """Stop what this call started (all or nothing), then say why with the log's last lines."""
+    for record in started:
+        stop(record, grace_s=10)
+        (run_dir(paths) / f"{record.name}.pid").unlink(missing_ok=True)
+    tail = "\n".join(Path(culprit.log).read_text(errors="replace").splitlines()[-20:])
+    raise StageError(f"make up: {what}; stopped the services this call started. "
+                     f"Last lines of {culprit.log}:\n{tail}",
+                     where=culprit.log,
+                     fix="fix what the log names (a port in use: set RECONF_AIRFLOW_PORT / "
+                         "RECONF_MLFLOW_PORT), then run `make up` again")
+
+
+def _print_summary(paths: Paths, records: dict[str, PidRecord]) -> None:
+    if "api-server" in records:
+        print(f"Airflow UI and API: {records['api-server'].url}")
+        login = _admin_login(paths)
+        print(f"  login: {login}" if login else "  login: see `[core] simple_auth_manager_users`")
+    if "mlflow" in records:
+        print(f"MLflow tracking server: {records['mlflow'].url}  (store {paths.mlflow_uri})")
+    print(f"pids in {run_dir(paths)}, logs in {log_dir(paths)}; stop with `make down`")
+
+
+def down(paths: Paths, grace_s: float = 20.0) -> int:
+    """Stop exactly the processes our pid files name; harmless when nothing runs."""
+    running = _records(paths)
+    if not running:
+        print("nothing was running (no live pid files in "
+              f"{run_dir(paths)}); nothing to stop")
+        return 0
+    for name in reversed(SERVICES):  # clients first, the api-server and MLflow last
+        if (record := running.get(name)) is not None:
+            print(f"{name:13} pid {record.pid}: {stop(record, grace_s)}")
+            (run_dir(paths) / f"{name}.pid").unlink(missing_ok=True)
+    return 0
+
+
+def status(paths: Paths, ports: Ports) -> int:
+    """One line per service: running (and healthy?) or stopped. Exit 0 if all run, 3 if not."""
+    specs = service_specs(paths, ports)
+    running = _records(paths)
+    api_health = specs["api-server"].health or ""
+    for name in SERVICES:
+        record = running.get(name)
+        if record is None:
+            print(f"{name:13} stopped")
+            continue
+        health = "healthy" if "api-server" in running or specs[name].health else "up"
+        if health == "healthy" and not _ready(name, specs[name], api_health):
+            health = "not answering"
+        print(f"{name:13} running, pid {record.pid}, {health}{'  ' + record.url if record.url else ''}")
+    return 0 if len(running) == len(SERVICES) else 3
+
+
+def print_env(paths: Paths, ports: Ports) -> int:
+    """`export` lines that point a shell's `airflow` command at the project's Airflow."""
+    import shlex
+
+    for key, value in sorted(service_env(paths, ports).items()):
+        if os.environ.get(key) != value:
+            print(f"export {key}={shlex.quote(value)}")
+    return 0
+
+
+EPILOG = """examples:
+  make up                                  # everything: Airflow on :8080, MLflow on :5000
+  python -m reconf.services up --only mlflow --mlflow-port 5001
+  RECONF_DB_URI=postgresql+psycopg2://reconf@127.0.0.1:5432 make up   # both stores on PostgreSQL
+  make status                              # what runs, and whether it answers
+  make down                                # stop exactly what `up` started (by pid)
+  eval "$(python -m reconf.services env)"  # then `airflow ...` uses the project's Airflow
+
+Ports also come from RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT; state lives in $RECONF_HOME
+(default .reconf/): run/*.pid, logs/services/*.log. docs/operations.md, "Services", has more."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of up/down/status (shared by `python -m reconf.services` and `reconf`)."""
+    parser.add_argument("--only", nargs="+", choices=SERVICES, default=list(SERVICES), metavar="NAME",
+                        help=f"up: start only these services (of: {', '.join(SERVICES)})")
+    parser.add_argument("--airflow-port", type=int, default=None, help="Airflow UI/API port (8080)")
+    parser.add_argument("--mlflow-port", type=int, default=None, help="MLflow server port (5000)")
+    parser.add_argument("--timeout", type=float, default=240.0, metavar="S",
+                        help="up: seconds to wait for every service to answer (240)")
+    parser.add_argument("--grace", type=float, default=20.0, metavar="S",
+                        help="down: seconds between SIGTERM and SIGKILL (20)")
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = Paths.from_env()
+    env_ports = Ports.from_env()
+    ports = Ports(args.airflow_port or env_ports.airflow, args.mlflow_port or env_ports.mlflow)
+    if args.action == "up":
+        return up(paths, ports, args.only, args.timeout)
+    if args.action == "down":
+        return down(paths, args.grace)
+    if args.action == "env":
+        return print_env(paths, ports)
+    return status(paths, ports)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m reconf.services", description=__doc__.split("\n\n")[0],
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=("up", "down", "status", "env"),
+                        help="up, down, status; env prints the Airflow environment as exports")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except (StageError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

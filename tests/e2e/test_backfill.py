@@ -1,0 +1,231 @@
+"""Backfills through the real scheduler: idempotent, historical, and LATEST never moves back.
+
+The tiny job runs forward for P2 and P3 (in-process stages: versions 1 and 2, LATEST = 2). Then
+the local services come up as `make up` starts them (api-server, scheduler, dag-processor; with
+the scheduler's own schedule off so that only the backfills run) and the operator's recipe of
+docs/operations.md runs `airflow backfill create` twice for the earlier period P1: first
+`--reprocess-behavior failed` (fill the range), then `completed` (redo every date of it). P1 is
+older than every published version, so its plan is historical. After each backfill the Delta
+tables, the MLflow runs, the published versions and LATEST are read back: the second backfill
+recomputes (new Delta table versions, the same MLflow run updated) and adds no rows and no runs.
+Last, the overlapping period P2 (published as v1) is redone through the same stage entry points
+the DAG's tasks call (jobs.stages): it stays v1, and LATEST stays at v2.
+
+Each DAG run through the scheduler costs four task processes with a Spark JVM each (about 1-3
+minutes per run on 2 busy cores), hence two runs; the publish rules themselves are unit-tested
+in tests/jobs/test_publish_rules.py.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from pipeline_kit import CONFIG, JOB_ID, P1, P2, P3, stamp, tree
+
+from reconf.services import Ports, down, up
+from reconf.settings import airflow_bin, airflow_env, make_source
+from schemas.config import Paths, resolve_job
+from schemas.manifest import read_latest_version
+from schemas.tables import TABLES
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+DAG_ID = f"reconfigure_{JOB_ID}"
+ROWS_PER_PERIOD = {"keygroup_stats": 8}  # the tiny job: 2 operators x 4 key groups
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _airflow(paths: Paths, *args: str) -> str:
+    done = subprocess.run([airflow_bin(), *args], env=airflow_env(paths), capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, f"airflow {' '.join(args)}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def _query(paths: Paths, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(f"file:{paths.airflow / 'airflow.db'}?mode=ro", uri=True, timeout=30)
+    try:
+        return list(conn.execute(sql, params).fetchall())
+    finally:
+        conn.close()
+
+
+def _task_log_tail(paths: Paths, run_id: str) -> str:
+    logs = sorted((paths.airflow / "logs").glob(f"dag_id={DAG_ID}/run_id={run_id}/task_id=*/*.log"))
+    return "\n".join(f"--- {p}\n" + "\n".join(p.read_text(errors="replace").splitlines()[-15:])
+                     for p in logs[-2:])
+
+
+def _backfill(paths: Paths, start: datetime, end: datetime, reprocess: str,
+              timeout_s: float = 1200) -> dict[str, str]:
+    """Create a backfill of [start, end] (the recipe's command), wait until the scheduler has
+    finished it; {logical date: run_id} of its runs, every one of which succeeded."""
+    _airflow(paths, "backfill", "create", "--dag-id", DAG_ID, "--from-date", start.isoformat(),
+             "--to-date", end.isoformat(), "--reprocess-behavior", reprocess,
+             "--max-active-runs", "1")
+    (backfill_id,) = _query(paths, "SELECT max(id) FROM backfill WHERE dag_id = ?", DAG_ID)[0]
+    deadline = time.monotonic() + timeout_s
+    while not _query(paths, "SELECT completed_at FROM backfill WHERE id = ?", backfill_id)[0][0]:
+        assert time.monotonic() < deadline, (
+            f"backfill {backfill_id} not done after {timeout_s} s: "
+            f"{_query(paths, 'SELECT run_id, state FROM dag_run WHERE backfill_id = ?', backfill_id)}")
+        time.sleep(5)
+    runs = _query(paths, "SELECT logical_date, run_id, state FROM dag_run WHERE backfill_id = ?",
+                  backfill_id)
+    for _, run_id, state in runs:
+        assert state == "success", f"{run_id} ended {state}:\n{_task_log_tail(paths, run_id)}"
+    return {_key(logical): run_id for logical, run_id, _ in runs}
+
+
+def _key(logical_date: object) -> str:
+    """A logical date as `YYYY-MM-DD HH:MM:SS` (how SQLite returns it, and str(datetime))."""
+    return str(logical_date)[:19].replace("T", " ")
+
+
+def _counts(spark: SparkSession, paths: Paths) -> dict[str, int]:
+    return {name: spark.read.format("delta").load(paths.table(name)).count() for name in TABLES}
+
+
+def _versions(spark: SparkSession, paths: Paths) -> dict[str, int]:
+    from delta.tables import DeltaTable
+
+    versions = {}
+    for name in TABLES:
+        last = DeltaTable.forPath(spark, paths.table(name)).history(1).first()
+        assert last is not None, name
+        versions[name] = int(last["version"])
+    return versions
+
+
+def _plan_status(spark: SparkSession, paths: Paths) -> dict[str, str]:
+    rows = spark.read.format("delta").load(paths.table("plans")).collect()
+    return {r["period_end"].strftime("%Y-%m-%dT%H:%M:%SZ"): r["status"] for r in rows}
+
+
+def _mlflow_runs(paths: Paths) -> dict[str, Any]:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=paths.mlflow_uri)
+    experiment = client.get_experiment_by_name(JOB_ID)
+    assert experiment is not None
+    return {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
+
+
+@pytest.fixture()
+def forward(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spark: SparkSession) -> Iterator[Paths]:
+    """P1..P3 landed; P2 and P3 reconfigured forward (v1, v2); the services up; down at the end."""
+    from jobs.stages import run_collect, run_plan, run_publish, run_validate
+
+    config = tmp_path / "jobs.toml"
+    config.write_text(CONFIG)
+    monkeypatch.setenv("RECONF_CONFIG", str(config))
+    monkeypatch.setenv("RECONF_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("RECONF_DB_URI", raising=False)
+    # The scheduler's own schedule off: the only runs are the backfill's (no run for "now").
+    monkeypatch.setenv("AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE", "False")
+    monkeypatch.setenv("AIRFLOW__CORE__PARALLELISM", "2")
+    paths = Paths.from_env()
+    paths.home.mkdir()
+    source = make_source(resolve_job(JOB_ID), paths)
+    for period_end in (P1, P2, P3):
+        source.land_period(paths.landing, period_end)
+    for period_end in (P2, P3):
+        run_collect(JOB_ID, period_end)
+        run_validate(JOB_ID, period_end)
+        run_plan(JOB_ID, period_end)
+        run_publish(JOB_ID, period_end)
+    assert read_latest_version(paths.published, JOB_ID) == 2
+    up(paths, Ports(airflow=_free_port(), mlflow=_free_port()),
+       names=("api-server", "scheduler", "dag-processor"), timeout_s=600)
+    try:
+        yield paths
+    finally:
+        down(paths, grace_s=30)
+
+
+def test_backfill_twice_is_idempotent_historical_and_never_moves_latest(
+    forward: Paths, spark: SparkSession
+) -> None:
+    paths = forward
+    # The recipe: wait until the DAG is parsed, make sure it is not paused, then backfill.
+    deadline = time.monotonic() + 300
+    while not _query(paths, "SELECT 1 FROM dag WHERE dag_id = ?", DAG_ID):
+        assert time.monotonic() < deadline, "the dag-processor never parsed the DAG"
+        time.sleep(3)
+    _airflow(paths, "dags", "unpause", DAG_ID)
+    published = tree(paths.published)
+    before = _counts(spark, paths)
+    assert before["keygroup_stats"] == 2 * ROWS_PER_PERIOD["keygroup_stats"]
+
+    # depends_on_past: Airflow refuses reprocess "none"; "failed" fills the range (new runs for
+    # missing dates, reruns of failed ones), "completed" redoes every date of it.
+    first = _backfill(paths, P1, P1, "failed")
+
+    assert sorted(first) == [_key(P1)]
+    after_first = _counts(spark, paths)
+    assert after_first["keygroup_stats"] == 3 * ROWS_PER_PERIOD["keygroup_stats"]  # P1 added
+    assert after_first["assignment_versions"] == before["assignment_versions"] == 2
+    assert after_first["plans"] == 3
+    assert _plan_status(spark, paths) == {stamp(P1): "historical", stamp(P2): "published",
+                                          stamp(P3): "published"}
+    assert read_latest_version(paths.published, JOB_ID) == 2
+    assert tree(paths.published) == published  # no new manifest, LATEST untouched
+    runs = _mlflow_runs(paths)
+    assert sorted(runs) == [f"{JOB_ID}@{stamp(p)}" for p in (P1, P2, P3)]
+    p1_run = runs[f"{JOB_ID}@{stamp(P1)}"]
+    assert p1_run.data.tags["reconf.airflow_run_id"] == first[_key(P1)]
+    assert "reconf.assignment_version" not in p1_run.data.tags  # historical: nothing published
+    assert p1_run.data.tags["reconf.publish_status"] == "historical"
+    assert runs[f"{JOB_ID}@{stamp(P3)}"].data.tags["reconf.publish_status"] == "published"
+    versions_first = _versions(spark, paths)
+
+    second = _backfill(paths, P1, P1, "completed")  # redo the range
+
+    assert second == first  # the same Airflow run, cleared and run again
+    assert _counts(spark, paths) == after_first  # no rows added
+    recomputed = _versions(spark, paths)
+    assert recomputed["keygroup_stats"] == versions_first["keygroup_stats"] + 1  # recollected
+    assert recomputed["plans"] > versions_first["plans"]  # replanned
+    assert _plan_status(spark, paths) == {stamp(P1): "historical", stamp(P2): "published",
+                                          stamp(P3): "published"}
+    assert read_latest_version(paths.published, JOB_ID) == 2
+    assert tree(paths.published) == published  # still v1, v2; LATEST never moved
+    again = _mlflow_runs(paths)
+    assert {name: r.info.run_id for name, r in again.items()} == {
+        name: r.info.run_id for name, r in runs.items()}  # no new runs: the same ones, updated
+    p1_tags = again[f"{JOB_ID}@{stamp(P1)}"].data.tags
+    assert p1_tags["reconf.delta.keygroup_stats.version"] != p1_run.data.tags[
+        "reconf.delta.keygroup_stats.version"]  # the rerun read the recollected stats
+    assert "reconf.assignment_version" not in p1_tags
+
+    # The overlapping, already published period P2, redone by the tasks' entry points.
+    from jobs.stages import run_collect, run_plan, run_publish, run_validate
+
+    run_collect(JOB_ID, P2)
+    run_validate(JOB_ID, P2)
+    run_plan(JOB_ID, P2)
+    redone = run_publish(JOB_ID, P2)
+    assert (redone.status, redone.version) == ("already_published", 1)
+    assert _counts(spark, paths) == after_first
+    assert read_latest_version(paths.published, JOB_ID) == 2
+    assert tree(paths.published) == published
+    assert _plan_status(spark, paths)[stamp(P2)] == "published"
+    assert {n: r.info.run_id for n, r in _mlflow_runs(paths).items()} == {
+        n: r.info.run_id for n, r in runs.items()}
