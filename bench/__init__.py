@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "collocation": "bench.collocation",
     "closed-loop": "bench.closed_loop",
     "scale-in": "bench.scale_in",
+    "fleet": "bench.fleet",
 }
 
 

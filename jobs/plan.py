@@ -22,9 +22,9 @@ from jobs.lake import (
     table_version,
 )
 from jobs.scaling import plan_scaled, scaling_json
-from jobs.tracking import CycleRecord, log_cycle
+from jobs.tracking import CycleRecord, log_cycle, tag_run
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan
-from placement.registry import get_strategy, strategy_names
+from placement.registry import check_params, get_strategy, strategy_names
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
 from schemas.tables import (
@@ -39,7 +39,17 @@ from schemas.tables import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["PlanResult", "build_state", "plan_id", "plan_period", "plan_to_dict"]
+__all__ = [
+    "PlanResult",
+    "build_state",
+    "job_budget",
+    "no_stats_error",
+    "plan_id",
+    "plan_period",
+    "plan_to_dict",
+    "record_plan",
+    "resolve_strategy",
+]
 
 
 @dataclass(frozen=True)
@@ -117,6 +127,33 @@ def plan_period(
     tags: dict[str, str] | None = None,
 ) -> PlanResult:
     """Plan one period. A dry run computes and returns the plan but writes nothing."""
+    strategy, params = resolve_strategy(job, strategy)
+    ensure_tables(spark, paths)
+    where = period_predicate(job.job_id, period_end)
+    stamp = format_period_end(period_end)
+    kg_rows = [r.asDict() for r in read_table(spark, paths, KEYGROUP_STATS).where(where).collect()]
+    if not kg_rows:
+        raise no_stats_error(paths, job.job_id, stamp)
+    node_rows = [r.asDict() for r in read_table(spark, paths, NODE_STATS).where(where).collect()]
+    edge_rows = [r.asDict() for r in read_table(spark, paths, COMM_STATS).where(where).collect()]
+    base_version, current = last_published(spark, paths, job.job_id, period_end)
+    state = build_state(job, kg_rows, node_rows, edge_rows, current)
+    budget = job_budget(job)
+    scaled = None
+    if job.scaling is not None:  # Algorithm 1: terminate, plan, decide, re-plan (issue 6)
+        scaled, plan = plan_scaled(spark, paths, job, period_end, state, budget, strategy,
+                                   params)
+        state = scaled.state
+    else:
+        plan = get_strategy(strategy)(state, budget, time_limit_s=job.solver_time_limit_s,
+                                      **params)
+    return record_plan(spark, paths, job, period_end, strategy, state, plan,
+                       scaling_json(scaled) if scaled is not None else None, base_version,
+                       validation=validation, tags=tags, dry_run=dry_run)
+
+
+def resolve_strategy(job: JobConfig, strategy: str | None) -> tuple[str, dict[str, Any]]:
+    """The strategy that runs (`strategy` or the job's) and its checked per-job parameters."""
     strategy = strategy or job.strategy
     if strategy not in strategy_names():
         raise StageError(
@@ -124,32 +161,56 @@ def plan_period(
             where=f"job {job.job_id!r}",
             fix=f"use one of: {', '.join(strategy_names())}",
         )
-    ensure_tables(spark, paths)
-    where = period_predicate(job.job_id, period_end)
-    stamp = format_period_end(period_end)
-    kg_rows = [r.asDict() for r in read_table(spark, paths, KEYGROUP_STATS).where(where).collect()]
-    if not kg_rows:
+    params = dict(job.strategy_params.get(strategy, {}))
+    try:
+        check_params(strategy, params)
+    except ValueError as exc:
         raise StageError(
-            f"no statistics collected for job {job.job_id!r}, period ending {stamp}",
-            where=paths.table(KEYGROUP_STATS.name),
-            fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}` first",
-        )
-    node_rows = [r.asDict() for r in read_table(spark, paths, NODE_STATS).where(where).collect()]
-    edge_rows = [r.asDict() for r in read_table(spark, paths, COMM_STATS).where(where).collect()]
-    base_version, current = last_published(spark, paths, job.job_id, period_end)
-    state = build_state(job, kg_rows, node_rows, edge_rows, current)
-    budget = Budget(max_migration_cost=job.max_migration_cost, max_migrations=job.max_migrations)
-    scaled = None
-    if job.scaling is not None:  # Algorithm 1: terminate, plan, decide, re-plan (issue 6)
-        scaled, plan = plan_scaled(spark, paths, job, period_end, state, budget, strategy)
-        state = scaled.state
-    else:
-        plan = get_strategy(strategy)(state, budget, time_limit_s=job.solver_time_limit_s)
+            str(exc),
+            where=f"job {job.job_id!r}: strategy_params.{strategy}",
+            fix=f"correct [jobs.{job.job_id}.strategy_params.{strategy}] in the job config "
+                "(docs/algorithms.md lists each strategy's parameters)",
+        ) from exc
+    return strategy, params
+
+
+def job_budget(job: JobConfig) -> Budget:
+    return Budget(max_migration_cost=job.max_migration_cost, max_migrations=job.max_migrations)
+
+
+def no_stats_error(paths: Paths, job_id: str, stamp: str) -> StageError:
+    return StageError(
+        f"no statistics collected for job {job_id!r}, period ending {stamp}",
+        where=paths.table(KEYGROUP_STATS.name),
+        fix=f"run `reconf collect --job {job_id} --period-end {stamp}` first",
+    )
+
+
+def record_plan(
+    spark: SparkSession,
+    paths: Paths,
+    job: JobConfig,
+    period_end: datetime,
+    strategy: str,
+    state: ClusterState,
+    plan: Plan,
+    scaling_extra: dict[str, Any] | None,
+    base_version: int | None,
+    *,
+    validation: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
+    dry_run: bool = False,
+) -> PlanResult:
+    """Log a computed plan to MLflow and (unless a dry run) write it to plans / plan_moves.
+
+    Shared by the per-job path and fleet planning (jobs/fleet.py), so both record the same.
+    """
+    stamp = format_period_end(period_end)
     pid = plan_id(job.job_id, period_end)
     plan_json = {"job_id": job.job_id, "period_end": stamp, "plan_id": pid,
                  "base_version": base_version, **plan_to_dict(plan)}
-    if scaled is not None:
-        plan_json["scaling"].update(scaling_json(scaled))
+    if scaling_extra is not None:
+        plan_json["scaling"].update(scaling_extra)
     read_versions = {
         f"reconf.delta.{t.name}.version": str(table_version(spark, paths, t.name))
         for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS, ASSIGNMENTS)
@@ -164,6 +225,8 @@ def plan_period(
     )
     if not dry_run:
         _write_plan(spark, paths, job, period_end, pid, strategy, plan, base_version, run_id, plan_json)
+        tag_run(paths, run_id, {f"reconf.delta.{t.name}.version": str(table_version(spark, paths, t.name))
+                                for t in (PLAN_MOVES, PLANS)})  # the versions holding this plan
     return PlanResult(job.job_id, stamp, pid, plan, base_version, run_id, plan_json)
 
 
@@ -208,3 +271,16 @@ def _write_plan(
     # whose moves are already written.
     replace_rows(spark.createDataFrame(move_rows, PLAN_MOVES.ddl), paths, PLAN_MOVES, where)
     replace_rows(spark.createDataFrame([plan_row], PLANS.ddl), paths, PLANS, where)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m jobs.plan --job J --period-end T`, or `--fleet` for every job (jobs/fleet.py)."""
+    from jobs.fleet import plan_cli
+
+    return plan_cli(argv)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -24,7 +24,15 @@ from schemas.config import Paths
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["delta_package", "fetch_jars", "get_spark", "local_jars"]
+__all__ = [
+    "delta_package",
+    "fetch_jars",
+    "get_spark",
+    "local_jars",
+    "resolve_master",
+    "submit_settings",
+    "under_spark_submit",
+]
 
 _EXTENSIONS = "io.delta.sql.DeltaSparkSessionExtension"
 _CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -46,13 +54,14 @@ def local_jars(paths: Paths) -> list[Path]:
     return sorted(paths.jars.glob("*.jar"))
 
 
-def _base_builder(app_name: str, master: str) -> SparkSession.Builder:
+def _base_builder(app_name: str, master: str | None) -> SparkSession.Builder:
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:  # None under spark-submit: its --master stands
+        builder = builder.master(master)
     return (
-        SparkSession.builder.appName(app_name)
-        .master(master)
-        .config("spark.sql.extensions", _EXTENSIONS)
+        builder.config("spark.sql.extensions", _EXTENSIONS)
         .config("spark.sql.catalog.spark_catalog", _CATALOG)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "4")
@@ -79,14 +88,79 @@ def get_spark(paths: Paths | None = None, *, app_name: str = "reconf", master: s
             f"the Delta Lake jars are not in {paths.jars}; run `make setup` "
             f"(or `python -m jobs.spark --fetch-jars`) once to fetch {delta_package()}"
         )
-    master = master or os.environ.get("RECONF_SPARK_MASTER", "local[2]")
+    master = resolve_master(master)
     # py4j logs its shutdown at INFO from an atexit hook, after test runners and Airflow have
     # closed their log streams ("--- Logging error ---"); its INFO lines help nobody.
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    builder = _base_builder(app_name, master).config("spark.jars", ",".join(map(str, jars)))
-    spark = builder.getOrCreate()
+    effective = master
+    if effective is None:  # under spark-submit: the master its --master set
+        from pyspark import SparkConf
+
+        effective = SparkConf().get("spark.master", "local[*]")
+    builder = _configure(_base_builder(app_name, master), effective)
+    spark = builder.config("spark.jars", ",".join(map(str, jars))).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def under_spark_submit() -> bool:
+    """True in a Python driver that spark-submit launched (it hands over its JVM gateway)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def resolve_master(master: str | None = None) -> str | None:
+    """The master a new session uses: `master`, else spark-submit's `--master` (None: keep it),
+    else `$RECONF_SPARK_MASTER`, else local[2]."""
+    if master:
+        return master
+    if under_spark_submit():
+        return None
+    return os.environ.get("RECONF_SPARK_MASTER", "local[2]")
+
+
+def _loopback(master: str) -> bool:
+    return master.startswith(("spark://127.0.0.1:", "spark://localhost:"))
+
+
+def _configure(builder: SparkSession.Builder, master: str) -> SparkSession.Builder:
+    """What executors outside the driver's JVM need: the venv's Python (the project is installed
+    editable there, so executors import `jobs`/`placement`), bounded memory, and on a loopback
+    cluster a driver address the executors can reach."""
+    # pyspark starts its Python workers with $PYSPARK_PYTHON (default: `python3` on the PATH,
+    # which lacks the project's dependencies); the conf covers spark-submit'd drivers.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = builder.config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
+    if master.startswith("spark://"):
+        builder = builder.config(
+            "spark.executor.memory", os.environ.get("RECONF_SPARK_EXECUTOR_MEMORY", "768m"))
+        if _loopback(master):
+            builder = builder.config("spark.driver.host", "127.0.0.1").config(
+                "spark.driver.bindAddress", "127.0.0.1")
+    return builder
+
+
+def submit_settings(paths: Paths | None = None) -> dict[str, object]:
+    """What `spark-submit jobs/submit.py …` needs besides --master, for the CLI and for Airflow's
+    SparkSubmitOperator alike: the Delta jars on the driver's class path from the start (a
+    session started inside an already-running JVM cannot add the SQL extension's classes),
+    the Delta SQL settings, and the venv's Python for driver and executors."""
+    paths = paths or Paths.from_env()
+    jars = local_jars(paths)
+    if not jars:
+        raise RuntimeError(f"the Delta Lake jars are not in {paths.jars}; run `make setup` first")
+    return {
+        "jars": ",".join(map(str, jars)),
+        "conf": {
+            "spark.sql.extensions": _EXTENSIONS,
+            "spark.sql.catalog.spark_catalog": _CATALOG,
+            "spark.sql.session.timeZone": "UTC",
+            "spark.pyspark.python": sys.executable,
+            "spark.pyspark.driver.python": sys.executable,
+            "spark.executor.memory": os.environ.get("RECONF_SPARK_EXECUTOR_MEMORY", "768m"),
+            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_LOG4J.as_uri()}",
+        },
+        "env_vars": {"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"},
+    }
 
 
 def _artifact(jar_name: str) -> str:
