@@ -17,7 +17,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from jobs.errors import StageError
-from jobs.lake import ensure_tables, period_predicate, quote, read_table, replace_rows
+from jobs.lake import (
+    ensure_tables,
+    period_predicate,
+    quote,
+    read_table,
+    replace_rows,
+    table_version,
+)
 from jobs.tracking import tag_run
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
@@ -102,6 +109,8 @@ def publish_period(
     newer = versions.where(F.col("period_end") > F.lit(period_end)).count()
     if newer:
         _set_plan_status(spark, paths, job.job_id, period_end, "historical")
+        if plan_row["mlflow_run_id"]:
+            tag_run(paths, plan_row["mlflow_run_id"], {"reconf.publish_status": "historical"})
         return PublishResult(job.job_id, stamp, None, "historical", None)
 
     top = versions.agg(F.max("version")).first()
@@ -141,8 +150,12 @@ def publish_period(
     write_latest(paths.published, job.job_id, version)
     _set_plan_status(spark, paths, job.job_id, period_end, "published")
     if plan_row["mlflow_run_id"]:
-        tag_run(paths, plan_row["mlflow_run_id"],
-                {"reconf.assignment_version": str(version), "reconf.manifest": str(path)})
+        # the plan tagged the tables it read and wrote; publish adds the version log's version
+        tag_run(paths, plan_row["mlflow_run_id"], {
+            "reconf.publish_status": "published", "reconf.assignment_version": str(version),
+            "reconf.manifest": str(path), f"reconf.delta.{ASSIGNMENT_VERSIONS.name}.version":
+            str(table_version(spark, paths, ASSIGNMENT_VERSIONS.name)),
+        })
     return PublishResult(job.job_id, stamp, version, "published", str(path))
 
 

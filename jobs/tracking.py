@@ -9,20 +9,35 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jobs.audit_trail import (
+    AIRFLOW_TAG,
+    KEYGROUP_COLUMNS,
+    MOVE_COLUMNS,
+    NODE_COLUMNS,
+    airflow_tags,
+    explain_moves,
+    keygroup_rows,
+    node_rows,
+    note_markdown,
+    to_csv,
+)
 from placement.graphpart import pair_rates
 from placement.metrics import mean_load, node_loads
 from placement.model import ClusterState, Plan
 from schemas.config import JobConfig, Paths
 
-__all__ = ["CycleRecord", "log_cycle", "run_name", "tag_run"]
+__all__ = ["CycleRecord", "find_runs", "log_cycle", "read_csv_artifact", "run_name", "tag_run"]
 
 _JOB_TAG, _PERIOD_TAG = "reconf.job_id", "reconf.period_end"
+_KIND_TAG, _KIND = "mlflow.experimentKind", "custom_model_development"
+NOTE_TAG = "mlflow.note.content"  # the run description the MLflow UI shows on the run page
 
 
 @dataclass(frozen=True)
@@ -45,30 +60,36 @@ def run_name(job_id: str, period_end: str) -> str:
 def _client(paths: Paths) -> Any:
     from mlflow import MlflowClient
 
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # no bars in task logs
     paths.mlflow.mkdir(parents=True, exist_ok=True)
     return MlflowClient(tracking_uri=paths.mlflow_uri)
 
 
 def _experiment_id(client: Any, paths: Paths, job_id: str) -> str:
     experiment = client.get_experiment_by_name(job_id)
-    if experiment is not None:
-        return str(experiment.experiment_id)
-    return str(
-        client.create_experiment(
-            job_id, artifact_location=(paths.mlflow / "artifacts" / job_id).as_uri()
-        )
-    )
+    if experiment is None:
+        experiment = client.get_experiment(client.create_experiment(
+            job_id, artifact_location=(paths.mlflow / "artifacts" / job_id).as_uri()))
+    if experiment.tags.get(_KIND_TAG) != _KIND:  # the UI's run table, not its GenAI views
+        client.set_experiment_tag(experiment.experiment_id, _KIND_TAG, _KIND)
+    return str(experiment.experiment_id)
+
+
+def _run_filter(job_id: str, period_end: str | None, dry_run: bool) -> str:
+    where = f"tags.`{_JOB_TAG}` = '{job_id}' AND tags.`reconf.dry_run` = '{str(dry_run).lower()}'"
+    return where + (f" AND tags.`{_PERIOD_TAG}` = '{period_end}'" if period_end else "")
+
+
+def find_runs(client: Any, experiment_id: str, job_id: str, period_end: str | None = None,
+              *, dry_run: bool = False, max_results: int = 5000) -> list[Any]:
+    """The cycle runs of a job (of one period if given), newest period first."""
+    runs = client.search_runs([experiment_id], filter_string=_run_filter(job_id, period_end, dry_run),
+                              max_results=max_results)
+    return sorted(runs, key=lambda r: r.data.tags.get(_PERIOD_TAG, ""), reverse=True)
 
 
 def _find_or_create_run(client: Any, experiment_id: str, job_id: str, period_end: str, dry_run: bool) -> str:
-    found = client.search_runs(
-        [experiment_id],
-        filter_string=(
-            f"tags.`{_JOB_TAG}` = '{job_id}' AND tags.`{_PERIOD_TAG}` = '{period_end}' "
-            f"AND tags.`reconf.dry_run` = '{str(dry_run).lower()}'"
-        ),
-        max_results=1,
-    )
+    found = find_runs(client, experiment_id, job_id, period_end, dry_run=dry_run, max_results=1)
     if found:
         return str(found[0].info.run_id)
     run = client.create_run(
@@ -177,13 +198,31 @@ def _load_index(client: Any, experiment_id: str, period_end: str, system_load: f
     return 100.0 * system_load / first[1] if first[1] > 0 else 100.0
 
 
-def _moves_csv(plan: Plan) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["keygroup", "src_node", "dst_node", "cost"])
-    for move in plan.moves:
-        writer.writerow([move.keygroup, move.src, move.dst, f"{move.cost:.6g}"])
-    return out.getvalue()
+def read_csv_artifact(client: Any, run_id: str, name: str) -> list[dict[str, str]]:
+    """The rows of a CSV artifact of a run; [] when the run has none (e.g. an older run)."""
+    if name not in {a.path for a in client.list_artifacts(run_id)}:
+        return []
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(client.download_artifacts(run_id, name, tmp))
+        with local.open(newline="") as handle:
+            return list(csv.DictReader(handle))
+
+
+def _refresh_note(client: Any, run_id: str, moves: list[dict[str, str]] | None = None) -> None:
+    """(Re)write the run description from what the run holds now (tags, metrics, moves)."""
+    run = client.get_run(run_id)
+    if moves is None:
+        moves = read_csv_artifact(client, run_id, "moves.csv")
+    note = note_markdown(run.info.run_name, run.data.tags, run.data.metrics, moves)
+    client.set_tag(run_id, NOTE_TAG, note)
+
+
+def _validation_tags(validation: Mapping[str, Any] | None) -> dict[str, str]:
+    if validation is None:
+        return {}
+    return {"reconf.validation.success": str(bool(validation.get("success"))).lower(),
+            "reconf.validation.failures": str(validation.get("failure_count", 0)),
+            "reconf.validation.expected_from": str(validation.get("expected_keygroups_from", ""))}
 
 
 def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan) -> str:
@@ -201,6 +240,9 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         "spl_s": int(job.spl.total_seconds()),
         "nodes": len(state.nodes),
         "keygroups": len(state.keygroups),
+        # the strategy's own parameters (`strategy_params`), e.g. albic.max_pl
+        **{f"{record.strategy}.{k}": v
+           for k, v in job.strategy_params.get(record.strategy, {}).items()},
     }
     existing = client.get_run(run_id).data.params
     for key, value in params.items():
@@ -232,7 +274,13 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         metrics["nodes_active"] = float(scaling.get("nodes_active", 0))
     for key, value in metrics.items():
         client.log_metric(run_id, key, float(value), step=0)
-    tags = {"reconf.solver_status": plan.status.value, **current, **record.tags}
+    provenance = airflow_tags()
+    tags = {"reconf.solver_status": plan.status.value, **current,
+            "reconf.trigger": "airflow" if provenance else "manual",
+            **_validation_tags(record.validation), **provenance, **record.tags}
+    for stale in client.get_run(run_id).data.tags:  # a manual rerun of an Airflow cycle
+        if stale.startswith(AIRFLOW_TAG) and stale not in tags:
+            client.delete_tag(run_id, stale)
     if "decision" in scaling:
         tags["reconf.scaling.decision"] = str(scaling["decision"])
         tags["reconf.scaling.reason"] = str(scaling.get("reason", ""))[:4900]
@@ -241,7 +289,10 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "plan.json").write_text(json.dumps(record.plan_json, indent=2, sort_keys=True))
-        (folder / "moves.csv").write_text(_moves_csv(plan))
+        moves_csv = to_csv(explain_moves(state, plan), MOVE_COLUMNS)
+        (folder / "moves.csv").write_text(moves_csv)
+        (folder / "keygroups.csv").write_text(to_csv(keygroup_rows(state, plan), KEYGROUP_COLUMNS))
+        (folder / "nodes.csv").write_text(to_csv(node_rows(state, plan), NODE_COLUMNS))
         _load_chart(state, plan, folder / "node_loads.png")
         if state.edges:
             _comm_graph(state, plan, folder / "comm_graph.png")
@@ -250,11 +301,14 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
                 json.dumps(record.validation, indent=2, sort_keys=True, default=str)
             )
         client.log_artifacts(run_id, str(folder))
+        _refresh_note(client, run_id, list(csv.DictReader(io.StringIO(moves_csv))))
     client.set_terminated(run_id, "FINISHED")
     return run_id
 
 
 def tag_run(paths: Paths, run_id: str, tags: Mapping[str, str]) -> None:
+    """Add tags a later step knows (plans table version, assignment version) and redo the note."""
     client = _client(paths)
     for key, value in tags.items():
         client.set_tag(run_id, key, value)
+    _refresh_note(client, run_id)

@@ -24,6 +24,8 @@ a cycle by hand, for period ending T of job J:
   reconf publish --job J --period-end T     # next assignment version + manifest + LATEST
   reconf apply --job J                      # the runtime applies the newest version
 or all four pipeline stages at once: reconf cycle --job J --period-end T
+why the plan of a period moved what it moved (from its MLflow run):
+  reconf audit --job J --period-end T [--key-group K]
 """
 
 
@@ -128,6 +130,30 @@ def _cmd_cycle(args: argparse.Namespace) -> int:
     return _cmd_publish(args)
 
 
+def _cmd_audit(args: argparse.Namespace) -> int:
+    import json
+
+    from reconf.audit import audit, format_report
+
+    report = audit(args.job, args.period_end, args.key_group, dry_run=args.dry_run)
+    print(json.dumps(report, indent=2, sort_keys=True) if args.json else format_report(report))
+    return 0
+
+
+_AUDIT_HELP = """\
+why a cycle's plan moved what it moved, read back from its MLflow run (never recomputed):
+the run (id and UI link; RECONF_MLFLOW_URL sets the UI address), strategy, budget, load
+distance before/after and lower bound, each migration with its load, state size and reason,
+the scaling decision, the validation summary, the Delta table versions read and written,
+the Airflow DAG run, and the published assignment version.
+
+examples:
+  reconf audit --job flights2 --period-end 2026-01-01T00:10:00Z
+  reconf audit --job flights2 --period-end 2026-01-01T00:10:00Z --key-group 17
+  reconf audit --job flights2 --period-end 2026-01-01T00:10:00Z --json | jq .moves
+"""
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from reconf.demo import run_demo
 
@@ -193,6 +219,26 @@ def _parser() -> argparse.ArgumentParser:
                       help="print the plan; write no tables and publish nothing")
     _job_period(add("publish", _cmd_publish, "publish the period's plan as the next assignment version"))
     _job_period(add("cycle", _cmd_cycle, "collect, validate, plan and publish one period in-process"))
+    audit = sub.add_parser("audit", help="explain one cycle's plan from its MLflow run",
+                           description=_AUDIT_HELP,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    audit.set_defaults(func=_cmd_audit)
+    _job_period(audit)
+    audit.add_argument("--key-group", metavar="K",
+                       help="also say whether key group K moved, from/to, its load, state size "
+                       "and why (full id, or its number when unambiguous, e.g. 17)")
+    audit.add_argument("--json", action="store_true", help="print the report as JSON")
+    audit.add_argument("--dry-run", action="store_true",
+                       help="audit the period's dry run instead of its real cycle")
+    from reconf import services
+
+    for action, text in (("up", "start the local Airflow services and MLflow server (make up)"),
+                         ("down", "stop exactly the services `up` started, by pid (make down)"),
+                         ("status", "which local services run and answer (make status)")):
+        svc = sub.add_parser(action, help=text, description=text, epilog=services.EPILOG,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+        svc.set_defaults(func=services.run, action=action)
+        services.add_arguments(svc)
     bench = sub.add_parser("bench", help="run a benchmark: prints a table and writes JSON rows",
                            description="paper reproductions and performance benchmarks")
     _add_benchmarks(bench)

@@ -1,0 +1,260 @@
+"""`reconf audit`: why did a job's plan move what it moved, read back from the MLflow run.
+
+MLflow is the audit trail: everything printed here comes from the run of the period (its tags,
+params, metrics and the artifacts moves.csv, keygroups.csv, nodes.csv, validation.json), never
+from recomputing, so the answer is what the pipeline decided at the time, even if the stats,
+the config or the planner changed since.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from schemas.config import Paths
+from schemas.landing import format_period_end, parse_period_end
+
+__all__ = ["AuditError", "audit", "format_report", "mlflow_ui_base"]
+
+NEAREST = 3
+_TRAILING = re.compile(r"(\d+)$")
+
+
+class AuditError(ValueError):
+    """The audit cannot answer: what is wrong, where, and what to try instead."""
+
+
+def mlflow_ui_base() -> str:
+    """Where operators open the MLflow UI: `RECONF_MLFLOW_URL`, else `make mlflow-ui`'s port."""
+    return os.environ.get("RECONF_MLFLOW_URL", "http://127.0.0.1:5000").rstrip("/")
+
+
+def _client(paths: Paths) -> Any:
+    from mlflow import MlflowClient
+
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # clean stderr
+    uri = paths.mlflow_uri
+    db = Path(uri.removeprefix("sqlite:///"))
+    if uri.startswith("sqlite:///") and not db.is_file():  # do not create an empty store
+        raise AuditError(f"no MLflow store at {db}: nothing was planned under this RECONF_HOME "
+                         "(set RECONF_HOME to the stores of the pipeline, or run a cycle first)")
+    return MlflowClient(tracking_uri=uri)
+
+
+def _experiment(client: Any, job_id: str) -> str:
+    experiment = client.get_experiment_by_name(job_id)
+    if experiment is not None:
+        return str(experiment.experiment_id)
+    known = sorted(e.name for e in client.search_experiments() if e.name != "Default")
+    try:
+        from schemas.config import load_jobs
+
+        configured = ", ".join(sorted(load_jobs())) or "none"
+    except ValueError as exc:  # a broken config must not hide the audit trail
+        configured = f"unknown ({exc})"
+    raise AuditError(f"unknown job {job_id!r}: the MLflow store has no experiment for it; jobs "
+                     f"with runs: {', '.join(known) or 'none'}; configured jobs: {configured}")
+
+
+def _period(text: str) -> tuple[datetime, str]:
+    try:
+        when = parse_period_end(text)
+    except ValueError as exc:
+        raise AuditError(f"--period-end: {exc}") from exc
+    return when, format_period_end(when)
+
+
+def _run_of(client: Any, experiment_id: str, job_id: str, when: datetime, stamp: str,
+            dry_run: bool) -> Any:
+    from jobs.tracking import find_runs
+
+    found = find_runs(client, experiment_id, job_id, stamp, dry_run=dry_run, max_results=1)
+    if found:
+        return found[0]
+    periods = sorted({r.data.tags["reconf.period_end"]
+                      for r in find_runs(client, experiment_id, job_id, dry_run=dry_run)})
+    kind = "dry run" if dry_run else "run"
+    if not periods:
+        raise AuditError(f"job {job_id!r} has no {kind} in MLflow yet; nothing to audit")
+    nearest = sorted(periods, key=lambda p: (abs((parse_period_end(p) - when).total_seconds()), p))
+    shown = ", ".join(sorted(nearest[:NEAREST]))
+    raise AuditError(f"no {kind} of job {job_id!r} for the period ending {stamp}; nearest periods "
+                     f"with a {kind}: {shown} ({len(periods)} in all, {periods[0]} .. "
+                     f"{periods[-1]}); period ends are the ends of SPL windows")
+
+
+def _json_artifact(client: Any, run_id: str, name: str) -> dict[str, Any] | None:
+    if name not in {a.path for a in client.list_artifacts(run_id)}:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        loaded: dict[str, Any] = json.loads(Path(client.download_artifacts(run_id, name, tmp))
+                                            .read_text())
+        return loaded
+
+
+def _num(value: str | float | None) -> float | None:
+    if value in (None, "", "none", "None"):
+        return None
+    return float(value)
+
+
+def _keygroup(query: str, keygroups: list[dict[str, str]], moves: list[dict[str, str]],
+              nodes: list[dict[str, str]], report: dict[str, Any]) -> dict[str, Any]:
+    """The key group `query` (exact id, or its trailing number when that is unambiguous)."""
+    ids = [k["keygroup"] for k in keygroups]
+    if query not in ids:
+        number = int(query) if query.isdigit() else None
+        matches = [i for i in ids if (m := _TRAILING.search(i)) and int(m.group(1)) == number]
+        if len(matches) != 1:
+            what = (f"matches several key groups ({', '.join(matches)}); give the full id"
+                    if matches else
+                    f"is not a key group of this run ({len(ids)} key groups, e.g. "
+                    f"{', '.join(ids[:4])})")
+            raise AuditError(f"--key-group {query!r} {what}")
+        query = matches[0]
+    row = next(k for k in keygroups if k["keygroup"] == query)
+    move = next((m for m in moves if m["keygroup"] == query), None)
+    load = {n["node"]: n for n in nodes}
+    out: dict[str, Any] = {"keygroup": query, "operator": row["operator"],
+                           "load_pct": _num(row["load_pct"]),
+                           "state_bytes": _num(row["state_bytes"]),
+                           "moved": move is not None, "from": row["node_before"],
+                           "to": row["node_after"]}
+    if move is not None:
+        out.update(reason=move["reason"], reason_codes=move["reason_codes"].split(";"),
+                   cost=_num(move["cost"]))
+        return out
+    node = load.get(row["node_before"], {})
+    budget = report["budget"]["max_migrations"]
+    used = report["migrations"]
+    why = (f"the migration budget was used up ({used} of {int(budget)} migrations)"
+           if budget is not None and used >= budget else
+           f"the plan needed only {used} migration(s) to reach its load distance")
+    if node:
+        why += (f"; its node {row['node_before']} went {float(node['load_before']):.1f}% -> "
+                f"{float(node['load_after']):.1f}%")
+    out["reason"] = f"not moved: {why}"
+    return out
+
+
+def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
+          paths: Paths | None = None, dry_run: bool = False) -> dict[str, Any]:
+    """The audit report of one cycle, as plain JSON-able data, from its MLflow run only."""
+    from jobs.tracking import read_csv_artifact
+
+    paths = paths or Paths.from_env()
+    when, stamp = _period(period_end)
+    client = _client(paths)
+    experiment_id = _experiment(client, job_id)
+    run = _run_of(client, experiment_id, job_id, when, stamp, dry_run)
+    rid, tags, metrics = run.info.run_id, run.data.tags, run.data.metrics
+    param = {k[len("reconf.param."):]: v for k, v in tags.items() if k.startswith("reconf.param.")}
+    param = {**run.data.params, **param}  # tags hold the newest rerun's settings
+    moves = read_csv_artifact(client, rid, "moves.csv")
+    validation = _json_artifact(client, rid, "validation.json")
+    airflow = {k[len("reconf.airflow."):]: v for k, v in tags.items()
+               if k.startswith("reconf.airflow.")}
+    report: dict[str, Any] = {
+        "job_id": job_id, "period_end": stamp,
+        "run": {"id": rid, "name": run.info.run_name, "experiment_id": experiment_id,
+                "status": run.info.status,
+                "url": f"{mlflow_ui_base()}/#/experiments/{experiment_id}/runs/{rid}"},
+        "strategy": param.get("strategy"), "solver_status": tags.get("reconf.solver_status"),
+        "solve_time_s": metrics.get("solve_time_s"),
+        "budget": {"max_migrations": _num(param.get("max_migrations")),
+                   "max_migration_cost": _num(param.get("max_migration_cost"))},
+        "load_distance": {"before": metrics.get("load_distance_before"),
+                          "after": metrics.get("load_distance_after"),
+                          "lower_bound": metrics.get("lower_bound")},
+        "collocation_factor": {"before": metrics.get("collocation_factor_before"),
+                               "after": metrics.get("collocation_factor_after")},
+        "migrations": len(moves), "migration_cost": metrics.get("migration_cost"),
+        "moves": [{"keygroup": m["keygroup"], "from": m["src_node"], "to": m["dst_node"],
+                   "load_pct": _num(m["load_pct"]), "state_bytes": _num(m["state_bytes"]),
+                   "reason": m["reason"]} for m in moves],
+        "scaling": ({"decision": tags["reconf.scaling.decision"],
+                     "reason": tags.get("reconf.scaling.reason", "")}
+                    if "reconf.scaling.decision" in tags else None),
+        "validation": None if validation is None else {
+            "success": validation.get("success"), "failures": validation.get("failure_count"),
+            "expected_keygroups_from": validation.get("expected_keygroups_from"),
+            "failed": [f"{f.get('table')}.{f.get('column') or ''}: {f.get('rule')}"
+                       for f in validation.get("failures", [])]},
+        "delta_versions": {k[len("reconf.delta."):-len(".version")]: int(v)
+                           for k, v in sorted(tags.items())
+                           if k.startswith("reconf.delta.") and k.endswith(".version")},
+        "airflow": airflow or None,
+        "published": ({"assignment_version": int(tags["reconf.assignment_version"]),
+                       "manifest": tags.get("reconf.manifest")}
+                      if "reconf.assignment_version" in tags else None),
+        "publish_status": tags.get("reconf.publish_status"),
+        "base_version": tags.get("reconf.base_version"),
+        "artifacts": sorted(a.path for a in client.list_artifacts(rid)),
+        "dry_run": dry_run,
+    }
+    if keygroup is not None:
+        report["keygroup"] = _keygroup(keygroup, read_csv_artifact(client, rid, "keygroups.csv"),
+                                       moves, read_csv_artifact(client, rid, "nodes.csv"), report)
+    return report
+
+
+def _f(value: float | None, fmt: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+def format_report(r: dict[str, Any]) -> str:
+    """The report as the lines an operator reads in a terminal."""
+    run, ld, budget = r["run"], r["load_distance"], r["budget"]
+    lines = [
+        f"{run['name']}: MLflow run {run['id']} ({run['status'].lower()})",
+        f"  open: {run['url']}",
+        f"  strategy {r['strategy']} (solver {r['solver_status']}, "
+        f"{_f(r['solve_time_s'], '.2f')} s); budget max_migrations="
+        f"{_f(budget['max_migrations'], '.0f')}, max_migration_cost="
+        f"{_f(budget['max_migration_cost'], '.4g')}",
+        f"  load distance {_f(ld['before'])} -> {_f(ld['after'])} (lower bound "
+        f"{_f(ld['lower_bound'])}); collocation factor "
+        f"{_f(r['collocation_factor']['before'], '.1f')}% -> "
+        f"{_f(r['collocation_factor']['after'], '.1f')}%",
+        f"  {r['migrations']} migration(s), cost {_f(r['migration_cost'], '.4g')}, from "
+        + ("the initial allocation" if r["base_version"] in (None, "None")
+           else f"assignment v{r['base_version']}"),
+    ]
+    lines += [f"    {m['keygroup']}: {m['from']} -> {m['to']} (load {_f(m['load_pct'], '.2f')}%, "
+              f"state {_f(m['state_bytes'], '.0f')} B) because {m['reason']}" for m in r["moves"]]
+    if r["scaling"]:
+        lines.append(f"  scaling: {r['scaling']['decision']}: {r['scaling']['reason']}")
+    v = r["validation"]
+    if v is None:
+        lines.append("  validation: no report logged with this run")
+    else:
+        lines.append(f"  validation: {'passed' if v['success'] else 'FAILED'}, {v['failures']} "
+                     f"failed expectation(s), key groups checked against "
+                     f"{v['expected_keygroups_from']}")
+        lines += [f"    failed: {f}" for f in v["failed"]]
+    versions = ", ".join(f"{t} v{n}" for t, n in r["delta_versions"].items())
+    lines.append(f"  Delta versions: {versions or 'none recorded'}")
+    a = r["airflow"]
+    lines.append("  Airflow: " + (
+        f"dag {a.get('dag_id')}, run {a.get('run_id')}, try {a.get('try_number', '?')}"
+        + (f", {a['url']}" if a.get("url") else "") if a else "not run by Airflow (manual cycle)"))
+    p = r["published"]
+    if p:
+        lines.append(f"  published: assignment v{p['assignment_version']} ({p['manifest']})")
+    elif r["publish_status"] == "historical":
+        lines.append("  published: no, historical (a later period was already published; "
+                     "LATEST was not moved back)")
+    else:
+        lines.append("  published: not (yet) published")
+    k = r.get("keygroup")
+    if k:
+        head = (f"  key group {k['keygroup']} ({k['operator']}, load {_f(k['load_pct'], '.2f')}%,"
+                f" state {_f(k['state_bytes'], '.0f')} B): ")
+        lines.append(head + (f"MOVED {k['from']} -> {k['to']} because {k['reason']}"
+                             if k["moved"] else f"stayed on {k['from']}; {k['reason']}"))
+    return "\n".join(lines)
