@@ -49,8 +49,14 @@ def airflow_env(paths: Paths) -> dict[str, str]:
     Its metadata DB is `paths.airflow_db_uri`: SQLite by default, PostgreSQL when `RECONF_DB_URI`
     names a server (then MLflow's store moves there too, `Paths.mlflow_uri`).
     """
+    sqlite = {
+        # A longer busy timeout: several Airflow processes write the one file (airflow_sqlite).
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "reconf.airflow_sqlite.CONNECT_ARGS",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "reconf.airflow_sqlite.ASYNC_CONNECT_ARGS",
+    } if paths.airflow_db_uri.startswith("sqlite") else {}
     return {
         **os.environ,
+        **sqlite,
         "AIRFLOW_HOME": str(paths.airflow),
         "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_ROOT / "dags"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",

@@ -19,6 +19,7 @@ tests/jobs/pipeline_kit.py.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -39,6 +40,8 @@ from schemas.config import JobConfig, Paths, resolve_job  # noqa: E402
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+SUBPROCESS_JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 
 @pytest.fixture(scope="session")
 def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -53,6 +56,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from jobs.spark import get_spark
 
     session = get_spark(Paths(tmp_path_factory.mktemp("spark-home")))
+    # The stages' subprocesses (Airflow tasks, spark-submit, CLIs) each run a JVM for seconds on
+    # small data: C1-only JIT and the serial GC start them faster (docs/operations.md). Not this
+    # long-lived JVM: without C2 the in-process tests ran about a third slower.
+    os.environ.setdefault("RECONF_SPARK_JAVA_OPTS", SUBPROCESS_JAVA_OPTS)
     yield session
     session.stop()
 

@@ -1,6 +1,6 @@
 """Backfills through the real scheduler: idempotent, historical, and LATEST never moves back.
 
-The tiny job runs forward for P2 and P3 (in-process stages: versions 1 and 2, LATEST = 2). Then
+The tiny job runs forward for P2 (in-process stages: version 1, LATEST = 1). Then
 the local services come up as `make up` starts them (api-server, scheduler, dag-processor; with
 the scheduler's own schedule off so that only the backfills run) and the operator's recipe of
 docs/operations.md runs `airflow backfill create` twice for the earlier period P1: first
@@ -8,8 +8,7 @@ docs/operations.md runs `airflow backfill create` twice for the earlier period P
 older than every published version, so its plan is historical. After each backfill the Delta
 tables, the MLflow runs, the published versions and LATEST are read back: the second backfill
 recomputes (new Delta table versions, the same MLflow run updated) and adds no rows and no runs.
-Last, the overlapping period P2 (published as v1) is redone through the same stage entry points
-the DAG's tasks call (jobs.stages): it stays v1, and LATEST stays at v2.
+(Redoing an already published period is `already_published`: tests/jobs/test_cycle.py.)
 
 Each DAG run through the scheduler costs four task processes with a Spark JVM each (about 1-3
 minutes per run on 2 busy cores), hence two runs; the publish rules themselves are unit-tested
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from pipeline_kit import CONFIG, JOB_ID, P1, P2, P3, stamp, tree
+from pipeline_kit import CONFIG, JOB_ID, P1, P2, stamp, tree
 
 from reconf.services import Ports, down, up
 from reconf.settings import airflow_bin, airflow_env, make_source
@@ -76,7 +75,10 @@ def _task_log_tail(paths: Paths, run_id: str) -> str:
 def _backfill(paths: Paths, start: datetime, end: datetime, reprocess: str,
               timeout_s: float = 1200) -> dict[str, str]:
     """Create a backfill of [start, end] (the recipe's command), wait until the scheduler has
-    finished it; {logical date: run_id} of its runs, every one of which succeeded."""
+    finished it; {logical date: run_id} of its runs, every one of which succeeded.
+
+    Finished = the backfill's `completed_at` is set (the scheduler checks on a 30 s timer). Its
+    runs ending is not enough: Airflow refuses a new backfill of a DAG while one is active."""
     _airflow(paths, "backfill", "create", "--dag-id", DAG_ID, "--from-date", start.isoformat(),
              "--to-date", end.isoformat(), "--reprocess-behavior", reprocess,
              "--max-active-runs", "1")
@@ -86,12 +88,13 @@ def _backfill(paths: Paths, start: datetime, end: datetime, reprocess: str,
         assert time.monotonic() < deadline, (
             f"backfill {backfill_id} not done after {timeout_s} s: "
             f"{_query(paths, 'SELECT run_id, state FROM dag_run WHERE backfill_id = ?', backfill_id)}")
-        time.sleep(5)
-    runs = _query(paths, "SELECT logical_date, run_id, state FROM dag_run WHERE backfill_id = ?",
-                  backfill_id)
-    for _, run_id, state in runs:
+        time.sleep(2)
+    runs = _query(paths, "SELECT logical_date, run_id, state, end_date FROM dag_run "
+                         "WHERE backfill_id = ?", backfill_id)
+    assert len(runs) == (end - start) // resolve_job(JOB_ID).spl + 1, runs
+    for _, run_id, state, _ in runs:
         assert state == "success", f"{run_id} ended {state}:\n{_task_log_tail(paths, run_id)}"
-    return {_key(logical): run_id for logical, run_id, _ in runs}
+    return {_key(logical): run_id for logical, run_id, _, _ in runs}
 
 
 def _key(logical_date: object) -> str:
@@ -130,7 +133,7 @@ def _mlflow_runs(paths: Paths) -> dict[str, Any]:
 
 @pytest.fixture()
 def forward(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spark: SparkSession) -> Iterator[Paths]:
-    """P1..P3 landed; P2 and P3 reconfigured forward (v1, v2); the services up; down at the end."""
+    """P1 and P2 landed; P2 reconfigured forward (v1); the services up; down at the end."""
     from jobs.stages import run_collect, run_plan, run_publish, run_validate
 
     config = tmp_path / "jobs.toml"
@@ -144,14 +147,13 @@ def forward(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spark: SparkSession
     paths = Paths.from_env()
     paths.home.mkdir()
     source = make_source(resolve_job(JOB_ID), paths)
-    for period_end in (P1, P2, P3):
+    for period_end in (P1, P2):
         source.land_period(paths.landing, period_end)
-    for period_end in (P2, P3):
-        run_collect(JOB_ID, period_end)
-        run_validate(JOB_ID, period_end)
-        run_plan(JOB_ID, period_end)
-        run_publish(JOB_ID, period_end)
-    assert read_latest_version(paths.published, JOB_ID) == 2
+    run_collect(JOB_ID, P2)
+    run_validate(JOB_ID, P2)
+    run_plan(JOB_ID, P2)
+    run_publish(JOB_ID, P2)
+    assert read_latest_version(paths.published, JOB_ID) == 1
     up(paths, Ports(airflow=_free_port(), mlflow=_free_port()),
        names=("api-server", "scheduler", "dag-processor"), timeout_s=600)
     try:
@@ -172,7 +174,7 @@ def test_backfill_twice_is_idempotent_historical_and_never_moves_latest(
     _airflow(paths, "dags", "unpause", DAG_ID)
     published = tree(paths.published)
     before = _counts(spark, paths)
-    assert before["keygroup_stats"] == 2 * ROWS_PER_PERIOD["keygroup_stats"]
+    assert before["keygroup_stats"] == ROWS_PER_PERIOD["keygroup_stats"]
 
     # depends_on_past: Airflow refuses reprocess "none"; "failed" fills the range (new runs for
     # missing dates, reruns of failed ones), "completed" redoes every date of it.
@@ -180,20 +182,19 @@ def test_backfill_twice_is_idempotent_historical_and_never_moves_latest(
 
     assert sorted(first) == [_key(P1)]
     after_first = _counts(spark, paths)
-    assert after_first["keygroup_stats"] == 3 * ROWS_PER_PERIOD["keygroup_stats"]  # P1 added
-    assert after_first["assignment_versions"] == before["assignment_versions"] == 2
-    assert after_first["plans"] == 3
-    assert _plan_status(spark, paths) == {stamp(P1): "historical", stamp(P2): "published",
-                                          stamp(P3): "published"}
-    assert read_latest_version(paths.published, JOB_ID) == 2
+    assert after_first["keygroup_stats"] == 2 * ROWS_PER_PERIOD["keygroup_stats"]  # P1 added
+    assert after_first["assignment_versions"] == before["assignment_versions"] == 1
+    assert after_first["plans"] == 2
+    assert _plan_status(spark, paths) == {stamp(P1): "historical", stamp(P2): "published"}
+    assert read_latest_version(paths.published, JOB_ID) == 1
     assert tree(paths.published) == published  # no new manifest, LATEST untouched
     runs = _mlflow_runs(paths)
-    assert sorted(runs) == [f"{JOB_ID}@{stamp(p)}" for p in (P1, P2, P3)]
+    assert sorted(runs) == [f"{JOB_ID}@{stamp(p)}" for p in (P1, P2)]
     p1_run = runs[f"{JOB_ID}@{stamp(P1)}"]
     assert p1_run.data.tags["reconf.airflow_run_id"] == first[_key(P1)]
     assert "reconf.assignment_version" not in p1_run.data.tags  # historical: nothing published
     assert p1_run.data.tags["reconf.publish_status"] == "historical"
-    assert runs[f"{JOB_ID}@{stamp(P3)}"].data.tags["reconf.publish_status"] == "published"
+    assert runs[f"{JOB_ID}@{stamp(P2)}"].data.tags["reconf.publish_status"] == "published"
     versions_first = _versions(spark, paths)
 
     second = _backfill(paths, P1, P1, "completed")  # redo the range
@@ -203,10 +204,9 @@ def test_backfill_twice_is_idempotent_historical_and_never_moves_latest(
     recomputed = _versions(spark, paths)
     assert recomputed["keygroup_stats"] == versions_first["keygroup_stats"] + 1  # recollected
     assert recomputed["plans"] > versions_first["plans"]  # replanned
-    assert _plan_status(spark, paths) == {stamp(P1): "historical", stamp(P2): "published",
-                                          stamp(P3): "published"}
-    assert read_latest_version(paths.published, JOB_ID) == 2
-    assert tree(paths.published) == published  # still v1, v2; LATEST never moved
+    assert _plan_status(spark, paths) == {stamp(P1): "historical", stamp(P2): "published"}
+    assert read_latest_version(paths.published, JOB_ID) == 1
+    assert tree(paths.published) == published  # still v1; LATEST never moved
     again = _mlflow_runs(paths)
     assert {name: r.info.run_id for name, r in again.items()} == {
         name: r.info.run_id for name, r in runs.items()}  # no new runs: the same ones, updated
@@ -214,18 +214,3 @@ def test_backfill_twice_is_idempotent_historical_and_never_moves_latest(
     assert p1_tags["reconf.delta.keygroup_stats.version"] != p1_run.data.tags[
         "reconf.delta.keygroup_stats.version"]  # the rerun read the recollected stats
     assert "reconf.assignment_version" not in p1_tags
-
-    # The overlapping, already published period P2, redone by the tasks' entry points.
-    from jobs.stages import run_collect, run_plan, run_publish, run_validate
-
-    run_collect(JOB_ID, P2)
-    run_validate(JOB_ID, P2)
-    run_plan(JOB_ID, P2)
-    redone = run_publish(JOB_ID, P2)
-    assert (redone.status, redone.version) == ("already_published", 1)
-    assert _counts(spark, paths) == after_first
-    assert read_latest_version(paths.published, JOB_ID) == 2
-    assert tree(paths.published) == published
-    assert _plan_status(spark, paths)[stamp(P2)] == "published"
-    assert {n: r.info.run_id for n, r in _mlflow_runs(paths).items()} == {
-        n: r.info.run_id for n, r in runs.items()}

@@ -3,7 +3,10 @@ Delta, GE, MLflow and Airflow's metadata DB), in one Airflow home for the module
 
 1. config errors: a bad job is an import error (in the DB, as the DAG processor records it) that
    names the file and field, while the good job's DAG and a downstream DAG stay schedulable;
-2. a cycle publishes v1 and emits the assignment Asset, which queues the downstream DAG;
+2. two cycles publish v1 and v2 (the first through the tasks' stage functions, the second
+   through the DAG; the runtime applies each; the Delta tables read back with time travel; one
+   MLflow run per cycle) and the DAG's publish emits the assignment Asset, which queues the
+   downstream DAG;
 3. a dry run with params plans and logs to MLflow tagged dry_run, and publishes nothing;
 4. a period whose stats fail validation fails the run at once (no retries), publish never runs,
    LATEST stays, and the log's last lines say what, where and how to fix;
@@ -25,6 +28,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -33,16 +37,17 @@ import pytest
 from reconf.demo import ensure_airflow
 from reconf.settings import airflow_bin, airflow_env, make_source
 from runtime.source import write_period
+from runtime.synthetic import SyntheticJob
 from schemas.config import PROJECT_ROOT, Paths, resolve_job
 from schemas.landing import EDGES, KEYGROUPS, NODES
-from schemas.manifest import read_latest_version
+from schemas.manifest import assignment_checksum, read_latest_version, read_manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 JOB = "ops"
 DAG_ID = f"reconfigure_{JOB}"
 P1 = datetime(2026, 3, 1, 0, 5, tzinfo=UTC)
-P2, P3, P4, P5 = (P1 + timedelta(minutes=5 * i) for i in (1, 2, 3, 4))
+P2, P3, P4, P5, P6 = (P1 + timedelta(minutes=5 * i) for i in (1, 2, 3, 4, 5))
 CONFIG = """
 [defaults]
 spl = "5m"
@@ -156,32 +161,99 @@ def test_a_bad_job_is_an_import_error_and_the_good_dags_stay_schedulable(ops_hom
     assert _airflow(env, "dags", "unpause", "deploy_ops").returncode == 0
 
 
-def test_a_cycle_publishes_and_emits_the_assignment_asset(ops_home) -> None:
+def test_two_cycles_publish_v1_and_v2_and_emit_the_assignment_asset(ops_home) -> None:
     paths, env = ops_home
-    make_source(resolve_job(JOB), paths).land_period(paths.landing, P1)
-    code, log = _dags_test(paths, env, P1)
-    assert code == 0, log[-3000:]
-    assert read_latest_version(paths.published, JOB) == 1
-    (event,) = _asset_events(paths)
-    assert event["version"] == 1 and event["period_end"] == "2026-03-01T00:05:00Z"
-    assert event["status"] == "published" and event["job_id"] == JOB
-    # The event queued a run of the DAG scheduled on the asset (the scheduler starts it).
+    source = make_source(resolve_job(JOB), paths)
+    assert isinstance(source, SyntheticJob)
+    # P1 through the stage functions the tasks call (a DAG run costs a minute; the stages and
+    # their idempotency are tests/jobs' subject), P2 through the DAG, starting from v1.
+    from jobs.stages import run_collect, run_plan, run_publish, run_validate
+
+    for version, period_end in enumerate((P1, P2), start=1):
+        source.land_period(paths.landing, period_end)
+        if period_end == P1:
+            for stage in (run_collect, run_validate, run_plan, run_publish):
+                stage(JOB, P1)
+        else:
+            code, log = _dags_test(paths, env, period_end)
+            assert code == 0, log[-3000:]
+        applied = source.apply_latest(paths.published)  # the runtime runs each version
+        assert (applied.status, applied.version) == ("applied", version)
+
+    # Published: two immutable versions, LATEST on the newest, checksums that verify.
+    assert read_latest_version(paths.published, JOB) == 2
+    manifests = [read_manifest(paths.published, JOB, v) for v in (1, 2)]
+    for manifest, period_end in zip(manifests, (P1, P2), strict=True):
+        assert manifest.checksum == assignment_checksum(manifest.assignment)
+        assert manifest.period_end == period_end.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert dict(source.assignment) == dict(manifests[1].assignment)
+
+    # The DAG's publish emitted one asset event for v2; it queued the DAG scheduled on the asset.
+    events = _asset_events(paths)
+    assert [(e["version"], e["period_end"], e["status"], e["job_id"]) for e in events] == [
+        (2, "2026-03-01T00:10:00Z", "published", JOB)]
     queued = _db(paths, "SELECT q.target_dag_id FROM asset_dag_run_queue q JOIN asset a "
                         "ON a.id = q.asset_id WHERE a.uri = 'reconf://ops/assignment'")
     assert queued == [("deploy_ops",)]
 
+    from jobs.spark import get_spark
+
+    spark = get_spark(paths)
+
+    def delta(name: str, version: int | None = None) -> Any:  # a Spark DataFrame
+        reader = spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        return reader.load(paths.table(name)).where(f"job_id = '{JOB}'")
+
+    # Time travel: version 0 is the empty table, each collect adds exactly one period.
+    assert delta("keygroup_stats", 0).count() == 0
+    after_first = delta("keygroup_stats", 1)
+    assert after_first.count() == 12
+    assert {r[0] for r in after_first.select("period_end").distinct().collect()} == {
+        P1.replace(tzinfo=None)}
+    assert delta("keygroup_stats").count() == 24
+    assert delta("assignment_versions", 1).count() == 1
+    assert delta("assignment_versions").count() == 2
+
+    plans = {r["period_end"]: r for r in delta("plans").collect()}
+    assert len(plans) == 2 and all(r["status"] == "published" for r in plans.values())
+    for row in plans.values():
+        assert row["migrations"] <= 3
+        assert row["load_distance_after"] <= row["load_distance_before"] + 1e-9
+        assert json.loads(row["plan_json"])["migrations"] == row["migrations"]
+    assert delta("plan_moves").count() == sum(r["migrations"] for r in plans.values())
+    assert plans[P2.replace(tzinfo=None)]["base_version"] == 1  # planned from what ran
+
+    # MLflow: one run per cycle, tagged with the version it published and the Airflow run.
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=paths.mlflow_uri)
+    experiment = client.get_experiment_by_name(JOB)
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
+    assert sorted(r.info.run_name for r in runs) == [
+        f"{JOB}@2026-03-01T00:05:00Z", f"{JOB}@2026-03-01T00:10:00Z"]
+    for run in runs:
+        assert run.data.tags["reconf.assignment_version"] in {"1", "2"}
+        assert run.data.tags["reconf.publish_status"] == "published"
+        by_airflow = run.info.run_name.endswith("00:10:00Z")
+        assert run.data.tags.get("reconf.airflow_run_id", "").startswith("manual__") == by_airflow
+        artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert {"plan.json", "moves.csv", "node_loads.png", "validation.json"} <= artifacts
+
 
 def test_a_dry_run_plans_and_logs_but_never_publishes(ops_home) -> None:
     paths, env = ops_home
-    make_source(resolve_job(JOB), paths).land_period(paths.landing, P2)
+    make_source(resolve_job(JOB), paths).land_period(paths.landing, P3)
     published = sorted(p.name for p in (paths.published / JOB).iterdir())
     conf = {"dry_run": True, "strategy": "greedy", "max_migrations": 1, "time_limit_s": 1}
-    code, log = _dags_test(paths, env, P2, conf)
+    code, log = _dags_test(paths, env, P3, conf)
     assert code == 0, log[-3000:]
-    assert read_latest_version(paths.published, JOB) == 1
+    assert read_latest_version(paths.published, JOB) == 2
     assert sorted(p.name for p in (paths.published / JOB).iterdir()) == published
-    assert "NOT published; LATEST stays at v1" in log
-    states = _task_states(paths, P2)
+    assert "NOT published; LATEST stays at v2" in log
+    states = _task_states(paths, P3)
     assert states["plan"][0] == "success" and states["publish"][0] == "skipped"
     assert len(_asset_events(paths)) == 1  # a skipped publish emits no asset event
 
@@ -191,7 +263,7 @@ def test_a_dry_run_plans_and_logs_but_never_publishes(ops_home) -> None:
     experiment = client.get_experiment_by_name(JOB)
     assert experiment is not None
     (run,) = client.search_runs([experiment.experiment_id],
-                                "tags.`reconf.period_end` = '2026-03-01T00:10:00Z'")
+                                "tags.`reconf.period_end` = '2026-03-01T00:15:00Z'")
     assert run.data.tags["reconf.dry_run"] == "true"
     assert run.data.params["strategy"] == "greedy"
     assert run.data.metrics["migrations"] <= 1
@@ -199,37 +271,37 @@ def test_a_dry_run_plans_and_logs_but_never_publishes(ops_home) -> None:
 
 def test_a_failed_validation_fails_fast_and_keeps_latest(ops_home) -> None:
     paths, env = ops_home
-    where = make_source(resolve_job(JOB), paths).land_period(paths.landing, P3)
+    where = make_source(resolve_job(JOB), paths).land_period(paths.landing, P4)
     tables = {k: pq.read_table(where / k / "part-0.parquet") for k in (KEYGROUPS, EDGES, NODES)}
     kg = tables[KEYGROUPS]
     tables[KEYGROUPS] = kg.filter(pc.not_equal(kg["keygroup"], "op0-kg000"))  # one key group lost
-    write_period(paths.landing, JOB, P3, tables)
+    write_period(paths.landing, JOB, P4, tables)
 
-    code, log = _dags_test(paths, env, P3)
+    code, log = _dags_test(paths, env, P4)
     assert code != 0
     assert _db(paths, "SELECT state FROM dag_run WHERE dag_id = ? AND logical_date = ?",
-               DAG_ID, P3.strftime("%Y-%m-%d %H:%M:%S.%f")) == [("failed",)]
-    states = _task_states(paths, P3)
+               DAG_ID, P4.strftime("%Y-%m-%d %H:%M:%S.%f")) == [("failed",)]
+    states = _task_states(paths, P4)
     assert states["validate"] == ("failed", 1)  # bad data: failed at once, despite retries=3
     assert states["plan"][0] != "success" and states["publish"][0] != "success"
-    assert read_latest_version(paths.published, JOB) == 1
+    assert read_latest_version(paths.published, JOB) == 2
     assert len(_asset_events(paths)) == 1
     # The log's last lines say what, where and how to fix.
     tail = "\n".join(line for line in log.splitlines()[-30:])
     assert "FAILED 1 expectation(s)" in tail and "missing (1): op0-kg000" in tail
-    assert "where: job 'ops', period ending 2026-03-01T00:15:00Z" in tail
+    assert "where: job 'ops', period ending 2026-03-01T00:20:00Z" in tail
     assert "fix:" in tail
 
 
 def test_the_next_cycle_waits_on_the_failed_one(ops_home) -> None:
     paths, env = ops_home
-    make_source(resolve_job(JOB), paths).land_period(paths.landing, P4)
+    make_source(resolve_job(JOB), paths).land_period(paths.landing, P5)
     # `airflow dags test` waits for ever on a task whose past failed (it logs "No tasks to run.
     # unrunnable tasks: ..." each second; a scheduler would leave it waiting too): watch for
     # that line, then stop the process group we started.
-    log = paths.home / "logs" / "0020.log"
+    log = paths.home / "logs" / "0025.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([airflow_bin(), "dags", "test", DAG_ID, P4.isoformat()], env=env,
+        proc = subprocess.Popen([airflow_bin(), "dags", "test", DAG_ID, P5.isoformat()], env=env,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             deadline = time.monotonic() + 900  # a ceiling against a hang, not a speed check
@@ -240,16 +312,16 @@ def test_the_next_cycle_waits_on_the_failed_one(ops_home) -> None:
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    states = _task_states(paths, P4)
-    assert states["collect"][0] == "success"  # collect of P3 succeeded
+    states = _task_states(paths, P5)
+    assert states["collect"][0] == "success"  # collect of P5 succeeded
     assert states["validate"][0] == "None", states  # never scheduled: depends on past
     assert states["publish"][0] != "success"
-    assert read_latest_version(paths.published, JOB) == 1
+    assert read_latest_version(paths.published, JOB) == 2
 
 
 def test_an_invalid_param_is_refused_before_any_task(ops_home) -> None:
     paths, env = ops_home
-    code, log = _dags_test(paths, env, P5, {"strategy": "nope"})
+    code, log = _dags_test(paths, env, P6, {"strategy": "nope"})
     assert code != 0
     assert "Invalid input for param strategy: 'nope' is not one of" in log
-    assert _task_states(paths, P5) == {}
+    assert _task_states(paths, P6) == {}

@@ -165,3 +165,18 @@ def _group(pgid: int) -> set[int]:
         except OSError:
             continue
     return found
+
+
+def test_every_airflow_process_waits_a_minute_for_the_sqlite_lock(tmp_path: Path) -> None:
+    """Scheduler, dag-processor and a CLI write one SQLite file: a 5 s busy timeout lost writes."""
+    from reconf.settings import airflow_env
+    from schemas.config import Paths
+
+    env = {**airflow_env(Paths(tmp_path)), "PYTHONWARNINGS": "ignore"}
+    probe = ("from airflow import settings; settings.configure_orm(); "
+             "c = settings.engine.raw_connection(); "
+             "print(c.driver_connection.execute('PRAGMA busy_timeout').fetchone()[0])")
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) == 60_000  # milliseconds, Airflow's own engine

@@ -85,7 +85,8 @@ def test_audit_reports_the_moves_of_the_plans_table(paths, spark, capsys):
         assert report["validation"]["success"] is True
         assert report["published"]["assignment_version"] == (1 if period_end == P1 else 2)
         assert set(report["delta_versions"]) == {"keygroup_stats", "comm_stats", "node_stats",
-                                                 "assignments", "plans", "plan_moves"}
+                                                 "assignments", "plans", "plan_moves",
+                                                 "assignment_versions"}  # published: its version
         # The plans version in the run is a real link: time travel to it finds this plan.
         at = (spark.read.format("delta").option("versionAsOf", report["delta_versions"]["plans"])
               .load(paths.table(PLANS.name)).where(of_period(period_end)).collect())
