@@ -75,23 +75,30 @@ def _task_log_tail(paths: Paths, run_id: str) -> str:
 def _backfill(paths: Paths, start: datetime, end: datetime, reprocess: str,
               timeout_s: float = 1200) -> dict[str, str]:
     """Create a backfill of [start, end] (the recipe's command), wait until the scheduler has
-    finished it; {logical date: run_id} of its runs, every one of which succeeded.
+    run it; {logical date: run_id} of its runs, every one of which succeeded.
 
-    Finished = the backfill's `completed_at` is set (the scheduler checks on a 30 s timer). Its
-    runs ending is not enough: Airflow refuses a new backfill of a DAG while one is active."""
+    Run = each of its runs ended after the backfill was created (`backfill create` creates or
+    clears them all at once). The backfill itself is marked completed later, by a 30 s timer of
+    the scheduler, and Airflow refuses a new backfill of the DAG until then: so that wait comes
+    before the next create, and overlaps the checks in between."""
+    deadline = time.monotonic() + timeout_s
+    while _query(paths, "SELECT id FROM backfill WHERE dag_id = ? AND completed_at IS NULL", DAG_ID):
+        assert time.monotonic() < deadline, "the previous backfill was never marked completed"
+        time.sleep(2)
     _airflow(paths, "backfill", "create", "--dag-id", DAG_ID, "--from-date", start.isoformat(),
              "--to-date", end.isoformat(), "--reprocess-behavior", reprocess,
              "--max-active-runs", "1")
-    (backfill_id,) = _query(paths, "SELECT max(id) FROM backfill WHERE dag_id = ?", DAG_ID)[0]
-    deadline = time.monotonic() + timeout_s
-    while not _query(paths, "SELECT completed_at FROM backfill WHERE id = ?", backfill_id)[0][0]:
-        assert time.monotonic() < deadline, (
-            f"backfill {backfill_id} not done after {timeout_s} s: "
-            f"{_query(paths, 'SELECT run_id, state FROM dag_run WHERE backfill_id = ?', backfill_id)}")
+    backfill_id, created = _query(
+        paths, "SELECT id, created_at FROM backfill WHERE dag_id = ? ORDER BY id DESC LIMIT 1", DAG_ID)[0]
+    dates = (end - start) // resolve_job(JOB_ID).spl + 1
+    while True:
+        runs = _query(paths, "SELECT logical_date, run_id, state, end_date FROM dag_run "
+                             "WHERE backfill_id = ?", backfill_id)
+        if len(runs) == dates and all(state in ("success", "failed") and ended and ended > created
+                                      for _, _, state, ended in runs):
+            break
+        assert time.monotonic() < deadline, f"backfill {backfill_id} not done after {timeout_s} s: {runs}"
         time.sleep(2)
-    runs = _query(paths, "SELECT logical_date, run_id, state, end_date FROM dag_run "
-                         "WHERE backfill_id = ?", backfill_id)
-    assert len(runs) == (end - start) // resolve_job(JOB_ID).spl + 1, runs
     for _, run_id, state, _ in runs:
         assert state == "success", f"{run_id} ended {state}:\n{_task_log_tail(paths, run_id)}"
     return {_key(logical): run_id for logical, run_id, _, _ in runs}
