@@ -9,5 +9,6 @@ file is free. Kept import-free because Airflow imports it at the start of each p
 
 BUSY_TIMEOUT_S = 60.0
 
+# Two objects on purpose: Airflow adds check_same_thread=False to the sync one in place.
 CONNECT_ARGS = {"timeout": BUSY_TIMEOUT_S}  # sqlite3.connect(timeout=...)
 ASYNC_CONNECT_ARGS = {"timeout": BUSY_TIMEOUT_S}  # aiosqlite.connect(timeout=...)

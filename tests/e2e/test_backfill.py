@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from pipeline_kit import CONFIG, JOB_ID, P1, P2, stamp, tree
+from pipeline_kit import CONFIG, JOB_ID, P1, P2, run_cycle, stamp, tree
 
 from reconf.services import Ports, down, up
 from reconf.settings import airflow_bin, airflow_env, make_source
@@ -141,8 +141,6 @@ def _mlflow_runs(paths: Paths) -> dict[str, Any]:
 @pytest.fixture()
 def forward(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spark: SparkSession) -> Iterator[Paths]:
     """P1 and P2 landed; P2 reconfigured forward (v1); the services up; down at the end."""
-    from jobs.stages import run_collect, run_plan, run_publish, run_validate
-
     config = tmp_path / "jobs.toml"
     config.write_text(CONFIG)
     monkeypatch.setenv("RECONF_CONFIG", str(config))
@@ -156,10 +154,7 @@ def forward(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spark: SparkSession
     source = make_source(resolve_job(JOB_ID), paths)
     for period_end in (P1, P2):
         source.land_period(paths.landing, period_end)
-    run_collect(JOB_ID, P2)
-    run_validate(JOB_ID, P2)
-    run_plan(JOB_ID, P2)
-    run_publish(JOB_ID, P2)
+    run_cycle(JOB_ID, P2)
     assert read_latest_version(paths.published, JOB_ID) == 1
     up(paths, Ports(airflow=_free_port(), mlflow=_free_port()),
        names=("api-server", "scheduler", "dag-processor"), timeout_s=600)

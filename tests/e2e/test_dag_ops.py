@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from pipeline_kit import run_cycle
 
 from reconf.demo import ensure_airflow
 from reconf.settings import airflow_bin, airflow_env, make_source
@@ -167,13 +168,10 @@ def test_two_cycles_publish_v1_and_v2_and_emit_the_assignment_asset(ops_home) ->
     assert isinstance(source, SyntheticJob)
     # P1 through the stage functions the tasks call (a DAG run costs a minute; the stages and
     # their idempotency are tests/jobs' subject), P2 through the DAG, starting from v1.
-    from jobs.stages import run_collect, run_plan, run_publish, run_validate
-
     for version, period_end in enumerate((P1, P2), start=1):
         source.land_period(paths.landing, period_end)
         if period_end == P1:
-            for stage in (run_collect, run_validate, run_plan, run_publish):
-                stage(JOB, P1)
+            run_cycle(JOB, P1)
         else:
             code, log = _dags_test(paths, env, period_end)
             assert code == 0, log[-3000:]

@@ -17,6 +17,7 @@ from schemas.tables import TABLES
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from jobs.publish import PublishResult
     from runtime.source import ApplyResult
 
 JOB_ID = "tiny"
@@ -75,6 +76,16 @@ def apply_latest(paths: Paths, job: JobConfig | None = None) -> ApplyResult:
     from reconf.settings import make_source
 
     return make_source(job or tiny_job(), paths).apply_latest(paths.published)
+
+
+def run_cycle(job_id: str, period_end: datetime) -> PublishResult:
+    """One whole cycle of a landed period through the stage functions the DAG's tasks call."""
+    from jobs.stages import run_collect, run_plan, run_publish, run_validate
+
+    run_collect(job_id, period_end)
+    run_validate(job_id, period_end)
+    run_plan(job_id, period_end)
+    return run_publish(job_id, period_end)
 
 
 def delta_versions(paths: Paths) -> dict[str, int]:
