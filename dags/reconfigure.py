@@ -122,6 +122,12 @@ def _publish(job_id: str, asset: Asset) -> Any:
             from jobs.stages import run_publish
 
             result = run_publish(job_id, _period_end(context))
+        if result.status == "stale":
+            # Another publish overtook this plan; the next cycle plans from it. Skipped, not
+            # failed, so depends_on_past does not stop the job's later cycles.
+            print(f"publish {job_id}@{result.period_end}: stale plan, not published: "
+                  f"{result.reason}", flush=True)
+            raise AirflowSkipException(f"stale plan: {result.reason}")
         print(f"publish {job_id}@{result.period_end}: {result.status}, version {result.version}")
         context["outlet_events"][asset].extra = {
             "job_id": job_id, "version": result.version, "period_end": result.period_end,

@@ -4,6 +4,17 @@ Load is expressed in % of a reference node over the period: a key group that use
 `cpu_ms` CPU-milliseconds in a period of `P` ms has load 100 * cpu_ms / P (a reference node
 offers P CPU-ms per period; a node of capacity weight c offers c * P). Each table's rows for
 (job, period) are replaced in one Delta commit, so a rerun leaves exactly one copy.
+
+Before anything is written, the period is checked whole: complete (`_SUCCESS`), every Parquet file
+of the landing contract's types, the runtime report well-formed, and every sample sane (no
+duplicate samples, no negative counters, at least one sample of key groups and nodes inside the
+period's window: what the sums would hide). A period that fails changes nothing.
+
+The three tables are three Delta commits, so a collect is made atomic by a marker: it first removes
+the period's collect marker and validation report, writes node_stats, comm_stats and
+keygroup_stats, and only then writes the marker (`reports/<job>/<period>/collect.json`, the commit
+point). Validate refuses a period without the marker, so a collect interrupted anywhere reads as
+"collect did not finish; rerun it", and the rerun completes it.
 """
 
 from __future__ import annotations
@@ -13,12 +24,24 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobs.errors import StageError
+from jobs.errors import StageError, job_lock
+from jobs.faults import failpoint
 from jobs.lake import ensure_tables, period_predicate, replace_rows
+from jobs.markers import clear_period_markers, write_collect_marker
 from schemas.config import JobConfig, Paths
-from schemas.landing import EDGES, KEYGROUPS, NODES, SUCCESS_MARKER, format_period_end, period_dir
+from schemas.landing import (
+    EDGES,
+    KEYGROUPS,
+    NODES,
+    SCHEMAS,
+    SUCCESS_MARKER,
+    format_period_end,
+    period_dir,
+    read_runtime_report,
+)
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
 
 if TYPE_CHECKING:
@@ -66,15 +89,37 @@ def check_landing(paths: Paths, job_id: str, period_end: datetime) -> dict[str, 
             )
         for file in found:
             try:
-                pq.read_metadata(file)
+                schema = pq.read_schema(file)
             except Exception as exc:  # pyarrow raises several types for a damaged file
                 raise StageError(
                     f"corrupt Parquet file ({exc})",
                     where=str(file),
                     fix=f"remove the period's directory and land it again (`{land_cmd}`)",
                 ) from exc
+            _check_columns(file, kind, schema, land_cmd)
         files[kind] = found
+    try:
+        read_runtime_report(where)
+    except ValueError as exc:
+        raise StageError(f"the runtime report is malformed: {exc}", where=str(where),
+                         fix=f"land the period again (`{land_cmd}`)") from None
     return files
+
+
+def _check_columns(file: Path, kind: str, schema: pa.Schema, land_cmd: str) -> None:
+    """Every column of the landing contract, of exactly its type (Spark would otherwise fail deep
+    inside the read, or silently cast)."""
+    for want in SCHEMAS[kind]:
+        index = schema.get_field_index(want.name)
+        got = schema.field(index).type if index >= 0 else None
+        if got != want.type:
+            problem = "is missing" if got is None else f"has type {got}"
+            raise StageError(
+                f"{kind} column {want.name!r} {problem}; the landing contract says {want.type}",
+                where=str(file),
+                fix=f"fix the runtime's {kind} writer (schemas/landing.py, SCHEMAS) and land the "
+                    f"period again (`{land_cmd}`)",
+            )
 
 
 def _read(spark: SparkSession, kind: str, files: list[Path]) -> DataFrame:
@@ -100,6 +145,57 @@ def _sum(column: str) -> Column:
     return F.when(complete, F.sum(column)).alias(column)
 
 
+#: Per sample kind: the columns that identify a sample (with ts) and the counters that must be
+#: finite and >= 0 (capacity must be > 0: it divides).
+_SAMPLE_KEYS = {KEYGROUPS: ("keygroup",), EDGES: ("src_keygroup", "dst_keygroup"), NODES: ("node",)}
+_COUNTERS = {KEYGROUPS: ("tuples_in", "tuples_out", "cpu_ms", "state_bytes"),
+             EDGES: ("tuples", "bytes"), NODES: ("cpu_ms", "capacity")}
+
+
+def _check_samples(
+    df: DataFrame, kind: str, in_window: Column, where: Path, window: str, land_cmd: str
+) -> None:
+    """Refuse samples that summing would hide: duplicates, negative counters, and a period with
+    no samples in its window. (A NaN or a null survives the sums, and validate names it.) One
+    aggregate per kind; an example row only on failure."""
+    from pyspark.sql import functions as F
+
+    keys, counters = _SAMPLE_KEYS[kind], _COUNTERS[kind]
+    bad = F.lit(False)
+    for name in counters:
+        value = F.col(name).cast("double")
+        bad = bad | (value <= 0 if name == "capacity" else value < 0)
+    key = F.struct(*keys, "ts")
+    stats = df.agg(
+        F.count(F.lit(1)).alias("total"),
+        F.count(F.when(in_window, 1)).alias("inside"),
+        F.count_distinct(F.when(in_window, key)).alias("distinct"),
+        F.count(F.when(in_window & F.coalesce(bad, F.lit(False)), 1)).alias("bad"),
+    ).first()
+    assert stats is not None
+    fix = f"fix the runtime's {kind} samples and land the period again (`{land_cmd}`)"
+    if kind != EDGES and stats["inside"] == 0:
+        raise StageError(
+            f"the period has no {kind} samples inside its window {window} "
+            f"({stats['total']} sample(s) lie outside it)",
+            where=str(where / kind), fix=fix)
+    if stats["bad"]:
+        rule = " or ".join(f"{c} {'> 0' if c == 'capacity' else '>= 0'}" for c in counters)
+        example = df.where(in_window & bad).first()
+        raise StageError(
+            f"{stats['bad']} {kind} sample(s) break the rule {rule}, e.g. "
+            f"{example.asDict() if example else '?'}",
+            where=str(where / kind), fix=fix)
+    duplicates = stats["inside"] - stats["distinct"]
+    if duplicates:
+        example = (df.where(in_window).groupBy(*keys, "ts").count().where(F.col("count") > 1)
+                   .first())
+        raise StageError(
+            f"{duplicates} {kind} sample(s) repeat another sample's ({', '.join(keys)}, ts), e.g. "
+            f"{example.asDict() if example else '?'}; summing them would inflate the load",
+            where=str(where / kind), fix=fix)
+
+
 def collect(
     job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession
 ) -> CollectResult:
@@ -114,8 +210,14 @@ def collect(
         F.lit(period_end).cast("timestamp").alias("period_end"),
         F.lit(period_start).cast("timestamp").alias("period_start"),
     ]
+    landed = period_dir(paths.landing, job.job_id, period_end)
+    window = f"[{format_period_end(period_start)}, {format_period_end(period_end)})"
+    land_cmd = f"reconf land --job {job.job_id} --period-end {format_period_end(period_end)}"
+    raw = {kind: _read(spark, kind, files[kind]) for kind in (KEYGROUPS, EDGES, NODES)}
+    for kind, df in raw.items():
+        _check_samples(df, kind, in_window, landed, window, land_cmd)
 
-    kg = _read(spark, KEYGROUPS, files[KEYGROUPS]).where(in_window)
+    kg = raw[KEYGROUPS].where(in_window)
     keygroups = kg.groupBy("keygroup").agg(
         F.max_by("operator", "ts").alias("operator"),
         F.max_by("node", "ts").alias("node"),
@@ -126,12 +228,12 @@ def collect(
         F.count(F.lit(1)).alias("samples"),
     ).select(*stamp, "*").withColumn("load_pct", F.col("cpu_ms") * 100.0 / period_ms)
 
-    edges = _read(spark, EDGES, files[EDGES]).where(in_window)
+    edges = raw[EDGES].where(in_window)
     comm = edges.groupBy("src_keygroup", "dst_keygroup").agg(
         _sum("tuples"), _sum("bytes")
     ).select(*stamp, "*").withColumn("tuples_per_s", F.col("tuples") * 1000.0 / period_ms)
 
-    nd = _read(spark, NODES, files[NODES]).where(in_window)
+    nd = raw[NODES].where(in_window)
     nodes = nd.groupBy("node").agg(
         F.max_by("capacity", "ts").alias("capacity"),
         _sum("cpu_ms"),
@@ -143,9 +245,17 @@ def collect(
     ensure_tables(spark, paths)
     where = period_predicate(job.job_id, period_end)
     rows, versions = {}, {}
-    for table, df in ((KEYGROUP_STATS, keygroups), (COMM_STATS, comm), (NODE_STATS, nodes)):
-        df = df.cache()
-        rows[table.name] = df.count()
-        versions[table.name] = replace_rows(df, paths, table, where)
-        df.unpersist()
-    return CollectResult(job.job_id, format_period_end(period_end), rows, versions)
+    with job_lock(paths, job.job_id, "collect"):
+        clear_period_markers(paths, job.job_id, period_end)
+        # keygroup_stats last: a reader that finds no key groups says "run collect".
+        for table, df in ((NODE_STATS, nodes), (COMM_STATS, comm), (KEYGROUP_STATS, keygroups)):
+            df = df.cache()
+            rows[table.name] = df.count()
+            versions[table.name] = replace_rows(df, paths, table, where)
+            df.unpersist()
+            failpoint(f"collect.{table.name}")
+        write_collect_marker(paths, job.job_id, period_end, versions, rows,
+                             read_runtime_report(landed))
+        failpoint("collect.marker")
+    ordered = {t.name: rows[t.name] for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS)}
+    return CollectResult(job.job_id, format_period_end(period_end), ordered, versions)

@@ -1,8 +1,22 @@
-"""The one error a stage raises for bad input: what is wrong, where, and how to fix it."""
+"""The one error a stage raises for bad input (what is wrong, where, how to fix it), the checks
+every stage makes before its first write, and the per-job lock that serialises writing stages."""
 
 from __future__ import annotations
 
-__all__ = ["StageError"]
+import contextlib
+import errno
+import fcntl
+import os
+import sys
+import time
+from collections.abc import Iterator
+
+from schemas.config import Paths
+
+__all__ = ["LOCK_WAIT_S", "StageError", "check_home", "is_concurrent_write", "job_lock"]
+
+#: How long a stage waits for another run of a writing stage of the same job before giving up.
+LOCK_WAIT_S = 600.0
 
 
 class StageError(Exception):
@@ -11,3 +25,68 @@ class StageError(Exception):
     def __init__(self, what: str, *, where: str, fix: str) -> None:
         self.what, self.where, self.fix = what, where, fix
         super().__init__(f"{what}\n  where: {where}\n  fix:   {fix}")
+
+
+def check_home(paths: Paths) -> None:
+    """RECONF_HOME must be a writable directory (or creatable as one) before any stage starts."""
+    home = paths.home
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        probe = home / f".write-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        reason = "it is a file, not a directory" if home.is_file() or exc.errno in (
+            errno.ENOTDIR, errno.EEXIST) else exc.strerror or str(exc)
+        raise StageError(
+            f"the reconf home {home} is not usable: {reason}",
+            where=f"RECONF_HOME={os.environ.get('RECONF_HOME', '(unset: the default)')}",
+            fix="point RECONF_HOME at a writable directory (it is created if missing)",
+        ) from None
+
+
+@contextlib.contextmanager
+def job_lock(paths: Paths, job_id: str, stage: str, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """Hold the job's writer lock: collect, plan and publish of one job run one at a time.
+
+    An advisory `flock` on ``locks/<job>.lock`` under RECONF_HOME: the kernel releases it when the
+    holder dies (even by kill -9), so a crash never leaves the job locked. A second run waits
+    (saying so) and then proceeds, or gives up after `wait_s` with a clear message.
+    """
+    path = paths.home / "locks" / f"{job_id}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        deadline, told = time.monotonic() + wait_s, False
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not told:
+                    print(f"{stage} {job_id}: waiting for another collect, plan or publish of "
+                          f"this job to finish (lock {path})", file=sys.stderr, flush=True)
+                    told = True
+                if time.monotonic() > deadline:
+                    raise StageError(
+                        f"another collect, plan or publish of job {job_id!r} has held its lock "
+                        f"for over {wait_s:.0f} s",
+                        where=str(path),
+                        fix="wait for it to finish and run this stage again (a crashed run "
+                            "releases the lock by itself)",
+                    ) from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def is_concurrent_write(exc: BaseException) -> bool:
+    """Delta's optimistic-concurrency conflicts (another writer committed first), by name: they
+    reach Python as py4j or pyspark exceptions whose class names the Delta exception."""
+    text = f"{type(exc).__name__}: {exc}"[:2000]
+    return any(name in text for name in (
+        "ConcurrentAppendException", "ConcurrentDeleteReadException",
+        "ConcurrentDeleteDeleteException", "ConcurrentTransactionException",
+        "MetadataChangedException", "ProtocolChangedException", "DELTA_CONCURRENT"))
+

@@ -13,6 +13,7 @@ it, configured jobs with no stats for the period are skipped (and listed).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import socket
@@ -20,7 +21,7 @@ import time
 import traceback
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
 
+    from jobs.lake import Start
     from jobs.plan import PlanResult
 
 __all__ = ["FleetOutcome", "FleetResult", "FleetTask", "run_fleet", "solve_fleet", "solve_task"]
@@ -203,17 +205,39 @@ def _select_jobs(job_ids: Iterable[str] | None) -> tuple[list[JobConfig], bool]:
     return [resolve_job(j) for j in dict.fromkeys(names)], True
 
 
+@dataclass(frozen=True)
+class FleetInputs:
+    """What build_tasks found: the tasks, each job's starting point and collect, and the jobs
+    left out (no stats for the period; or, unless a dry run, not validated: job -> why)."""
+
+    tasks: list[FleetTask]
+    starts: dict[str, Start]
+    collect_ids: dict[str, str | None]
+    skipped: list[str]
+    refused: dict[str, str]
+
+
 def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
-                period_end: datetime, strategy: str | None, *, strict: bool
-                ) -> tuple[list[FleetTask], dict[str, int | None], list[str]]:
-    """(tasks, job -> base version, skipped jobs). Checks every job before anything runs."""
-    from jobs.lake import ensure_tables
-    from jobs.plan import build_state, job_budget, no_stats_error, resolve_strategy
+                period_end: datetime, strategy: str | None, *, strict: bool,
+                dry_run: bool = False) -> FleetInputs:
+    """Checks every job before anything runs: its period end, its strategy, its budget, and
+    (unless a dry run) that the period passed validation for its current collect."""
+    from jobs.errors import StageError
+    from jobs.lake import Start, ensure_tables, starting_point
+    from jobs.markers import check_validated, read_collect_marker, runtime_of
+    from jobs.plan import build_state, check_budget, job_budget, no_stats_error, resolve_strategy
     from jobs.scaling import earlier_sections
     from schemas.landing import format_period_end
+    from schemas.periods import PeriodError, check_period_end
     from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
 
     resolved = {j.job_id: resolve_strategy(j, strategy) for j in jobs}  # bad config: stop here
+    for job in jobs:
+        check_budget(job)
+        try:
+            check_period_end(job, period_end)
+        except PeriodError as exc:
+            raise StageError(exc.what, where=exc.where, fix=exc.fix) from None
     ensure_tables(spark, paths)
     ids = [j.job_id for j in jobs]
     kgs = _rows_by_job(spark, paths, KEYGROUP_STATS.name, ids, period_end)
@@ -223,29 +247,43 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
     if missing and (strict or len(missing) == len(ids)):
         raise no_stats_error(paths, missing[0], format_period_end(period_end))
     published = _published_by_job(spark, paths, ids, period_end)
-    tasks, bases = [], {}
+    tasks, starts, collect_ids, refused = [], {}, {}, {}
     for job in jobs:
         if job.job_id in missing:
             continue
-        base_version, current = published.get(job.job_id, (None, {}))
+        if not dry_run:
+            try:
+                check_validated(paths, job, period_end)
+            except StageError as exc:
+                if strict:
+                    raise
+                refused[job.job_id] = exc.what
+                continue
+        marker = read_collect_marker(paths, job.job_id, period_end)
+        runtime = runtime_of(marker) if marker is not None else None
+        newest, current = published.get(job.job_id, (None, {}))
+        start = (Start(newest, current, newest) if runtime is None or runtime.version == newest
+                 else starting_point(spark, paths, job.job_id, period_end, runtime))
         strat, params = resolved[job.job_id]
         state = build_state(job, kgs[job.job_id], nodes.get(job.job_id, []),
-                            edges.get(job.job_id, []), current)
+                            edges.get(job.job_id, []), start.assignment)
         sections = (tuple(earlier_sections(spark, paths, job.job_id, period_end))
                     if job.scaling is not None else ())
         tasks.append(FleetTask(job.job_id, strat, params, state, job_budget(job),
                                job.solver_time_limit_s, job.scaling, sections))
-        bases[job.job_id] = base_version
-    return tasks, bases, missing
+        starts[job.job_id] = start
+        collect_ids[job.job_id] = None if marker is None else marker.get("collect_id")
+    return FleetInputs(tasks, starts, collect_ids, missing, refused)
 
 
 def run_fleet(period_end: str | datetime, *, job_ids: Iterable[str] | None = None,
               strategy: str | None = None, dry_run: bool = False, paths: Paths | None = None,
               spark: SparkSession | None = None) -> FleetResult:
     """Plan `period_end` of every configured job (or of `job_ids`) on Spark and record each."""
+    from jobs.errors import job_lock
+    from jobs.markers import read_report
     from jobs.plan import record_plan
     from jobs.spark import get_spark
-    from jobs.validate_stats import read_report
     from schemas.landing import format_period_end, parse_period_end
 
     t0 = time.perf_counter()
@@ -253,24 +291,28 @@ def run_fleet(period_end: str | datetime, *, job_ids: Iterable[str] | None = Non
     paths = paths or Paths.from_env()
     spark = spark or get_spark(paths)
     jobs, strict = _select_jobs(job_ids)
-    tasks, bases, skipped = build_tasks(spark, paths, jobs, end, strategy, strict=strict)
+    inputs = build_tasks(spark, paths, jobs, end, strategy, strict=strict, dry_run=dry_run)
     t1 = time.perf_counter()
-    outcomes = solve_fleet(spark, tasks)
+    outcomes = solve_fleet(spark, inputs.tasks)
     solve_wall = time.perf_counter() - t1
     by_id = {j.job_id: j for j in jobs}
-    planned, failed = [], {}
-    for task in tasks:
+    planned, failed = [], dict(inputs.refused)
+    for task in inputs.tasks:
         out = outcomes.get(task.job_id)
         if out is None or out.plan is None or out.state is None:
             failed[task.job_id] = out.error if out is not None else "no outcome returned"
             continue
-        planned.append(record_plan(
-            spark, paths, by_id[task.job_id], end, task.strategy, out.state, out.plan,
-            out.scaling_extra, bases[task.job_id],
-            validation=read_report(paths, task.job_id, end),
-            tags={"reconf.planned_by": "fleet", "reconf.fleet.executor": out.host},
-            dry_run=dry_run))
-    return FleetResult(format_period_end(end), tuple(planned), failed, tuple(skipped),
+        start = inputs.starts[task.job_id]
+        plan = (replace(out.plan, message=f"{out.plan.message}; {start.note}".strip("; "))
+                if start.note else out.plan)
+        with (contextlib.nullcontext() if dry_run
+              else job_lock(paths, task.job_id, "plan")):
+            planned.append(record_plan(
+                spark, paths, by_id[task.job_id], end, task.strategy, out.state, plan,
+                out.scaling_extra, start, validation=read_report(paths, task.job_id, end),
+                tags={"reconf.planned_by": "fleet", "reconf.fleet.executor": out.host},
+                dry_run=dry_run, collect_id=inputs.collect_ids[task.job_id]))
+    return FleetResult(format_period_end(end), tuple(planned), failed, tuple(inputs.skipped),
                        {k: o.host for k, o in outcomes.items()}, solve_wall,
                        time.perf_counter() - t0)
 

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from jobs.errors import StageError
 from schemas.config import Paths
-from schemas.landing import format_period_end
+from schemas.landing import RuntimeReport, format_period_end
 from schemas.tables import TABLES, Table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "Start",
     "ensure_tables",
     "last_published",
+    "newest_version",
     "period_predicate",
+    "published_assignment",
     "quote",
     "read_table",
     "replace_rows",
+    "starting_point",
     "table_version",
 ]
 
@@ -71,30 +77,85 @@ def table_version(spark: SparkSession, paths: Paths, name: str) -> int:
     return int(row[0]) if row else -1
 
 
+def published_assignment(spark: SparkSession, paths: Paths, job_id: str, version: int) -> dict[str, str]:
+    """keygroup -> node of one published version (empty if the version does not exist)."""
+    rows = (
+        read_table(spark, paths, "assignments")
+        .where(f"job_id = {quote(job_id)} AND version = {int(version)}")
+        .select("keygroup", "node")
+        .collect()
+    )
+    return {r["keygroup"]: r["node"] for r in rows}
+
+
+def newest_version(spark: SparkSession, paths: Paths, job_id: str,
+                   before: datetime | None = None) -> int | None:
+    """The newest published version of the job (for a period before `before`, if given)."""
+    from pyspark.sql import functions as F
+
+    cond = (F.col("job_id") == job_id) & (F.col("status") == "published")
+    if before is not None:
+        cond = cond & (F.col("period_end") < F.lit(before))
+    newest = read_table(spark, paths, "assignment_versions").where(cond).agg(F.max("version")).first()
+    return None if newest is None or newest[0] is None else int(newest[0])
+
+
 def last_published(
     spark: SparkSession, paths: Paths, job_id: str, before: datetime
 ) -> tuple[int | None, dict[str, str]]:
     """(version, keygroup -> node) of the newest version published for a period before `before`.
 
-    Plan and validate start from it, never from a version of the same or a later period, so a
-    rerun of a period sees exactly what its first run saw.
+    A rerun of a period sees exactly what its first run saw: never a version of the same or a
+    later period.
     """
-    from pyspark.sql import functions as F
-
-    newest = (
-        read_table(spark, paths, "assignment_versions")
-        .where((F.col("job_id") == job_id) & (F.col("status") == "published")
-               & (F.col("period_end") < F.lit(before)))
-        .agg(F.max("version"))
-        .first()
-    )
-    if newest is None or newest[0] is None:
+    version = newest_version(spark, paths, job_id, before)
+    if version is None:
         return None, {}
-    version = int(newest[0])
-    rows = (
-        read_table(spark, paths, "assignments")
-        .where(f"job_id = {quote(job_id)} AND version = {version}")
-        .select("keygroup", "node")
-        .collect()
-    )
-    return version, {r["keygroup"]: r["node"] for r in rows}
+    return version, published_assignment(spark, paths, job_id, version)
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a plan of a period starts: what the runtime ran at the period's end.
+
+    `version` is the assignment version the plan starts from (None: the runtime's initial
+    allocation, whose placement the key-group stats report); `newest` the newest version published
+    for an earlier period when the plan was made (publish refuses the plan if another version has
+    been published since); `note` says why the two differ, for the operator.
+    """
+
+    version: int | None
+    assignment: dict[str, str]
+    newest: int | None
+    note: str = ""
+
+
+def starting_point(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime,
+                   runtime: RuntimeReport | None) -> Start:
+    """The version the runtime is known to run (its report), else the newest published one.
+
+    Planning from what runs, not from what was published, means a version the runtime refused
+    (or has not applied yet) never becomes the base of later plans, and the budget always bounds
+    the moves the runtime will actually make.
+    """
+    newest, assignment = last_published(spark, paths, job_id, period_end)
+    if runtime is None or runtime.version == newest:
+        return Start(newest, assignment, newest)
+    if runtime.version is None:
+        return Start(None, {}, newest,
+                     f"the runtime still ran its initial allocation, not v{newest}; planned from "
+                     "what it runs")
+    running = published_assignment(spark, paths, job_id, runtime.version)
+    if not running:
+        raise StageError(
+            f"the runtime reports running v{runtime.version} of job {job_id!r}, which reconf "
+            "never published",
+            where=paths.table("assignment_versions"),
+            fix="check that the runtime and this pipeline share one RECONF_HOME (published/ and "
+                "lake/); then land and collect the period again",
+        )
+    what = ("has not applied it yet, or refused it: see the runtime's log"
+            if newest is not None and runtime.version < newest else "runs a newer version")
+    return Start(runtime.version, running, newest,
+                 f"the runtime ran v{runtime.version}, not v{newest} (it {what}); planned from "
+                 f"v{runtime.version}")

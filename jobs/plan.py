@@ -1,31 +1,38 @@
 """plan: the period's stats + the current assignment -> a Plan (placement/) -> plans, plan_moves.
 
-The current allocation is the last version published for an *earlier* period (so a rerun of a
-period plans from the same starting point and gives the same plan), or, before anything was
-published, where the runtime reports its key groups (its initial allocation).
+The current allocation is what the runtime ran at the period's end (the version in its report,
+jobs/lake.py `starting_point`): normally the last version published for an *earlier* period, so a
+rerun of a period plans from the same starting point and gives the same plan; before anything was
+published, where the runtime reports its key groups (its initial allocation). A plan for
+publishing is made only from a period that passed validation for its current collect
+(jobs/markers.py); a dry run may plan any collected period and writes nothing but its MLflow run.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from jobs.errors import StageError
+from jobs.errors import StageError, job_lock
+from jobs.faults import failpoint
 from jobs.lake import (
+    Start,
     ensure_tables,
-    last_published,
     period_predicate,
     read_table,
     replace_rows,
+    starting_point,
     table_version,
 )
+from jobs.markers import check_validated, read_collect_marker, runtime_of
 from jobs.scaling import plan_scaled, scaling_json
 from jobs.tracking import CycleRecord, log_cycle, tag_run
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan
 from placement.registry import check_params, get_strategy, strategy_names
-from schemas.config import JobConfig, Paths
+from schemas.config import MAX_MIGRATIONS, JobConfig, Paths
 from schemas.landing import format_period_end
 from schemas.tables import (
     ASSIGNMENTS,
@@ -37,11 +44,12 @@ from schemas.tables import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
     "PlanResult",
     "build_state",
+    "check_budget",
     "job_budget",
     "no_stats_error",
     "plan_id",
@@ -92,7 +100,14 @@ def build_state(
     edges: list[dict[str, Any]],
     current: dict[str, str],
 ) -> ClusterState:
-    """The planner's model of one period: loads from the stats, placement from `current`."""
+    """The planner's model of one period: loads from the stats, placement from `current`.
+
+    Validation refuses missing or non-finite values; a dry run of an unvalidated period meets
+    them here and gets the same kind of message instead of a TypeError deep in the planner.
+    """
+    _check_finite(job, keygroups, ("load_pct", "state_bytes"), "keygroup", KEYGROUP_STATS.name)
+    _check_finite(job, nodes, ("capacity",), "node", NODE_STATS.name)
+    _check_finite(job, edges, ("tuples_per_s",), "src_keygroup", COMM_STATS.name)
     capacity = {n["node"]: float(n["capacity"]) for n in nodes}
     assignment = {k["keygroup"]: current.get(k["keygroup"], k["node"]) for k in keygroups}
     node_ids = sorted(set(capacity) | set(assignment.values()))
@@ -115,6 +130,33 @@ def build_state(
     )
 
 
+def _check_finite(job: JobConfig, rows: list[dict[str, Any]], columns: tuple[str, ...], key: str,
+                  table: str) -> None:
+    for row in rows:
+        for column in columns:
+            value = row.get(column)
+            if value is None or not math.isfinite(float(value)):
+                raise StageError(
+                    f"{table}.{column} of {row.get(key)!r} is {value!r}; the planner needs a "
+                    "finite number",
+                    where=f"job {job.job_id!r}, period ending {format_period_end(row['period_end'])}"
+                    if isinstance(row.get("period_end"), datetime) else f"job {job.job_id!r}",
+                    fix="run `reconf validate` on the period: it names every bad value; fix the "
+                        "runtime's metrics and land the period again",
+                )
+
+
+def check_budget(job: JobConfig) -> None:
+    """The budget fits every table that stores it (checked before anything is written)."""
+    if job.max_migrations is not None and not 0 <= job.max_migrations <= MAX_MIGRATIONS:
+        raise StageError(
+            f"max_migrations {job.max_migrations} is out of range",
+            where=f"job {job.job_id!r}",
+            fix=f"give a whole number from 0 to {MAX_MIGRATIONS} (any number above the job's "
+                "key-group count allows every move)",
+        )
+
+
 def plan_period(
     job: JobConfig,
     period_end: datetime,
@@ -128,7 +170,18 @@ def plan_period(
 ) -> PlanResult:
     """Plan one period. A dry run computes and returns the plan but writes nothing."""
     strategy, params = resolve_strategy(job, strategy)
+    check_budget(job)
     ensure_tables(spark, paths)
+    if dry_run:
+        return _plan(job, period_end, paths, spark, strategy, params, dry_run, validation, tags)
+    with job_lock(paths, job.job_id, "plan"):
+        check_validated(paths, job, period_end)
+        return _plan(job, period_end, paths, spark, strategy, params, dry_run, validation, tags)
+
+
+def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession, strategy: str,
+          params: dict[str, Any], dry_run: bool, validation: dict[str, Any] | None,
+          tags: dict[str, str] | None) -> PlanResult:
     where = period_predicate(job.job_id, period_end)
     stamp = format_period_end(period_end)
     kg_rows = [r.asDict() for r in read_table(spark, paths, KEYGROUP_STATS).where(where).collect()]
@@ -136,20 +189,25 @@ def plan_period(
         raise no_stats_error(paths, job.job_id, stamp)
     node_rows = [r.asDict() for r in read_table(spark, paths, NODE_STATS).where(where).collect()]
     edge_rows = [r.asDict() for r in read_table(spark, paths, COMM_STATS).where(where).collect()]
-    base_version, current = last_published(spark, paths, job.job_id, period_end)
-    state = build_state(job, kg_rows, node_rows, edge_rows, current)
+    marker = read_collect_marker(paths, job.job_id, period_end)
+    start = starting_point(spark, paths, job.job_id, period_end,
+                           runtime_of(marker) if marker is not None else None)
+    state = build_state(job, kg_rows, node_rows, edge_rows, start.assignment)
     budget = job_budget(job)
     scaled = None
-    if job.scaling is not None:  # Algorithm 1: terminate, plan, decide, re-plan (issue 6)
+    if job.scaling is not None:  # Algorithm 1: terminate, plan, decide, re-plan
         scaled, plan = plan_scaled(spark, paths, job, period_end, state, budget, strategy,
                                    params)
         state = scaled.state
     else:
         plan = get_strategy(strategy)(state, budget, time_limit_s=job.solver_time_limit_s,
                                       **params)
+    if start.note:
+        plan = replace(plan, message=f"{plan.message}; {start.note}" if plan.message else start.note)
     return record_plan(spark, paths, job, period_end, strategy, state, plan,
-                       scaling_json(scaled) if scaled is not None else None, base_version,
-                       validation=validation, tags=tags, dry_run=dry_run)
+                       scaling_json(scaled) if scaled is not None else None, start,
+                       validation=validation, tags=tags, dry_run=dry_run,
+                       collect_id=None if marker is None else marker.get("collect_id"))
 
 
 def resolve_strategy(job: JobConfig, strategy: str | None) -> tuple[str, dict[str, Any]]:
@@ -195,22 +253,29 @@ def record_plan(
     state: ClusterState,
     plan: Plan,
     scaling_extra: dict[str, Any] | None,
-    base_version: int | None,
+    start: Start,
     *,
     validation: dict[str, Any] | None = None,
     tags: dict[str, str] | None = None,
     dry_run: bool = False,
+    collect_id: str | None = None,
 ) -> PlanResult:
     """Log a computed plan to MLflow and (unless a dry run) write it to plans / plan_moves.
 
-    Shared by the per-job path and fleet planning (jobs/fleet.py), so both record the same.
+    Shared by the per-job path and fleet planning (jobs/fleet.py), so both record the same. The
+    rows are built (and their types checked by Spark) before the MLflow run is logged, so a value
+    no table can hold fails before anything is written.
     """
     stamp = format_period_end(period_end)
     pid = plan_id(job.job_id, period_end)
+    base_version = start.version
     plan_json = {"job_id": job.job_id, "period_end": stamp, "plan_id": pid,
-                 "base_version": base_version, **plan_to_dict(plan)}
+                 "base_version": base_version, "newest_version": start.newest,
+                 "collect_id": collect_id, **plan_to_dict(plan)}
     if scaling_extra is not None:
         plan_json["scaling"].update(scaling_extra)
+    if not dry_run:
+        _plan_frames(spark, job, period_end, pid, strategy, plan, base_version, "", plan_json)
     read_versions = {
         f"reconf.delta.{t.name}.version": str(table_version(spark, paths, t.name))
         for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS, ASSIGNMENTS)
@@ -224,7 +289,15 @@ def record_plan(
         plan,
     )
     if not dry_run:
-        _write_plan(spark, paths, job, period_end, pid, strategy, plan, base_version, run_id, plan_json)
+        moves, row = _plan_frames(spark, job, period_end, pid, strategy, plan, base_version, run_id,
+                                  plan_json)
+        where = period_predicate(job.job_id, period_end)
+        # Moves first, plan row last: publish reads the plan row, so it only ever sees a plan
+        # whose moves are already written.
+        replace_rows(moves, paths, PLAN_MOVES, where)
+        failpoint("plan.moves")
+        replace_rows(row, paths, PLANS, where)
+        failpoint("plan.row")
         tag_run(paths, run_id, {f"reconf.delta.{t.name}.version": str(table_version(spark, paths, t.name))
                                 for t in (PLAN_MOVES, PLANS)})  # the versions holding this plan
     return PlanResult(job.job_id, stamp, pid, plan, base_version, run_id, plan_json)
@@ -234,9 +307,8 @@ def _float(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
-def _write_plan(
+def _plan_frames(
     spark: SparkSession,
-    paths: Paths,
     job: JobConfig,
     period_end: datetime,
     pid: str,
@@ -245,8 +317,8 @@ def _write_plan(
     base_version: int | None,
     run_id: str,
     plan_json: dict[str, Any],
-) -> None:
-    where = period_predicate(job.job_id, period_end)
+) -> tuple[DataFrame, DataFrame]:
+    """The plan_moves rows and the plans row of a plan, as typed DataFrames (not yet written)."""
     # DOUBLE columns get floats: Spark refuses an int (e.g. the migration cost of a plan with no
     # moves is sum(()) == 0, or a time limit of 2) in a DoubleType field.
     plan_row = {
@@ -267,10 +339,8 @@ def _write_plan(
          "src_node": m.src, "dst_node": m.dst, "cost": _float(m.cost)}
         for m in plan.moves
     ]
-    # Moves first, plan row last: publish reads the plan row, so it only ever sees a plan
-    # whose moves are already written.
-    replace_rows(spark.createDataFrame(move_rows, PLAN_MOVES.ddl), paths, PLAN_MOVES, where)
-    replace_rows(spark.createDataFrame([plan_row], PLANS.ddl), paths, PLANS, where)
+    return (spark.createDataFrame(move_rows, PLAN_MOVES.ddl),
+            spark.createDataFrame([plan_row], PLANS.ddl))
 
 
 def main(argv: list[str] | None = None) -> int:

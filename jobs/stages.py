@@ -7,13 +7,17 @@ where and how-to-fix, before anything is written.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from jobs.errors import StageError, check_home, is_concurrent_write
 from jobs.spark import get_spark
 from schemas.config import JobConfig, Paths, resolve_job
 from schemas.landing import parse_period_end
+from schemas.periods import PeriodError, check_period_end
 
 if TYPE_CHECKING:  # each stage imports only what it runs: a DAG task stays light
     from jobs.plan import PlanResult
@@ -23,16 +27,47 @@ __all__ = ["run_collect", "run_plan", "run_publish", "run_validate"]
 
 
 def _context(job_id: str, period_end: str | datetime) -> tuple[JobConfig, datetime, Paths]:
+    """The job, its checked period end and the stores: every check before any stage reads."""
     job = resolve_job(job_id)
-    end = period_end if isinstance(period_end, datetime) else parse_period_end(period_end)
-    return job, end, Paths.from_env()
+    try:
+        end = period_end if isinstance(period_end, datetime) else parse_period_end(period_end)
+        check_period_end(job, end)
+    except PeriodError as exc:
+        raise StageError(exc.what, where=exc.where, fix=exc.fix) from None
+    except ValueError as exc:
+        raise StageError(str(exc), where=f"job {job_id!r}",
+                         fix="give the period end as ISO-8601 with a zone, e.g. 2026-01-01T00:05:00Z"
+                         ) from None
+    paths = Paths.from_env()
+    check_home(paths)
+    return job, end, paths
+
+
+@contextlib.contextmanager
+def _concurrency(stage: str, job_id: str) -> Iterator[None]:
+    """A writer outside this job's lock (another RECONF_HOME's process on a shared lake, a hand
+    edit) committed first: Delta refused our commit, so nothing of ours was written."""
+    try:
+        yield
+    except StageError:
+        raise
+    except Exception as exc:
+        if not is_concurrent_write(exc):
+            raise
+        raise StageError(
+            f"another writer changed a Delta table while {stage} of job {job_id!r} was "
+            f"writing it ({str(exc).splitlines()[0][:200]})",
+            where=f"{stage} of job {job_id!r}",
+            fix=f"run the {stage} again: its writes are idempotent per period",
+        ) from None
 
 
 def run_collect(job_id: str, period_end: str | datetime) -> str:
     from jobs.collect_stats import collect
 
     job, end, paths = _context(job_id, period_end)
-    result = collect(job, end, paths=paths, spark=get_spark(paths))
+    with _concurrency("collect", job_id):
+        result = collect(job, end, paths=paths, spark=get_spark(paths))
     rows = ", ".join(f"{name} {count} rows (v{result.versions[name]})" for name, count in result.rows.items())
     return f"collect {job_id}@{result.period_end}: {rows}"
 
@@ -58,22 +93,24 @@ def run_plan(
     dry_run: bool = False,
     tags: dict[str, str] | None = None,
 ) -> PlanResult:
+    from jobs.markers import read_report
     from jobs.plan import plan_period
-    from jobs.validate_stats import read_report
 
     job, end, paths = _context(job_id, period_end)
     if max_migrations is not None:
         job = replace(job, max_migrations=max_migrations)
     if time_limit_s is not None:
         job = replace(job, solver_time_limit_s=time_limit_s)
-    return plan_period(
-        job, end, paths=paths, spark=get_spark(paths), strategy=strategy, dry_run=dry_run,
-        validation=read_report(paths, job.job_id, end), tags=tags,
-    )
+    with _concurrency("plan", job_id):
+        return plan_period(
+            job, end, paths=paths, spark=get_spark(paths), strategy=strategy, dry_run=dry_run,
+            validation=read_report(paths, job.job_id, end), tags=tags,
+        )
 
 
 def run_publish(job_id: str, period_end: str | datetime) -> PublishResult:
     from jobs.publish import publish_period
 
     job, end, paths = _context(job_id, period_end)
-    return publish_period(job, end, paths=paths, spark=get_spark(paths))
+    with _concurrency("publish", job_id):
+        return publish_period(job, end, paths=paths, spark=get_spark(paths))

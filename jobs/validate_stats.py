@@ -1,29 +1,38 @@
 """validate: one collected period, checked by the GE suites of schemas/expectations/.
 
-The job's key groups are those of the newest published assignment (every one of them must be
-reported exactly once); before anything is published, those of the previous collected period; for
-a job's very first period, the reported ones (then only uniqueness can be checked). Known nodes
-are the nodes the runtime reported for the period. The report is written to
-`reports/<job>/<period_end>/validation.json` whatever the verdict, and the plan stage logs it
-to MLflow; a failure raises `StageError`, which stops the cycle before planning.
+The job's key groups are those of the assignment the runtime ran (its report; without one, the
+newest published assignment): every one of them must be reported exactly once; before anything
+is published, those of the previous collected period; for a job's very first period, the reported
+ones (then only uniqueness can be checked). Known nodes are the nodes the runtime says it owns
+(without a report, the nodes it sent samples for), so a node the runtime does not have is refused
+here and never reaches a plan. The report is written to
+`reports/<job>/<period_end>/validation.json` whatever the verdict, naming the collect it checked;
+plan and publish accept only a passing report of the current collect (jobs/markers.py). A failure
+raises `StageError`, which stops the cycle before planning.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from jobs.errors import StageError
-from jobs.lake import ensure_tables, last_published, period_predicate, read_table
+from jobs.errors import StageError, job_lock
+from jobs.lake import Start, ensure_tables, period_predicate, read_table, starting_point
+from jobs.markers import (
+    collect_marker_path,
+    read_collect_marker,
+    read_report,
+    report_path,
+    runtime_of,
+    write_report,
+)
 from jobs.validation import ValidationReport, validate_stats
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
-from schemas.manifest import atomic_write_bytes
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
 
 if TYPE_CHECKING:
@@ -39,23 +48,15 @@ class ValidateResult:
     expected_from: str  # where the job's key-group set came from
 
 
-def report_path(paths: Paths, job_id: str, period_end: datetime) -> Path:
-    return paths.reports / job_id / format_period_end(period_end) / "validation.json"
-
-
-def read_report(paths: Paths, job_id: str, period_end: datetime) -> dict[str, Any] | None:
-    path = report_path(paths, job_id, period_end)
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
 def _expected_keygroups(
-    spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, reported: set[str]
+    spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, reported: set[str],
+    start: Start, reported_by_runtime: bool,
 ) -> tuple[set[str], str]:
     from pyspark.sql import functions as F
 
-    version, assignment = last_published(spark, paths, job_id, period_end)
-    if version is not None:
-        return set(assignment), f"published assignment v{version}"
+    if start.version is not None:
+        ran = ", which the runtime ran" if reported_by_runtime else ""
+        return set(start.assignment), f"{'' if ran else 'published '}assignment v{start.version}{ran}"
     previous = (
         read_table(spark, paths, KEYGROUP_STATS)
         .where((F.col("job_id") == job_id) & (F.col("period_end") < F.lit(period_end)))
@@ -74,8 +75,22 @@ def validate_period(
     job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession
 ) -> ValidateResult:
     ensure_tables(spark, paths)
+    with job_lock(paths, job.job_id, "validate"):
+        return _validate(job, period_end, paths, spark)
+
+
+def _validate(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession
+              ) -> ValidateResult:
     where = period_predicate(job.job_id, period_end)
     stamp = format_period_end(period_end)
+    marker = read_collect_marker(paths, job.job_id, period_end)
+    if marker is None:
+        raise StageError(
+            f"no completed collect for job {job.job_id!r}, period ending {stamp} (never "
+            "collected, or its collect was interrupted)",
+            where=str(collect_marker_path(paths, job.job_id, period_end)),
+            fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}` first",
+        )
     keygroups: pd.DataFrame = read_table(spark, paths, KEYGROUP_STATS).where(where).toPandas()
     if keygroups.empty:
         raise StageError(
@@ -91,18 +106,20 @@ def validate_period(
             where=paths.table(NODE_STATS.name),
             fix="fix the runtime's node metrics and land the period again",
         )
+    runtime = runtime_of(marker)
+    start = starting_point(spark, paths, job.job_id, period_end, runtime)
     expected, expected_from = _expected_keygroups(
-        spark, paths, job.job_id, period_end, set(keygroups["keygroup"].dropna())
+        spark, paths, job.job_id, period_end, set(keygroups["keygroup"].dropna()), start,
+        runtime is not None,
     )
-    report = validate_stats(
-        keygroups, edges, nodes,
-        expected_keygroups=expected, known_nodes=set(nodes["node"].dropna()),
-    )
-    path = report_path(paths, job.job_id, period_end)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    known_nodes = set(runtime.nodes) if runtime is not None else set(nodes["node"].dropna())
+    report = validate_stats(keygroups, edges, nodes,
+                            expected_keygroups=expected, known_nodes=known_nodes)
     document = {"job_id": job.job_id, "period_end": stamp, "expected_keygroups_from": expected_from,
-                **report.to_dict()}
-    atomic_write_bytes(path, json.dumps(document, indent=2, sort_keys=True).encode())
+                "known_nodes_from": "the runtime's report" if runtime is not None
+                else "the nodes that sent samples",
+                "collect_id": marker["collect_id"], **report.to_dict()}
+    path = write_report(paths, job.job_id, period_end, document)
     if not report.success:
         raise StageError(
             report.summary(),

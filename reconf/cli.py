@@ -50,9 +50,12 @@ def _cmd_land(args: argparse.Namespace) -> int:
     from reconf.settings import make_source
     from schemas.config import Paths, resolve_job
     from schemas.landing import parse_period_end
+    from schemas.periods import check_period_end
 
     paths = Paths.from_env()
-    where = make_source(resolve_job(args.job), paths).land_period(paths.landing, parse_period_end(args.period_end))
+    job = resolve_job(args.job)
+    end = check_period_end(job, parse_period_end(args.period_end))
+    where = make_source(job, paths).land_period(paths.landing, end)
     print(f"landed {where}")
     return 0
 
@@ -114,6 +117,10 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     from jobs.stages import run_publish
 
     r = run_publish(args.job, args.period_end)
+    if r.status == "stale":
+        print(f"reconf publish: refused: the plan of {args.job}@{r.period_end} is stale: "
+              f"{r.reason}", file=sys.stderr)
+        return 2
     if r.version is None:
         print(f"publish {args.job}@{r.period_end}: {r.status} (a newer version exists; LATEST unchanged)")
     else:
@@ -245,12 +252,40 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands that write the stores under RECONF_HOME (checked, and created, before they start).
+_USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle", "demo"}
+
+
+def _internal_error(command: str, exc: BaseException) -> int:
+    """Not bad input but a failure nobody foresaw: one message, the traceback in a file."""
+    import tempfile
+    import traceback
+
+    log = Path(tempfile.gettempdir()) / f"reconf-{command}-error.log"
+    try:
+        log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+        kept = f"the full traceback is in {log}"
+    except OSError:
+        kept = "the traceback could not be saved"
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    print(f"reconf {command}: unexpected error: {type(exc).__name__}: {first}\n"
+          f"  where: reconf {command}\n"
+          f"  fix:   nothing half-written is left for a rerun to trip on; run the command again, "
+          f"and if it fails the same way, report it with the log ({kept})", file=sys.stderr)
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from jobs.errors import StageError
+    import os
+
+    from jobs.errors import StageError, check_home
+    from schemas.config import Paths
     from schemas.manifest import ManifestError
 
     try:
+        if args.command in _USES_HOME:
+            check_home(Paths.from_env())
         return int(args.func(args))
     except (StageError, ManifestError, ValueError) as exc:
         print(f"reconf {args.command}: error: {exc}", file=sys.stderr)
@@ -258,6 +293,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"reconf {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if os.environ.get("RECONF_DEBUG") == "1":
+            raise
+        return _internal_error(args.command, exc)
 
 
 if __name__ == "__main__":

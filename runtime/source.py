@@ -31,7 +31,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.landing import SCHEMAS, SUCCESS_MARKER, period_dir
+from schemas.landing import RUNTIME_REPORT, SCHEMAS, SUCCESS_MARKER, RuntimeReport, period_dir
 from schemas.manifest import atomic_write_bytes
 
 __all__ = [
@@ -177,9 +177,11 @@ def _same_tree(a: Path, b: Path) -> bool:
 
 
 def write_period(
-    landing_root: Path, job_id: str, period_end: datetime, tables: Mapping[str, pa.Table]
+    landing_root: Path, job_id: str, period_end: datetime, tables: Mapping[str, pa.Table],
+    running: RuntimeState | None = None,
 ) -> Path:
-    """Land one period all-or-nothing: `<kind>/part-0.parquet` for each kind, then `_SUCCESS`.
+    """Land one period all-or-nothing: `<kind>/part-0.parquet` for each kind, the runtime report
+    of `running` (the version and nodes the runtime ran at the period's end), then `_SUCCESS`.
 
     Everything is written into a hidden temp sibling (``.period_end=…``, which collectors and Spark
     skip) and renamed into place, so a reader sees no period or a complete one. Re-landing a period
@@ -208,6 +210,9 @@ def write_period(
             with open(target, "rb+") as handle:
                 os.fsync(handle.fileno())
             _fsync_dir(tmp / kind)
+        if running is not None:
+            report = RuntimeReport(running.version, running.nodes)
+            (tmp / RUNTIME_REPORT).write_text(report.to_json(), encoding="utf-8")
         with open(tmp / SUCCESS_MARKER, "wb") as handle:
             os.fsync(handle.fileno())
         _fsync_dir(tmp)

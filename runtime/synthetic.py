@@ -357,7 +357,7 @@ class SyntheticJob:
 
     def land_period(self, landing_root: Path, period_end: datetime) -> Path:
         tables = build_tables(self.spec, period_end, self._state.assignment, self._state.nodes)
-        return write_period(Path(landing_root), self.spec.job_id, period_end, tables)
+        return write_period(Path(landing_root), self.spec.job_id, period_end, tables, self._state)
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
         current = self._state

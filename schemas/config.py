@@ -20,11 +20,13 @@ from typing import Any, TypeAlias
 __all__ = [
     "PROJECT_ROOT",
     "STRATEGY_NAMES",
+    "MAX_MIGRATIONS",
     "ConfigError",
     "JobConfig",
     "JobsFile",
     "Paths",
     "ScalingConfig",
+    "check_max_migrations",
     "db_server_uri",
     "load_jobs",
     "parse_duration",
@@ -190,6 +192,18 @@ def parse_duration(value: object, where: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+#: The largest migration budget a job may give (larger is the same as "every key group").
+MAX_MIGRATIONS = 2**31 - 1
+
+
+def check_max_migrations(value: float, where: str) -> int:
+    """A migration budget: a whole number in [0, MAX_MIGRATIONS] (ConfigError otherwise)."""
+    if value != int(value) or not 0 <= value <= MAX_MIGRATIONS:
+        raise ConfigError(f"{where}: must be a whole number from 0 to {MAX_MIGRATIONS} "
+                          f"(a budget above the job's key-group count moves any), got {value!r}")
+    return int(value)
+
+
 def _number(value: object, where: str, *, integer: bool = False) -> float:
     ok = isinstance(value, int) if integer else isinstance(value, int | float)
     if isinstance(value, bool) or not ok:
@@ -278,8 +292,9 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
                               f"{', '.join(sorted(STRATEGY_NAMES))}")
         kwargs["strategy"] = raw["strategy"]
     if "max_migrations" in raw:
-        kwargs["max_migrations"] = int(
-            _number(raw["max_migrations"], f"{where}.max_migrations", integer=True)
+        kwargs["max_migrations"] = check_max_migrations(
+            _number(raw["max_migrations"], f"{where}.max_migrations", integer=True),
+            f"{where}.max_migrations"
         )
     if "max_migration_cost" in raw:
         kwargs["max_migration_cost"] = _number(

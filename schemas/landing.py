@@ -1,13 +1,23 @@
 """The landing zone: what the runtime writes and `collect` reads (DESIGN.md, "Landing zone").
 
-Layout: ``landing/<job_id>/period_end=<ISO-8601>/{keygroups,edges,nodes}/*.parquet`` and a
-``_SUCCESS`` marker written last. A period without ``_SUCCESS`` is incomplete and never collected.
+Layout: ``landing/<job_id>/period_end=<ISO-8601>/{keygroups,edges,nodes}/*.parquet``, the
+runtime's report ``_RUNTIME.json`` and a ``_SUCCESS`` marker written last. A period without
+``_SUCCESS`` is incomplete and never collected.
+
+The runtime report says what the runtime ran at the end of the period: the assignment version it
+had applied (null: its initial allocation) and the nodes it owns. It is what the pipeline plans
+from and validates node ids against, so a plan never starts from a version the runtime refused and
+never places key groups on a node the runtime does not have. Runtimes that do not write it (it is
+optional) are planned from the newest published version, as before.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -15,14 +25,18 @@ __all__ = [
     "EDGES",
     "KEYGROUPS",
     "NODES",
+    "RUNTIME_REPORT",
     "SCHEMAS",
     "SUCCESS_MARKER",
+    "RuntimeReport",
     "format_period_end",
     "parse_period_end",
     "period_dir",
+    "read_runtime_report",
 ]
 
 SUCCESS_MARKER = "_SUCCESS"
+RUNTIME_REPORT = "_RUNTIME.json"
 KEYGROUPS, EDGES, NODES = "keygroups", "edges", "nodes"
 
 _TS = pa.timestamp("us", tz="UTC")
@@ -66,7 +80,8 @@ def format_period_end(period_end: datetime) -> str:
     """Canonical ISO-8601 form used in paths, ids and manifests: UTC, seconds, trailing Z."""
     if period_end.tzinfo is None:
         raise ValueError(f"period_end {period_end!r} has no time zone; give one (UTC)")
-    return period_end.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat, not strftime("%Y"): glibc's %Y does not pad years before 1000 to four digits
+    return period_end.astimezone(UTC).replace(tzinfo=None, microsecond=0).isoformat() + "Z"
 
 
 def parse_period_end(text: str) -> datetime:
@@ -86,3 +101,34 @@ def parse_period_end(text: str) -> datetime:
 
 def period_dir(landing_root: Path, job_id: str, period_end: datetime) -> Path:
     return landing_root / job_id / f"period_end={format_period_end(period_end)}"
+
+
+@dataclass(frozen=True)
+class RuntimeReport:
+    """What the runtime ran at a period's end: its applied version (None: initial) and its nodes."""
+
+    version: int | None
+    nodes: tuple[str, ...]
+
+    def to_json(self) -> str:
+        return json.dumps({"format": 1, "version": self.version, "nodes": sorted(self.nodes)},
+                          indent=1) + "\n"
+
+
+def read_runtime_report(period: Path) -> RuntimeReport | None:
+    """The period's runtime report, None if the runtime wrote none; ValueError if it is malformed."""
+    path = Path(period) / RUNTIME_REPORT
+    if not path.is_file():
+        return None
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(data, dict) or set(data) != {"format", "version", "nodes"} or data["format"] != 1:
+        raise ValueError(f"{path}: expected an object with exactly format (1), version and nodes")
+    version, nodes = data["version"], data["nodes"]
+    if version is not None and (type(version) is not int or version < 1):
+        raise ValueError(f"{path}: version must be null or an integer >= 1, got {version!r}")
+    if not isinstance(nodes, list) or not nodes or not all(isinstance(n, str) and n for n in nodes):
+        raise ValueError(f"{path}: nodes must be a non-empty list of node ids, got {nodes!r}")
+    return RuntimeReport(version, tuple(nodes))

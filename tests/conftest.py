@@ -85,8 +85,10 @@ def collected_template(
     config_file: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Path:
-    """``empty_template`` plus periods P1 and P2 landed by the runtime stand-in and collected."""
+    """``empty_template`` plus periods P1 and P2 landed by the runtime stand-in, collected and
+    validated (so either may be planned for publishing)."""
     from jobs.collect_stats import collect
+    from jobs.validate_stats import validate_period
 
     home = tmp_path_factory.mktemp("template-collected") / "home"
     shutil.copytree(empty_template, home)
@@ -95,6 +97,7 @@ def collected_template(
     for period_end in (P1, P2):
         land(paths, period_end, job)
         collect(job, period_end, paths=paths, spark=spark)
+        validate_period(job, period_end, paths=paths, spark=spark)
     return home
 
 

@@ -221,7 +221,7 @@ class ReplayJob:
             self.engine.step()  # periods nobody asked for run, unlanded
         metrics = self.engine.step()
         tables = landing_tables(metrics, self.engine.layout, period_end, self.spec.period_s)
-        where = write_period(Path(landing_root), self.spec.job_id, period_end, tables)
+        where = write_period(Path(landing_root), self.spec.job_id, period_end, tables, self._state)
         self._checkpoint()
         return where
 

@@ -11,6 +11,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute
+import pyarrow.parquet as pq
 import pytest
 from pipeline_kit import (
     CONFIG,
@@ -23,6 +26,7 @@ from pipeline_kit import (
     P6,
     land,
     latest,
+    period,
     snapshot,
     stamp,
 )
@@ -112,7 +116,112 @@ def _publish_before_plan(paths, tmp_path, monkeypatch):
     ]
 
 
+def _rewrite(where: Path, kind: str, change: Callable[[pa.Table], pa.Table]) -> Path:
+    """Hand-edit a landed period's samples of one kind (as an operator or a buggy runtime might)."""
+    part = where / kind / "part-0.parquet"
+    pq.write_table(change(pq.read_table(part)), part)
+    return part
+
+
+def _off_grid(paths, tmp_path, monkeypatch):
+    return ["collect", "--job", JOB_ID, "--period-end", "2026-01-01T00:07:00Z"], [
+        "period end 2026-01-01T00:07:00Z is not on the job's period grid",
+        f"job '{JOB_ID}'", "2026-01-01T00:05:00Z and 2026-01-01T00:10:00Z",
+    ]
+
+
+def _far_future(paths, tmp_path, monkeypatch):
+    return ["plan", "--job", JOB_ID, "--period-end", "2100-01-01T00:00:00Z"], [
+        "period end 2100-01-01T00:00:00Z is in the future", f"job '{JOB_ID}'",
+        "the newest period that has ended is",
+    ]
+
+
+def _beyond_storable(paths, tmp_path, monkeypatch):
+    return ["land", "--job", JOB_ID, "--period-end", "2999-01-01T00:00:00Z"], [
+        "period end 2999-01-01T00:00:00Z is beyond what reconf can store", f"job '{JOB_ID}'",
+        "give the period end of a real statistics period",
+    ]
+
+
+def _huge_budget(paths, tmp_path, monkeypatch):
+    return ["plan", "--job", JOB_ID, "--period-end", stamp(P2), "--max-migrations",
+            "99999999999999999999"], [
+        "max_migrations 99999999999999999999 is out of range", f"job '{JOB_ID}'",
+        "give a whole number from 0 to 2147483647",
+    ]
+
+
+def _unusable_home(paths, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("RECONF_HOME", str(blocker / "home"))
+    return ["collect", "--job", JOB_ID, "--period-end", stamp(P1)], [
+        f"the reconf home {blocker / 'home'} is not usable", f"RECONF_HOME={blocker / 'home'}",
+        "point RECONF_HOME at a writable directory",
+    ]
+
+
+def _duplicate_sample(paths, tmp_path, monkeypatch):
+    where = land(paths, period(7))
+    _rewrite(where, "keygroups", lambda t: pa.concat_tables([t, t.slice(0, 1)]))
+    return ["collect", "--job", JOB_ID, "--period-end", stamp(period(7))], [
+        "1 keygroups sample(s) repeat another sample's (keygroup, ts)",
+        str(where / "keygroups"), "land the period again",
+    ]
+
+
+def _negative_counter(paths, tmp_path, monkeypatch):
+    where = land(paths, period(8))
+
+    def negate_first(t: pa.Table) -> pa.Table:
+        values = t.column("tuples_in").to_pylist()
+        values[0] = -5
+        return t.set_column(t.schema.get_field_index("tuples_in"), "tuples_in",
+                            pa.array(values, pa.int64()))
+
+    _rewrite(where, "keygroups", negate_first)
+    return ["collect", "--job", JOB_ID, "--period-end", stamp(period(8))], [
+        "1 keygroups sample(s) break the rule tuples_in >= 0", "'tuples_in': -5",
+        str(where / "keygroups"),
+    ]
+
+
+def _outside_window(paths, tmp_path, monkeypatch):
+    where = land(paths, period(9))
+
+    def a_day_early(t: pa.Table) -> pa.Table:
+        ts = pa.compute.subtract(t.column("ts"), pa.scalar(86_400_000_000, pa.duration("us")))
+        return t.set_column(0, "ts", ts.cast(t.schema.field("ts").type))
+
+    _rewrite(where, "keygroups", a_day_early)
+    return ["collect", "--job", JOB_ID, "--period-end", stamp(period(9))], [
+        "the period has no keygroups samples inside its window", "lie outside it",
+        str(where / "keygroups"),
+    ]
+
+
+def _wrong_type(paths, tmp_path, monkeypatch):
+    where = land(paths, period(10))
+    part = _rewrite(where, "keygroups", lambda t: t.set_column(
+        t.schema.get_field_index("tuples_in"), "tuples_in",
+        t.column("tuples_in").cast(pa.float64())))
+    return ["collect", "--job", JOB_ID, "--period-end", stamp(period(10))], [
+        "keygroups column 'tuples_in' has type double; the landing contract says int64",
+        str(part), "schemas/landing.py",
+    ]
+
+
 CASES: dict[str, Callable] = {
+    "off-grid-period": _off_grid,
+    "far-future-period": _far_future,
+    "beyond-storable-period": _beyond_storable,
+    "huge-budget": _huge_budget,
+    "unusable-home": _unusable_home,
+    "duplicate-sample": _duplicate_sample,
+    "negative-counter": _negative_counter,
+    "all-samples-outside-window": _outside_window,
+    "wrong-column-type": _wrong_type,
     "missing-landing": _no_landing,
     "no-success-marker": _no_success,
     "corrupt-parquet": _corrupt_parquet,

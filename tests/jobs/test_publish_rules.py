@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime
 
 import pytest
+from delta.tables import DeltaTable
 from pipeline_kit import (
     JOB_ID,
     P1,
@@ -18,7 +20,6 @@ from pipeline_kit import (
     tree,
 )
 
-from jobs.errors import StageError
 from jobs.plan import plan_period
 from jobs.publish import publish_period
 from schemas.manifest import (
@@ -78,17 +79,22 @@ def test_crash_after_the_manifest_is_written_is_mended_by_publish(collected_home
     planned = plan_period(job, P1, paths=paths, spark=spark)
     path = manifest_path(paths.published, JOB_ID, 1)
 
-    # Another plan's manifest sits at v1 with no version row: refuse, write nothing.
+    # Another plan's manifest sits at v1 with no version row: the orphan of a publisher that
+    # crashed before its commit point (LATEST never named it). It is moved aside, not published.
     other = dict(planned.plan.assignment)
     other[sorted(other)[0]] = "node-02" if other[sorted(other)[0]] != "node-02" else "node-01"
-    write_manifest(paths.published, _manifest_of(planned, 1, plan_id="tiny@elsewhere", assignment=other))
-    lake = delta_versions(paths)
-    with pytest.raises(StageError) as caught:
-        publish_period(job, P1, paths=paths, spark=spark)
-    assert str(path) in str(caught.value) and "version table does not know it" in str(caught.value)
-    assert delta_versions(paths) == lake
-    assert latest(paths) is None
-    path.unlink()
+    orphan = write_manifest(paths.published, _manifest_of(planned, 1, plan_id="tiny@elsewhere",
+                                                          assignment=other)).read_bytes()
+    assert publish_period(job, P1, paths=paths, spark=spark).version == 1
+    assert read_manifest(paths.published, JOB_ID, 1).plan_id == planned.plan_id
+    kept = list((paths.published / JOB_ID / ".orphaned").iterdir())
+    assert [p.read_bytes() for p in kept] == [orphan]
+    assert latest(paths) == "1\n"
+
+    # Start again from nothing published, for the crash of this very plan.
+    shutil.rmtree(paths.published)
+    for table in (ASSIGNMENTS, ASSIGNMENT_VERSIONS):
+        DeltaTable.forPath(spark, paths.table(table.name)).delete()
 
     # The crash: publish wrote v1.json for this very plan, then died before any Delta commit.
     crashed = write_manifest(paths.published, _manifest_of(planned, 1))

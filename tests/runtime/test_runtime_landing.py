@@ -17,7 +17,7 @@ from runtime.synthetic import (
     SyntheticSpec,
     initial_assignment,
 )
-from schemas.landing import SCHEMAS, SUCCESS_MARKER, period_dir
+from schemas.landing import RUNTIME_REPORT, SCHEMAS, SUCCESS_MARKER, period_dir, read_runtime_report
 from schemas.manifest import Manifest, write_latest, write_manifest
 
 END = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
@@ -40,6 +40,7 @@ def test_layout_and_exact_schemas(landed: Path, tmp_path: Path) -> None:
     assert (landed / SUCCESS_MARKER).is_file()
     files = sorted(str(p.relative_to(landed)) for p in landed.rglob("*") if p.is_file())
     assert files == [
+        "_RUNTIME.json",
         "_SUCCESS",
         "edges/part-0.parquet",
         "keygroups/part-0.parquet",
@@ -48,6 +49,20 @@ def test_layout_and_exact_schemas(landed: Path, tmp_path: Path) -> None:
     for kind in KINDS:
         assert pq.read_schema(landed / kind / "part-0.parquet").equals(SCHEMAS[kind]), kind
     assert [p.name for p in landed.parent.iterdir()] == [landed.name]  # no temp dirs left behind
+    # the runtime's report: what it ran at the period's end (nothing applied yet) and its nodes
+    report = read_runtime_report(landed)
+    assert report is not None and report.version is None
+    assert set(report.nodes) == set(read(landed, "nodes")["node"])
+
+
+def test_the_runtime_report_is_checked_strictly(landed: Path) -> None:
+    for text in ('{"format": 1, "version": 0, "nodes": ["n"]}', '{"format": 1, "version": null}',
+                 '{"format": 2, "version": null, "nodes": ["n"]}', "not json",
+                 '{"format": 1, "version": "3", "nodes": ["n"]}',
+                 '{"format": 1, "version": null, "nodes": []}'):
+        (landed / RUNTIME_REPORT).write_text(text)
+        with pytest.raises(ValueError, match=str(landed / RUNTIME_REPORT)):
+            read_runtime_report(landed)
 
 
 def test_samples_sit_inside_the_period(landed: Path) -> None:

@@ -1,0 +1,146 @@
+"""Per-period markers that gate the stages: the collect marker and the validation report.
+
+Both live under ``reports/<job>/<period_end>/`` and are written atomically:
+- ``collect.json``: written by collect after its three table commits (its commit point), with a
+  fresh `collect_id`. No marker: the period was never collected, or its collect was interrupted.
+- ``validation.json``: written by validate whatever the verdict; it names the `collect_id` it
+  checked. Plan and publish accept a period only if the report passed and names the current
+  collect (a rerun of collect removes both files first, so stats validated once and then replaced
+  are never planned or published).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jobs.errors import StageError
+from schemas.config import JobConfig, Paths
+from schemas.landing import RuntimeReport, format_period_end
+from schemas.manifest import atomic_write_bytes
+
+__all__ = [
+    "check_validated",
+    "clear_period_markers",
+    "collect_marker_path",
+    "read_collect_marker",
+    "read_report",
+    "report_path",
+    "runtime_of",
+    "write_collect_marker",
+    "write_report",
+]
+
+
+def _period_reports(paths: Paths, job_id: str, period_end: datetime) -> Path:
+    return paths.reports / job_id / format_period_end(period_end)
+
+
+def report_path(paths: Paths, job_id: str, period_end: datetime) -> Path:
+    return _period_reports(paths, job_id, period_end) / "validation.json"
+
+
+def collect_marker_path(paths: Paths, job_id: str, period_end: datetime) -> Path:
+    return _period_reports(paths, job_id, period_end) / "collect.json"
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # a damaged marker counts as none: the stage before is simply rerun
+    return data if isinstance(data, dict) else None
+
+
+def _write_json(path: Path, document: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, json.dumps(document, indent=2, sort_keys=True).encode())
+
+
+def clear_period_markers(paths: Paths, job_id: str, period_end: datetime) -> None:
+    """Collect's first step: the period's stats are about to change, so nothing vouches for them."""
+    for path in (collect_marker_path(paths, job_id, period_end), report_path(paths, job_id, period_end)):
+        path.unlink(missing_ok=True)
+
+
+def write_collect_marker(paths: Paths, job_id: str, period_end: datetime,
+                         versions: dict[str, int], rows: dict[str, int],
+                         runtime: RuntimeReport | None) -> str:
+    """The commit point of collect; it also keeps the period's runtime report (what the runtime
+    ran), so validate and plan never need the landing zone again."""
+    collect_id = uuid.uuid4().hex
+    _write_json(collect_marker_path(paths, job_id, period_end), {
+        "job_id": job_id, "period_end": format_period_end(period_end), "collect_id": collect_id,
+        "versions": versions, "rows": rows,
+        "runtime": None if runtime is None else {"version": runtime.version,
+                                                 "nodes": sorted(runtime.nodes)}})
+    return collect_id
+
+
+def runtime_of(marker: dict[str, Any]) -> RuntimeReport | None:
+    """The runtime report a collect marker kept (None: the runtime wrote none)."""
+    raw = marker.get("runtime")
+    if not isinstance(raw, dict):
+        return None
+    return RuntimeReport(raw.get("version"), tuple(raw.get("nodes") or ()))
+
+
+def read_collect_marker(paths: Paths, job_id: str, period_end: datetime) -> dict[str, Any] | None:
+    return _read_json(collect_marker_path(paths, job_id, period_end))
+
+
+def read_report(paths: Paths, job_id: str, period_end: datetime) -> dict[str, Any] | None:
+    return _read_json(report_path(paths, job_id, period_end))
+
+
+def write_report(paths: Paths, job_id: str, period_end: datetime, document: dict[str, Any]) -> Path:
+    path = report_path(paths, job_id, period_end)
+    _write_json(path, document)
+    return path
+
+
+def check_validated(paths: Paths, job: JobConfig, period_end: datetime, *,
+                    collect_id: str | None = None) -> dict[str, Any]:
+    """The period's passing validation report for its current collect, else `StageError`.
+
+    `collect_id`, when given, is the collect a plan was made from: publish passes the plan's, so a
+    period collected again after planning is refused too.
+    """
+    stamp = format_period_end(period_end)
+    validate_cmd = f"reconf validate --job {job.job_id} --period-end {stamp}"
+    marker = read_collect_marker(paths, job.job_id, period_end)
+    if marker is None:
+        raise StageError(
+            f"period {stamp} of job {job.job_id!r} has no completed collect",
+            where=str(collect_marker_path(paths, job.job_id, period_end)),
+            fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}`, then `{validate_cmd}`",
+        )
+    report = read_report(paths, job.job_id, period_end)
+    path = report_path(paths, job.job_id, period_end)
+    if report is None or report.get("collect_id") != marker["collect_id"]:
+        raise StageError(
+            f"period {stamp} of job {job.job_id!r} was not validated since it was last collected",
+            where=str(path), fix=f"run `{validate_cmd}` first",
+        )
+    if not report.get("success"):
+        raise StageError(
+            f"period {stamp} of job {job.job_id!r} failed validation, so it is neither planned "
+            "for publishing nor published; the runtime keeps its assignment",
+            where=str(path),
+            fix="fix the runtime's metrics, land and collect the period again, then "
+                f"`{validate_cmd}` (a dry run, `reconf plan --dry-run`, still shows a plan)",
+        )
+    if collect_id is not None and collect_id != marker["collect_id"]:
+        raise StageError(
+            f"the plan of period {stamp} was made from statistics that have since been collected "
+            "again",
+            where=str(collect_marker_path(paths, job.job_id, period_end)),
+            fix=f"plan the period again (`reconf plan --job {job.job_id} --period-end {stamp}`), "
+                "then publish",
+        )
+    return report
