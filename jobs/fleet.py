@@ -52,6 +52,7 @@ class FleetTask:
     time_limit_s: float | None
     scaling: ScalingConfig | None = None
     sections: tuple[dict[str, Any], ...] = ()  # earlier published scaling sections (Alg. 1)
+    runtime_nodes: frozenset[str] | None = None  # the nodes the runtime reported owning
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def solve_task(task: FleetTask) -> FleetOutcome:
             from placement.scaling import scaling_cycle
 
             outcome = scaling_cycle(
-                with_scaling_nodes(task.state, task.sections), task.budget,
+                with_scaling_nodes(task.state, task.sections, task.runtime_nodes), task.budget,
                 strategy=task.strategy, policy=policy_of(task.scaling),
                 history=history_of(task.sections), time_limit_s=task.time_limit_s,
                 **task.params)
@@ -270,7 +271,8 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         sections = (tuple(earlier_sections(spark, paths, job.job_id, period_end))
                     if job.scaling is not None else ())
         tasks.append(FleetTask(job.job_id, strat, params, state, job_budget(job),
-                               job.solver_time_limit_s, job.scaling, sections))
+                               job.solver_time_limit_s, job.scaling, sections,
+                               None if runtime is None else frozenset(runtime.nodes)))
         starts[job.job_id] = start
         collect_ids[job.job_id] = None if marker is None else marker.get("collect_id")
     return FleetInputs(tasks, starts, collect_ids, missing, refused)

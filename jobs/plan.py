@@ -190,14 +190,14 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
     node_rows = [r.asDict() for r in read_table(spark, paths, NODE_STATS).where(where).collect()]
     edge_rows = [r.asDict() for r in read_table(spark, paths, COMM_STATS).where(where).collect()]
     marker = read_collect_marker(paths, job.job_id, period_end)
-    start = starting_point(spark, paths, job.job_id, period_end,
-                           runtime_of(marker) if marker is not None else None)
+    runtime = runtime_of(marker) if marker is not None else None
+    start = starting_point(spark, paths, job.job_id, period_end, runtime)
     state = build_state(job, kg_rows, node_rows, edge_rows, start.assignment)
     budget = job_budget(job)
     scaled = None
     if job.scaling is not None:  # Algorithm 1: terminate, plan, decide, re-plan
         scaled, plan = plan_scaled(spark, paths, job, period_end, state, budget, strategy,
-                                   params)
+                                   params, None if runtime is None else frozenset(runtime.nodes))
         state = scaled.state
     else:
         plan = get_strategy(strategy)(state, budget, time_limit_s=job.solver_time_limit_s,

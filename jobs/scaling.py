@@ -64,14 +64,20 @@ def history_of(sections: Sequence[Mapping[str, Any]]) -> ScalingHistory:
                           frozenset(used))
 
 
-def with_scaling_nodes(state: ClusterState, sections: Sequence[Mapping[str, Any]]
-                       ) -> ClusterState:
-    """`state` with the nodes earlier manifests added / terminated and the current set B."""
+def with_scaling_nodes(state: ClusterState, sections: Sequence[Mapping[str, Any]],
+                       runtime_nodes: frozenset[str] | None = None) -> ClusterState:
+    """`state` with the nodes earlier manifests added / terminated and the current set B.
+
+    With the runtime's report (`runtime_nodes`), a node an earlier manifest added counts only if
+    the runtime has it: a version it never applied added nothing.
+    """
     added: set[str] = set()
     gone: set[str] = set()
     for s in sections:
         added |= _ids(s, "nodes_to_add")
         gone |= _ids(s, "nodes_to_terminate")
+    if runtime_nodes is not None:
+        added &= runtime_nodes
     marked = (_ids(sections[-1], "nodes_to_mark") if sections else set()) - gone
     busy = set(state.assignment.values())
     nodes = {n.id: n for n in state.nodes if n.id not in gone or n.id in busy}
@@ -93,11 +99,13 @@ def scaling_json(outcome: ScalingOutcome) -> dict[str, Any]:
 
 def plan_scaled(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
                 state: ClusterState, budget: Budget, strategy: str,
-                params: Mapping[str, Any] | None = None) -> tuple[ScalingOutcome, Plan]:
+                params: Mapping[str, Any] | None = None,
+                runtime_nodes: frozenset[str] | None = None) -> tuple[ScalingOutcome, Plan]:
     """Run Algorithm 1 for one period of a job with a `[scaling]` table."""
     assert job.scaling is not None
     sections = earlier_sections(spark, paths, job.job_id, period_end)
-    outcome = scaling_cycle(with_scaling_nodes(state, sections), budget, strategy=strategy,
+    outcome = scaling_cycle(with_scaling_nodes(state, sections, runtime_nodes), budget,
+                            strategy=strategy,
                             policy=policy_of(job.scaling), history=history_of(sections),
                             time_limit_s=job.solver_time_limit_s, **(params or {}))
     return outcome, outcome.plan

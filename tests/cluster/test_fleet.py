@@ -37,14 +37,16 @@ pytestmark = pytest.mark.spark
 @pytest.fixture
 def two_homes(spark: SparkSession, home: Paths, tmp_path: Path,
               monkeypatch: pytest.MonkeyPatch) -> tuple[Paths, Paths, Path]:
-    """(per-job home, fleet home, config): both with P1 of the three jobs collected."""
+    """(per-job home, fleet home, config): both with P1 of the three jobs collected and validated."""
     from jobs.collect_stats import collect
+    from jobs.validate_stats import validate_period
 
     config = write_config(tmp_path)
     monkeypatch.setenv("RECONF_CONFIG", str(config))
     land_all(home, P1, config)
     for job in load_jobs(config).values():
         collect(job, P1, paths=home, spark=spark)
+        validate_period(job, P1, paths=home, spark=spark)
     fleet_home = Paths(tmp_path / "fleet-home")
     shutil.copytree(home.home, fleet_home.home)
     return home, fleet_home, config

@@ -102,9 +102,9 @@ def _negative_budget(paths, tmp_path, monkeypatch):
 
 def _plan_before_collect(paths, tmp_path, monkeypatch):
     return ["plan", "--job", JOB_ID, "--period-end", stamp(P3)], [
-        f"no statistics collected for job '{JOB_ID}', period ending {stamp(P3)}",
-        paths.table("keygroup_stats"),
-        f"reconf collect --job {JOB_ID} --period-end {stamp(P3)}",
+        f"period {stamp(P3)} of job '{JOB_ID}' has no completed collect",
+        str(paths.reports / JOB_ID / stamp(P3) / "collect.json"),
+        f"reconf collect --job {JOB_ID} --period-end {stamp(P3)}`, then `reconf validate",
     ]
 
 
