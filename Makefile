@@ -8,11 +8,12 @@ JARS := .reconf/jars/.fetched
 PERIODS ?= 4
 JOB ?= flights2
 
-.PHONY: setup demo test lint mlflow-ui constraints clean help up down status
+.PHONY: setup demo test test-fast lint mlflow-ui constraints clean help up down status
 
 help:
 	@echo "make demo       install, then run $(PERIODS) reconfiguration periods of job '$(JOB)' through Airflow"
 	@echo "make test       install, then run the test suite"
+	@echo "make test-fast  the inner loop: the tests that need no JVM, Airflow run or browser"
 	@echo "make lint       ruff and mypy"
 	@echo "make mlflow-ui  open the MLflow UI on the project's tracking store (port 5000)"
 	@echo "make up         start Airflow (http://127.0.0.1:8080) and MLflow (:5000) in the background"
@@ -40,6 +41,11 @@ test: setup
 	@$(BIN)/python -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure here"; exit 1; fi; \
 	exit $$rc
+
+# The inner loop: no Spark JVM, no Airflow DAG run, no browser, no database server (markers in
+# pyproject.toml); `make test` still runs everything.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not spark and not e2e and not browser" -q
 
 lint: setup
 	$(BIN)/ruff check .
