@@ -139,8 +139,7 @@ def _check_finite(job: JobConfig, rows: list[dict[str, Any]], columns: tuple[str
                 raise StageError(
                     f"{table}.{column} of {row.get(key)!r} is {value!r}; the planner needs a "
                     "finite number",
-                    where=f"job {job.job_id!r}, period ending {format_period_end(row['period_end'])}"
-                    if isinstance(row.get("period_end"), datetime) else f"job {job.job_id!r}",
+                    where=f"job {job.job_id!r}, table {table}",
                     fix="run `reconf validate` on the period: it names every bad value; fix the "
                         "runtime's metrics and land the period again",
                 )
