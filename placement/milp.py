@@ -57,7 +57,7 @@ from placement.milp_model import Weights, build, caps_violation, objective, solv
 from placement.milp_start import exchange_search
 from placement.model import Budget, ClusterState, KeyGroup, Plan, SolverStatus
 
-__all__ = ["DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "SOLVERS", "plan_milp"]
+__all__ = ["DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "SOLVERS", "plan_milp", "relaxed_five"]
 
 SOLVERS = ("highs", "cbc")
 CANDIDATE_MODES = ("auto", "all")
@@ -120,7 +120,7 @@ def _start(ctx: Ctx) -> dict[str, str]:
     return min(ok, key=lambda a: objective(state, a, ctx.weights))
 
 
-def _relaxed_five(d: float, mean: float, bound: float) -> str:
+def relaxed_five(d: float, mean: float, bound: float) -> str:
     """The plan's note when its d breaks constraint (5) (mean − d ≥ 0), '' when it holds."""
     if d <= mean + 1e-9 * max(1.0, mean):
         return ""
@@ -181,7 +181,7 @@ def plan_milp(
         why = "the budget allows no migration; current assignment kept"
         if problem:
             return keep(SolverStatus.INFEASIBLE, current_d, f"{why}; infeasible: {problem}")
-        note = _relaxed_five(current_d, mean, current_d)
+        note = relaxed_five(current_d, mean, current_d)
         return keep(SolverStatus.OPTIMAL, current_d, "; ".join(filter(None, [why, note])))
     bound = lower_bound_d(state, budget, can_move)
 
@@ -196,7 +196,7 @@ def plan_milp(
 
     def done(best: Mapping[str, str], status: SolverStatus, notes: list[str]) -> Plan:
         d = max_deviation(state, best)
-        note = _relaxed_five(d, mean, bound)
+        note = relaxed_five(d, mean, bound)
         return make_plan("milp", state, best, status=status, lower_bound=min(bound, d),
                          started=started, message="; ".join(filter(None, [note, *notes])))
 
