@@ -47,7 +47,7 @@ import math
 import time
 from collections.abc import Mapping
 
-from placement._common import check_inputs, is_frozen, make_plan
+from placement._common import EPS, check_inputs, is_frozen, make_plan
 from placement.baselines.flux import plan_flux
 from placement.baselines.greedy import greedy_assignment
 from placement.bounds import lower_bound_d
@@ -166,7 +166,9 @@ def plan_milp(
 
     mean = mean_load(state)
     current_d = max_deviation(state, state.assignment)
-    cost_cap = math.inf if budget.max_migration_cost is None else budget.max_migration_cost
+    # the same tolerance as `fits` (greedy, Flux, `valid`): a key group the baselines may move
+    # within the budget, the MILP may move too
+    cost_cap = math.inf if budget.max_migration_cost is None else budget.max_migration_cost + EPS
 
     def can_move(kg: KeyGroup) -> bool:
         return not is_frozen(budget) and kg.migration_cost <= cost_cap

@@ -39,7 +39,7 @@ from typing import Any
 
 import pulp
 
-from placement._common import fits
+from placement._common import EPS, fits
 from placement._highs import BulkHiGHS, model_status_name
 from placement.metrics import mean_load
 from placement.model import Budget, ClusterState, KeyGroup
@@ -134,7 +134,7 @@ def build(state: ClusterState, budget: Budget, movers: list[KeyGroup], targets: 
         total = sum(k.migration_cost for k in movers)
         prob.addConstraint(pulp.LpConstraint(
             stay_cost, pulp.LpConstraintGE, "c2_cost",
-            total - (budget.max_migration_cost - fixed_cost)))
+            total - (budget.max_migration_cost + EPS - fixed_cost)))
     for n in state.nodes:
         rest = fixed[n.id] / n.capacity
         upper = dict(column[n.id])
