@@ -10,8 +10,17 @@ from collections.abc import Callable
 
 import pytest
 
-from placement import Budget, ClusterState, SolverStatus, get_strategy, synthetic_state
-from placement.metrics import max_deviation, mean_load
+from placement import (
+    Budget,
+    ClusterState,
+    Edge,
+    KeyGroup,
+    Node,
+    SolverStatus,
+    get_strategy,
+    synthetic_state,
+)
+from placement.metrics import max_deviation, mean_load, node_loads
 from placement.milp import plan_milp
 from placement.milp_model import Solved
 from placement.synthetic import CAPACITY_MIX, heterogeneous, hot_spot
@@ -83,3 +92,21 @@ def test_albic_falls_back_to_the_plain_milp_not_to_nothing() -> None:
     assert "maxPL 0: plain MILP" in plan.message
     assert plan.after.load_distance <= milp.after.load_distance + 1e-6
     assert plan.after.load_distance < plan.before.load_distance
+
+
+def test_albic_does_not_accept_a_level_that_leaves_a_node_saturated() -> None:
+    """mean 90 %: {a, b} (collocated) + e on n0 = 110 %, c (+ g, no load) on n1 = 70 %. With
+    {a, b} one unit nothing within 2 migrations helps (d 20 <= maxLD 25, n0 stays at 110 %);
+    split, moving a alone gives 80 % / 100 %. The level that keeps n0 saturated is refused."""
+    nodes = (Node("n0"), Node("n1"))
+    kgs = (KeyGroup("a", "A", 30.0, migration_cost=1.0), KeyGroup("b", "B", 30.0,
+           migration_cost=1.0), KeyGroup("e", "C", 50.0, migration_cost=1.0),
+           KeyGroup("c", "B", 70.0, migration_cost=1.0), KeyGroup("g", "B", 0.0,
+           migration_cost=1.0))
+    state = ClusterState(nodes, kgs, {"a": "n0", "b": "n0", "e": "n0", "c": "n1", "g": "n1"},
+                         (Edge("a", "b", 100.0),))
+    plan = get_strategy("albic")(state, Budget(max_migrations=2), max_ld=25.0, max_pl=100.0,
+                                 step_pl=25.0, time_limit_s=1.0)
+    assert "maxPL 100: 1 partitions" in plan.message and "LD 20.000" in plan.message
+    assert max(node_loads(state, plan.assignment).values()) <= 100.0 + 1e-9
+    assert plan.after.load_distance == pytest.approx(10.0)
