@@ -48,7 +48,7 @@ def test_the_scenarios_break_constraint_five() -> None:
 @pytest.mark.parametrize("name", PLANNERS)
 def test_planners_improve_overloaded_clusters_at_a_short_limit(
         name: str, scenario: Callable[[], ClusterState]) -> None:
-    """0.1 s was too short for the solver alone on the issue's hot spot: INFEASIBLE, LD kept."""
+    """0.1 s was too short for the solver alone on a hot spot like this: INFEASIBLE, LD kept."""
     state = scenario()
     budget = Budget(max_migrations=10)
     plan = get_strategy(name)(state, budget, time_limit_s=0.1, seed=1)
