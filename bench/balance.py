@@ -6,6 +6,13 @@ with HiGHS and with CBC at time limits 1, 2, 5 and 10 s, Flux and greedy. `--qui
 40/800, maxMigrations 10 and 20, varies 20 and 40, a 2 s limit, seed 1 (22 s measured on 2
 shared cores).
 
+`--heterogeneous`: the same table and targets outside the paper's grid, on overloaded clusters
+where constraint (5) cannot hold (`placement/synthetic.py`): "het", the workload on nodes of
+mixed capacity (`CAPACITY_MIX`: a fifth at 2.0, a fifth at 0.5, the rest 1.0, at random per
+seed), and two hot spots on reference nodes, "hot1" (one node at 3.5× its share) and "hot3"
+(three nodes at 2×); the three clusters, maxMigrations 10–40, varies 20, seeds 1..3, HiGHS at
+2 s (`HETEROGENEOUS`; with --quick `HETEROGENEOUS_QUICK`).
+
 One JSON row per plan (keys in `ROW_KEYS`, plus `status` and `cell`), written after every cell
 (so a long run can be resumed with `--resume`); one progress line per cell on stderr with the
 ETA; at the end a table (one line per cell) and the summary against the issue's targets
@@ -21,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import write_rows
+from bench import default_json_path, write_rows
 
 DESCRIPTION = "load balancing on the synthetic workload: the grid of paper Figures 2-4"
 
@@ -30,18 +37,30 @@ CLUSTERS: dict[str, tuple[int, int, int]] = {
     "20/400": (20, 400, 10), "40/800": (40, 800, 20), "60/1200": (60, 1200, 30)}
 ROW_KEYS = ("cluster", "nodes", "keygroups", "operators", "max_migrations", "varies", "seed",
             "strategy", "solver", "time_limit_s", "load_distance_before", "load_distance",
-            "lower_bound", "migrations", "wall_s")
+            "lower_bound", "migrations", "wall_s", "scenario")
+#: scenario -> how the §5.1 state is changed: None (the paper's), "het" (capacity mix) or
+#: (hot nodes, load factor)
+SCENARIOS: dict[str, str | tuple[int, float] | None] = {
+    "uniform": None, "het": "het", "hot1": (1, 3.5), "hot3": (3, 2.0)}
 FULL: dict[str, list[Any]] = {"clusters": list(CLUSTERS), "max_migrations": [10, 20, 30, 40],
         "varies": [10, 20, 30, 40, 50], "seeds": [1, 2, 3], "limits": [1.0, 2.0, 5.0, 10.0],
         "solvers": ["highs", "cbc"]}
 QUICK: dict[str, list[Any]] = {"clusters": ["20/400", "40/800"], "max_migrations": [10, 20], "varies": [20, 40],
          "seeds": [1], "limits": [2.0], "solvers": ["highs", "cbc"]}
+HETEROGENEOUS: dict[str, list[Any]] = {
+    "clusters": list(CLUSTERS), "max_migrations": [10, 20, 30, 40], "varies": [20],
+    "seeds": [1, 2, 3], "limits": [2.0], "solvers": ["highs"], "scenarios": ["het", "hot1", "hot3"]}
+HETEROGENEOUS_QUICK: dict[str, list[Any]] = {
+    **HETEROGENEOUS, "clusters": ["20/400", "40/800"], "max_migrations": [10, 30], "seeds": [1, 2]}
 Run = tuple[str, str | None, float | None]  # (strategy, solver, time limit)
 
 
 def grid(args: argparse.Namespace) -> dict[str, list[Any]]:
     """The grid of the run: --quick or the full grid, narrowed by the slicing options."""
-    g = dict(QUICK if args.quick else FULL)
+    if getattr(args, "heterogeneous", False):
+        g = dict(HETEROGENEOUS_QUICK if args.quick else HETEROGENEOUS)
+    else:
+        g = dict(QUICK if args.quick else FULL)
     if args.clusters:
         g["clusters"] = _names(args.clusters)
     if args.seeds:
@@ -71,23 +90,42 @@ def runs(g: dict[str, list[Any]]) -> list[Run]:
     return [*milp, ("flux", None, None), ("greedy", None, None)]
 
 
-def cells(g: dict[str, list[Any]]) -> list[tuple[str, int, int, int]]:
-    """(cluster, varies, seed, max_migrations), in the order they run."""
-    return [(c, v, s, m) for c in g["clusters"] for v in g["varies"] for s in g["seeds"]
-            for m in g["max_migrations"]]
+Cell = tuple[str, int, int, int, str]  # (cluster, varies, seed, max_migrations, scenario)
 
 
-def cell_id(cluster: str, varies: int, seed: int, max_migrations: int) -> str:
-    return f"{cluster}|v{varies}|s{seed}|m{max_migrations}"
+def cells(g: dict[str, list[Any]]) -> list[Cell]:
+    """(cluster, varies, seed, max_migrations, scenario), in the order they run."""
+    return [(c, v, s, m, sc) for sc in g.get("scenarios", ["uniform"]) for c in g["clusters"]
+            for v in g["varies"] for s in g["seeds"] for m in g["max_migrations"]]
 
 
-def run_cell(cluster: str, varies: int, seed: int, max_migrations: int, plan_runs: list[Run]
-             ) -> list[dict[str, Any]]:
-    """Plan one cell with every strategy of `plan_runs`; one row per plan."""
-    from placement import Budget, get_strategy, synthetic_state
+def cell_id(cluster: str, varies: int, seed: int, max_migrations: int,
+            scenario: str = "uniform") -> str:
+    where = "" if scenario == "uniform" else f"{scenario}|"
+    return f"{where}{cluster}|v{varies}|s{seed}|m{max_migrations}"
+
+
+def scenario_state(cluster: str, varies: int, seed: int, scenario: str) -> Any:
+    """The §5.1 state of the cell, changed as `SCENARIOS[scenario]` says."""
+    from placement.synthetic import heterogeneous, hot_spot, synthetic_state
 
     nodes, keygroups, operators = CLUSTERS[cluster]
     state = synthetic_state(nodes, keygroups, operators, float(varies), seed)
+    change = SCENARIOS[scenario]
+    if change == "het":
+        return heterogeneous(state, seed)
+    if isinstance(change, tuple):
+        return hot_spot(state, change[0], change[1], seed)
+    return state
+
+
+def run_cell(cluster: str, varies: int, seed: int, max_migrations: int, scenario: str,
+             plan_runs: list[Run]) -> list[dict[str, Any]]:
+    """Plan one cell with every strategy of `plan_runs`; one row per plan."""
+    from placement import Budget, get_strategy
+
+    nodes, keygroups, operators = CLUSTERS[cluster]
+    state = scenario_state(cluster, varies, seed, scenario)
     budget = Budget(max_migrations=max_migrations)
     rows = []
     for strategy, solver, limit in plan_runs:
@@ -104,7 +142,8 @@ def run_cell(cluster: str, varies: int, seed: int, max_migrations: int, plan_run
             "load_distance_before": plan.before.load_distance,
             "load_distance": plan.after.load_distance, "lower_bound": plan.lower_bound,
             "migrations": plan.migrations, "wall_s": wall, "status": plan.status.value,
-            "cell": cell_id(cluster, varies, seed, max_migrations)})
+            "scenario": scenario, "cell": cell_id(cluster, varies, seed, max_migrations,
+                                                  scenario)})
     return rows
 
 
@@ -122,6 +161,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     plan_runs = runs(g)
     todo = cells(g)
     path = Path(args.json) if args.json else None
+    if getattr(args, "heterogeneous", False) and path == default_json_path("balance", args.quick):
+        path = path.with_name(path.name.replace("balance", "balance-heterogeneous"))
+        args.json = path  # the paper's grid keeps its own file
     rows: list[dict[str, Any]] = []
     if args.resume and path is not None and path.exists():
         rows = json.loads(path.read_text())
@@ -154,6 +196,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--solvers", help="comma list of MILP solvers (default highs,cbc)")
     parser.add_argument("--max-migrations", help="comma list (full: 10,20,30,40)")
     parser.add_argument("--varies", help="comma list (full: 10,20,30,40,50)")
+    parser.add_argument("--heterogeneous", action="store_true",
+                        help="overloaded clusters instead of the paper's grid: a capacity mix "
+                        "(a fifth of the nodes at 2.0, a fifth at 0.5) and hot spots (one node "
+                        "at 3.5x, three at 2x its share); HiGHS at 2 s, seeds 1..3")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -9,6 +9,9 @@ the assignment client (direct state migration). `none` and `potc` plan nothing (
 power-of-two-choices routing). One JSON row per (strategy, period); row n describes period n as
 the runtime lived it: the migrations applied at its start and the load they and the data caused.
 `--scenario ramp` (bench/closed_loop_ramp.py): a load ramp with Algorithm 1 scaling out and in.
+`--heterogeneous` (bench/closed_loop_hetero.py): some nodes stronger, the others overloaded;
+default strategies milp, albic_many and flux; per period the most utilised node and whether a
+plan within the budget could have relieved an overload the strategy left.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ QUICK_JOB, QUICK_PERIODS = 2, 36
 QUICK_STRATEGIES, QUICK_FALLBACK = ("albic", "cola"), ("milp", "none")
 BUDGET = {1: 13, 2: 10, 3: 10, 4: 10}  # migrations per period, as in the paper
 SCENARIOS = ("steady", "ramp")
+HETEROGENEOUS_STRATEGIES = ("milp", "albic_many", "flux")
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class Run:
     budget: int
     time_limit_s: float
     compress: int
+    heterogeneous: bool = False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,6 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="steady: constant input rate, fixed nodes (default); ramp: a load "
                         "ramp (1x -> 2.5x -> 0.6x) with Algorithm 1 scaling the cluster out and "
                         "in (default strategy milp; see bench/closed_loop_ramp.py)")
+    parser.add_argument("--heterogeneous", action="store_true",
+                        help="every 4th node at capacity 2.0, 80 %% load: the others overload "
+                        "(default strategies milp,albic_many,flux; bench/closed_loop_hetero.py)")
 
 
 def _strategies(raw: list[str] | None, job: int) -> list[str]:
@@ -124,6 +132,7 @@ def _merge_tuples(edges: list[dict[str, Any]]) -> int:
 def run_strategy(run: Run, workdir: Path, *, data: Datasets | None = None
                  ) -> list[dict[str, Any]]:
     """One strategy's closed loop; one row per period (`data`: another data set, for tests)."""
+    from bench.closed_loop_hetero import LOAD_PCT, make_heterogeneous, overload
     from jobs.plan import build_state
     from placement.metrics import collocation_factor, load_distance
     from placement.model import Budget
@@ -135,11 +144,14 @@ def run_strategy(run: Run, workdir: Path, *, data: Datasets | None = None
 
     job_id = f"flights{run.job}-{run.strategy}"
     spec = ReplaySpec(job_id, job=run.job, periods=run.compress,
-                      routing="potc" if run.strategy == "potc" else "key")
+                      routing="potc" if run.strategy == "potc" else "key",
+                      load_pct=LOAD_PCT if run.heterogeneous else ReplaySpec.load_pct)
     config = JobConfig(job_id, spl=timedelta(seconds=spec.period_s), strategy=run.strategy,
                        max_migrations=run.budget, solver_time_limit_s=run.time_limit_s)
     landing, published = workdir / "landing", workdir / "published"
     runtime = ReplayJob(spec, workdir / "runtime", data=data)
+    if run.heterogeneous:
+        make_heterogeneous(runtime)
     period_ms = spec.period_s * 1000.0
     planner = None if run.strategy in NO_PLANNER else get_strategy(run.strategy)
     budget = Budget(max_migrations=run.budget)
@@ -161,6 +173,7 @@ def run_strategy(run: Run, workdir: Path, *, data: Datasets | None = None
             "migrations": len(applied.moved), "migration_pause_s": applied.pause_s,
             "planned_load_distance": planned, "system_load_pct": load,
             "migration_state_bytes": applied.state_bytes, "merge_tuples": _merge_tuples(edge_rows),
+            "max_util_pct": max(float(r["utilisation_pct"]) for r in node_rows),
         }
         runtime.last_migration = type(applied)()
         planned = None
@@ -168,6 +181,9 @@ def run_strategy(run: Run, workdir: Path, *, data: Datasets | None = None
             plan = planner(state, budget, time_limit_s=run.time_limit_s, seed=n)
             planned = plan.after.load_distance
             row["plan_s"] = plan.wall_s
+            if run.heterogeneous:
+                row["planned_max_util_pct"], row["relievable_by"] = overload(
+                    state, budget, plan, run.time_limit_s)
             if plan.moves or plan.scaling.nodes_to_add or plan.scaling.nodes_to_terminate:
                 version += 1
                 s = plan.scaling
@@ -201,8 +217,11 @@ class Choice:
 def choose(args: argparse.Namespace) -> Choice:
     """Resolve defaults; strategies not in the registry are reported and left out."""
     job = args.job or (QUICK_JOB if args.quick else 2)
-    wanted = (list(QUICK_STRATEGIES) if args.quick and not args.strategy
-              else _strategies(args.strategy, job))
+    if getattr(args, "heterogeneous", False) and not args.strategy:
+        wanted = list(HETEROGENEOUS_STRATEGIES)
+    else:
+        wanted = (list(QUICK_STRATEGIES) if args.quick and not args.strategy
+                  else _strategies(args.strategy, job))
     names, missing = available(wanted)
     notes = [f"strategy {m!r} is not registered in placement.registry yet (its module has not "
              "landed); skipping it" for m in missing]
@@ -221,6 +240,7 @@ def choose(args: argparse.Namespace) -> Choice:
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from bench.closed_loop_hetero import summary_lines
     from bench.closed_loop_report import format_table, plot, targets
 
     if getattr(args, "scenario", "steady") == "ramp":
@@ -237,12 +257,15 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         with tempfile.TemporaryDirectory(prefix=f"closed-loop-{name}-") as tmp:
             t0 = time.perf_counter()
             rows += run_strategy(
-                Run(job, name, periods, budget, choice.time_limit_s, args.compress), Path(tmp))
+                Run(job, name, periods, budget, choice.time_limit_s, args.compress,
+                    getattr(args, "heterogeneous", False)), Path(tmp))
             print(f"closed-loop: job {job}, {name}: {periods} periods in "
                   f"{time.perf_counter() - t0:.1f} s", flush=True)
     print(format_table(rows))
     print()
     for line in targets(rows, job, budget, choice.missing):
+        print(line)
+    for line in summary_lines(rows):
         print(line)
     print(f"\nwall time {time.perf_counter() - started:.1f} s")
     if args.json is not None:

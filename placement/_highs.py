@@ -5,6 +5,11 @@ silently drops a warm start (`warmStart=True` ends up as an unknown HiGHS option
 never reaches HiGHS), and (c) throws away the MIP dual bound. This subclass builds the HiGHS
 model with bulk numpy calls, hands the start to `Highs.setSolution`, and keeps the bound and
 the model status so the planner can tell OPTIMAL from TIME_LIMITED and certify a lower bound.
+
+HiGHS 1.15's presolve *aggregator* rule does not look at the clock: on some of our models
+(ALBIC's constrained MILP with a few thousand binaries) it ran 5–6 s under a 0.4 s limit, so a
+planning call's time depended on the model's shape and the machine's load. It is switched off
+(`PRESOLVE_RULE_OFF`); probing, the next slow rule, does check the time limit.
 """
 
 from __future__ import annotations
@@ -16,6 +21,11 @@ from typing import Any
 import highspy
 import numpy as np
 import pulp
+
+#: HiGHS `presolve_rule_off` bit mask: rule 12 is the aggregator in HiGHS 1.15
+#: (tests/placement check the name in HiGHS's own log, so an upgrade cannot move it silently)
+AGGREGATOR_RULE = 12
+PRESOLVE_RULE_OFF = 1 << AGGREGATOR_RULE
 
 
 class BulkHiGHS(pulp.HiGHS):
@@ -80,6 +90,7 @@ class BulkHiGHS(pulp.HiGHS):
 
     def callSolver(self, lp: pulp.LpProblem) -> None:
         h = lp.solverModel
+        h.setOptionValue("presolve_rule_off", PRESOLVE_RULE_OFF)
         if self.deadline is not None:  # the transfer ate into the budget: re-arm the limit
             h.setOptionValue("time_limit", max(0.02, self.deadline - time.perf_counter()))
         if self.warm_start:

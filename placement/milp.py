@@ -12,9 +12,17 @@ the slack of the upper / lower bound. Heterogeneous nodes: gLoad_k is divided by
          Σ_i Σ_k (1 − q_{i,k})·x_{i,k}      ≤ max_migrations   (count budget)
     (3)  ∀n_i∈N:          Σ_k x_{i,k}·gLoad_k/cap_i ≤ mean + (d − d_u)
     (4)  ∀n_i∈A:          Σ_k x_{i,k}·gLoad_k/cap_i ≥ mean − (d − d_l)
-    (5)  mean − d ≥ 0                                (imposed as d's upper bound)
+    (5)  mean − d ≥ 0                 (d's upper bound; relaxed where it cannot hold, below)
     (R)  ∀n_i∈N, r∈caps:  Σ_k x_{i,k}·load_k[r] ≤ caps[r]·cap_i   (multi-dimensional load)
     d, d_u, d_l ≥ 0
+
+Constraint (5) is relaxed where it cannot hold. With heterogeneous nodes or a hot spot the
+current allocation often has d > mean, and one period's budget may not bring d below mean: the
+paper's MILP is then infeasible and would leave the overloaded cluster as it is. Instead (5) is
+kept as d's upper bound only when the incumbent meets it (the optimum then does too, so nothing
+changes); otherwise it is dropped and d is still minimised; the plan's message says so
+("constraint (5) relaxed: …"). INFEASIBLE remains only for resource caps that no plan within
+the budget meets.
 
 Exact reductions (the optimum is unchanged): a key group whose mc_k exceeds maxMigrCost gets no
 variable (its x is forced to q); the budget (2) is written as Σ_k x_{q_k,k} ≥ |movers| − M, which
@@ -39,7 +47,7 @@ import math
 import time
 from collections.abc import Mapping
 
-from placement._common import check_inputs, is_frozen, make_plan
+from placement._common import EPS, check_inputs, is_frozen, make_plan
 from placement.baselines.flux import plan_flux
 from placement.baselines.greedy import greedy_assignment
 from placement.bounds import lower_bound_d
@@ -49,7 +57,7 @@ from placement.milp_model import Weights, build, caps_violation, objective, solv
 from placement.milp_start import exchange_search
 from placement.model import Budget, ClusterState, KeyGroup, Plan, SolverStatus
 
-__all__ = ["DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "SOLVERS", "plan_milp"]
+__all__ = ["DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "SOLVERS", "plan_milp", "relaxed_five"]
 
 SOLVERS = ("highs", "cbc")
 CANDIDATE_MODES = ("auto", "all")
@@ -88,26 +96,38 @@ def _check_params(time_limit_s: float, solver: str, w: Weights, candidates: str,
                              f"got {cap!r}")
 
 
-def _start(ctx: Ctx, problem: str) -> dict[str, str]:
+def _start(ctx: Ctx) -> dict[str, str]:
     """The warm start: the best of the current allocation, greedy, Flux and the exchange search.
 
-    The exchange search (`milp_start.py`) runs from the better of greedy and Flux and from the
-    current allocation, each within a third of the time left. Warm-starting from these gives the solver an incumbent at least as good
-    as the baselines from its first node, so the MILP's plan is never worse than greedy's or
-    Flux's.
+    Greedy and Flux always run (they take milliseconds and no clock), so the MILP's plan is
+    never worse than theirs whatever the time limit or the machine's load; the exchange search
+    (`milp_start.py`) runs from the better of the two and from the current allocation, each
+    within a third of the time left, and only improves on its origin. Every option counts,
+    also when the current allocation breaks (5) or a resource cap: an option is kept when it
+    respects the budget and the caps. If none does, the current allocation is returned (and
+    the caller finds it invalid).
     """
     state, budget = ctx.state, ctx.budget
-    options = [dict(state.assignment)]
-    if not problem:
-        options += [greedy_assignment(state, budget), dict(plan_flux(state, budget).assignment)]
-        ok = [a for a in options if valid(state, budget, a, ctx.caps)]
-        heuristic = min(ok[1:] or ok, key=lambda a: objective(state, a, ctx.weights))
-        # a third of the time at most for each exchange search (the first one is the better)
-        for origin in (heuristic, state.assignment):
-            deadline = time.perf_counter() + max(MIN_SOLVE_S, ctx.left() / 3)
-            options.append(exchange_search(state, budget, origin, ctx.caps, deadline))
+    options = [dict(state.assignment), greedy_assignment(state, budget),
+               dict(plan_flux(state, budget).assignment)]
+    ok = [a for a in options if valid(state, budget, a, ctx.caps)]
+    heuristic = min(ok[1:] or ok or options[:1], key=lambda a: objective(state, a, ctx.weights))
+    # a third of the time at most for each exchange search (the first one is the better)
+    for origin in (heuristic, state.assignment):
+        deadline = time.perf_counter() + max(MIN_SOLVE_S, ctx.left() / 3)
+        options.append(exchange_search(state, budget, origin, ctx.caps, deadline))
     ok = [a for a in options if valid(state, budget, a, ctx.caps)] or options[:1]
     return min(ok, key=lambda a: objective(state, a, ctx.weights))
+
+
+def relaxed_five(d: float, mean: float, bound: float) -> str:
+    """The plan's note when its d breaks constraint (5) (mean − d ≥ 0), '' when it holds."""
+    if d <= mean + 1e-9 * max(1.0, mean):
+        return ""
+    why = (f"no plan within the budget has d <= mean (lower bound {bound:.6g} > mean "
+           f"{mean:.6g})" if bound > mean + 1e-9 else
+           f"no plan found with d <= mean = {mean:.6g}")
+    return f"constraint (5) relaxed: {why}; d minimised without it (d = {d:.6g})"
 
 
 def plan_milp(
@@ -127,9 +147,11 @@ def plan_milp(
     """Solve the MILP within `time_limit_s` (model building included) and return the plan.
 
     OPTIMAL: the full model proven optimal, or the plan's d meets the certified lower bound.
-    TIME_LIMITED: the best incumbent when time ran out. INFEASIBLE: the current assignment is
-    kept and `message` says why. `lower_bound` is a certified lower bound on the MILP's d
-    (= LD unless a node of B sits above mean + LD).
+    TIME_LIMITED: the best incumbent when time ran out; never worse (in the MILP's objective)
+    than the current allocation, greedy or Flux. INFEASIBLE: only when the current allocation
+    breaks a resource cap and no plan within the budget meets the caps; the current assignment
+    is kept and `message` says why. `lower_bound` is a certified lower bound on the MILP's d
+    (= LD unless a node of B sits above mean + LD) over every plan within the budget.
     """
     started = time.perf_counter()
     check_inputs(state, budget)
@@ -144,7 +166,9 @@ def plan_milp(
 
     mean = mean_load(state)
     current_d = max_deviation(state, state.assignment)
-    cost_cap = math.inf if budget.max_migration_cost is None else budget.max_migration_cost
+    # the same tolerance as `fits` (greedy, Flux, `valid`): a key group the baselines may move
+    # within the budget, the MILP may move too
+    cost_cap = math.inf if budget.max_migration_cost is None else budget.max_migration_cost + EPS
 
     def can_move(kg: KeyGroup) -> bool:
         return not is_frozen(budget) and kg.migration_cost <= cost_cap
@@ -154,19 +178,14 @@ def plan_milp(
                          started=started, message=why)
 
     problem = caps_violation(state, state.assignment, caps)
-    if current_d > mean:
-        problem = f"current d = {current_d:.6g} > mean = {mean:.6g} (constraint (5))"
     movers = [k for k in state.keygroups if can_move(k)]
     if not movers:
         why = "the budget allows no migration; current assignment kept"
         if problem:
             return keep(SolverStatus.INFEASIBLE, current_d, f"{why}; infeasible: {problem}")
-        return keep(SolverStatus.OPTIMAL, current_d, why)
+        note = relaxed_five(current_d, mean, current_d)
+        return keep(SolverStatus.OPTIMAL, current_d, "; ".join(filter(None, [why, note])))
     bound = lower_bound_d(state, budget, can_move)
-    if bound > mean + 1e-9:
-        return keep(SolverStatus.INFEASIBLE, bound,
-                    f"infeasible: every assignment within the budget has d >= {bound:.6g} > "
-                    f"mean = {mean:.6g}, so constraint (5) cannot hold; current assignment kept")
 
     marked = {n.id for n in state.nodes if n.marked_for_removal}
     load_on_b = sum(k.load for k in state.keygroups if state.assignment[k.id] in marked)
@@ -177,26 +196,33 @@ def plan_milp(
             return False
         return max_deviation(state, assignment) <= bound + 1e-7 * max(1.0, bound)
 
-    start = _start(ctx, problem)
-    best: dict[str, str] | None = None if problem else start
+    def done(best: Mapping[str, str], status: SolverStatus, notes: list[str]) -> Plan:
+        d = max_deviation(state, best)
+        note = relaxed_five(d, mean, bound)
+        return make_plan("milp", state, best, status=status, lower_bound=min(bound, d),
+                         started=started, message="; ".join(filter(None, [note, *notes])))
+
+    start = _start(ctx)
+    best: dict[str, str] | None = start if valid(state, budget, start, caps) else None
     notes: list[str] = []
     if best is not None and certified(best):
-        return make_plan("milp", state, best, status=SolverStatus.OPTIMAL, lower_bound=bound,
-                         started=started, message="warm start certified by the lower bound")
+        return done(best, SolverStatus.OPTIMAL, ["warm start certified by the lower bound"])
+    # (5) is kept in the model when the incumbent meets it (the optimum then meets it too), and
+    # relaxed otherwise: a cap the best plan known breaks would only make the model infeasible
+    five = best is not None and max_deviation(state, best) <= mean
     a_nodes = [n.id for n in state.nodes if not n.marked_for_removal]
     full_vars = len(movers) * len(a_nodes)
     if candidates == "auto" and full_vars > AUTO_MAX_VARS and best is not None:
         best = search(ctx, can_move, best, seed, certified, notes)
         if certified(best):
             notes.append("certified by the lower bound")
-            return make_plan("milp", state, best, status=SolverStatus.OPTIMAL,
-                             lower_bound=bound, started=started, message="; ".join(notes))
+            return done(best, SolverStatus.OPTIMAL, notes)
     status = SolverStatus.TIME_LIMITED
     fits_in_time = ctx.left() > full_vars * OVERHEAD_S_PER_VAR[solver] + 0.2
     if best is None or fits_in_time or candidates == "all":
         t0 = time.perf_counter()
         base = best or state.assignment
-        built = build(state, budget, movers, a_nodes, base, weights, caps)
+        built = build(state, budget, movers, a_nodes, base, weights, caps, five=five)
         t1 = time.perf_counter()
         limit = max(MIN_SOLVE_S, ctx.left() - full_vars * POST_S_PER_VAR[solver])
         solved = solve(state, built, solver, limit, gap_rel, base)
@@ -205,7 +231,9 @@ def plan_milp(
                      f"{time.perf_counter() - t1 - solved.transfer_s:.3f}s")
         if solved.objective_bound is not None and math.isfinite(solved.objective_bound):
             # obj = w1·d − w2·(d_u + d_l) + w_b·L_B with d_u, d_l ≥ 0 and L_B ≤ its current value
-            # (nothing moves onto B), so d ≥ (bound − w_b·L_B(q)) / w1.
+            # (nothing moves onto B), so d ≥ (bound − w_b·L_B(q)) / w1. With (5) kept, this
+            # bounds the plans with d ≤ mean, and every other plan has d > mean ≥ the
+            # incumbent's d ≥ the reported bound min(bound, d).
             bound = max(bound, (solved.objective_bound - w_b * load_on_b) / w1)
         new = solved.assignment
         if new is not None and ((best is None and valid(state, budget, new, caps))
@@ -216,12 +244,10 @@ def plan_milp(
     else:
         notes.append("no time left for the full model")
     if best is None:
-        why = problem or "no assignment within the budget satisfies constraints (1)-(5)"
         return keep(SolverStatus.INFEASIBLE, bound,
-                    f"infeasible: {why}; current assignment kept; " + "; ".join(notes))
+                    f"infeasible: {problem}; no plan within the budget meets the resource caps; "
+                    "current assignment kept; " + "; ".join(notes))
     if status is not SolverStatus.OPTIMAL and certified(best):
         status = SolverStatus.OPTIMAL
         notes.append("certified by the lower bound")
-    return make_plan("milp", state, best, status=status,
-                     lower_bound=min(bound, max_deviation(state, best)), started=started,
-                     message="; ".join(notes))
+    return done(best, status, notes)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import pulp
 
+from placement._common import EPS
 from placement.metrics import mean_load
 from placement.milp_model import Weights, objective, solve_problem, valid
 from placement.model import Budget, ClusterState, KeyGroup
@@ -208,7 +209,7 @@ def _sub_model(ctx: Ctx, incumbent: Mapping[str, str], raw: Mapping[str, float],
             len(movers) - (budget.max_migrations - fixed_moves))))
     if budget.max_migration_cost is not None:  # (2), cost
         prob.addConstraint(pulp.LpConstraint(stay_cost, pulp.LpConstraintGE, "c2_cost", sum(
-            kg.migration_cost for kg in movers) - (budget.max_migration_cost - fixed_cost)))
+            kg.migration_cost for kg in movers) - (budget.max_migration_cost + EPS - fixed_cost)))
     for nid, base in fixed.items():
         n = node[nid]
         rest = base / n.capacity

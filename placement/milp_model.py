@@ -12,7 +12,7 @@ the slack of the upper / lower bound. Heterogeneous nodes: gLoad_k is divided by
          Σ_i Σ_k (1 − q_{i,k})·x_{i,k}      ≤ max_migrations   (count budget)
     (3)  ∀n_i∈N:          Σ_k x_{i,k}·gLoad_k/cap_i ≤ mean + (d − d_u)
     (4)  ∀n_i∈A:          Σ_k x_{i,k}·gLoad_k/cap_i ≥ mean − (d − d_l)
-    (5)  mean − d ≥ 0                                (imposed as d's upper bound)
+    (5)  mean − d ≥ 0                 (d's upper bound; relaxed where it cannot hold, milp.py)
     (R)  ∀n_i∈N, r∈caps:  Σ_k x_{i,k}·load_k[r] ≤ caps[r]·cap_i   (multi-dimensional load)
     d, d_u, d_l ≥ 0
 
@@ -39,7 +39,7 @@ from typing import Any
 
 import pulp
 
-from placement._common import fits
+from placement._common import EPS, fits
 from placement._highs import BulkHiGHS, model_status_name
 from placement.metrics import mean_load
 from placement.model import Budget, ClusterState, KeyGroup
@@ -77,16 +77,17 @@ class Solved:
 
 
 def build(state: ClusterState, budget: Budget, movers: list[KeyGroup], targets: list[str],
-          base: Mapping[str, str], weights: Weights, resource_caps: Mapping[str, float]
-          ) -> Built:
+          base: Mapping[str, str], weights: Weights, resource_caps: Mapping[str, float],
+          *, five: bool = True) -> Built:
     """The MILP above over `movers` × (`targets` ∪ {q_k, base_k}).
 
     Every other key group is a constant at its `base` node (base = q for the full model); the
     moves such constants already carry (base ≠ q) are charged to the budget up front.
+    `five=False` drops (5): d is then only minimised, not capped at mean.
     """
     mean = mean_load(state)
     prob = pulp.LpProblem("load_balance", pulp.LpMinimize)
-    d = prob.add_variable("d", lowBound=0, upBound=mean)  # (5): mean − d ≥ 0
+    d = prob.add_variable("d", lowBound=0, upBound=mean if five else None)  # (5): mean − d ≥ 0
     d_u = prob.add_variable("d_u", lowBound=0)
     d_l = prob.add_variable("d_l", lowBound=0)
     cap = {n.id: n.capacity for n in state.nodes}
@@ -133,7 +134,7 @@ def build(state: ClusterState, budget: Budget, movers: list[KeyGroup], targets: 
         total = sum(k.migration_cost for k in movers)
         prob.addConstraint(pulp.LpConstraint(
             stay_cost, pulp.LpConstraintGE, "c2_cost",
-            total - (budget.max_migration_cost - fixed_cost)))
+            total - (budget.max_migration_cost + EPS - fixed_cost)))
     for n in state.nodes:
         rest = fixed[n.id] / n.capacity
         upper = dict(column[n.id])

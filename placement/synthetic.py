@@ -13,19 +13,31 @@ set of their key groups. Choices the paper leaves open (docs/algorithms.md):
 - operators: key groups are dealt to operators round-robin; each key group of operator o sends to
   two random key groups of operator o + 1 at a rate proportional to its load (for the
   collocation factor; the MILP ignores edges).
+
+Two variants outside the paper's grid (`reconf bench balance --heterogeneous`):
+- `heterogeneous`: the same workload on nodes of mixed capacity weight, `CAPACITY_MIX` (a fifth
+  of the nodes at 2.0, a fifth at 0.5, the rest 1.0, placed at random, seeded). The key groups
+  stay where the even allocation put them, as after nodes were replaced by others of a new
+  type: the weak nodes start far above the mean utilisation, the strong ones far below;
+- `hot_spot`: the key groups of a few random nodes carry `factor` (2–4) times their load, as
+  when a few keys turn hot.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 from placement.model import ClusterState, Edge, KeyGroup, Node
 
-__all__ = ["ALPHA_S_PER_BYTE", "MIB_PER_LOAD_PCT", "synthetic_state"]
+__all__ = ["ALPHA_S_PER_BYTE", "CAPACITY_MIX", "MIB_PER_LOAD_PCT", "heterogeneous", "hot_spot",
+           "synthetic_state"]
 
 ALPHA_S_PER_BYTE = 1e-8
 MIB_PER_LOAD_PCT = 1.0
+#: capacity weight -> share of the nodes (`heterogeneous`); the rest are reference nodes (1.0)
+CAPACITY_MIX: dict[float, float] = {2.0: 0.2, 0.5: 0.2}
 
 
 def _check(nodes: int, keygroups: int, operators: int, varies: float, mean: float) -> None:
@@ -104,3 +116,34 @@ def synthetic_state(
         assignment={kg_ids[k]: node_ids[home[k]] for k in range(keygroups)},
         edges=tuple(edges),
     )
+
+
+def heterogeneous(state: ClusterState, seed: int,
+                  mix: dict[float, float] | None = None) -> ClusterState:
+    """`state` on nodes of mixed capacity weight: round(share·|N|) random nodes per weight of
+    `mix` (default `CAPACITY_MIX`), the others 1.0; the assignment is unchanged."""
+    rng = random.Random(seed)
+    order = list(range(len(state.nodes)))
+    rng.shuffle(order)
+    weight = [1.0] * len(state.nodes)
+    taken = 0
+    for cap, share in (mix or CAPACITY_MIX).items():
+        count = round(share * len(state.nodes))
+        for i in order[taken:taken + count]:
+            weight[i] = cap
+        taken += count
+    return replace(state, nodes=tuple(replace(n, capacity=weight[i])
+                                      for i, n in enumerate(state.nodes)))
+
+
+def hot_spot(state: ClusterState, hot: int, factor: float, seed: int) -> ClusterState:
+    """`hot` random nodes whose key groups carry `factor` times their load (and state)."""
+    if not 1 <= hot <= len(state.nodes) or not (math.isfinite(factor) and factor > 0):
+        raise ValueError(f"hot_spot: need 1 <= hot <= {len(state.nodes)} and factor > 0, got "
+                         f"hot={hot}, factor={factor}")
+    chosen = set(random.Random(seed).sample([n.id for n in state.nodes], hot))
+    kgs = tuple(replace(k, load=k.load * factor, state_bytes=k.state_bytes * factor,
+                        migration_cost=k.migration_cost * factor,
+                        loads={r: v * factor for r, v in k.loads.items()})
+                if state.assignment[k.id] in chosen else k for k in state.keygroups)
+    return replace(state, keygroups=kgs)

@@ -66,7 +66,11 @@ def load_ratio(members: Iterable[str], load: Mapping[str, float], max_pl: float)
     return sum(load[k] for k in members) / max_pl
 
 
-def _parts_needed(ratio: float) -> int:
+def _parts_needed(ratio: float, most: int) -> int:
+    """⌈ratio⌉, at least 1 and at most `most` (a set splits into single key groups at most; a
+    budget of 1e-310 makes the ratio overflow to inf)."""
+    if not ratio < most:
+        return most
     return max(1, math.ceil(ratio - EPS))
 
 
@@ -97,7 +101,7 @@ def maintain_collocation(
                 continue
             r_mc, by_count = migration_ratio(part, cost, budget)
             r_pl = load_ratio(part, load, max_pl)
-            k = max(_parts_needed(r_mc), _parts_needed(r_pl))
+            k = max(_parts_needed(r_mc, len(part)), _parts_needed(r_pl, len(part)))
             if k <= 1:
                 partitions.append(part)
                 continue

@@ -2,9 +2,16 @@
 
 Each round sorts the nodes by utilisation and pairs the most loaded with the least loaded, the
 second most with the second least, and so on. For each pair it moves the biggest *suitable* key
-group from the more loaded node to the less loaded one: one whose move lowers the larger of the
-pair's two utilisations (receiver + g/cap_r < donor) and whose mc_k fits the budget left. Rounds
-repeat until the budget is spent or a round moves nothing.
+group from the more loaded node to the less loaded one: one whose move leaves both nodes
+strictly between their old utilisations (receiver + g/cap_r < donor and donor − g/cap_d >
+receiver) and whose mc_k fits the budget left. Rounds repeat until the budget is spent or a
+round moves nothing.
+
+With unit capacities the two conditions are one (Flux's "the move lowers the larger of the
+pair"); with heterogeneous nodes the first alone let a small donor drop far below the mean (a
+key group of load 1 off a node of capacity 1.5 onto one of capacity 4 took the donor from
+0.67 to 0, the load distance from 0.30 to 0.36), so Flux could return a plan worse than the
+current one. A key group of zero load moves only off B: elsewhere its migration changes nothing.
 
 Ties: nodes sort by (utilisation, id), key groups by (load descending, id). Nodes marked for
 removal (B) never receive; they are donors first, treated as infinitely loaded (Flux knows
@@ -50,7 +57,9 @@ def plan_flux(state: ClusterState, budget: Budget) -> Plan:
                 if kg.id in moved or not fits(budget, count + 1, cost + kg.migration_cost):
                     continue
                 after = loads.util(receiver) + kg.load / loads.cap[receiver]
-                if loads.in_b[donor] or after < loads.util(donor):
+                left = loads.util(donor) - kg.load / loads.cap[donor]
+                if loads.in_b[donor] or (kg.load > 0 and after < loads.util(donor)
+                                         and left > loads.util(receiver)):
                     on_node[donor].remove(kg)
                     on_node[receiver].append(kg)
                     on_node[receiver].sort(key=lambda k: (-k.load, k.id))

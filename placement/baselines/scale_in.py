@@ -8,7 +8,8 @@ tries to move the key groups from the to-be-removed nodes to the other nodes eve
    fewest key groups left first (a node that empties can be terminated); each of its key groups,
    largest gLoad_k first, goes to the node of A with the lowest utilisation at that moment, which
    spreads B's load evenly over A. A key group whose mc_k does not fit the budget left is
-   skipped. Drain stops when B is empty or the budget is spent.
+   skipped, and so is one that fits no node of A under the resource caps (if any). Drain stops
+   when B is empty or the budget is spent.
 2. *Balance* A with what is left of the budget (count and cost), with `balancer` ("milp" by
    default, so that a comparison with the integrated MILP isolates the integration; "flux" or
    "greedy" also work). The balancer sees the drained allocation as current, so a key group it
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -36,12 +38,28 @@ __all__ = ["BALANCERS", "drain_evenly", "plan_drain_then_balance"]
 BALANCERS = ("milp", "flux", "greedy")
 
 
-def drain_evenly(state: ClusterState, budget: Budget) -> tuple[dict[str, str], int, float]:
-    """Phase 1: the drained allocation, the migrations it used and their cost."""
+def drain_evenly(state: ClusterState, budget: Budget,
+                 resource_caps: Mapping[str, float] | None = None
+                 ) -> tuple[dict[str, str], int, float]:
+    """Phase 1: the drained allocation, the migrations it used and their cost.
+
+    With `resource_caps` a key group goes only to a node of A where it fits every cap (the
+    MILP's (R)); one that fits nowhere stays on B.
+    """
     assignment = dict(state.assignment)
     if is_frozen(budget):
         return assignment, 0, 0.0
     loads = Loads.of(state, assignment)
+    caps = dict(resource_caps or {})
+    use = {(n.id, r): 0.0 for n in state.nodes for r in caps}
+    for kg in state.keygroups:
+        for r in caps:
+            use[assignment[kg.id], r] += kg.loads.get(r, 0.0)
+
+    def fits_caps(kg: KeyGroup, node: str) -> bool:
+        return all(use[node, r] + kg.loads.get(r, 0.0) <= c * loads.cap[node] + 1e-7
+                   for r, c in caps.items())
+
     a_nodes = sorted(n.id for n in state.nodes if not n.marked_for_removal)
     on_b: dict[str, list[KeyGroup]] = {n.id: [] for n in state.nodes if n.marked_for_removal}
     for kg in state.keygroups:
@@ -50,9 +68,13 @@ def drain_evenly(state: ClusterState, budget: Budget) -> tuple[dict[str, str], i
     count, cost = 0, 0.0
     for b in sorted(on_b, key=lambda nid: (len(on_b[nid]), nid)):
         for kg in sorted(on_b[b], key=lambda k: (-k.load, k.id)):
-            if not fits(budget, count + 1, cost + kg.migration_cost):
+            room = [nid for nid in a_nodes if fits_caps(kg, nid)]
+            if not room or not fits(budget, count + 1, cost + kg.migration_cost):
                 continue
-            dst = min(a_nodes, key=lambda nid: (loads.util(nid), nid))
+            dst = min(room, key=lambda nid: (loads.util(nid), nid))
+            for r in caps:
+                use[b, r] -= kg.loads.get(r, 0.0)
+                use[dst, r] += kg.loads.get(r, 0.0)
             loads.move(kg.load, b, dst)
             assignment[kg.id] = dst
             count, cost = count + 1, cost + kg.migration_cost
@@ -78,7 +100,7 @@ def plan_drain_then_balance(state: ClusterState, budget: Budget, *, balancer: st
             and time_limit_s > 0):
         raise ValueError(f"drain_then_balance: time_limit_s must be a finite number > 0, "
                          f"got {time_limit_s!r}")
-    drained, count, cost = drain_evenly(state, budget)
+    drained, count, cost = drain_evenly(state, budget, milp_params.get("resource_caps"))
     marked = {n.id for n in state.nodes if n.marked_for_removal}
     left_on_b = sum(1 for node in drained.values() if node in marked)
     note = f"drain: {count} key groups moved off B, {left_on_b} left on B"

@@ -30,10 +30,12 @@ def within_budget(state: ClusterState, budget: Budget, new: Mapping[str, str]) -
     return budget.max_migration_cost is None or cost <= budget.max_migration_cost + 1e-9
 
 
-def brute_force_min_d(state: ClusterState, budget: Budget, *, into_b: bool) -> float | None:
+def brute_force_min_d(state: ClusterState, budget: Budget, *, into_b: bool, five: bool = True
+                      ) -> float | None:
     """min d over every assignment within budget with d <= mean (constraint (5)); None if none.
 
-    `into_b=True` also enumerates moves onto nodes marked for removal (the paper's full model).
+    `into_b=True` also enumerates moves onto nodes marked for removal (the paper's full model);
+    `five=False` drops (5) (the planner's relaxation), so there is always an answer.
     """
     mean = mean_load(state)
     node_ids = list(state.node_ids)
@@ -48,7 +50,7 @@ def brute_force_min_d(state: ClusterState, budget: Budget, *, into_b: bool) -> f
         if not within_budget(state, budget, new):
             continue
         d = max_deviation(state, new)
-        if d <= mean + 1e-9 and (best is None or d < best):
+        if (d <= mean + 1e-9 or not five) and (best is None or d < best):
             best = d
     return best
 

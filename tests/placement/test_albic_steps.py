@@ -110,6 +110,14 @@ def test_maintain_splits_by_migration_budget() -> None:
     assert all(len(p) <= 2 for p in by_cost)
 
 
+def test_maintain_survives_a_budget_so_small_the_ratio_overflows() -> None:
+    """Pmc / 1e-310 is inf: the set splits into single key groups, not an OverflowError."""
+    state, pairs = _chain(load=1.0)
+    out = {(e.src, e.dst): e.rate for e in state.edges}
+    tiny = Budget(max_migration_cost=1e-310)
+    assert maintain_collocation(state, pairs, out, tiny, 25.0, random.Random(0)) == []
+
+
 def test_maintain_resplits_parts_that_still_violate() -> None:
     kgs = [(f"k{i}", f"op{i}", 10.0, "n0") for i in range(6)]
     edges = [(f"k{i}", f"k{i + 1}", 50.0) for i in range(5)]

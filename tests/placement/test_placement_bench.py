@@ -11,7 +11,7 @@ import pytest
 import bench.balance as balance
 import bench.scale as scale
 from bench import BENCHMARKS
-from bench.balance_report import format_table, summary
+from bench.balance_report import format_table, summary, target_lines
 
 
 def _args(path: Path, **over: object) -> argparse.Namespace:
@@ -68,3 +68,20 @@ def test_scale_row_and_targets() -> None:
     assert lines[0].startswith("seed 1: plan in <= 60 s: yes")
     assert lines[1].startswith("seed 1: LD <= Flux's: yes")
     assert "milp-highs@1s" in scale.format_table([flux, row])
+
+
+def test_heterogeneous_grid_rows_and_summary(tmp_path: Path) -> None:
+    g = balance.grid(_args(tmp_path / "x.json", heterogeneous=True, clusters=None, seeds=None,
+                           limits=None, solvers=None, max_migrations=None, varies=None))
+    assert g == balance.HETEROGENEOUS
+    assert g["clusters"] == list(balance.CLUSTERS) and len(g["seeds"]) >= 3
+    assert g["max_migrations"] == [10, 20, 30, 40] and g["scenarios"] == ["het", "hot1", "hot3"]
+    rows = balance.run(_args(tmp_path / "het.json", heterogeneous=True, varies="20"))
+    assert {r["scenario"] for r in rows} == {"het", "hot1", "hot3"} and len(rows) == 3 * 3
+    assert all(r["cell"].startswith(r["scenario"] + "|") for r in rows)
+    assert all(r["status"] != "infeasible" for r in rows)
+    text = summary(rows)
+    assert "MILP <= min(Flux, greedy) in every cell at 0.3 s: yes (0 of 3 cells violating)" in text
+    per_scenario = "\n".join(target_lines(rows, "highs", 0.3))
+    assert "  het: 1 cells, LD before" in per_scenario and "  hot3: 1 cells" in per_scenario
+    assert format_table(rows).splitlines()[0].startswith("scen.")

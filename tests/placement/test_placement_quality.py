@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +137,28 @@ def test_solver_failure_keeps_the_incumbent(solver: str, monkeypatch: pytest.Mon
     small = plan_milp(state, budget, solver=solver, candidates="all", time_limit_s=0.5)
     assert "full model: solver_error (PulpSolverError)" in small.message
     assert small.after.load_distance <= flux.after.load_distance + 1e-9
+
+
+def test_the_presolve_rule_switched_off_is_the_aggregator(tmp_path: Path) -> None:
+    """The bit of `presolve_rule_off` is HiGHS's own numbering; its log names the rule."""
+    import highspy
+    import numpy as np
+
+    from placement._highs import PRESOLVE_RULE_OFF
+
+    log = tmp_path / "highs.log"
+    h = highspy.Highs()
+    h.setOptionValue("log_to_console", False)
+    h.setOptionValue("log_file", str(log))
+    h.setOptionValue("presolve_rule_off", PRESOLVE_RULE_OFF)
+    idx = np.array([0, 1], dtype=np.int32)
+    h.addVars(2, np.zeros(2), np.ones(2))
+    h.changeColsIntegrality(2, idx, np.ones(2, dtype=np.uint8))
+    h.changeColsCost(2, idx, np.array([-1.0, -2.0]))
+    h.addRow(-highspy.kHighsInf, 1.5, 2, idx, np.ones(2))
+    h.run()
+    text = log.read_text()
+    assert "Presolve rules not allowed" in text
+    off = [line for line in text.splitlines() if f"set bit {PRESOLVE_RULE_OFF.bit_length() - 1} "
+           in line]
+    assert off and off[0].rstrip().endswith("Aggregator")
