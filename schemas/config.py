@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 __all__ = [
+    "MAX_MIGRATIONS",
     "PROJECT_ROOT",
     "STRATEGY_NAMES",
-    "MAX_MIGRATIONS",
     "ConfigError",
     "JobConfig",
     "JobsFile",

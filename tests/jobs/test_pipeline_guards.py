@@ -192,8 +192,10 @@ def test_a_crash_recovered_publish_tags_its_mlflow_run(collected_home, job, spar
     planned = plan_period(job, P1, paths=paths, spark=spark)
     assert publish_period(job, P1, paths=paths, spark=spark).version == 1
     client = MlflowClient(tracking_uri=paths.mlflow_uri)
+    run_id = planned.mlflow_run_id
+    assert run_id is not None
     for key in ("reconf.publish_status", "reconf.assignment_version", "reconf.manifest"):
-        client.delete_tag(planned.mlflow_run_id, key)
+        client.delete_tag(run_id, key)
     path_of_latest = latest_path(paths.published, JOB_ID)
     path_of_latest.unlink()
 
@@ -201,7 +203,7 @@ def test_a_crash_recovered_publish_tags_its_mlflow_run(collected_home, job, spar
 
     assert (again.status, again.version) == ("already_published", 1)
     assert latest(paths) == "1\n"
-    tags = client.get_run(planned.mlflow_run_id).data.tags
+    tags = client.get_run(run_id).data.tags
     assert tags["reconf.publish_status"] == "published"
     assert tags["reconf.assignment_version"] == "1"
     assert tags["reconf.manifest"] == str(paths.published / JOB_ID / "v1.json")
