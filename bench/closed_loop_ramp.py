@@ -26,6 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench import write_rows
+from bench.closed_loop_kit import (
+    BUDGET,
+    NO_PLANNER,
+    available,
+    parse_strategies,
+    periods,
+    publish_and_apply,
+)
 
 if TYPE_CHECKING:
     from runtime.replay.datasets import Datasets
@@ -116,17 +124,13 @@ def check_sums(engine: ReplayEngine, data: Datasets) -> int:
 def run_ramp(run: RampRun, workdir: Path, *, data: Datasets | None = None
              ) -> list[dict[str, Any]]:
     """One strategy under the ramp with Algorithm 1; one row per period (`data`: for tests)."""
-    from bench.closed_loop import _merge_tuples, _system_load, landed_rows
-    from jobs.plan import build_state
-    from placement.metrics import collocation_factor, load_distance
-    from placement.model import Budget, Node
+    from placement.model import Budget, ClusterState, Node
     from placement.scaling import scaling_cycle
     from placement.scaling_policy import ScalingHistory, ScalingPolicy
     from runtime.replay.datasets import load_datasets
     from runtime.replay.source import ReplayJob
     from runtime.replay.spec import ReplaySpec, ramp_profile
     from schemas.config import JobConfig
-    from schemas.manifest import Manifest, ScalingSection, write_latest, write_manifest
 
     job_id = f"flights{run.job}-ramp-{run.strategy}"
     profile = ramp_profile(run.periods, peak=run.peak, low=run.low)
@@ -138,33 +142,24 @@ def run_ramp(run: RampRun, workdir: Path, *, data: Datasets | None = None
     policy = ScalingPolicy(target_utilisation=run.target, cooldown_cycles=run.cooldown,
                            max_ld=run.max_ld)
     history = ScalingHistory(used_node_ids=frozenset(spec.node_names))
-    landing, published = workdir / "landing", workdir / "published"
     runtime = ReplayJob(spec, workdir / "runtime", data=data)
-    period_ms, budget = spec.period_s * 1000.0, Budget(max_migrations=run.budget)
+    budget = Budget(max_migrations=run.budget)
     live, marked = set(spec.node_names), set[str]()
+
+    def with_b(state: ClusterState) -> ClusterState:  # the set B the last plan marked
+        return replace(state, nodes=tuple(Node(x.id, x.capacity, x.id in marked)
+                                          for x in state.nodes))
+
     rows: list[dict[str, Any]] = []
-    baseline, version, planned = None, 0, None
-    for n in range(1, run.periods + 1):
-        started = time.perf_counter()
-        applied = runtime.last_migration
-        end = spec.start + timedelta(seconds=n * spec.period_s)
-        kg_rows, node_rows, edge_rows = landed_rows(runtime.land_period(landing, end), period_ms)
-        state = build_state(config, kg_rows, node_rows, edge_rows, dict(runtime.state.assignment))
-        state = replace(state, nodes=tuple(Node(x.id, x.capacity, x.id in marked)
-                                           for x in state.nodes))
-        load = _system_load(node_rows, period_ms)
-        baseline = baseline or load
+    version, planned = 0, None
+    for period in periods(runtime, spec, config, workdir / "landing", run.periods,
+                          prepare=with_b):
+        state, n = period.state, period.n
         row: dict[str, Any] = {
-            "job": run.job, "strategy": run.strategy, "scenario": "ramp", "period": n,
+            "job": run.job, "strategy": run.strategy, "scenario": "ramp",
             "rate": profile[n - 1], "nodes": len(live), "nodes_marked": len(marked),
-            "collocation_factor": collocation_factor(state, state.assignment),
-            "load_distance": load_distance(state, state.assignment),
-            "load_index": 100.0 * load / baseline,
-            "migrations": len(applied.moved), "migration_pause_s": applied.pause_s,
-            "planned_load_distance": planned, "system_load_pct": load,
-            "migration_state_bytes": applied.state_bytes, "merge_tuples": _merge_tuples(edge_rows),
+            **period.row, "planned_load_distance": planned,
         }
-        runtime.last_migration = type(applied)()
         outcome = scaling_cycle(state, budget, strategy=run.strategy, policy=policy,
                                 history=history, time_limit_s=run.time_limit_s, seed=n)
         plan, act = outcome.plan, outcome.plan.scaling
@@ -172,24 +167,15 @@ def run_ramp(run: RampRun, workdir: Path, *, data: Datasets | None = None
                                 (*state.node_ids, *act.nodes_to_add, *act.nodes_to_terminate))
         planned = plan.after.load_distance
         check_terminable(runtime.engine, act.nodes_to_terminate)
-        if plan.moves or act.nodes_to_add or act.nodes_to_terminate:
-            version += 1
-            write_manifest(published, Manifest.create(
-                job_id=job_id, version=version, period_end=end, plan_id=f"{job_id}@{n}",
-                assignment=plan.assignment, scaling=ScalingSection(
-                    act.nodes_to_add, act.nodes_to_mark, act.nodes_to_terminate, act.reason)))
-            write_latest(published, job_id, version)
-            result = runtime.apply_latest(published)
-            if result.refused:
-                raise RuntimeError(f"{run.strategy}: the runtime refused its plan: "
-                                   f"{result.reason}")
+        version = publish_and_apply(runtime, workdir / "published", job_id, version, period,
+                                    plan, run.strategy)
         live = (live | set(act.nodes_to_add)) - set(act.nodes_to_terminate)
         marked = set(act.nodes_to_mark)
         check_placement(runtime.engine, live)
         row.update({"decision": outcome.decision.direction, "nodes_added": list(act.nodes_to_add),
                     "nodes_terminated": list(act.nodes_to_terminate), "plan_s": plan.wall_s,
                     "scaling_reason": act.reason,
-                    "wall_s": time.perf_counter() - started})
+                    "wall_s": time.perf_counter() - period.started})
         rows.append(row)
     rows[-1]["sums_checked"] = check_sums(runtime.engine, data or load_datasets())
     return rows
@@ -237,11 +223,10 @@ def run_ramp_cli(args: Any) -> list[dict[str, Any]]:
     """`reconf bench closed-loop --scenario ramp`: defaults, runs, table, summary, JSON, plot."""
     import tempfile
 
-    from bench.closed_loop import BUDGET, NO_PLANNER, _strategies, available
     from bench.closed_loop_report import plot
 
     job = args.job or 2
-    names = _strategies(args.strategy, job) if args.strategy else ["milp"]
+    names = parse_strategies(args.strategy, job) if args.strategy else ["milp"]
     if set(names) & set(NO_PLANNER):
         raise ValueError(f"--scenario ramp needs a planner for Algorithm 1, not "
                          f"{sorted(set(names) & set(NO_PLANNER))}")

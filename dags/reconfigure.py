@@ -96,14 +96,9 @@ def plan(job_id: str, **context: Any) -> dict[str, Any]:
             job_id, _period_end(context), strategy=params["strategy"],
             max_migrations=params["max_migrations"], time_limit_s=params["time_limit_s"],
             dry_run=params["dry_run"], tags={"reconf.airflow_run_id": str(context.get("run_id"))})
-    p = result.plan
-    print(
-        f"plan {result.plan_id}{' (dry run)' if params['dry_run'] else ''}: {p.strategy} "
-        f"({p.status.value}) load distance {p.before.load_distance:.2f} -> "
-        f"{p.after.load_distance:.2f}, {p.migrations} migrations, MLflow run {result.mlflow_run_id}"
-    )
+    print(result.summary())
     return {"plan_id": result.plan_id, "mlflow_run_id": result.mlflow_run_id,
-            "migrations": p.migrations, "dry_run": bool(params["dry_run"])}
+            "migrations": result.plan.migrations, "dry_run": bool(params["dry_run"])}
 
 
 def _publish(job_id: str, asset: Asset) -> Any:

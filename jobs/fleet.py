@@ -21,7 +21,7 @@ import time
 import traceback
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -70,25 +70,15 @@ class FleetOutcome:
 
 def solve_task(task: FleetTask) -> FleetOutcome:
     """Run the job's strategy (with Algorithm 1 when the job scales); never raises."""
-    from placement.registry import get_strategy
+    from jobs.scaling import solve
 
     t0 = time.perf_counter()
     host = f"{socket.gethostname()}:{os.getpid()}"
     try:
-        if task.scaling is not None:
-            from jobs.scaling import history_of, policy_of, scaling_json, with_scaling_nodes
-            from placement.scaling import scaling_cycle
-
-            outcome = scaling_cycle(
-                with_scaling_nodes(task.state, task.sections, task.runtime_nodes), task.budget,
-                strategy=task.strategy, policy=policy_of(task.scaling),
-                history=history_of(task.sections), time_limit_s=task.time_limit_s,
-                **task.params)
-            return FleetOutcome(task.job_id, outcome.plan, outcome.state, scaling_json(outcome),
-                                host, time.perf_counter() - t0)
-        plan = get_strategy(task.strategy)(task.state, task.budget,
-                                           time_limit_s=task.time_limit_s, **task.params)
-        return FleetOutcome(task.job_id, plan, task.state, None, host, time.perf_counter() - t0)
+        solved = solve(task.state, task.budget, task.strategy, task.params, task.time_limit_s,
+                       task.scaling, task.sections, task.runtime_nodes)
+        return FleetOutcome(task.job_id, solved.plan, solved.state, solved.scaling_extra, host,
+                            time.perf_counter() - t0)
     except Exception as exc:  # one job's failure must not lose the others' plans
         return FleetOutcome(task.job_id, None, None, None, host, time.perf_counter() - t0,
                             error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")
@@ -149,13 +139,9 @@ class FleetResult:
         lines = [f"fleet {self.period_end}: {len(self.planned)} jobs planned on "
                  f"{len(set(self.hosts.values()))} executor processes in "
                  f"{self.solve_wall_s:.1f} s (total {self.wall_s:.1f} s)"]
-        for r in self.planned:
-            p = r.plan
-            lines.append(f"  {r.plan_id}: {p.strategy} {p.status.value}, load distance "
-                         f"{p.before.load_distance:.3f} -> {p.after.load_distance:.3f}, "
-                         f"{p.migrations} migrations, MLflow run {r.mlflow_run_id}")
+        lines.extend(f"  {r.summary()}" for r in self.planned)
         for job_id, error in sorted(self.failed.items()):
-            lines.append(f"  {job_id}: FAILED, no plan recorded: {error.splitlines()[0]}")
+            lines.append(f"  {job_id}: not planned: {error.splitlines()[0]}")
         if self.skipped:
             lines.append(f"  skipped (no stats for the period): {', '.join(self.skipped)}")
         return "\n".join(lines)
@@ -284,7 +270,7 @@ def run_fleet(period_end: str | datetime, *, job_ids: Iterable[str] | None = Non
     """Plan `period_end` of every configured job (or of `job_ids`) on Spark and record each."""
     from jobs.errors import job_lock
     from jobs.markers import read_report
-    from jobs.plan import record_plan
+    from jobs.plan import record_plan, with_note
     from jobs.spark import get_spark
     from schemas.landing import format_period_end, parse_period_end
 
@@ -305,72 +291,14 @@ def run_fleet(period_end: str | datetime, *, job_ids: Iterable[str] | None = Non
             failed[task.job_id] = out.error if out is not None else "no outcome returned"
             continue
         start = inputs.starts[task.job_id]
-        plan = (replace(out.plan, message=f"{out.plan.message}; {start.note}".strip("; "))
-                if start.note else out.plan)
         with (contextlib.nullcontext() if dry_run
               else job_lock(paths, task.job_id, "plan")):
             planned.append(record_plan(
-                spark, paths, by_id[task.job_id], end, task.strategy, out.state, plan,
+                spark, paths, by_id[task.job_id], end, task.strategy, out.state,
+                with_note(out.plan, start),
                 out.scaling_extra, start, validation=read_report(paths, task.job_id, end),
                 tags={"reconf.planned_by": "fleet", "reconf.fleet.executor": out.host},
                 dry_run=dry_run, collect_id=inputs.collect_ids[task.job_id]))
     return FleetResult(format_period_end(end), tuple(planned), failed, tuple(inputs.skipped),
                        {k: o.host for k, o in outcomes.items()}, solve_wall,
                        time.perf_counter() - t0)
-
-
-_CLI_HELP = """\
-examples:
-  python -m jobs.plan --job demo --period-end 2026-01-01T00:05:00Z          # one job
-  python -m jobs.plan --fleet --period-end 2026-01-01T00:05:00Z             # every job
-  python -m jobs.plan --fleet --jobs demo,flights2 --period-end 2026-01-01T00:05:00Z \\
-      --master spark://127.0.0.1:7077                                        # on the cluster
-The master: --master, else $RECONF_SPARK_MASTER, else local[2] (infra/spark-cluster.sh up
-starts a standalone cluster). Exit 0: all planned; 1: a job's solver failed (the others are
-recorded); 2: bad input (nothing written).
-"""
-
-
-def plan_cli(argv: Sequence[str] | None = None) -> int:
-    """The command line of `python -m jobs.plan` (per job, or the whole fleet at once)."""
-    import argparse
-    import sys
-
-    from jobs.errors import StageError
-    from jobs.spark import get_spark
-
-    parser = argparse.ArgumentParser(
-        prog="python -m jobs.plan", description="plan one period of one job, or of the fleet "
-        "(one solver per job on Spark executors)", epilog=_CLI_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--job", help="plan this job only (the per-job path)")
-    target.add_argument("--fleet", action="store_true", help="plan every configured job")
-    parser.add_argument("--jobs", help="with --fleet: a comma list of job ids (default: all)")
-    parser.add_argument("--period-end", required=True, metavar="T",
-                        help="end of the statistics period, ISO-8601 with a zone")
-    parser.add_argument("--strategy", help="override every job's strategy")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="log MLflow runs tagged dry_run; write no plans tables")
-    parser.add_argument("--master", help="Spark master URL (default $RECONF_SPARK_MASTER or "
-                        "local[2])")
-    args = parser.parse_args(argv)
-    if args.jobs and not args.fleet:
-        parser.error("--jobs goes with --fleet (for one job use --job)")
-    try:
-        get_spark(Paths.from_env(), master=args.master)  # the stages reuse this session
-        if args.fleet:
-            result = run_fleet(args.period_end, job_ids=args.jobs.split(",") if args.jobs
-                               else None, strategy=args.strategy, dry_run=args.dry_run)
-            print(result.summary())
-            return 1 if result.failed else 0
-        from jobs.stages import run_plan
-
-        r = run_plan(args.job, args.period_end, strategy=args.strategy, dry_run=args.dry_run)
-        print(f"plan {r.plan_id}: load distance {r.plan.before.load_distance:.3f} -> "
-              f"{r.plan.after.load_distance:.3f}, {r.plan.migrations} migrations, "
-              f"MLflow run {r.mlflow_run_id}")
-        return 0
-    except (StageError, ValueError) as exc:  # ConfigError is a ValueError
-        print(f"jobs.plan: error: {exc}", file=sys.stderr)
-        return 2

@@ -28,10 +28,10 @@ from jobs.lake import (
     table_version,
 )
 from jobs.markers import check_validated, read_collect_marker, runtime_of
-from jobs.scaling import plan_scaled, scaling_json
+from jobs.scaling import earlier_sections, solve
 from jobs.tracking import CycleRecord, log_cycle, tag_run
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan
-from placement.registry import check_params, get_strategy, strategy_names
+from placement.registry import check_params, strategy_names
 from schemas.config import MAX_MIGRATIONS, JobConfig, Paths
 from schemas.landing import format_period_end
 from schemas.tables import (
@@ -57,6 +57,7 @@ __all__ = [
     "plan_to_dict",
     "record_plan",
     "resolve_strategy",
+    "with_note",
 ]
 
 
@@ -69,6 +70,15 @@ class PlanResult:
     base_version: int | None
     mlflow_run_id: str | None
     plan_json: dict[str, Any]
+    dry_run: bool = False
+
+    def summary(self) -> str:
+        """The one-line summary of a plan, as the DAG's log, the fleet and `reconf` print it."""
+        p = self.plan
+        return (f"plan {self.plan_id}{' (dry run)' if self.dry_run else ''}: {p.strategy} "
+                f"({p.status.value}) load distance {p.before.load_distance:.3f} -> "
+                f"{p.after.load_distance:.3f}, {p.migrations} migrations, "
+                f"MLflow run {self.mlflow_run_id}")
 
 
 def plan_id(job_id: str, period_end: datetime) -> str:
@@ -192,21 +202,21 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
     runtime = runtime_of(marker) if marker is not None else None
     start = starting_point(spark, paths, job.job_id, period_end, runtime)
     state = build_state(job, kg_rows, node_rows, edge_rows, start.assignment)
-    budget = job_budget(job)
-    scaled = None
-    if job.scaling is not None:  # Algorithm 1: terminate, plan, decide, re-plan
-        scaled, plan = plan_scaled(spark, paths, job, period_end, state, budget, strategy,
-                                   params, None if runtime is None else frozenset(runtime.nodes))
-        state = scaled.state
-    else:
-        plan = get_strategy(strategy)(state, budget, time_limit_s=job.solver_time_limit_s,
-                                      **params)
-    if start.note:
-        plan = replace(plan, message=f"{plan.message}; {start.note}" if plan.message else start.note)
-    return record_plan(spark, paths, job, period_end, strategy, state, plan,
-                       scaling_json(scaled) if scaled is not None else None, start,
+    sections = (earlier_sections(spark, paths, job.job_id, period_end)
+                if job.scaling is not None else ())
+    solved = solve(state, job_budget(job), strategy, params, job.solver_time_limit_s, job.scaling,
+                   sections, None if runtime is None else frozenset(runtime.nodes))
+    return record_plan(spark, paths, job, period_end, strategy, solved.state,
+                       with_note(solved.plan, start), solved.scaling_extra, start,
                        validation=validation, tags=tags, dry_run=dry_run,
                        collect_id=None if marker is None else marker.get("collect_id"))
+
+
+def with_note(plan: Plan, start: Start) -> Plan:
+    """The plan, its message saying why it does not start from the newest version (if so)."""
+    if not start.note:
+        return plan
+    return replace(plan, message=f"{plan.message}; {start.note}" if plan.message else start.note)
 
 
 def resolve_strategy(job: JobConfig, strategy: str | None) -> tuple[str, dict[str, Any]]:
@@ -299,7 +309,7 @@ def record_plan(
         failpoint("plan.row")
         tag_run(paths, run_id, {f"reconf.delta.{t.name}.version": str(table_version(spark, paths, t.name))
                                 for t in (PLAN_MOVES, PLANS)})  # the versions holding this plan
-    return PlanResult(job.job_id, stamp, pid, plan, base_version, run_id, plan_json)
+    return PlanResult(job.job_id, stamp, pid, plan, base_version, run_id, plan_json, dry_run)
 
 
 def _float(value: float | None) -> float | None:
@@ -340,16 +350,3 @@ def _plan_frames(
     ]
     return (spark.createDataFrame(move_rows, PLAN_MOVES.ddl),
             spark.createDataFrame([plan_row], PLANS.ddl))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m jobs.plan --job J --period-end T`, or `--fleet` for every job (jobs/fleet.py)."""
-    from jobs.fleet import plan_cli
-
-    return plan_cli(argv)
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main())

@@ -16,21 +16,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.lake import read_table
 from placement.model import Budget, ClusterState, Node, Plan
+from placement.registry import get_strategy
 from placement.scaling import ScalingOutcome, scaling_cycle
 from placement.scaling_policy import DECISIONS, ScalingHistory, ScalingPolicy
-from schemas.config import JobConfig, Paths, ScalingConfig
+from schemas.config import Paths, ScalingConfig
 from schemas.tables import PLANS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["earlier_sections", "plan_scaled", "policy_of", "scaling_json", "with_scaling_nodes"]
+__all__ = ["Solved", "earlier_sections", "policy_of", "scaling_json", "solve", "with_scaling_nodes"]
 
 
 def policy_of(config: ScalingConfig) -> ScalingPolicy:
@@ -97,15 +98,27 @@ def scaling_json(outcome: ScalingOutcome) -> dict[str, Any]:
             "nodes_marked": len(outcome.marked)}
 
 
-def plan_scaled(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                state: ClusterState, budget: Budget, strategy: str,
-                params: Mapping[str, Any] | None = None,
-                runtime_nodes: frozenset[str] | None = None) -> tuple[ScalingOutcome, Plan]:
-    """Run Algorithm 1 for one period of a job with a `[scaling]` table."""
-    assert job.scaling is not None
-    sections = earlier_sections(spark, paths, job.job_id, period_end)
+@dataclass(frozen=True)
+class Solved:
+    """A plan, the state it is for (Algorithm 1 may add and mark nodes), and the extra keys of
+    its scaling section (None when the job does not scale)."""
+
+    plan: Plan
+    state: ClusterState
+    scaling_extra: dict[str, Any] | None
+
+
+def solve(state: ClusterState, budget: Budget, strategy: str, params: Mapping[str, Any],
+          time_limit_s: float | None, scaling: ScalingConfig | None,
+          sections: Sequence[Mapping[str, Any]] = (),
+          runtime_nodes: frozenset[str] | None = None) -> Solved:
+    """The one place that decides scale-or-not: Algorithm 1 for a job with a `[scaling]` table
+    (`sections`: earlier published scaling sections), else the strategy alone. Pure: the plan
+    stage and fleet planning's executors both call it."""
+    if scaling is None:
+        plan = get_strategy(strategy)(state, budget, time_limit_s=time_limit_s, **params)
+        return Solved(plan, state, None)
     outcome = scaling_cycle(with_scaling_nodes(state, sections, runtime_nodes), budget,
-                            strategy=strategy,
-                            policy=policy_of(job.scaling), history=history_of(sections),
-                            time_limit_s=job.solver_time_limit_s, **(params or {}))
-    return outcome, outcome.plan
+                            strategy=strategy, policy=policy_of(scaling),
+                            history=history_of(sections), time_limit_s=time_limit_s, **params)
+    return Solved(outcome.plan, outcome.state, scaling_json(outcome))

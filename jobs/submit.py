@@ -5,7 +5,7 @@ SparkSubmitOperator): one stage of one job's period per submission.
         jobs/submit.py collect --job demo --period-end 2026-01-01T00:05:00Z
 
 Stages: collect, validate, plan (with --strategy, --max-migrations, --time-limit, --dry-run),
-publish, and fleet (plan every configured job's period at once, `jobs/plan.py --fleet`).
+publish, and fleet (plan every configured job's period at once, `reconf fleet`).
 The master is `--master` of this script if given, else spark-submit's `--master`; run directly
 (`python -m jobs.submit …`) it is `$RECONF_SPARK_MASTER`, else local[2]. `python -m jobs.submit
 --print-submit-args` prints the spark-submit options the jars and settings need

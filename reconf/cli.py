@@ -26,6 +26,8 @@ a cycle by hand, for period ending T of job J:
 or all four pipeline stages at once: reconf cycle --job J --period-end T
 why the plan of a period moved what it moved (from its MLflow run):
   reconf audit --job J --period-end T [--key-group K]
+every job's plan for a period at once, on Spark:
+  reconf fleet --period-end T [--jobs J1,J2]
 """
 
 
@@ -137,6 +139,33 @@ def _cmd_cycle(args: argparse.Namespace) -> int:
     return _cmd_publish(args)
 
 
+def _cmd_fleet(args: argparse.Namespace) -> int:
+    from jobs.fleet import run_fleet
+    from jobs.spark import get_spark
+    from schemas.config import Paths
+
+    get_spark(Paths.from_env(), master=args.master)  # run_fleet reuses this session
+    result = run_fleet(args.period_end, job_ids=args.jobs.split(",") if args.jobs else None,
+                       strategy=args.strategy, dry_run=args.dry_run)
+    print(result.summary())
+    return 1 if result.failed else 0
+
+
+_FLEET_HELP = """plan one period of every configured job (or of --jobs) at once on Spark: one solver per job on
+the executors (groupBy(job_id).applyInPandas), recorded exactly as `reconf plan` records a job.
+Each job's period must have passed validation (a dry run excepted); jobs without statistics for
+the period are skipped, unless named with --jobs.
+
+examples:
+  reconf fleet --period-end 2026-01-01T00:05:00Z
+  reconf fleet --jobs demo,flights2 --period-end 2026-01-01T00:05:00Z --master spark://127.0.0.1:7077
+
+The master: --master, else $RECONF_SPARK_MASTER, else local[2] (infra/spark-cluster.sh up starts
+a standalone cluster). Exit 0: all planned; 1: a job was not planned (the others are recorded);
+2: bad input (nothing written).
+"""
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     import json
 
@@ -226,6 +255,18 @@ def _parser() -> argparse.ArgumentParser:
                       help="print the plan; write no tables and publish nothing")
     _job_period(add("publish", _cmd_publish, "publish the period's plan as the next assignment version"))
     _job_period(add("cycle", _cmd_cycle, "collect, validate, plan and publish one period in-process"))
+    fleet = sub.add_parser("fleet", help="plan one period of every job at once on Spark",
+                           description=_FLEET_HELP,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    fleet.set_defaults(func=_cmd_fleet)
+    fleet.add_argument("--period-end", required=True, metavar="T",
+                       help="end of the statistics period, ISO-8601 with a zone")
+    fleet.add_argument("--jobs", help="a comma list of job ids (default: every configured job)")
+    fleet.add_argument("--strategy", help="override every job's strategy")
+    fleet.add_argument("--dry-run", action="store_true",
+                       help="log MLflow runs tagged dry_run; write no plans tables")
+    fleet.add_argument("--master", help="Spark master URL (default $RECONF_SPARK_MASTER or "
+                       "local[2])")
     audit = sub.add_parser("audit", help="explain one cycle's plan from its MLflow run",
                            description=_AUDIT_HELP,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -253,7 +294,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 #: Commands that write the stores under RECONF_HOME (checked, and created, before they start).
-_USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle", "demo"}
+_USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle", "fleet", "demo"}
 
 
 def _internal_error(command: str, exc: BaseException) -> int:

@@ -1,4 +1,4 @@
-"""Fleet planning (`python -m jobs.plan --fleet`) records exactly what the per-job path records.
+"""Fleet planning (`reconf fleet`) records exactly what the per-job path records.
 
 Two homes hold the same collected stats of three tiny jobs (two MILP, one greedy); one is
 planned job by job (`jobs.plan.plan_period`), the other at once on Spark (`jobs.fleet`,
@@ -88,21 +88,21 @@ def test_fleet_plans_equal_per_job_plans(spark: SparkSession,
 def test_fleet_bad_input_writes_nothing(spark: SparkSession, home: Paths, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    from jobs.fleet import plan_cli
+    from reconf.cli import main
 
     monkeypatch.setenv("RECONF_CONFIG", str(write_config(tmp_path)))
     before = snapshot(home)
     stamp = format_period_end(P1)
-    assert plan_cli(["--fleet", "--jobs", "fa,nope", "--period-end", stamp]) == 2
+    assert main(["fleet", "--jobs", "fa,nope", "--period-end", stamp]) == 2
     assert "nope" in capsys.readouterr().err
     # Nothing was collected: with --jobs every named job must have stats for the period...
-    assert plan_cli(["--fleet", "--jobs", "fa", "--period-end", stamp]) == 2
+    assert main(["fleet", "--jobs", "fa", "--period-end", stamp]) == 2
     err = capsys.readouterr().err
     assert "no statistics collected" in err and "reconf collect --job fa" in err
     # ...and without it, at least one job must.
-    assert plan_cli(["--fleet", "--period-end", stamp]) == 2
+    assert main(["fleet", "--period-end", stamp]) == 2
     assert "no statistics collected" in capsys.readouterr().err
-    assert plan_cli(["--fleet", "--strategy", "bogus", "--period-end", stamp]) == 2
+    assert main(["fleet", "--strategy", "bogus", "--period-end", stamp]) == 2
     assert "unknown strategy" in capsys.readouterr().err
     assert snapshot(home) == before
     assert runs_by_job(home, P1) == {j: [] for j in JOB_IDS}
