@@ -1,6 +1,6 @@
 """Tables and the target summary of `reconf bench balance` (rows as written by bench/balance.py).
 
-Targets (issue 3): at a 2 s limit the MILP's load distance is ≤ Flux's in every cell, and on
+Targets (paper §5.1, Figures 2-4): at a 2 s limit the MILP's load distance is ≤ Flux's in every cell, and on
 average (the mean over cells of LD_MILP / LD_Flux) at most 0.7 × Flux's. The summary also gives
 the ratio of the mean load distances, the cells where the certified lower bound proves Flux
 already optimal (no planner can beat it there), and HiGHS against CBC at every limit.
@@ -188,7 +188,7 @@ def solver_lines(rows: list[Row]) -> list[str]:
 
 def summary(rows: list[Row]) -> str:
     limits = sorted({r["time_limit_s"] for r in rows if r["strategy"] == "milp"})
-    lines = ["Targets (issue 3):"]
+    lines = ["Targets (paper §5.1, Figures 2-4):"]
     lines += target_lines(rows, "highs", 2.0)
     if any(r["solver"] == "cbc" for r in rows):
         lines += target_lines(rows, "cbc", 2.0)

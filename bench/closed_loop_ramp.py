@@ -1,5 +1,5 @@
 """The closed loop's ramp scenario (`reconf bench closed-loop --scenario ramp`): Algorithm 1 under a
-load ramp (issue 6, "The closed loop").
+load ramp (paper §4.4, Algorithm 1).
 
 The replay runs one round of the data with a rate profile (`runtime.replay.spec.ramp_profile`:
 1x, up to `peak`x, down to `low`x flights per period; the cost model is unchanged, so more tuples

@@ -6,7 +6,7 @@ load balancing ignores). Each strategy runs in a fresh process (multiprocessing,
 builds the cluster state and plans it, so its peak RSS (`resource.getrusage`, ru_maxrss) is its
 own: interpreter, imports, the state and the planner together.
 
-Targets (issue 3): a plan in ≤ 60 s wall, ≤ 4 GiB peak memory, load distance ≤ Flux's.
+Targets (paper §5.1): a plan in ≤ 60 s wall, ≤ 4 GiB peak memory, load distance ≤ Flux's.
 `--quick` gives the MILP 10 s instead of 30 s.
 """
 
@@ -129,6 +129,6 @@ def main(args: argparse.Namespace) -> int:
     write_rows(args.json, rows)
     print(format_table(rows))
     print()
-    print("\n".join(["Targets (issue 3):", *targets(rows)]))
+    print("\n".join(["Targets (paper §5.1):", *targets(rows)]))
     print(f"\n{len(rows)} rows written to {args.json}")
     return 0

@@ -127,7 +127,7 @@ def _load_chart(state: ClusterState, plan: Plan, path: Path) -> None:
     plt.close(fig)
 
 
-# ---- collocation (issue 4): load index and the communication graph's heaviest pairs ----------
+# ---- collocation (paper §4.3.2): load index and the communication graph's heaviest pairs ----------
 
 COMM_GRAPH_PAIRS = 20
 
@@ -263,12 +263,12 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     }
     if plan.lower_bound is not None:
         metrics["lower_bound"] = plan.lower_bound
-    system_load = mean_load(state)  # collocation (issue 4): the load index, where computable
+    system_load = mean_load(state)  # collocation: the load index (paper §5), where computable
     if system_load > 0:
         metrics["system_load"] = system_load
         metrics["load_index"] = _load_index(client, experiment_id, record.period_end, system_load)
     scaling = record.plan_json.get("scaling") or {}
-    if "decision" in scaling:  # Algorithm 1 ran (issue 6): the decision, its reason, node counts
+    if "decision" in scaling:  # Algorithm 1 ran: the decision, its reason, node counts
         for key in ("nodes_to_add", "nodes_to_mark", "nodes_to_terminate"):
             metrics[f"scaling_{key}"] = float(len(scaling.get(key) or ()))
         metrics["nodes_active"] = float(scaling.get("nodes_active", 0))

@@ -1,4 +1,4 @@
-"""What every metrics source (the synthetic job now, the replay engine later) offers the pipeline.
+"""What every metrics source (the synthetic job and the replay engine) offers the pipeline.
 
 A source lands one period of samples into the landing zone and applies the newest published
 assignment. This module holds the interface (`MetricsSource`), the result of an apply

@@ -1,4 +1,4 @@
-"""Algorithm 1 in the pipeline: scale-out, then scale-in, drained nodes terminated (issue 6).
+"""Algorithm 1 in the pipeline: scale-out, then scale-in, drained nodes terminated.
 
 The tiny job with a `[jobs.tiny.scaling]` table, through the real stages (collect -> validate ->
 plan -> publish) and the synthetic runtime stand-in, which applies every manifest. The first
