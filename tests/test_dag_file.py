@@ -34,8 +34,9 @@ spl = "1h"
 max_migrations = 2
 source = { kind = "synthetic" }
 """
-# Three bad jobs next to a good one: a non-positive SPL, an unknown strategy, and an id that
-# duplicates another once '-' and '_' count as the same (TOML itself rejects equal keys).
+# Four bad jobs next to a good one: a non-positive SPL, an unknown strategy, a strategy parameter
+# out of its choices, and an id that duplicates another once '-' and '_' count as the same (TOML
+# itself rejects equal keys).
 BAD_JOBS = """
 [defaults]
 spl = "5m"
@@ -44,6 +45,8 @@ spl = "5m"
 spl = "0m"
 [jobs.typo]
 strategy = "milpp"
+[jobs.knob.strategy_params.milp]
+solver = "gurobi"
 [jobs.good_2]
 [jobs.good-2]
 """
@@ -142,6 +145,7 @@ def test_bad_jobs_get_no_dag_and_one_import_error_naming_file_and_fields(bad_job
     assert Path(path).name == CHECK_FILE.name  # not reconfigure.py: its DAGs stay schedulable
     assert f"{bad_jobs}: jobs.zero.spl: must be a positive duration" in message
     assert f"{bad_jobs}: jobs.typo.strategy: unknown strategy 'milpp'" in message
+    assert f"{bad_jobs}: jobs.knob.strategy_params.milp.solver" in message and "'gurobi'" in message
     assert f"{bad_jobs}: jobs.good-2: duplicate job id" in message and "jobs.good_2" in message
 
 
