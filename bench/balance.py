@@ -7,7 +7,7 @@ with HiGHS and with CBC at time limits 1, 2, 5 and 10 s, Flux and greedy. `--qui
 shared cores).
 
 `--heterogeneous`: the same table and targets outside the paper's grid, on overloaded clusters
-where constraint (5) cannot hold (`placement/synthetic.py`): "het", the workload on nodes of
+where constraint (5) cannot hold (`placement/workloads/synthetic.py`): "het", the workload on nodes of
 mixed capacity (`CAPACITY_MIX`: a fifth at 2.0, a fifth at 0.5, the rest 1.0, at random per
 seed), and two hot spots on reference nodes, "hot1" (one node at 3.5× its share) and "hot3"
 (three nodes at 2×); the three clusters, maxMigrations 10–40, varies 20, seeds 1..3, HiGHS at
@@ -107,7 +107,7 @@ def cell_id(cluster: str, varies: int, seed: int, max_migrations: int,
 
 def scenario_state(cluster: str, varies: int, seed: int, scenario: str) -> Any:
     """The §5.1 state of the cell, changed as `SCENARIOS[scenario]` says."""
-    from placement.synthetic import heterogeneous, hot_spot, synthetic_state
+    from placement.workloads.synthetic import heterogeneous, hot_spot, synthetic_state
 
     nodes, keygroups, operators = CLUSTERS[cluster]
     state = synthetic_state(nodes, keygroups, operators, float(varies), seed)

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
+from schemas.strategies import STRATEGIES as STRATEGY_TABLE
+
 if TYPE_CHECKING:
     from placement.model import ClusterState, Plan
     from runtime.replay.source import ReplayJob
@@ -26,8 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["BUDGET", "NO_PLANNER", "STRATEGIES", "Period", "available", "landed_rows",
            "merge_tuples", "parse_strategies", "periods", "publish_and_apply", "system_load"]
 
-STRATEGIES = ("albic", "albic_many", "cola", "milp", "flux", "potc", "none")
 NO_PLANNER = ("potc", "none")
+#: every registered strategy (schemas/strategies.py), and the two runs without a planner
+STRATEGIES = (*sorted(STRATEGY_TABLE), *NO_PLANNER)
 BUDGET = {1: 13, 2: 10, 3: 10, 4: 10}  # migrations per period, as in the paper
 
 

@@ -126,7 +126,7 @@ def run_ramp(run: RampRun, workdir: Path, *, data: Datasets | None = None
     """One strategy under the ramp with Algorithm 1; one row per period (`data`: for tests)."""
     from placement.model import Budget, ClusterState, Node
     from placement.scaling import scaling_cycle
-    from placement.scaling_policy import ScalingHistory, ScalingPolicy
+    from placement.scaling.policy import ScalingHistory, ScalingPolicy
     from runtime.replay.datasets import load_datasets
     from runtime.replay.source import ReplayJob
     from runtime.replay.spec import ReplaySpec, ramp_profile

@@ -32,11 +32,12 @@ from typing import Any
 from bench import write_rows
 from placement import Budget, get_strategy
 from placement.metrics import collocation_factor, load_distance, load_index, mean_load
-from placement.workload_comm import comm_workload, fluctuate
+from placement.workloads.comm import comm_workload, fluctuate
+from schemas.strategies import STRATEGIES as STRATEGY_TABLE
 
 DESCRIPTION = "ALBIC vs COLA with collocation (synthetic, paper section 5.3, Figures 10-11)"
 
-STRATEGIES = ("albic", "albic_many", "cola", "milp")
+STRATEGIES = ("albic", "albic_many", "cola", "milp")  # the figures' comparison (default)
 FIG10_CLUSTER = (40, 800, 20)
 FIG10_X = (0.0, 25.0, 50.0, 75.0, 100.0)
 FIG11_CLUSTERS = ((20, 400, 10), (40, 800, 20), (60, 1200, 30))
@@ -115,9 +116,10 @@ def run(quick: bool = True, json_path: str | Path | None = None, *, figure: str 
     `compare_with`: rows of an earlier run (same seed); its rows of strategies not run now join
     the summary and the targets (not the JSON written).
     """
-    unknown = [s for s in strategies if s not in STRATEGIES]
+    unknown = [s for s in strategies if s not in STRATEGY_TABLE]
     if not strategies or unknown:
-        raise ValueError(f"unknown strategies {unknown}; choose from {', '.join(STRATEGIES)}")
+        raise ValueError(f"unknown strategies {unknown}; choose from "
+                         f"{', '.join(sorted(STRATEGY_TABLE))}")
     earlier = _load_rows(compare_with, seed) if compare_with is not None else []
     limit = time_limit_s if time_limit_s is not None else (0.3 if quick else 0.5)
     iterations = max_iterations if max_iterations is not None else (
@@ -243,7 +245,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="solver time limit per plan in s (default 0.3 quick, 0.5 full)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--strategies", default=",".join(STRATEGIES),
-                        help=f"comma-separated subset of {','.join(STRATEGIES)} (default all)")
+                        help=f"comma-separated, of {','.join(sorted(STRATEGY_TABLE))} (default "
+                        f"{','.join(STRATEGIES)})")
     parser.add_argument("--compare-with", metavar="PATH", default=None,
                         help="JSON rows of an earlier run: its other strategies join the "
                              "summary and targets (e.g. run only albic longer, compare with "

@@ -1,6 +1,6 @@
 """Fleet planning throughput: jobs planned per minute, one solver per job on Spark executors.
 
-N synthetic jobs (paper §5.1 generator, `placement/synthetic.py`, seeds 1..N; each 5 nodes,
+N synthetic jobs (paper §5.1 generator, `placement/workloads/synthetic.py`, seeds 1..N; each 5 nodes,
 40 key groups, 4 operators, varies 30, a budget of 5 migrations, MILP with HiGHS and a 1 s
 limit: small instances that solve to optimality) are planned with `jobs.fleet.solve_fleet`, the
 same `groupBy(job_id).applyInPandas` call `python -m jobs.plan --fleet` makes, in three modes:

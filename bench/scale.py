@@ -1,6 +1,6 @@
 """Scale benchmark: the MILP and Flux on 1 000 nodes × 32 768 key groups (Flink's largest count).
 
-The synthetic workload of paper §5.1 (`placement.synthetic`) with varies 50 and maxMigrations
+The synthetic workload of paper §5.1 (`placement.workloads.synthetic`) with varies 50 and maxMigrations
 300; 16 operators of 2 048 key groups each (operators only shape the communication edges, which
 load balancing ignores). Each strategy runs in a fresh process (multiprocessing, spawn), which
 builds the cluster state and plans it, so its peak RSS (`resource.getrusage`, ru_maxrss) is its

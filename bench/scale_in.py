@@ -1,6 +1,6 @@
 """Scale-in benchmark: paper Figure 5 (§5.1), integrated MILP vs drain-then-balance.
 
-Setup (paper §5.1, "the largest cluster"): the synthetic workload of `placement/synthetic.py`
+Setup (paper §5.1, "the largest cluster"): the synthetic workload of `placement/workloads/synthetic.py`
 with 60 nodes, 1200 key groups, 30 operators, varies 0 (every node near the 50 % mean), seed 1;
 the last 10 nodes (`n050`..`n059`) are marked for removal (set B); maxMigrations 20 per round.
 Cases: `1OL` / `5OL` — one / five nodes of A (`n000`, `n000`..`n004`) at 100 % load: the loads
@@ -51,7 +51,7 @@ def case_state(overloaded: int, seed: int = 1) -> Any:
 
     from placement.metrics import node_loads
     from placement.model import ClusterState
-    from placement.synthetic import synthetic_state
+    from placement.workloads.synthetic import synthetic_state
 
     base = synthetic_state(NODES, KEYGROUPS, OPERATORS, 0.0, seed)
     nodes = tuple(replace(n, marked_for_removal=i >= NODES - MARKED)

@@ -7,7 +7,7 @@ which are exactly what the manifests told the runtime.
 - node set = the nodes the runtime reports (node_stats) and the nodes of the last published
   assignment, plus every node an earlier manifest added (the runtime may not report it yet),
   minus every node an earlier manifest terminated (the runtime may still report it);
-- B = the last published plan's `nodes_to_mark` (the whole set B, placement/scaling.py), minus
+- B = the last published plan's `nodes_to_mark` (the whole set B, placement/scaling/cycle.py), minus
   terminated nodes: a node stays in B until it is empty and terminated;
 - history = each earlier plan's `decision` ("out", "in", "none"), for the cool-down, and every
   node id ever added or terminated (ids are never reused).
@@ -24,7 +24,7 @@ from jobs.lake import read_table
 from placement.model import Budget, ClusterState, Node, Plan
 from placement.registry import get_strategy
 from placement.scaling import ScalingOutcome, scaling_cycle
-from placement.scaling_policy import DECISIONS, ScalingHistory, ScalingPolicy
+from placement.scaling.policy import DECISIONS, ScalingHistory, ScalingPolicy
 from schemas.config import Paths, ScalingConfig
 from schemas.tables import PLANS
 

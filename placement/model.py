@@ -11,7 +11,7 @@ reference node (1.0 = reference), so node utilisation is sum(load) / capacity.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -240,8 +240,3 @@ def moves_between(
         for kg in sorted(new_assignment)
         if new_assignment[kg] != state.assignment[kg]
     )
-
-
-def node_ids_in(nodes: Sequence[Node], *, removable: bool) -> tuple[str, ...]:
-    """Ids of the nodes in B (`removable=True`) or in A (`removable=False`)."""
-    return tuple(n.id for n in nodes if n.marked_for_removal == removable)

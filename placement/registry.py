@@ -1,114 +1,135 @@
-"""Strategies registered by name, so the pipeline, the CLI and the benchmarks pick them alike.
+"""Strategies by name, so the pipeline, the CLI and the benchmarks pick them alike.
 
-A strategy is `fn(state, budget, **params) -> Plan`. The registry wraps it: parameters the
-function declares are passed through; parameters in SHARED_PARAMS that it does not declare are
-dropped (a caller may pass `seed` or `time_limit_s` to every strategy of a sweep); anything else
-is a TypeError, so a typo never silently runs a default.
+The names, where each strategy and its params class live, and what each promises are one table,
+`schemas/strategies.py`; this module registers every line of it. A strategy is
+`fn(state, budget, params) -> Plan` with `params` a frozen `StrategyParams` (placement/params.py).
+The registered callable is a wrapper, the part every strategy shares (as Cruise Control's
+AbstractGoal): it builds and validates the params (from a params object or keywords: an
+unknown, mistyped or out-of-range one is a ParamsError before any solving), runs the strategy,
+and checks the hard post-conditions: the assignment is complete, the budget is kept (unless the
+strategy ignores it on purpose), nothing moves onto a node of B, and a heuristic never claims
+OPTIMAL.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
+import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from placement.baselines import plan_flux, plan_greedy, plan_random
-from placement.milp import plan_milp
-from placement.model import Budget, ClusterState, Plan
+from placement.common import fits
+from placement.metrics import check_assignment
+from placement.model import Budget, ClusterState, Plan, SolverStatus
+from placement.params import ParamsError, StrategyParams, build_params
+from schemas.strategies import PIPELINE_PARAMS, STRATEGIES
 
-__all__ = ["SHARED_PARAMS", "Strategy", "check_params", "get_strategy", "register", "strategy_names"]
+__all__ = ["PIPELINE_PARAMS", "ParamsError", "PostConditionError", "Spec", "Strategy",
+           "build_strategy_params", "check_params", "get_spec", "get_strategy", "register",
+           "strategy_names"]
 
 Strategy = Callable[..., Plan]
-SHARED_PARAMS = frozenset({"time_limit_s", "seed", "solver"})
-_STRATEGIES: dict[str, Strategy] = {}
-_PARAMS: dict[str, frozenset[str] | None] = {}  # None: accepts any keyword
-_CHECKS: dict[str, Callable[..., None]] = {}
-# Set by the pipeline from the job's own fields, never through a strategy's parameter table.
-_PIPELINE_PARAMS = {"time_limit_s": "solver_time_limit_s"}
 
 
-def register(name: str, check: Callable[..., None] | None = None
-             ) -> Callable[[Strategy], Strategy]:
-    """Decorator: register `fn` under `name` (a name can be registered once).
+class PostConditionError(AssertionError):
+    """A strategy returned a plan that breaks a hard constraint: a bug in the strategy."""
 
-    `check(**params)` raises ValueError for out-of-range parameter values before any solving.
-    """
+
+@dataclass(frozen=True)
+class Spec:
+    """One registered strategy: its params class, its function, what it promises."""
+
+    name: str
+    params: type[StrategyParams]
+    fn: Callable[[ClusterState, Budget, Any], Plan]
+    guarantee: Literal["exact", "heuristic"]
+    facets: tuple[str, ...] = ()
+    keeps_budget: bool = True
+
+
+_SPECS: dict[str, Spec] = {}
+_WRAPPED: dict[str, Strategy] = {}
+
+
+def check_plan(spec: Spec, state: ClusterState, budget: Budget, plan: Plan) -> None:
+    """The hard post-conditions every strategy shares (PostConditionError otherwise)."""
+    where = f"strategy {spec.name!r}"
+    try:
+        check_assignment(state, plan.assignment)
+    except ValueError as exc:
+        raise PostConditionError(f"{where}: incomplete assignment: {exc}") from exc
+    if spec.keeps_budget and not fits(budget, plan.migrations, plan.migration_cost):
+        raise PostConditionError(f"{where}: {plan.migrations} migrations costing "
+                                 f"{plan.migration_cost:g} exceed {budget}")
+    marked = {n.id for n in state.nodes if n.marked_for_removal}
+    if onto_b := sorted(m.keygroup for m in plan.moves if m.dst in marked):
+        raise PostConditionError(f"{where}: moves {', '.join(onto_b)} onto a node of B")
+    if spec.guarantee == "heuristic" and plan.status is SolverStatus.OPTIMAL:
+        raise PostConditionError(f"{where}: a heuristic reported OPTIMAL")
+
+
+def register(name: str, params: type[StrategyParams], fn: Callable[..., Plan], *,
+             guarantee: Literal["exact", "heuristic"], facets: tuple[str, ...] = (),
+             keeps_budget: bool = True) -> Strategy:
+    """Register `fn` under `name` (once) and return the checked wrapper."""
     if not name or not isinstance(name, str):
         raise ValueError(f"strategy name must be a non-empty string, got {name!r}")
+    if name in _SPECS:
+        raise ValueError(f"strategy {name!r} is already registered")
+    spec = Spec(name, params, fn, guarantee, tuple(facets), keeps_budget)
 
-    def deco(fn: Strategy) -> Strategy:
-        if name in _STRATEGIES:
-            raise ValueError(f"strategy {name!r} is already registered")
-        params = inspect.signature(fn).parameters
-        accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-        known = {p for p in params if p not in ("state", "budget")}
+    @functools.wraps(fn)
+    def wrapper(state: ClusterState, budget: Budget, params: StrategyParams | None = None,
+                **kwargs: Any) -> Plan:
+        plan = fn(state, budget, spec.params.of(params, kwargs, name))
+        check_plan(spec, state, budget, plan)
+        return plan
 
-        @functools.wraps(fn)
-        def wrapper(state: ClusterState, budget: Budget, **kwargs: Any) -> Plan:
-            passed = {}
-            for key, value in kwargs.items():
-                if accepts_any or key in known:
-                    passed[key] = value
-                elif key not in SHARED_PARAMS:
-                    raise TypeError(
-                        f"strategy {name!r} does not accept parameter {key!r}; it accepts "
-                        f"{sorted(known) or 'none'} (and ignores {sorted(SHARED_PARAMS)})")
-            return fn(state, budget, **passed)
-
-        _STRATEGIES[name] = wrapper
-        _PARAMS[name] = None if accepts_any else frozenset(known)
-        if check is not None:
-            _CHECKS[name] = check
-        return fn
-
-    return deco
+    _SPECS[name], _WRAPPED[name] = spec, wrapper
+    return wrapper
 
 
-def get_strategy(name: str) -> Strategy:
+def get_spec(name: str) -> Spec:
     """The registered strategy `name`; ValueError listing the known names otherwise."""
     try:
-        return _STRATEGIES[name]
+        return _SPECS[name]
     except KeyError:
         raise ValueError(
             f"unknown strategy {name!r}; known: {', '.join(strategy_names())}") from None
 
 
-def check_params(name: str, params: Mapping[str, Any]) -> None:
-    """ValueError if strategy `name` is unknown, does not take a parameter, or a value is out of
-    range: what a job's `strategy_params` table is checked with before a plan runs."""
-    get_strategy(name)
+def get_strategy(name: str) -> Strategy:
+    """The checked callable of strategy `name` (see the module docstring)."""
+    get_spec(name)
+    return _WRAPPED[name]
+
+
+def build_strategy_params(name: str, params: Mapping[str, Any]) -> StrategyParams:
+    """A job's `strategy_params` table as the strategy's params object; ValueError (a
+    ParamsError) naming the field and the rule, before a plan runs."""
+    spec = get_spec(name)
     for key in params:
-        if key in _PIPELINE_PARAMS:
-            raise ValueError(f"{key!r} is set by the job's {_PIPELINE_PARAMS[key]!r}, not as a "
-                             f"parameter of strategy {name!r}")
-    known = _PARAMS[name]
-    if known is not None and (unknown := sorted(set(params) - known)):
-        takes = sorted(known - set(_PIPELINE_PARAMS))
-        raise ValueError(f"strategy {name!r} has no parameter(s) {', '.join(unknown)}; it "
-                         f"takes {', '.join(takes) or 'none'}")
-    if name in _CHECKS:
-        _CHECKS[name](**params)
+        if key in PIPELINE_PARAMS:
+            raise ParamsError(f"{key!r} is set by the job's {PIPELINE_PARAMS[key]!r}, not as a "
+                              f"parameter of strategy {name!r}")
+    return build_params(spec.params, params, name)
+
+
+def check_params(name: str, params: Mapping[str, Any]) -> None:
+    """ValueError if strategy `name` is unknown or `params` is not a valid table for it."""
+    build_strategy_params(name, params)
 
 
 def strategy_names() -> tuple[str, ...]:
-    return tuple(sorted(_STRATEGIES))
+    return tuple(sorted(_SPECS))
 
 
-register("milp")(plan_milp)
-register("flux")(plan_flux)
-register("greedy")(plan_greedy)
-register("random")(plan_random)
+def _load(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
-# The non-integrated scale-in of paper §5.1 (drain B evenly, then balance), issue 3.
-from placement.baselines.scale_in import plan_drain_then_balance  # noqa: E402
 
-register("drain_then_balance")(plan_drain_then_balance)
-
-# Collocation (paper §4.3.2) and its baseline COLA (issue 4).
-from placement.albic import check_albic_params, plan_albic, plan_albic_many  # noqa: E402
-from placement.baselines.cola import check_cola_params, plan_cola  # noqa: E402
-
-register("albic", check=check_albic_params)(plan_albic)
-register("albic_many", check=check_albic_params)(plan_albic_many)
-register("cola", check=check_cola_params)(plan_cola)
+for _name, _entry in STRATEGIES.items():
+    register(_name, _load(_entry.params), _load(_entry.plan), guarantee=_entry.guarantee,
+             facets=_entry.facets, keeps_budget=_entry.keeps_budget)

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from schemas.strategies import STRATEGIES
+
 __all__ = ["main"]
 
 _EPILOG = """\
@@ -248,7 +250,8 @@ def _parser() -> argparse.ArgumentParser:
     plan = add("plan", _cmd_plan, "plan a new assignment for one period (writes plans, plan_moves "
                "and an MLflow run)")
     _job_period(plan)
-    plan.add_argument("--strategy", help="override the job's strategy (e.g. milp, flux, greedy)")
+    plan.add_argument("--strategy", help="override the job's strategy: one of "
+                      f"{', '.join(sorted(STRATEGIES))}")
     plan.add_argument("--max-migrations", type=int, help="override the job's migration budget")
     plan.add_argument("--time-limit", type=float, help="solver time limit in seconds")
     plan.add_argument("--dry-run", action="store_true",

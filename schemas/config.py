@@ -17,6 +17,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from schemas.strategies import PIPELINE_PARAMS, STRATEGIES
+
 __all__ = [
     "MAX_MIGRATIONS",
     "PROJECT_ROOT",
@@ -52,11 +54,8 @@ _STRATEGY_KEYS = {
     "scaling",
     "strategy_params",
 }
-# The names placement/registry.py registers, repeated so that the config (and the DAG file, which
-# must not import the planner) can reject an unknown strategy; tests/test_dag_file.py keeps the two
-# equal.
-STRATEGY_NAMES = frozenset(
-    {"albic", "albic_many", "cola", "drain_then_balance", "flux", "greedy", "milp", "random"})
+# The strategies' names, from their one table (schemas/strategies.py, which the registry reads).
+STRATEGY_NAMES = frozenset(STRATEGIES)
 _SCALING_KEYS = {"min_nodes", "max_nodes", "target_utilisation", "cooldown_cycles", "max_ld"}
 
 
@@ -145,7 +144,7 @@ class Paths:
 
 @dataclass(frozen=True)
 class ScalingConfig:
-    """`[jobs.<id>.scaling]`: the scaling policy of Algorithm 1 (placement/scaling_policy.py).
+    """`[jobs.<id>.scaling]`: the scaling policy of Algorithm 1 (placement/scaling/policy.py).
 
     Scaling runs only for a job that has this table. `target_utilisation` is a fraction of a
     node's capacity in (0, 1]; `max_ld` is in percentage points of a reference node.
@@ -249,10 +248,10 @@ def _scaling(raw: object, where: str) -> ScalingConfig:
 
 
 def _strategy_params(raw: object, where: str) -> dict[str, dict[str, Scalar]]:
-    """Validate `[jobs.<id>.strategy_params.<strategy>]` tables of scalar parameters.
-
-    Names and ranges are checked against the strategy when it runs (the planner is not imported
-    here: the DAG file parses this config and must stay light).
+    """Validate `[jobs.<id>.strategy_params.<strategy>]` tables against each strategy's params
+    class: an unknown strategy or parameter, a wrong type or an out-of-range value is a
+    ConfigError naming the field and the rule. The params classes are light (pydantic only,
+    imported here on first use), so the DAG file may parse this config.
     """
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: must be a table of per-strategy tables, e.g. "
@@ -266,8 +265,27 @@ def _strategy_params(raw: object, where: str) -> dict[str, dict[str, Scalar]]:
             if not isinstance(value, int | float | str | bool):
                 raise ConfigError(f"{where}.{strategy}.{name}: must be a number, string or "
                                   f"boolean, got {value!r}")
+        _check_strategy_params(str(strategy), params, f"{where}.{strategy}")
         out[str(strategy)] = dict(params)
     return out
+
+
+def _check_strategy_params(strategy: str, params: Mapping[str, Any], where: str) -> None:
+    import importlib
+
+    from placement.params import problems
+
+    if strategy not in STRATEGIES:
+        raise ConfigError(f"{where}: unknown strategy {strategy!r}; known: "
+                          f"{', '.join(sorted(STRATEGIES))}")
+    for name in params:
+        if name in PIPELINE_PARAMS:
+            raise ConfigError(f"{where}.{name}: set by the job's {PIPELINE_PARAMS[name]!r}, "
+                              f"not as a strategy parameter")
+    module, _, attr = STRATEGIES[strategy].params.partition(":")
+    found = problems(getattr(importlib.import_module(module), attr), params)
+    if found:
+        raise ConfigError("; ".join(f"{where}.{field}: {rule}" for field, rule in found))
 
 
 def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:

@@ -34,8 +34,9 @@ spl = "1h"
 max_migrations = 2
 source = { kind = "synthetic" }
 """
-# Three bad jobs next to a good one: a non-positive SPL, an unknown strategy, and an id that
-# duplicates another once '-' and '_' count as the same (TOML itself rejects equal keys).
+# Four bad jobs next to a good one: a non-positive SPL, an unknown strategy, a strategy parameter
+# out of its choices, and an id that duplicates another once '-' and '_' count as the same (TOML
+# itself rejects equal keys).
 BAD_JOBS = """
 [defaults]
 spl = "5m"
@@ -44,6 +45,8 @@ spl = "5m"
 spl = "0m"
 [jobs.typo]
 strategy = "milpp"
+[jobs.knob.strategy_params.milp]
+solver = "gurobi"
 [jobs.good_2]
 [jobs.good-2]
 """
@@ -142,6 +145,7 @@ def test_bad_jobs_get_no_dag_and_one_import_error_naming_file_and_fields(bad_job
     assert Path(path).name == CHECK_FILE.name  # not reconfigure.py: its DAGs stay schedulable
     assert f"{bad_jobs}: jobs.zero.spl: must be a positive duration" in message
     assert f"{bad_jobs}: jobs.typo.strategy: unknown strategy 'milpp'" in message
+    assert f"{bad_jobs}: jobs.knob.strategy_params.milp.solver" in message and "'gurobi'" in message
     assert f"{bad_jobs}: jobs.good-2: duplicate job id" in message and "jobs.good_2" in message
 
 
@@ -224,12 +228,22 @@ def test_cluster_mode_collects_with_spark_submit(two_jobs: Path, monkeypatch: py
 
 @pytest.mark.parametrize("dag_file", [DAG_FILE, CHECK_FILE])
 def test_dag_files_import_nothing_heavy(two_jobs: Path, dag_file: Path) -> None:
-    heavy = ("pyspark", "mlflow", "great_expectations", "pulp", "pandas", "placement", "jobs",
-             "airflow.providers.apache.spark.operators")
-    probe = (
-        "import runpy, sys; runpy.run_path(sys.argv[1]); "
-        f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
-    )
+    # The config check imports the strategies' params classes (pydantic only) and the package
+    # `__init__`s they sit in (lazy), nothing else of the planner: no solver, METIS or numpy.
+    heavy = ("pyspark", "mlflow", "great_expectations", "pulp", "highspy", "pymetis", "numpy",
+             "pandas", "jobs", "airflow.providers.apache.spark.operators")
+    light = ("placement", "placement.exports", "placement.milp", "placement.albic",
+             "placement.baselines", "placement.scaling")
+    probe = "\n".join([
+        "import runpy, sys",
+        "runpy.run_path(sys.argv[1])",
+        f"heavy, light = {heavy!r}, {light!r}",
+        "def bad(m):",
+        "    if m in heavy or m.split('.')[0] in heavy:",
+        "        return True",
+        "    return m.split('.')[0] == 'placement' and not (m.endswith('.params') or m in light)",
+        "print(','.join(m for m in sys.modules if bad(m)))",
+    ])
     done = subprocess.run([sys.executable, "-c", probe, str(dag_file)],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""

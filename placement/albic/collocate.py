@@ -22,7 +22,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from placement._common import fits
+from placement.common import fits
 from placement.model import Budget, ClusterState
 
 __all__ = ["Constraint", "Improvement", "improve_collocation"]

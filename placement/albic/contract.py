@@ -5,7 +5,7 @@ load = Σ gLoad_k (and Σ of every resource of a multi-dimensional load), state 
 current node = the node its members share. The MILP cannot split what it sees as one key group,
 so every unit moves as one. A pinned unit starts on its pin (its forced migrations are applied
 beforehand and charged to the budget) and is made immovable by giving it a migration cost above
-the budget (the MILP creates no variable for such a key group, milp.py "exact reductions").
+the budget (the MILP creates no variable for such a key group, milp/core.py "exact reductions").
 
 Budget translation (exact unless both bounds are set):
 - cost budget only: unit cost Σ mc_k, maxMigrCost reduced by the forced cost;
@@ -25,15 +25,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from placement._common import fits
-from placement.milp import plan_milp
+from placement.common import MIN_SOLVE_S, fits
+from placement.milp.core import plan_milp
 from placement.model import Budget, ClusterState, KeyGroup, Plan
 
 __all__ = ["Constrained", "solve_constrained"]
 
 UNIT_PREFIX = "albic-unit#"
 MAX_TIGHTEN = 3
-MIN_SOLVE_S = 0.05
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ node at 104 % (mean 95 %, d 9 ≤ 10) that the plain MILP relieves. A level whos
 INFEASIBLE is never accepted.
 
 When no level meets maxLD the plan is the plain MILP's, which is never worse than the current
-allocation, greedy or Flux (milp.py), so ALBIC never falls back to "nothing"; only if a
+allocation, greedy or Flux (milp/core.py), so ALBIC never falls back to "nothing"; only if a
 constrained level balanced strictly better than the plain MILP within its time (a short limit
 on a busy machine) is that level's plan returned instead. The status is that of the MILP that
 produced the plan (for a constrained level: optimal *for the constrained problem*); the lower
@@ -33,60 +33,20 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from placement._common import check_inputs, make_plan
 from placement.albic.collocate import improve_collocation
 from placement.albic.contract import solve_constrained
+from placement.albic.params import AlbicManyParams, AlbicParams
 from placement.albic.partitions import maintain_collocation
 from placement.albic.scores import calc_scores
+from placement.common import MIN_SOLVE_S, check_inputs, make_plan
 from placement.metrics import max_deviation, mean_load, node_loads
-from placement.milp import plan_milp, relaxed_five
+from placement.milp.core import plan_milp, relaxed_five
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 
-__all__ = [
-    "DEFAULT_MAX_LD",
-    "DEFAULT_MAX_PL",
-    "DEFAULT_PAIR_SHARE",
-    "DEFAULT_SF",
-    "DEFAULT_STEP_PL",
-    "check_albic_params",
-    "plan_albic",
-    "plan_albic_many",
-]
+__all__ = ["plan_albic", "plan_albic_many"]
 
-DEFAULT_MAX_LD = 10.0
-DEFAULT_MAX_PL = 25.0
-DEFAULT_STEP_PL = 5.0
-DEFAULT_SF = 1.5
-DEFAULT_PAIR_SHARE = 0.5
-MIN_LEVEL_S = 0.05
 PLAIN_SHARE = 1 / 3  # of time_limit_s, kept for the plain MILP at maxPL 0
 SATURATED = 100.0  # % utilisation: a constrained level may not leave a node of A above it
-
-
-def _finite(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
-def check_albic_params(*, max_ld: float = DEFAULT_MAX_LD, max_pl: float = DEFAULT_MAX_PL,
-                       step_pl: float = DEFAULT_STEP_PL, s_f: float = DEFAULT_SF,
-                       pair_share: float = DEFAULT_PAIR_SHARE, **_: object) -> None:
-    """ValueError for out-of-range ALBIC parameters (the paper's maxLD, maxPL, stepPL, sF).
-
-    Other keywords (solver, seed) are the solver's to check; the registry passes a job's whole
-    parameter table here.
-    """
-    if not _finite(s_f) or s_f <= 0:
-        raise ValueError(f"albic: sF (s_f) must be a finite number > 0, got {s_f!r}")
-    if not _finite(max_pl) or not 0 < max_pl <= 100:
-        raise ValueError(f"albic: maxPL (max_pl) must be in (0, 100] (% of a reference node), "
-                         f"got {max_pl!r}")
-    if not _finite(step_pl) or step_pl <= 0:
-        raise ValueError(f"albic: stepPL (step_pl) must be a finite number > 0, got {step_pl!r}")
-    if not _finite(max_ld) or max_ld < 0:
-        raise ValueError(f"albic: maxLD (max_ld) must be a finite number >= 0, got {max_ld!r}")
-    if not _finite(pair_share) or not 0 < pair_share <= 1:
-        raise ValueError(f"albic: pair_share must be in (0, 1], got {pair_share!r}")
 
 
 def _check_edges(state: ClusterState) -> None:
@@ -111,17 +71,14 @@ def _share(budget: Budget, share: float) -> Budget:
     return Budget(max_migration_cost=cost, max_migrations=count)
 
 
-def _run(state: ClusterState, budget: Budget, *, name: str, many: bool, max_ld: float,
-         max_pl: float, step_pl: float, s_f: float, pair_share: float, time_limit_s: float,
-         seed: int, milp_params: Mapping[str, Any]) -> Plan:
+def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, name: str, many: bool,
+         pair_share: float) -> Plan:
     started = time.perf_counter()
     check_inputs(state, budget)
-    check_albic_params(max_ld=max_ld, max_pl=max_pl, step_pl=step_pl, s_f=s_f,
-                       pair_share=pair_share)
     _check_edges(state)
-    if not _finite(time_limit_s) or time_limit_s <= 0:
-        raise ValueError(f"{name}: time_limit_s must be a finite number > 0, got "
-                         f"{time_limit_s!r}")
+    max_ld, max_pl, step_pl, s_f = p.max_ld, p.max_pl, p.step_pl, p.s_f
+    time_limit_s, seed = p.time_limit_s, p.seed
+    milp_params: dict[str, Any] = {"solver": p.solver, "resource_caps": p.resource_caps}
     deadline = started + time_limit_s
     rng = random.Random(seed)
     scores = calc_scores(state, state.assignment, s_f)
@@ -133,7 +90,7 @@ def _run(state: ClusterState, budget: Budget, *, name: str, many: bool, max_ld: 
     level_pl = max_pl
     while level_pl > 1e-9:
         left = deadline - reserve - time.perf_counter()
-        limit = max(MIN_LEVEL_S, left / 2)
+        limit = max(MIN_SOLVE_S, left / 2)
         parts = maintain_collocation(state, scores.col_grps, scores.out, budget, level_pl, rng,
                                      seed=seed)
         imp = improve_collocation(state, scores.to_be_col_grps, scores.out, parts, allowance,
@@ -156,7 +113,7 @@ def _run(state: ClusterState, budget: Budget, *, name: str, many: bool, max_ld: 
             if best is None or d < best[0]:
                 best = (d, solved.assignment, solved.milp.status, level_pl)
         level_pl -= step_pl
-    left = max(MIN_LEVEL_S, deadline - time.perf_counter())
+    left = max(MIN_SOLVE_S, deadline - time.perf_counter())
     plain = plan_milp(state, budget, **{**milp_params, "time_limit_s": left, "seed": seed})
     plain_d = max_deviation(state, plain.assignment)
     notes.append(f"maxPL 0: plain MILP {plain.status.value}, LD {plain_d:.3f}"
@@ -185,48 +142,23 @@ def _plan(name: str, state: ClusterState, assignment: Mapping[str, str], status:
                      started=started, message="; ".join(filter(None, [*notes, note])))
 
 
-def plan_albic(
-    state: ClusterState,
-    budget: Budget,
-    *,
-    max_ld: float = DEFAULT_MAX_LD,
-    max_pl: float = DEFAULT_MAX_PL,
-    step_pl: float = DEFAULT_STEP_PL,
-    s_f: float = DEFAULT_SF,
-    time_limit_s: float = 10.0,
-    solver: str = "highs",
-    resource_caps: Mapping[str, float] | None = None,
-    seed: int = 0,
-) -> Plan:
+def plan_albic(state: ClusterState, budget: Budget, params: AlbicParams | None = None,
+               **kwargs: Any) -> Plan:
     """ALBIC as in the paper: one beneficial pair per invocation (Algorithm 2).
 
     maxLD = `max_ld` (load distance, percentage points), maxPL = `max_pl` (partition load, % of
     a reference node, in (0, 100]), stepPL = `step_pl`, sF = `s_f` (> 0).
     """
-    return _run(state, budget, name="albic", many=False, max_ld=max_ld, max_pl=max_pl,
-                step_pl=step_pl, s_f=s_f, pair_share=1.0, time_limit_s=time_limit_s, seed=seed,
-                milp_params={"solver": solver, "resource_caps": resource_caps})
+    p = AlbicParams.of(params, kwargs, "albic")
+    return _run(state, budget, p, name="albic", many=False, pair_share=1.0)
 
 
-def plan_albic_many(
-    state: ClusterState,
-    budget: Budget,
-    *,
-    max_ld: float = DEFAULT_MAX_LD,
-    max_pl: float = DEFAULT_MAX_PL,
-    step_pl: float = DEFAULT_STEP_PL,
-    s_f: float = DEFAULT_SF,
-    pair_share: float = DEFAULT_PAIR_SHARE,
-    time_limit_s: float = 10.0,
-    solver: str = "highs",
-    resource_caps: Mapping[str, float] | None = None,
-    seed: int = 0,
-) -> Plan:
+def plan_albic_many(state: ClusterState, budget: Budget,
+                    params: AlbicManyParams | None = None, **kwargs: Any) -> Plan:
     """ALBIC adding as many beneficial pairs per invocation as `pair_share` of the budget allows.
 
     Pairs are taken in step 3's order (largest out() first) while the forced migrations of all
     pins fit `pair_share` × the budget; the rest of the budget is left to the MILP's balancing.
     """
-    return _run(state, budget, name="albic_many", many=True, max_ld=max_ld, max_pl=max_pl,
-                step_pl=step_pl, s_f=s_f, pair_share=pair_share, time_limit_s=time_limit_s,
-                seed=seed, milp_params={"solver": solver, "resource_caps": resource_caps})
+    p = AlbicManyParams.of(params, kwargs, "albic_many")
+    return _run(state, budget, p, name="albic_many", many=True, pair_share=p.pair_share)

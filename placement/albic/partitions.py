@@ -20,12 +20,12 @@ import math
 import random
 from collections.abc import Iterable, Mapping
 
+from placement.common import EPS
 from placement.graphpart import graph_part, undirected_weights
 from placement.model import Budget, ClusterState
 
 __all__ = ["calc_sets", "load_ratio", "maintain_collocation", "migration_ratio"]
 
-EPS = 1e-9
 
 
 def calc_sets(pairs: Iterable[tuple[str, str]]) -> list[frozenset[str]]:

@@ -22,18 +22,17 @@ and never places anything on a node marked for removal (B). Status HEURISTIC, no
 from __future__ import annotations
 
 import heapq
-import math
 import time
 from collections.abc import Mapping
+from typing import Any
 
-from placement._common import check_inputs, make_plan
+from placement.baselines.params import DEFAULT_COLA_MAX_LD, ColaParams
+from placement.common import check_inputs, make_plan
 from placement.graphpart import graph_part, pair_rates, undirected_weights
 from placement.metrics import mean_load
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 
-__all__ = ["DEFAULT_COLA_MAX_LD", "check_cola_params", "cola_partitions", "plan_cola"]
-
-DEFAULT_COLA_MAX_LD = 10.0
+__all__ = ["cola_partitions", "plan_cola"]
 
 
 def _place(parts: list[list[str]], load: Mapping[str, float], state: ClusterState
@@ -75,18 +74,13 @@ def cola_partitions(state: ClusterState, max_ld: float = DEFAULT_COLA_MAX_LD, *,
     return parts, assignment, ld
 
 
-def check_cola_params(*, max_ld: float = DEFAULT_COLA_MAX_LD, **_: object) -> None:
-    """ValueError for an out-of-range COLA target load distance."""
-    if not (isinstance(max_ld, (int, float)) and math.isfinite(max_ld) and max_ld >= 0):
-        raise ValueError(f"cola: max_ld must be a finite number >= 0, got {max_ld!r}")
-
-
-def plan_cola(state: ClusterState, budget: Budget, *, max_ld: float = DEFAULT_COLA_MAX_LD,
-              seed: int = 0) -> Plan:
+def plan_cola(state: ClusterState, budget: Budget, params: ColaParams | None = None,
+              **kwargs: Any) -> Plan:
     """COLA from scratch; `budget` is ignored on purpose (the point of the comparison)."""
     started = time.perf_counter()
+    p = ColaParams.of(params, kwargs, "cola")
     check_inputs(state, budget)
-    check_cola_params(max_ld=max_ld)
+    max_ld, seed = p.max_ld, p.seed
     parts, assignment, ld = cola_partitions(state, max_ld, seed=seed)
     return make_plan("cola", state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
                      started=started,

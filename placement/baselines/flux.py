@@ -16,20 +16,23 @@ current one. A key group of zero load moves only off B: elsewhere its migration 
 Ties: nodes sort by (utilisation, id), key groups by (load descending, id). Nodes marked for
 removal (B) never receive; they are donors first, treated as infinitely loaded (Flux knows
 nothing of scale-in, so B is drained as a separate concern, the paper's "non-integrated" way).
-A key group moves at most once per plan.
+A key group moves at most once per plan. Flux has no parameters of its own: `params` (the shared
+ones) is accepted for the strategy interface and unused.
 """
 
 from __future__ import annotations
 
 import time
 
-from placement._common import Loads, check_inputs, fits, make_plan
+from placement.common import Loads, check_inputs, fits, make_plan
 from placement.model import Budget, ClusterState, KeyGroup, Plan, SolverStatus
+from placement.params import StrategyParams
 
 __all__ = ["plan_flux"]
 
 
-def plan_flux(state: ClusterState, budget: Budget) -> Plan:
+def plan_flux(state: ClusterState, budget: Budget, params: StrategyParams | None = None
+              ) -> Plan:
     """The Flux heuristic under the budget; status HEURISTIC, no lower bound."""
     started = time.perf_counter()
     check_inputs(state, budget)

@@ -10,7 +10,8 @@ Partners: with more than `PARTNERS` nodes, a step tries only the `PARTNERS` node
 the other way (the least loaded nodes of A as destinations, the most loaded nodes as sources),
 which keeps a step O(key groups per node × PARTNERS) instead of O(|G|) at 1 000 nodes; the
 best move almost always involves one of them (moving to the least loaded node is what lowers
-both d and Σ dev² most), but this is a restriction, not an equivalence.
+both d and Σ dev² most), but this is a restriction, not an equivalence. Greedy has no
+parameters of its own: `params` (the shared ones) is accepted for the strategy interface.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from placement._common import Loads, check_inputs, fits, make_plan
+from placement.common import Loads, check_inputs, fits, make_plan
 from placement.model import Budget, ClusterState, KeyGroup, Plan, SolverStatus
+from placement.params import StrategyParams
 
 __all__ = ["PARTNERS", "greedy_assignment", "plan_greedy"]
 
@@ -89,7 +91,8 @@ def greedy_assignment(state: ClusterState, budget: Budget) -> dict[str, str]:
     return assignment
 
 
-def plan_greedy(state: ClusterState, budget: Budget) -> Plan:
+def plan_greedy(state: ClusterState, budget: Budget, params: StrategyParams | None = None
+                ) -> Plan:
     """Largest-deviation-first moves under the budget; status HEURISTIC, no lower bound."""
     started = time.perf_counter()
     check_inputs(state, budget)

@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import random
 import time
+from typing import Any
 
-from placement._common import check_inputs, fits, make_plan
+from placement.baselines.params import RandomParams
+from placement.common import check_inputs, fits, make_plan
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 
 __all__ = ["plan_random"]
 
 
-def plan_random(state: ClusterState, budget: Budget, *, seed: int = 0,
-                moves: int | None = None) -> Plan:
+def plan_random(state: ClusterState, budget: Budget, params: RandomParams | None = None,
+                **kwargs: Any) -> Plan:
     """Random migrations within the budget; status HEURISTIC, no lower bound."""
     started = time.perf_counter()
+    p = RandomParams.of(params, kwargs, "random")
     check_inputs(state, budget)
-    if moves is not None and moves < 0:
-        raise ValueError(f"random: moves must be >= 0, got {moves}")
+    seed, moves = p.seed, p.moves
     rng = random.Random(seed)
     target = budget.max_migrations if budget.max_migrations is not None else (
         moves if moves is not None else max(1, len(state.keygroups) // 10))

@@ -1,5 +1,5 @@
 """ALBIC through the pipeline for three published periods: per-job strategy parameters, the
-collocation factor and the load index in MLflow, bad parameters refused with the field."""
+collocation factor and the load index in MLflow, bad parameters refused when the config loads."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from pipeline_kit import CONFIG, JOB_ID, MAX_MIGRATIONS, P1, P2, P3, land, mlflow_runs, rows, stamp
 
-from jobs.errors import StageError
 from jobs.stages import run_collect, run_plan, run_publish, run_validate
-from schemas.config import resolve_job
+from schemas.config import ConfigError, resolve_job
 from schemas.tables import PLANS
 
 pytestmark = pytest.mark.spark
@@ -69,19 +68,20 @@ def test_three_albic_periods_log_collocation_and_load_index(home, albic_config, 
     assert (plans["migrations"] <= MAX_MIGRATIONS).all()
 
 
-def test_bad_strategy_params_stop_the_plan_with_the_field(home, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "bad.toml"
-    path.write_text(ALBIC_CONFIG.replace("max_pl = 40", "max_pl = 140"))
-    monkeypatch.setenv("RECONF_CONFIG", str(path))
+def test_bad_strategy_params_fail_when_the_config_loads(home, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    good = tmp_path / "good.toml"
+    good.write_text(ALBIC_CONFIG)
+    monkeypatch.setenv("RECONF_CONFIG", str(good))
     land(home, P1, resolve_job(JOB_ID))
     run_collect(JOB_ID, P1)
     run_validate(JOB_ID, P1)
-    with pytest.raises(StageError) as info:
-        run_plan(JOB_ID, P1)
+    bad = tmp_path / "bad.toml"
+    bad.write_text(ALBIC_CONFIG.replace("max_pl = 40", "max_pl = 140"))
+    monkeypatch.setenv("RECONF_CONFIG", str(bad))
+    with pytest.raises(ConfigError) as info:  # refused when the file loads: no stage runs
+        run_plan(JOB_ID, P1, strategy="milp", dry_run=True)
     text = str(info.value)
-    assert "maxPL" in text and "strategy_params.albic" in text and "jobs.tiny" in text
+    assert str(bad) in text and f"jobs.{JOB_ID}.strategy_params.albic.max_pl" in text
+    assert "maxPL" in text and "less than or equal to 100, got 140" in text
     assert mlflow_runs(home) == []  # refused before anything was logged
-    # A manual override to another strategy does not use albic's table.
-    other = run_plan(JOB_ID, P1, strategy="milp", dry_run=True)
-    assert other.plan.strategy == "milp"

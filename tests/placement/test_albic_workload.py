@@ -9,7 +9,7 @@ import pytest
 from placement.albic import calc_scores
 from placement.metrics import collocation_factor, load_index, mean_load
 from placement.model import ClusterState, Edge, KeyGroup, Node
-from placement.workload_comm import comm_workload, fluctuate, remote_loads
+from placement.workloads.comm import comm_workload, fluctuate, remote_loads
 
 
 @pytest.mark.parametrize("x", [0.0, 25.0, 50.0, 100.0])

@@ -8,7 +8,7 @@ from placement.baselines.cola import cola_partitions, plan_cola
 from placement.metrics import collocation_factor, load_distance
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node
 from placement.registry import get_strategy
-from placement.workload_comm import comm_workload
+from placement.workloads.comm import comm_workload
 
 
 def _cliques(marked: tuple[str, ...] = ()) -> ClusterState:

@@ -14,11 +14,13 @@ from placement import (
     Edge,
     KeyGroup,
     Node,
+    Plan,
     SolverStatus,
     collocation_factor,
     get_strategy,
     load_distance,
     node_loads,
+    plan_flux,
     plan_metrics,
     plan_milp,
     strategy_names,
@@ -31,7 +33,7 @@ def test_registry_names_and_errors() -> None:
     with pytest.raises(ValueError, match=r"unknown strategy 'nope'.*flux.*milp"):
         get_strategy("nope")
     state = make_state([3.0, 1.0], [0, 0], [1.0, 1.0], [False, False])
-    with pytest.raises(TypeError, match=r"'flux' does not accept parameter 'tim_limit'"):
+    with pytest.raises(TypeError, match=r"strategy 'flux': tim_limit: unknown parameter"):
         get_strategy("flux")(state, Budget(max_migrations=1), tim_limit=3)
     plan = get_strategy("flux")(state, Budget(max_migrations=1), seed=3, time_limit_s=1.0)
     assert plan.strategy == "flux" and plan.migrations == 1
@@ -76,7 +78,7 @@ def test_bad_planner_parameters() -> None:
     budget = Budget(max_migrations=1)
     for kwargs, match in [({"time_limit_s": 0}, "time_limit_s"), ({"solver": "gurobi"}, "solver"),
                           ({"w1": 1.0, "w2": 1.0}, "w1 > 2"),
-                          ({"resource_caps": {"mem": -1.0}}, r"resource_caps\['mem'\]"),
+                          ({"resource_caps": {"mem": -1.0}}, r"resource_caps\.mem"),
                           ({"candidates": "some"}, "candidates")]:
         with pytest.raises(ValueError, match=match):
             plan_milp(state, budget, **kwargs)  # type: ignore[arg-type]
@@ -136,3 +138,35 @@ def test_infeasible_requests_keep_the_current_assignment_and_say_why() -> None:
     assert plan.assignment == dict(heavy.assignment)
     assert "constraint (5) relaxed" in plan.message
     assert plan.lower_bound == pytest.approx(6.5, abs=1e-4)
+
+
+def test_the_registry_checks_the_hard_post_conditions() -> None:
+    from placement.common import make_plan
+    from placement.params import StrategyParams
+    from placement.registry import PostConditionError, Spec, check_plan
+
+    state = make_state([3.0, 1.0], [0, 0], [1.0, 1.0], [False, True])  # n1 in B
+    spec = Spec("x", StrategyParams, plan_flux, "heuristic")
+
+    def plan(assignment: dict[str, str], status: SolverStatus) -> Plan:
+        return make_plan("x", state, assignment, status=status, lower_bound=None, started=0.0)
+
+    keep = plan({"g0": "n0", "g1": "n0"}, SolverStatus.HEURISTIC)
+    check_plan(spec, state, Budget(max_migrations=0), keep)
+    onto_b = plan({"g0": "n0", "g1": "n1"}, SolverStatus.HEURISTIC)
+    with pytest.raises(PostConditionError, match="exceed"):
+        check_plan(spec, state, Budget(max_migrations=0), onto_b)
+    with pytest.raises(PostConditionError, match="onto a node of B"):
+        check_plan(spec, state, Budget(), onto_b)
+    with pytest.raises(PostConditionError, match="heuristic reported OPTIMAL"):
+        check_plan(spec, state, Budget(), plan(dict(state.assignment), SolverStatus.OPTIMAL))
+
+
+def test_every_strategy_declares_its_guarantee() -> None:
+    from placement.registry import get_spec
+
+    for name in strategy_names():
+        spec = get_spec(name)
+        assert spec.guarantee in ("exact", "heuristic")
+        assert spec.params.model_config.get("frozen") and spec.params.model_config.get("extra") \
+            == "forbid"

@@ -61,7 +61,7 @@ def test_balance_rows_resume_and_summary(tmp_path: Path, capsys: pytest.CaptureF
 
 def test_scale_row_and_targets() -> None:
     row = scale.plan_once("milp", {"solver": "highs", "time_limit_s": 1.0}, 1, 40, 1200)
-    assert row["peak_rss_mib"] > 0 and row["wall_s"] < 5.0
+    assert row["peak_rss_mib"] > 0
     flux = scale.run_isolated("flux", {}, 1, nodes=40, keygroups=1200)
     assert flux["peak_rss_mib"] > 0 and flux["load_distance"] >= row["load_distance"] - 1e-9
     lines = scale.targets([flux, row])

@@ -7,10 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from placement_testlib import brute_force_min_d, make_state, tiny_instances
 
 from placement.baselines.flux import plan_flux
-from placement.bounds import lower_bound_d
 from placement.metrics import load_distance, max_deviation, mean_load
 from placement.milp import plan_milp
-from placement.milp_start import exchange_search
+from placement.milp.bounds import lower_bound_d
+from placement.milp.start import exchange_search
 from placement.model import Budget, ClusterState, KeyGroup, SolverStatus
 
 
@@ -64,7 +64,7 @@ def test_cbc_matches_highs() -> None:
 @settings(max_examples=80, deadline=None)
 @given(tiny_instances(max_nodes=4, max_kgs=5))
 def test_counting_bound_is_a_lower_bound(case: tuple[ClusterState, Budget]) -> None:
-    """bounds.py never exceeds the true optimum (moves onto B allowed, as in the paper)."""
+    """milp/bounds.py never exceeds the true optimum (moves onto B allowed, as in the paper)."""
     state, budget = case
     cap = budget.max_migration_cost
 

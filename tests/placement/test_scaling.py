@@ -1,4 +1,4 @@
-"""Algorithm 1 (placement/scaling.py) and its policy (placement/scaling_policy.py)."""
+"""Algorithm 1 (placement/scaling/cycle.py) and its policy (placement/scaling/policy.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -8,7 +8,7 @@ import pytest
 from placement.metrics import node_loads
 from placement.model import Budget, ClusterState, KeyGroup, Node
 from placement.scaling import ScalingOutcome, scaling_cycle, terminate_empty
-from placement.scaling_policy import (
+from placement.scaling.policy import (
     ScalingHistory,
     ScalingPolicy,
     lpt_load_distance,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from placement.scaling_policy import ScalingPolicy
+from placement.scaling.policy import ScalingPolicy
 from schemas.config import ConfigError, ScalingConfig, load_jobs
 
 BASE = """\

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from jobs.scaling import history_of, with_scaling_nodes
 from placement.model import ClusterState, KeyGroup, Node
-from placement.scaling_policy import new_node_ids
+from placement.scaling.policy import new_node_ids
 
 
 def state() -> ClusterState:

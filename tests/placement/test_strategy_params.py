@@ -1,14 +1,17 @@
-"""Per-job strategy parameters: the config table, the merge with defaults, the registry's check."""
+"""Per-job strategy parameters: the config table, the merge with defaults, the check at load."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from annotated_types import Ge, Gt, Le, Lt
+from pydantic.fields import FieldInfo
 
-from placement.registry import check_params
+from placement.registry import check_params, get_spec, strategy_names
 from schemas.config import ConfigError, load_jobs
+from schemas.strategies import PIPELINE_PARAMS
 
 BASE = """
 [defaults]
@@ -64,11 +67,79 @@ def test_check_params_accepts_the_papers_knobs() -> None:
     ("albic", {"s_f": 0}, "sF"),
     ("albic_many", {"pair_share": 1.5}, "pair_share"),
     ("cola", {"max_ld": -1}, "max_ld"),
-    ("albic", {"maxpl": 20}, "has no parameter"),
-    ("flux", {"w_b": 1}, "has no parameter"),
+    ("albic", {"maxpl": 20}, "maxpl: unknown parameter"),
+    ("flux", {"w_b": 1}, "w_b: unknown parameter"),
+    ("milp", {"w1": 1.0, "w2": 0.5}, r"w1 > 2·w2"),
+    ("milp", {"solver": "gurobi"}, "solver"),
+    ("milp", {"candidates": "bogus"}, "candidates"),
     ("milp", {"time_limit_s": 3}, "solver_time_limit_s"),
     ("nope", {}, "unknown strategy"),
 ])
 def test_check_params_refuses_with_the_reason(name: str, params: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         check_params(name, params)
+
+
+def _bad_values(info: FieldInfo) -> tuple[object, object | None]:
+    """(a value of the wrong type, a value out of range or None) for a field."""
+    choices = getattr(info.annotation, "__args__", ())
+    if all(isinstance(c, str) for c in choices) and choices:  # a Literal of choices
+        return 1.5, "bogus"
+    out: object | None = None
+    for rule in info.metadata:
+        if isinstance(rule, Ge | Gt):
+            out = cast(float, rule.ge) - 1 if isinstance(rule, Ge) else rule.gt
+        elif isinstance(rule, Le | Lt):
+            out = cast(float, rule.le) + 1 if isinstance(rule, Le) else rule.lt
+    return "not-a-number", out
+
+
+def _cases() -> list[tuple[str, str, str, object]]:
+    """(strategy, field, kind, value) for every field of every registered strategy's params."""
+    out: list[tuple[str, str, str, object]] = []
+    for name in strategy_names():
+        fields = get_spec(name).params.model_fields
+        out.append((name, "no_such_knob", "unknown", 1))
+        for field, info in sorted(fields.items()):
+            if field in PIPELINE_PARAMS or field == "resource_caps":  # a table, not a scalar
+                continue
+            wrong, outside = _bad_values(info)
+            out.append((name, field, "mistyped", wrong))
+            if outside is not None:
+                out.append((name, field, "out of range", outside))
+    return out
+
+
+def test_every_strategy_has_a_range_or_choice_to_check() -> None:
+    kinds = {(name, kind) for name, _, kind, _ in _cases()}
+    for name in strategy_names():
+        assert {(name, "unknown"), (name, "mistyped"), (name, "out of range")} <= kinds
+
+
+@pytest.mark.parametrize(("strategy", "field", "kind", "value"), _cases())
+def test_bad_strategy_params_fail_at_load_naming_file_job_field(
+        tmp_path: Path, strategy: str, field: str, kind: str, value: object) -> None:
+    path = tmp_path / "jobs.toml"
+    literal = f'"{value}"' if isinstance(value, str) else repr(value)
+    path.write_text(f"[jobs.good]\n[jobs.bad.strategy_params.{strategy}]\n{field} = {literal}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_jobs(path)
+    message = str(caught.value)
+    assert str(path) in message
+    assert f"jobs.bad.strategy_params.{strategy}.{field}" in message
+    if kind == "unknown":
+        assert "unknown parameter" in message
+    else:  # the rule, and the value given
+        assert "Input should be" in message and f"got {value!r}" in message
+
+
+def test_a_bad_table_of_one_job_leaves_the_others(tmp_path: Path) -> None:
+    from schemas.config import read_jobs
+
+    path = tmp_path / "jobs.toml"
+    path.write_text("[jobs.good]\n[jobs.bad.strategy_params.albic]\nmax_pl = 101\n"
+                    "[jobs.typo.strategy_params.albicc]\nmax_pl = 10\n")
+    loaded = read_jobs(path)
+    assert set(loaded.jobs) == {"good"}
+    assert "less than or equal to 100, got 101" in str(loaded.errors["bad"])
+    assert "unknown strategy 'albicc'" in str(loaded.errors["typo"])

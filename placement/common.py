@@ -10,7 +10,10 @@ from dataclasses import dataclass
 from placement.metrics import check_assignment, mean_load, plan_metrics
 from placement.model import Budget, ClusterState, Plan, SolverStatus, moves_between
 
+#: tolerance of every load, cost and bound comparison in the planners
 EPS = 1e-9
+#: the shortest solver time limit a planner passes on (HiGHS and CBC need a moment to start)
+MIN_SOLVE_S = 0.05
 
 
 def check_inputs(state: ClusterState, budget: Budget) -> None:

@@ -12,7 +12,7 @@ the slack of the upper / lower bound. Heterogeneous nodes: gLoad_k is divided by
          Σ_i Σ_k (1 − q_{i,k})·x_{i,k}      ≤ max_migrations   (count budget)
     (3)  ∀n_i∈N:          Σ_k x_{i,k}·gLoad_k/cap_i ≤ mean + (d − d_u)
     (4)  ∀n_i∈A:          Σ_k x_{i,k}·gLoad_k/cap_i ≥ mean − (d − d_l)
-    (5)  mean − d ≥ 0                 (d's upper bound; relaxed where it cannot hold, milp.py)
+    (5)  mean − d ≥ 0                 (d's upper bound; relaxed where it cannot hold, milp/core.py)
     (R)  ∀n_i∈N, r∈caps:  Σ_k x_{i,k}·load_k[r] ≤ caps[r]·cap_i   (multi-dimensional load)
     d, d_u, d_l ≥ 0
 
@@ -26,7 +26,7 @@ Exact reductions (the optimum is unchanged): a key group whose mc_k exceeds maxM
 variable (its x is forced to q); the budget (2) is written as Σ_k x_{q_k,k} ≥ |movers| − M, which
 (1) makes equal to the paper's form. Lemma 1 reduction: no x_{i,k} for i ∈ B unless q_{i,k} = 1
 (no move into B); the tests check on enumerated instances that this never changes the optimum.
-The neighbourhood search ("auto" on big models, `milp_lns.py`) is a heuristic over this model
+The neighbourhood search ("auto" on big models, `milp/lns.py`) is a heuristic over this model
 and is reported as such: OPTIMAL only through a certified bound.
 """
 
@@ -39,9 +39,9 @@ from typing import Any
 
 import pulp
 
-from placement._common import EPS, fits
-from placement._highs import BulkHiGHS, model_status_name
+from placement.common import EPS, fits
 from placement.metrics import mean_load
+from placement.milp.highs import BulkHiGHS, model_status_name
 from placement.model import Budget, ClusterState, KeyGroup
 
 

@@ -27,7 +27,7 @@ time, exactly (each sub-MILP is solved to optimality or to its small time cap):
    `LNS_STALL` unsuccessful steps in a row.
 
 This is a heuristic search over the exact model: it claims optimality only through the
-certified lower bound (`bounds.py`) or the full model's dual bound (`milp.py`).
+certified lower bound (`milp/bounds.py`) or the full model's dual bound (`milp/core.py`).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from dataclasses import dataclass
 
 import pulp
 
-from placement._common import EPS
+from placement.common import EPS, MIN_SOLVE_S
 from placement.metrics import mean_load
-from placement.milp_model import Weights, objective, solve_problem, valid
+from placement.milp.model import Weights, objective, solve_problem, valid
 from placement.model import Budget, ClusterState, KeyGroup
 
 __all__ = ["LNS_STALL", "LNS_VARS", "Ctx", "search"]
@@ -53,11 +53,9 @@ LNS_STALL = 12  # unsuccessful steps in a row before the search gives up
 FLOOR = 0.9  # γ: a step aims at d_H ≤ γ·(largest deviation outside H), not lower
 MOVE_WEIGHT = 1e-3  # w_m = MOVE_WEIGHT · w1 · (mean gLoad_k): the tie-break on migrations
 SUB_GAP = 1e-3  # relative MIP gap of a sub-MILP (it needs a good step, not a proof)
-MIN_SOLVE_S = 0.05
 #: HiGHS options of a sub-MILP: more primal heuristics (default effort 0.05), since a step
 #: needs a better incumbent quickly, not a proof
 SUB_HIGHS_OPTIONS: dict[str, float] = {"mip_heuristic_effort": 0.3}
-TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -105,9 +103,9 @@ def _smaller(new: tuple[float, list[float]], old: tuple[float, list[float]]) -> 
     if new[0] > old[0] + 1e-12:
         return False
     for a, b in zip(new[1], old[1], strict=True):
-        if a < b - TOL:
+        if a < b - EPS:
             return True
-        if a > b + TOL:
+        if a > b + EPS:
             return False
     return False
 
@@ -223,7 +221,7 @@ def _sub_model(ctx: Ctx, incumbent: Mapping[str, str], raw: Mapping[str, float],
                                                      mean - rest))
         else:  # a home outside H: no further from mean than now (or than the floor)
             prob.addConstraint(pulp.LpConstraint(column[nid], pulp.LpConstraintLE, f"c3_{nid}",
-                                                 mean + max(bad[nid], floor) - rest + TOL))
+                                                 mean + max(bad[nid], floor) - rest + EPS))
         for res, cap in ctx.caps.items():  # (R)
             if (nid, res) in column_res:
                 prob.addConstraint(pulp.LpConstraint(

@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from placement.common import EPS
 from placement.metrics import node_loads
 from placement.model import ClusterState, Plan
 
@@ -42,7 +43,6 @@ __all__ = [
 ]
 
 DECISIONS = ("out", "in", "none")
-_EPS = 1e-9
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 
 
@@ -194,13 +194,13 @@ def decide(state: ClusterState, plan: Plan, policy: ScalingPolicy,
     target = policy.target_load
     cap_a = sum(n.capacity for n in a_nodes)
     needed = total / target
-    hot = sorted((n.id for n in a_nodes if loads[n.id] > target + _EPS),
+    hot = sorted((n.id for n in a_nodes if loads[n.id] > target + EPS),
                  key=lambda n: (-loads[n], n))
     facts = (f"total load {total:.1f} needs capacity {needed:.2f} at target {target:.0f}%; "
              f"A has {len(a_nodes)} node(s), capacity {cap_a:.2f}; B has {len(b_nodes)}")
     if hot:
         peak = f"planned peak {hot[0]} at {loads[hot[0]]:.1f}% > {target:.0f}% ({len(hot)} hot)"
-        if needed <= cap_a + _EPS:
+        if needed <= cap_a + EPS:
             return ScalingDecision("none", reason=f"no scaling: {peak}, but the total fits on A "
                                                   f"(balancing, not capacity); {facts}")
         return _scale_out(state, policy, history, loads, needed - cap_a, f"{peak}; {facts}")
@@ -222,11 +222,11 @@ def _scale_out(state: ClusterState, policy: ScalingPolicy, history: ScalingHisto
     # the most loaded nodes of B first: they hold the most state, moving it back costs most
     for node in sorted((n for n in state.nodes if n.marked_for_removal),
                        key=lambda n: (-loads[n.id], n.id)):
-        if missing <= _EPS or len(reinstate) >= room:
+        if missing <= EPS or len(reinstate) >= room:
             break
         reinstate.append(node.id)
         missing -= node.capacity
-    count = max(0, math.ceil(missing / policy.new_node_capacity - _EPS))
+    count = max(0, math.ceil(missing / policy.new_node_capacity - EPS))
     capped = count > room - len(reinstate)
     count = int(min(count, room - len(reinstate)))
     add = new_node_ids(state.node_ids, count, history.used_node_ids)
@@ -245,7 +245,7 @@ def _scale_in(state: ClusterState, plan: Plan, policy: ScalingPolicy, history: S
     keep_cap = sum(n.capacity for n in a_nodes)
     k = 0
     while (len(a_nodes) - k > policy.floor
-           and keep_cap - order[k].capacity >= needed - _EPS):
+           and keep_cap - order[k].capacity >= needed - EPS):
         keep_cap -= order[k].capacity
         k += 1
     if k == 0:
@@ -260,7 +260,7 @@ def _scale_in(state: ClusterState, plan: Plan, policy: ScalingPolicy, history: S
     while k > 0:
         remaining = [n.id for n in order[k:]]
         ld = lpt_load_distance(state, remaining)
-        if ld <= policy.max_ld + _EPS:
+        if ld <= policy.max_ld + EPS:
             mark = tuple(sorted(n.id for n in order[:k]))
             return ScalingDecision(
                 "in", mark=mark,

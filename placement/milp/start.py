@@ -27,7 +27,7 @@ import bisect
 import time
 from collections.abc import Mapping
 
-from placement._common import EPS
+from placement.common import EPS
 from placement.metrics import mean_load
 from placement.model import Budget, ClusterState
 

@@ -4,7 +4,7 @@ Each cycle:
 1. every node marked for removal (set B) in an earlier cycle that holds no key group is
    terminated (a node that still holds one never is);
 2. plan = the configured strategy's allocation on the current nodes;
-3. the policy (`scaling_policy.py`) judges that plan; if it scales, the plan is recomputed on the
+3. the policy (`scaling/policy.py`) judges that plan; if it scales, the plan is recomputed on the
    new node set (added nodes empty, reinstated nodes back in A, nodes to remove marked = B), so
    the strategy decides with one migration budget what to drain and what to rebalance;
 4. the plan is returned with its `ScalingActions`; the plan stage publishes both together.
@@ -22,22 +22,20 @@ manifest alone tells the runtime and the next cycle which nodes are draining.
 """
 from __future__ import annotations
 
-import inspect
 import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from placement import registry
 from placement.model import Budget, ClusterState, Node, Plan, ScalingActions
-from placement.registry import get_strategy
-from placement.scaling_policy import (
+from placement.scaling.policy import (
     ScalingDecision,
     ScalingHistory,
     ScalingPolicy,
     decide,
 )
 
-__all__ = ["DRAIN_W_B", "ScalingOutcome", "finish_drain", "plan_with_scaling", "scaling_cycle",
-           "terminate_empty"]
+__all__ = ["DRAIN_W_B", "ScalingOutcome", "finish_drain", "scaling_cycle", "terminate_empty"]
 
 DRAIN_W_B = 1.0  # = the MILP's w1: a unit of load drained from B is worth a unit of d
 
@@ -81,9 +79,9 @@ def finish_drain(state: ClusterState, budget: Budget, plan: Plan, strategy: str,
     marked = {n.id for n in state.nodes if n.marked_for_removal}
     if not marked & set(plan.assignment.values()) or plan.after.load_distance > max_ld:
         return plan
-    run = get_strategy(strategy)
-    if "w_b" not in inspect.signature(run).parameters:
+    if not registry.get_spec(strategy).params.weighs_b:
         return plan
+    run = registry.get_strategy(strategy)
     boosted = run(state, budget, **{**params, "w_b": DRAIN_W_B})
     left = sum(1 for node in boosted.assignment.values() if node in marked)
     before = sum(1 for node in plan.assignment.values() if node in marked)
@@ -110,7 +108,7 @@ def scaling_cycle(
     started = time.perf_counter()
     policy = policy or ScalingPolicy()
     history = history or ScalingHistory()
-    run = get_strategy(strategy)
+    run = registry.get_strategy(strategy)
     state, terminated = terminate_empty(state)
     plan = run(state, budget, **params)
     decision = (decide(state, plan, policy, history) if scale
@@ -129,18 +127,4 @@ def scaling_cycle(
                              nodes_to_terminate=terminated, reason=reason)
     plan = replace(plan, scaling=actions, wall_s=time.perf_counter() - started)
     return ScalingOutcome(plan, decision, state, terminated)
-
-
-def plan_with_scaling(
-    state: ClusterState,
-    budget: Budget,
-    *,
-    strategy: str = "milp",
-    policy: ScalingPolicy | None = None,
-    history: ScalingHistory | None = None,
-    **params: Any,
-) -> Plan:
-    """Algorithm 1 as a strategy: the plan of `scaling_cycle`, its ScalingActions attached."""
-    return scaling_cycle(state, budget, strategy=strategy, policy=policy, history=history,
-                         **params).plan
 

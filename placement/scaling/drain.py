@@ -21,21 +21,21 @@ Ties: B nodes by (key groups left, id), key groups by (load descending, id), A n
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from placement._common import Loads, check_inputs, fits, is_frozen, make_plan
 from placement.baselines.flux import plan_flux
 from placement.baselines.greedy import plan_greedy
-from placement.milp import plan_milp
+from placement.common import MIN_SOLVE_S, Loads, check_inputs, fits, is_frozen, make_plan
+from placement.milp.core import plan_milp
+from placement.milp.params import MilpParams
 from placement.model import Budget, ClusterState, KeyGroup, Plan, SolverStatus
+from placement.scaling.params import BALANCERS, DrainParams
 
 __all__ = ["BALANCERS", "drain_evenly", "plan_drain_then_balance"]
 
-BALANCERS = ("milp", "flux", "greedy")
 
 
 def drain_evenly(state: ClusterState, budget: Budget,
@@ -87,20 +87,14 @@ def _left(budget: Budget, count: int, cost: float) -> Budget:
     return Budget(max_migration_cost=c, max_migrations=n)
 
 
-def plan_drain_then_balance(state: ClusterState, budget: Budget, *, balancer: str = "milp",
-                            time_limit_s: float = 10.0, solver: str = "highs", seed: int = 0,
-                            **milp_params: Any) -> Plan:
+def plan_drain_then_balance(state: ClusterState, budget: Budget,
+                            params: DrainParams | None = None, **kwargs: Any) -> Plan:
     """Drain B evenly under the budget, then balance A with the rest (module docstring)."""
     started = time.perf_counter()
+    p = DrainParams.of(params, kwargs, "drain_then_balance")
     check_inputs(state, budget)
-    if balancer not in BALANCERS:
-        raise ValueError(f"drain_then_balance: unknown balancer {balancer!r}; known: "
-                         f"{', '.join(BALANCERS)}")
-    if not (isinstance(time_limit_s, (int, float)) and math.isfinite(time_limit_s)
-            and time_limit_s > 0):
-        raise ValueError(f"drain_then_balance: time_limit_s must be a finite number > 0, "
-                         f"got {time_limit_s!r}")
-    drained, count, cost = drain_evenly(state, budget, milp_params.get("resource_caps"))
+    balancer, time_limit_s = p.balancer, p.time_limit_s
+    drained, count, cost = drain_evenly(state, budget, p.resource_caps)
     marked = {n.id for n in state.nodes if n.marked_for_removal}
     left_on_b = sum(1 for node in drained.values() if node in marked)
     note = f"drain: {count} key groups moved off B, {left_on_b} left on B"
@@ -108,9 +102,10 @@ def plan_drain_then_balance(state: ClusterState, budget: Budget, *, balancer: st
     if rest.max_migrations != 0 and rest.max_migration_cost != 0 and not is_frozen(budget):
         mid = replace(state, assignment=drained)
         if balancer == "milp":
-            left_s = max(0.05, time_limit_s - (time.perf_counter() - started))
-            bal = plan_milp(mid, rest, time_limit_s=left_s, solver=solver, seed=seed,
-                            **milp_params)
+            left_s = max(MIN_SOLVE_S, time_limit_s - (time.perf_counter() - started))
+            milp = MilpParams.model_validate(
+                {**p.model_dump(exclude={"balancer"}), "time_limit_s": left_s})
+            bal = plan_milp(mid, rest, milp)
         elif balancer == "flux":
             bal = plan_flux(mid, rest)
         else:

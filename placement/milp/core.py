@@ -32,38 +32,35 @@ variable (its x is forced to q); the budget (2) is written as Σ_k x_{q_k,k} ≥
 Speed. The LP relaxation of this min–max model balances perfectly (fractional x), so a MIP
 solver gets little guidance from it and the incumbent matters most:
 1. warm start (`_start`): the best of the current allocation, greedy, Flux and the pairwise-
-   exchange search (`milp_start.py`, moves *and* exchanges of key groups between the worst node
+   exchange search (`milp/start.py`, moves *and* exchanges of key groups between the worst node
    and its partners, which fine-tunes nodes a fraction of a key group away from mean);
 2. `candidates="all"`: the full model, warm-started, solved once (exact up to the time limit).
    `"auto"` (default) does the same for models of ≤ AUTO_MAX_VARS x-variables; for bigger ones
-   it runs a large-neighbourhood search over the same MILP (`milp_lns.py`) and then, if time
+   it runs a large-neighbourhood search over the same MILP (`milp/lns.py`) and then, if time
    is left and the full model is small enough to build in it, the full model warm-started.
 Either way a plan is OPTIMAL only when the full model is proven optimal or the certified lower
-bound (`bounds.py`) meets the plan's d; at the paper's sizes the bound is what proves it.
+bound (`milp/bounds.py`) meets the plan's d; at the paper's sizes the bound is what proves it.
 """
 from __future__ import annotations
 
 import math
 import time
 from collections.abc import Mapping
+from typing import Any
 
-from placement._common import EPS, check_inputs, is_frozen, make_plan
 from placement.baselines.flux import plan_flux
 from placement.baselines.greedy import greedy_assignment
-from placement.bounds import lower_bound_d
+from placement.common import EPS, MIN_SOLVE_S, check_inputs, is_frozen, make_plan
 from placement.metrics import max_deviation, mean_load
-from placement.milp_lns import Ctx, search
-from placement.milp_model import Weights, build, caps_violation, objective, solve, valid
-from placement.milp_start import exchange_search
+from placement.milp.bounds import lower_bound_d
+from placement.milp.lns import Ctx, search
+from placement.milp.model import Weights, build, caps_violation, objective, solve, valid
+from placement.milp.params import MilpParams
+from placement.milp.start import exchange_search
 from placement.model import Budget, ClusterState, KeyGroup, Plan, SolverStatus
 
-__all__ = ["DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "SOLVERS", "plan_milp", "relaxed_five"]
+__all__ = ["plan_milp", "relaxed_five"]
 
-SOLVERS = ("highs", "cbc")
-CANDIDATE_MODES = ("auto", "all")
-DEFAULT_W1 = 1.0
-DEFAULT_WB = 1e-4
-DEFAULT_W2 = 1e-6
 AUTO_MAX_VARS = 4000  # "auto" solves models up to this many x-variables in one go
 #: measured cost per x-variable of a full model outside the solver's own clock: PuLP build +
 #: transfer + post-processing (HiGHS), + MPS write/read and root work that ignores the limit
@@ -72,28 +69,6 @@ AUTO_MAX_VARS = 4000  # "auto" solves models up to this many x-variables in one 
 #: the call ends on time.
 OVERHEAD_S_PER_VAR = {"highs": 1.2e-5, "cbc": 1.2e-4}
 POST_S_PER_VAR = {"highs": 3e-6, "cbc": 8e-5}
-MIN_SOLVE_S = 0.05
-
-
-def _check_params(time_limit_s: float, solver: str, w: Weights, candidates: str,
-                  resource_caps: Mapping[str, float] | None, gap_rel: float) -> None:
-    if not (isinstance(time_limit_s, (int, float)) and math.isfinite(time_limit_s)
-            and time_limit_s > 0):
-        raise ValueError(f"milp: time_limit_s must be a finite number > 0, got {time_limit_s!r}")
-    if solver not in SOLVERS:
-        raise ValueError(f"milp: unknown solver {solver!r}; known: {', '.join(SOLVERS)}")
-    if candidates not in CANDIDATE_MODES:
-        raise ValueError(f"milp: candidates must be one of {CANDIDATE_MODES}, got {candidates!r}")
-    if not (all(math.isfinite(v) for v in (w.w1, w.w2, w.w_b)) and w.w2 >= 0 and w.w_b >= 0
-            and w.w1 > 2 * w.w2):
-        raise ValueError(f"milp: weights need w1 > 2·w2, w2 >= 0, w_b >= 0 (w1 ≫ w_b ≫ w2), "
-                         f"got w1={w.w1}, w2={w.w2}, w_b={w.w_b}")
-    if not (math.isfinite(gap_rel) and gap_rel >= 0):
-        raise ValueError(f"milp: gap_rel must be a finite number >= 0, got {gap_rel!r}")
-    for res, cap in (resource_caps or {}).items():
-        if not math.isfinite(cap) or cap < 0:
-            raise ValueError(f"milp: resource_caps[{res!r}] must be a finite number >= 0, "
-                             f"got {cap!r}")
 
 
 def _start(ctx: Ctx) -> dict[str, str]:
@@ -101,7 +76,7 @@ def _start(ctx: Ctx) -> dict[str, str]:
 
     Greedy and Flux always run (they take milliseconds and no clock), so the MILP's plan is
     never worse than theirs whatever the time limit or the machine's load; the exchange search
-    (`milp_start.py`) runs from the better of the two and from the current allocation, each
+    (`milp/start.py`) runs from the better of the two and from the current allocation, each
     within a third of the time left, and only improves on its origin. Every option counts,
     also when the current allocation breaks (5) or a resource cap: an option is kept when it
     respects the budget and the caps. If none does, the current allocation is returned (and
@@ -130,20 +105,8 @@ def relaxed_five(d: float, mean: float, bound: float) -> str:
     return f"constraint (5) relaxed: {why}; d minimised without it (d = {d:.6g})"
 
 
-def plan_milp(
-    state: ClusterState,
-    budget: Budget,
-    *,
-    time_limit_s: float = 10.0,
-    solver: str = "highs",
-    w1: float = DEFAULT_W1,
-    w2: float = DEFAULT_W2,
-    w_b: float = DEFAULT_WB,
-    resource_caps: Mapping[str, float] | None = None,
-    candidates: str = "auto",
-    gap_rel: float = 1e-6,
-    seed: int = 0,
-) -> Plan:
+def plan_milp(state: ClusterState, budget: Budget, params: MilpParams | None = None,
+              **kwargs: Any) -> Plan:
     """Solve the MILP within `time_limit_s` (model building included) and return the plan.
 
     OPTIMAL: the full model proven optimal, or the plan's d meets the certified lower bound.
@@ -154,10 +117,12 @@ def plan_milp(
     (= LD unless a node of B sits above mean + LD) over every plan within the budget.
     """
     started = time.perf_counter()
+    p = MilpParams.of(params, kwargs, "milp")
     check_inputs(state, budget)
-    weights = Weights(w1, w2, w_b)
-    _check_params(time_limit_s, solver, weights, candidates, resource_caps, gap_rel)
-    caps = dict(resource_caps or {})
+    weights = Weights(p.w1, p.w2, p.w_b)
+    solver, candidates, w_b, w1 = p.solver, p.candidates, p.w_b, p.w1
+    time_limit_s, gap_rel, seed = p.time_limit_s, p.gap_rel, p.seed
+    caps = dict(p.resource_caps or {})
     ctx = Ctx(state, budget, caps, weights, solver, gap_rel, started + time_limit_s)
 
     def better(new: Mapping[str, str] | None, old: Mapping[str, str]) -> bool:

@@ -34,10 +34,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 
+from placement.common import EPS
 from placement.metrics import max_deviation, mean_load
 from placement.model import Budget, ClusterState, KeyGroup
-
-TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -54,12 +53,12 @@ def _min_cost_to_shed(items: tuple[tuple[float, float], ...], amount: float) -> 
     """Fractional knapsack: the least cost that sheds `amount` of load (inf if impossible)."""
     cost = 0.0
     for load, mc in items:
-        if amount <= TOL:
+        if amount <= EPS:
             return cost
         take = min(load, amount)
         cost += mc * take / load
         amount -= take
-    return cost if amount <= TOL else math.inf
+    return cost if amount <= EPS else math.inf
 
 
 def _max_shed(items: list[tuple[float, float]], max_count: int | None, max_cost: float | None
@@ -117,28 +116,28 @@ def lower_bound_d(
         out_c = in_c = 0.0
         for info in infos:
             excess = (info.util - mean - delta) * info.cap
-            if excess > TOL:
-                k = bisect.bisect_left(info.prefix_big, excess - TOL) + 1
+            if excess > EPS:
+                k = bisect.bisect_left(info.prefix_big, excess - EPS) + 1
                 if k > len(info.prefix_big):
                     return False
                 out_n += k
                 out_c += _min_cost_to_shed(info.by_ratio, excess)
                 window = (info.util - mean + delta) * info.cap  # shed at most this (A only)
-                touch += k + int(not info.in_b and info.prefix_small[k - 1] > window + TOL)
+                touch += k + int(not info.in_b and info.prefix_small[k - 1] > window + EPS)
             deficit = (mean - delta - info.util) * info.cap
-            if not info.in_b and deficit > TOL:
-                k = bisect.bisect_left(all_big, deficit - TOL) + 1
+            if not info.in_b and deficit > EPS:
+                k = bisect.bisect_left(all_big, deficit - EPS) + 1
                 if k > len(all_big):  # more arrivals than there is movable load
                     return False
                 in_n += k
                 in_c += deficit * min_ratio
                 window = (mean + delta - info.util) * info.cap  # take at most this
-                touch += k + int(all_small[k - 1] > window + TOL)
+                touch += k + int(all_small[k - 1] > window + EPS)
         moves = max(out_n, in_n, (touch + 1) // 2)
         if budget.max_migrations is not None and moves > budget.max_migrations:
             return False
         cost_cap = budget.max_migration_cost
-        return cost_cap is None or max(out_c, in_c) <= cost_cap + TOL
+        return cost_cap is None or max(out_c, in_c) <= cost_cap + EPS
 
     lo, hi = lemma_bound, current_d
     if hi <= lo or feasible(lo):

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from placement.model import ClusterState, Edge, KeyGroup, Node
-from placement.synthetic import synthetic_state
+from placement.workloads.synthetic import synthetic_state
 
 __all__ = ["CommWorkload", "comm_workload", "fluctuate", "remote_loads"]
 

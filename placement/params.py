@@ -1,0 +1,95 @@
+"""The strategy contract's parameters: one typed, frozen, self-validating object per strategy.
+
+Each family's `params.py` extends `StrategyParams` and imports nothing but pydantic, so the
+config loader (`schemas/config.py`) checks a job's `strategy_params` when the file loads without
+importing a solver. Three kinds of rule, in three places: per-field ranges and choices on the
+fields (`Field(ge=…)`, `Literal`), rules across fields in a model validator (the MILP's
+w1 > 2·w2), rules that need the `ClusterState` inside the strategy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = ["ParamsError", "ResourceCaps", "Solver", "StrategyParams", "build_params",
+           "describe_errors", "problems"]
+
+Solver = Literal["highs", "cbc"]
+#: per resource r, caps[r] in units of a reference node's capacity (the MILP's (R))
+ResourceCaps = Mapping[str, Annotated[float, Field(ge=0)]]
+P = TypeVar("P", bound="StrategyParams")
+
+
+class ParamsError(ValueError, TypeError):
+    """A strategy parameter is unknown, mistyped or out of range (a ValueError and a TypeError,
+    as a call with a wrong keyword is); the message names the strategy, the field and the rule."""
+
+
+class StrategyParams(BaseModel):
+    """Fields every strategy accepts: a strategy that has no use for one ignores it, so a sweep
+    may pass `seed` or `time_limit_s` to every strategy alike."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
+    seed: int = Field(0, ge=0, description="seed of the strategy's random choices")
+    time_limit_s: float = Field(
+        10.0, gt=0, description="wall-clock limit of one plan, model building included; set by "
+        "the job's solver_time_limit_s")
+    solver: Solver = Field("highs", description="MILP solver: HiGHS or CBC (through PuLP)")
+
+    #: True when the strategy weighs the load left on B by `w_b` (the MILP's objective), so
+    #: Algorithm 1 may re-plan with draining weighted like d (placement/scaling/cycle.py)
+    weighs_b: ClassVar[bool] = False
+
+    @classmethod
+    def of(cls: type[P], params: P | None, kwargs: Mapping[str, Any], strategy: str) -> P:
+        """`params` as given, or built from keyword arguments (not both)."""
+        if params is None:
+            return build_params(cls, kwargs, strategy)
+        if kwargs:
+            raise ParamsError(f"strategy {strategy!r}: pass a params object or keywords, not "
+                              f"both (got {sorted(kwargs)})")
+        if not isinstance(params, cls):
+            raise ParamsError(f"strategy {strategy!r}: params must be a {cls.__name__}, got "
+                              f"{type(params).__name__}")
+        return params
+
+
+def problems(cls: type[StrategyParams], raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(field, rule) for each thing wrong with `raw` as `cls`'s fields; [] when it is valid.
+
+    A field is named with its description (the paper's symbol), a rule with the value given.
+    """
+    try:
+        cls.model_validate(dict(raw))
+    except ValidationError as exc:
+        return describe_errors(cls, exc)
+    return []
+
+
+def describe_errors(cls: type[StrategyParams], exc: ValidationError) -> list[tuple[str, str]]:
+    """(field, rule) for each error of `exc`."""
+    out = []
+    for err in exc.errors(include_url=False):
+        field = ".".join(str(p) for p in err["loc"])
+        info = cls.model_fields.get(str(err["loc"][0])) if err["loc"] else None
+        if info is not None and info.description:
+            field = f"{field} ({info.description})"
+        if err["type"] == "extra_forbidden":
+            rule = f"unknown parameter; {cls.__name__} takes {', '.join(sorted(cls.model_fields))}"
+        else:
+            rule = f"{err['msg'].removeprefix('Value error, ')}, got {err['input']!r}"
+        out.append((field or "(parameters)", rule))
+    return out
+
+
+def build_params(cls: type[P], raw: Mapping[str, Any], strategy: str) -> P:
+    """`cls` built from `raw`; ParamsError naming the strategy, each bad field and its rule."""
+    try:
+        return cls.model_validate(dict(raw))
+    except ValidationError as exc:
+        found = "; ".join(f"{field}: {rule}" for field, rule in describe_errors(cls, exc))
+        raise ParamsError(f"strategy {strategy!r}: {found}") from None

@@ -1,0 +1,56 @@
+"""The strategies, one line each: the single table of their names (DESIGN.md, "The planner's model").
+
+The DAG file and the config loader read the names from here without importing the planner;
+`placement/registry.py` registers exactly these, importing each `plan` and `params` path. A
+params class lives in its family's light `params.py` (pydantic only), so the config loader can
+check a job's `strategy_params` when the file loads. Adding a strategy: its family folder and
+one line here.
+
+`guarantee`: "exact" when the plan's status comes from an exact solver (OPTIMAL is a proof),
+"heuristic" when the status is always HEURISTIC. `facets`: the optional parts of the
+ClusterState the strategy needs. `keeps_budget`: False only for a strategy that ignores the
+migration budget on purpose (COLA, a static optimiser), so the registry does not check it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["PIPELINE_PARAMS", "STRATEGIES", "StrategyEntry"]
+
+#: parameters the pipeline sets from the job's own fields, never from `strategy_params`
+PIPELINE_PARAMS: Mapping[str, str] = {"time_limit_s": "solver_time_limit_s"}
+
+
+@dataclass(frozen=True)
+class StrategyEntry:
+    """Where a strategy lives ("module:attribute") and what it promises."""
+
+    plan: str
+    params: str
+    guarantee: Literal["exact", "heuristic"]
+    facets: tuple[str, ...] = ()
+    keeps_budget: bool = True
+
+
+_MILP, _ALBIC, _BASE = "placement.milp", "placement.albic", "placement.baselines"
+
+STRATEGIES: Mapping[str, StrategyEntry] = {
+    "milp": StrategyEntry(f"{_MILP}.core:plan_milp", f"{_MILP}.params:MilpParams", "exact"),
+    "albic": StrategyEntry(f"{_ALBIC}.core:plan_albic", f"{_ALBIC}.params:AlbicParams", "exact",
+                           ("communication",)),
+    "albic_many": StrategyEntry(f"{_ALBIC}.core:plan_albic_many",
+                                f"{_ALBIC}.params:AlbicManyParams", "exact", ("communication",)),
+    "flux": StrategyEntry(f"{_BASE}.flux:plan_flux", "placement.params:StrategyParams",
+                          "heuristic"),
+    "greedy": StrategyEntry(f"{_BASE}.greedy:plan_greedy", "placement.params:StrategyParams",
+                            "heuristic"),
+    "random": StrategyEntry(f"{_BASE}.random_moves:plan_random", f"{_BASE}.params:RandomParams",
+                            "heuristic"),
+    "cola": StrategyEntry(f"{_BASE}.cola:plan_cola", f"{_BASE}.params:ColaParams", "heuristic",
+                          ("communication",), keeps_budget=False),
+    "drain_then_balance": StrategyEntry("placement.scaling.drain:plan_drain_then_balance",
+                                        "placement.scaling.params:DrainParams", "heuristic"),
+}
