@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "delta_path",
     "ensure_tables",
     "last_published",
     "period_predicate",
@@ -32,19 +33,23 @@ def period_predicate(job_id: str, period_end: datetime) -> str:
     return f"job_id = {quote(job_id)} AND period_end = TIMESTAMP {quote(format_period_end(period_end))}"
 
 
-def ensure_tables(spark: SparkSession, paths: Paths) -> None:
-    """Create every table of the contract (empty, partitioned by job_id) if it does not exist."""
-    from delta.tables import DeltaTable
+def delta_path(location: str) -> str:
+    """The SQL identifier of the Delta table at `location` (delta.`...`)."""
+    return "delta.`" + location.replace("`", "``") + "`"
 
+
+def ensure_tables(spark: SparkSession, paths: Paths) -> None:
+    """Create every table of the contract (empty, partitioned by job_id) if it does not exist.
+
+    SQL rather than `DeltaTable` (py4j): the same statement runs in-process and over Spark
+    Connect. A table whose log already has a commit is skipped without asking Spark.
+    """
     for table in TABLES.values():
         location = paths.table(table.name)
-        if DeltaTable.isDeltaTable(spark, location):
+        if any((paths.lake / table.name / "_delta_log").glob("*.json")):
             continue
-        builder = DeltaTable.createIfNotExists(spark).location(location)
-        for column in table.ddl.split(","):
-            name, kind = column.split()
-            builder = builder.addColumn(name, kind)
-        builder.partitionedBy("job_id").execute()
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {delta_path(location)} ({table.ddl}) "
+                  "USING DELTA PARTITIONED BY (job_id)").collect()
 
 
 def read_table(spark: SparkSession, paths: Paths, table: Table | str) -> DataFrame:
@@ -65,9 +70,8 @@ def replace_rows(df: DataFrame, paths: Paths, table: Table, where: str) -> int:
 
 
 def table_version(spark: SparkSession, paths: Paths, name: str) -> int:
-    from delta.tables import DeltaTable
-
-    row = DeltaTable.forPath(spark, paths.table(name)).history(1).select("version").first()
+    """The table's newest Delta version (SQL, so it works over Spark Connect too)."""
+    row = spark.sql(f"DESCRIBE HISTORY {delta_path(paths.table(name))} LIMIT 1").select("version").first()
     return int(row[0]) if row else -1
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from jobs.errors import StageError
 from jobs.lake import (
+    delta_path,
     ensure_tables,
     period_predicate,
     quote,
@@ -160,8 +161,6 @@ def publish_period(
 
 
 def _set_plan_status(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, status: str) -> None:
-    from delta.tables import DeltaTable
-
-    DeltaTable.forPath(spark, paths.table(PLANS.name)).update(
-        condition=period_predicate(job_id, period_end), set={"status": f"'{status}'"}
-    )
+    # SQL, not DeltaTable (py4j): the same statement runs in-process and over Spark Connect.
+    spark.sql(f"UPDATE {delta_path(paths.table(PLANS.name))} SET status = {quote(status)} "
+              f"WHERE {period_predicate(job_id, period_end)}").collect()

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["PidRecord", "alive", "read_record", "spawn", "stop"]
+__all__ = ["PidRecord", "alive", "free_port", "read_record", "spawn", "stop"]
 
 
 @dataclass(frozen=True)
@@ -130,3 +130,12 @@ def stop(record: PidRecord, grace_s: float) -> str:
     time.sleep(0.2)
     _reap(record.pid)
     return f"killed after {grace_s:.0f} s"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (the kernel's pick)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
