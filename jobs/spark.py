@@ -193,13 +193,16 @@ def _artifact(jar_name: str) -> str:
     return _VERSION_SUFFIX.sub("", jar_name.split("_", 1)[-1] if "_" in jar_name else jar_name)
 
 
-def _resolve_with_spark(ivy: Path) -> None:
+def _resolve_with_spark(ivy: Path, settings: Path | None = _IVY_SETTINGS) -> None:
+    """Resolve the Delta package into `ivy` (Maven Central only, unless `settings` is None:
+    then Spark's own chain, which also reads the local Maven repository)."""
     builder = (
         _base_builder("reconf-fetch-jars", "local[1]")
         .config("spark.jars.packages", delta_package())
         .config("spark.jars.ivy", str(ivy))
-        .config("spark.jars.ivySettings", str(_IVY_SETTINGS))
     )
+    if settings is not None:
+        builder = builder.config("spark.jars.ivySettings", str(settings))
     with _output_to(ivy / "resolve.log"):  # Ivy's progress lines: a log file, not the terminal
         spark = builder.getOrCreate()
         try:
@@ -249,7 +252,7 @@ def fetch_jars(paths: Paths) -> list[Path]:
         if mvn is None:
             raise RuntimeError(f"Spark could not resolve {delta_package()} and mvn is not installed") from first
         subprocess.run([mvn, "-q", "dependency:get", f"-Dartifact={delta_package()}"], check=True)
-        _resolve_with_spark(ivy)
+        _resolve_with_spark(ivy, settings=None)  # now from the local Maven repository
     resolved = sorted((ivy / "jars").glob("*.jar"))
     if not any(j.name.startswith("io.delta_delta-spark") for j in resolved):
         raise RuntimeError(f"Spark resolved no Delta jar for {delta_package()} into {ivy}")
@@ -275,7 +278,11 @@ def main(argv: list[str] | None = None) -> int:
         if not local_jars(paths):
             print(f"fetching {delta_package()} and its dependencies from Maven Central "
                   f"(log: {paths.home / 'ivy' / 'resolve.log'}) ...", flush=True)
-        jars = fetch_jars(paths)
+        try:
+            jars = fetch_jars(paths)
+        except (RuntimeError, subprocess.CalledProcessError) as exc:
+            print(f"error: could not fetch the Delta jars: {exc}", file=sys.stderr)
+            return 1
         print(f"Delta jars ready in {paths.jars} ({len(jars)} jars)")
         return 0
     parser.print_help()
