@@ -137,8 +137,6 @@ def server_argv(paths: Paths, port: int, master: str | None = None) -> list[str]
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
         "spark.pyspark.python": sys.executable,
-        # A stage's client session may sit idle between two periods; the server keeps it.
-        "spark.connect.session.manager.defaultSessionTimeout": "24h",
     }
     argv = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS,
             "--name", "reconf-spark-connect",
