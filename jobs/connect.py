@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_PORT",
     "REMOTE_ENV",
     "SERVER_CLASS",
+    "classic_session_running",
     "connect_session",
     "endpoint",
     "remote_url",
@@ -89,7 +90,7 @@ def connect_session(url: str, app_name: str = "reconf") -> SparkSession:
     if not _answers(host, port):
         raise StageError(f"no Spark Connect server answers at {url}", where=f"{host}:{port}",
                          fix=_FIX)
-    if _classic_session_running():
+    if classic_session_running():
         raise StageError(
             "this process already runs an in-process Spark session, and PySpark cannot mix it "
             "with a Spark Connect client", where=f"{REMOTE_ENV}={url}",
@@ -108,7 +109,7 @@ def connect_session(url: str, app_name: str = "reconf") -> SparkSession:
     return session  # type: ignore[return-value]  # the Connect session has the same API
 
 
-def _classic_session_running() -> bool:
+def classic_session_running() -> bool:
     if "pyspark.core.context" not in sys.modules:
         return False
     from pyspark.core.context import SparkContext

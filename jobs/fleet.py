@@ -293,7 +293,7 @@ def plan_cli(argv: Sequence[str] | None = None) -> int:
     import sys
 
     from jobs.errors import StageError
-    from jobs.spark import get_spark
+    from jobs.spark import get_spark, resolve_master
 
     parser = argparse.ArgumentParser(
         prog="python -m jobs.plan", description="plan one period of one job, or of the fleet "
@@ -314,7 +314,10 @@ def plan_cli(argv: Sequence[str] | None = None) -> int:
     if args.jobs and not args.fleet:
         parser.error("--jobs goes with --fleet (for one job use --job)")
     try:
-        get_spark(Paths.from_env(), master=args.master)  # the stages reuse this session
+        # the fleet plans in-process (applyInPandas on this session's executors) even where
+        # RECONF_SPARK_REMOTE is set; the stages reuse this session
+        get_spark(Paths.from_env(),
+                  master=args.master or (resolve_master() if args.fleet else None))
         if args.fleet:
             result = run_fleet(args.period_end, job_ids=args.jobs.split(",") if args.jobs
                                else None, strategy=args.strategy, dry_run=args.dry_run)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jobs.connect import connect_session, remote_url
+from jobs.connect import classic_session_running, connect_session, remote_url
 from schemas.config import Paths
 
 if TYPE_CHECKING:
@@ -101,10 +101,12 @@ def _extra_java_opts() -> str:
 def get_spark(paths: Paths | None = None, *, app_name: str = "reconf", master: str | None = None) -> SparkSession:
     """A Delta-enabled session: a thin client of the Spark Connect server that
     `$RECONF_SPARK_REMOTE` names (no JVM in this process), else an in-process session on the
-    locally fetched jars (`make setup` fetches them). An explicit `master` and spark-submit'd
-    drivers always get the in-process session: they are the cluster path."""
+    locally fetched jars (`make setup` fetches them). An explicit `master`, spark-submit'd
+    drivers and a process that already holds an in-process session get the in-process one:
+    they are the cluster path (fleet planning, spark-submit)."""
     paths = paths or Paths.from_env()
-    remote = None if master or under_spark_submit() else remote_url()
+    classic = master or under_spark_submit() or classic_session_running()
+    remote = None if classic else remote_url()
     if remote is not None:
         return connect_session(remote, app_name)
     jars = local_jars(paths)
