@@ -248,6 +248,11 @@ def main(args: argparse.Namespace) -> int:
             jobs = ["demo"] + [f"demo{i}" for i in range(2, k + 1)]
             for mode in (m for m in chosen if m.startswith("process")):
                 rows += _timed_cycles(mode, jobs, root / f"fleet{k}", config, remote)
+    except SystemExit as exc:  # a failed stage: show what was measured before it
+        print(exc, file=sys.stderr)
+        print_table(rows)
+        write_rows(args.json, rows)
+        return 1
     finally:
         if record is not None:
             from reconf.procs import stop

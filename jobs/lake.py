@@ -44,12 +44,24 @@ def ensure_tables(spark: SparkSession, paths: Paths) -> None:
     SQL rather than `DeltaTable` (py4j): the same statement runs in-process and over Spark
     Connect. A table whose log already has a commit is skipped without asking Spark.
     """
+    import time
+
     for table in TABLES.values():
         location = paths.table(table.name)
-        if any((paths.lake / table.name / "_delta_log").glob("*.json")):
+        log = paths.lake / table.name / "_delta_log"
+        if any(log.glob("*.json")):
             continue
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {delta_path(location)} ({table.ddl}) "
-                  "USING DELTA PARTITIONED BY (job_id)").collect()
+        try:
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {delta_path(location)} ({table.ddl}) "
+                      "USING DELTA PARTITIONED BY (job_id)").collect()
+        except Exception:
+            # Another job's first run may be creating it right now (its directory exists, its
+            # first commit not yet): wait for that commit rather than fail.
+            deadline = time.monotonic() + 60.0
+            while not any(log.glob("*.json")):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
 
 def read_table(spark: SparkSession, paths: Paths, table: Table | str) -> DataFrame:
