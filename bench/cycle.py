@@ -16,7 +16,9 @@ untimed warm-up cycle (period 1; the server's JIT, MLflow's schema) and times pe
 plan starts from period 1's published assignment. Growth: synthetic jobs of 10^2 .. 3*10^4 key
 groups (greedy strategy, so the solver does not hide the pipeline), and 1, 2, 4 demo-sized jobs
 cycled at once (one thread per job, Airflow-style). The Connect server is started on a free port
-(infra/spark-connect.sh) unless `--remote` names one, and stopped at the end.
+(infra/spark-connect.sh) unless `--remote` names one, and stopped at the end. `--quick`: the old
+path for the demo job only, sizes 10^2 and 10^3, 1 and 2 jobs (about 15 minutes on 2 busy
+cores; most of it the old path's JVM starts).
 """
 
 from __future__ import annotations
