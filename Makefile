@@ -8,15 +8,15 @@ JARS := .reconf/jars/.fetched
 PERIODS ?= 4
 JOB ?= flights2
 
-.PHONY: setup demo test test-fast lint mlflow-ui constraints clean help up down status
+.PHONY: setup demo test test-fast lint mlflow-ui constraints clean help up down status system-packages
 
 help:
 	@echo "make demo       install, then run $(PERIODS) reconfiguration periods of job '$(JOB)' through Airflow"
-	@echo "make test       install, then run the test suite"
+	@echo "make test       install (also chromium, chromium-driver, postgresql via apt-get), then run the test suite"
 	@echo "make test-fast  the inner loop: the tests that need no JVM, Airflow run or browser"
 	@echo "make lint       ruff and mypy"
 	@echo "make mlflow-ui  open the MLflow UI on the project's tracking store (port 5000)"
-	@echo "make up         start Airflow (http://127.0.0.1:8080) and MLflow (:5000) in the background"
+	@echo "make up         start Spark Connect (sc://127.0.0.1:15002), Airflow (http://127.0.0.1:8080) and MLflow (:5000)"
 	@echo "make down       stop what 'make up' started; make status: what runs"
 	@echo "make clean      remove the stores under .reconf/ (keeps the virtualenv and the jars)"
 
@@ -27,9 +27,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip check
 	@touch $@
 
-# The Delta jars, once, from Maven Central (Spark's resolver; Maven as the fallback).
+# The Delta jars, once, from Maven Central only (Spark's resolver, its output in a log file;
+# Maven as the fallback).
 $(JARS): $(STAMP)
-	$(BIN)/python -m jobs.spark --fetch-jars
+	@$(BIN)/python -m jobs.spark --fetch-jars
 	@touch $@
 
 setup: $(STAMP) $(JARS)
@@ -37,7 +38,11 @@ setup: $(STAMP) $(JARS)
 demo: setup
 	$(BIN)/reconf demo --job $(JOB) --periods $(PERIODS)
 
-test: setup
+# The Debian packages the suite drives (Chromium + driver, PostgreSQL): installed when missing.
+system-packages:
+	@infra/system-packages.sh
+
+test: setup system-packages
 	@$(BIN)/python -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure here"; exit 1; fi; \
 	exit $$rc
@@ -51,11 +56,12 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy .
 
-# Local services (reconf/services.py): Airflow's api-server, scheduler, dag-processor and
-# triggerer plus an MLflow server; pids in .reconf/run, logs in .reconf/logs/services.
-# AIRFLOW_PORT / MLFLOW_PORT (or RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT) move them.
+# Local services (reconf/services.py): a Spark Connect server with Delta (infra/spark-connect.sh),
+# Airflow's api-server, scheduler, dag-processor and triggerer, and an MLflow server; pids in
+# .reconf/run, logs in .reconf/logs/services. AIRFLOW_PORT / MLFLOW_PORT / SPARK_CONNECT_PORT
+# (or RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT / RECONF_SPARK_CONNECT_PORT) move them.
 up: setup
-	$(BIN)/python -m reconf.services up $(if $(AIRFLOW_PORT),--airflow-port $(AIRFLOW_PORT)) $(if $(MLFLOW_PORT),--mlflow-port $(MLFLOW_PORT))
+	$(BIN)/python -m reconf.services up $(if $(AIRFLOW_PORT),--airflow-port $(AIRFLOW_PORT)) $(if $(MLFLOW_PORT),--mlflow-port $(MLFLOW_PORT)) $(if $(SPARK_CONNECT_PORT),--spark-connect-port $(SPARK_CONNECT_PORT))
 
 down:
 	@if [ -x "$(BIN)/python" ]; then $(BIN)/python -m reconf.services down; \

@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, str] = {
     "closed-loop": "bench.closed_loop",
     "scale-in": "bench.scale_in",
     "fleet": "bench.fleet",
+    "cycle": "bench.cycle",
 }
 
 

@@ -78,7 +78,7 @@ def overload(state: ClusterState, budget: Budget, plan: Plan, time_limit_s: floa
 def summary_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Per strategy: utilisation imbalance (LD) per period, overloads, relievable overloads."""
     df = pd.DataFrame(rows)
-    if "max_util_pct" not in df.columns:
+    if "planned_max_util_pct" not in df.columns:  # not a heterogeneous run
         return []
     out = [f"heterogeneous cluster: every {STRONG_EVERY}th node at capacity {STRONG_CAPACITY:g}; "
            "LD = utilisation imbalance (max |utilisation - mean|, % points)"]

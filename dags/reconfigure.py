@@ -56,14 +56,21 @@ def _period_end(context: dict[str, Any]) -> str:
 def _fail_fast(stage: str) -> Iterator[None]:
     """Bad input fails the task at once (no retries: rerunning cannot fix it), its what / where /
     fix as the log's last lines; any other error propagates and is retried with back-off."""
+    import time
+
     from jobs.errors import StageError
 
+    # Progress markers `reconf demo` relays as they come (one line per stage, with its time).
+    print(f"reconf-stage {stage} start", flush=True)
+    started = time.monotonic()
     try:
         yield
     except (StageError, ConfigError) as exc:
         print(f"{stage} refused to run: bad input, not retried; nothing was published "
               "(LATEST is unchanged)", flush=True)
+        print(f"reconf-stage {stage} failed {time.monotonic() - started:.2f} s", flush=True)
         raise AirflowFailException(str(exc)) from None
+    print(f"reconf-stage {stage} done {time.monotonic() - started:.2f} s", flush=True)
 
 
 @task(task_id="collect")

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Start",
+    "delta_path",
     "ensure_tables",
     "last_published",
     "newest_version",
@@ -38,19 +39,35 @@ def period_predicate(job_id: str, period_end: datetime) -> str:
     return f"job_id = {quote(job_id)} AND period_end = TIMESTAMP {quote(format_period_end(period_end))}"
 
 
+def delta_path(location: str) -> str:
+    """The SQL identifier of the Delta table at `location` (delta.`...`)."""
+    return "delta.`" + location.replace("`", "``") + "`"
+
+
 def ensure_tables(spark: SparkSession, paths: Paths) -> None:
-    """Create every table of the contract (empty, partitioned by job_id) if it does not exist."""
-    from delta.tables import DeltaTable
+    """Create every table of the contract (empty, partitioned by job_id) if it does not exist.
+
+    SQL rather than `DeltaTable` (py4j): the same statement runs in-process and over Spark
+    Connect. A table whose log already has a commit is skipped without asking Spark.
+    """
+    import time
 
     for table in TABLES.values():
         location = paths.table(table.name)
-        if DeltaTable.isDeltaTable(spark, location):
+        log = paths.lake / table.name / "_delta_log"
+        if any(log.glob("*.json")):
             continue
-        builder = DeltaTable.createIfNotExists(spark).location(location)
-        for column in table.ddl.split(","):
-            name, kind = column.split()
-            builder = builder.addColumn(name, kind)
-        builder.partitionedBy("job_id").execute()
+        try:
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {delta_path(location)} ({table.ddl}) "
+                      "USING DELTA PARTITIONED BY (job_id)").collect()
+        except Exception:
+            # Another job's first run may be creating it right now (its directory exists, its
+            # first commit not yet): wait for that commit rather than fail.
+            deadline = time.monotonic() + 60.0
+            while not any(log.glob("*.json")):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
 
 def read_table(spark: SparkSession, paths: Paths, table: Table | str) -> DataFrame:
@@ -71,9 +88,8 @@ def replace_rows(df: DataFrame, paths: Paths, table: Table, where: str) -> int:
 
 
 def table_version(spark: SparkSession, paths: Paths, name: str) -> int:
-    from delta.tables import DeltaTable
-
-    row = DeltaTable.forPath(spark, paths.table(name)).history(1).select("version").first()
+    """The table's newest Delta version (SQL, so it works over Spark Connect too)."""
+    row = spark.sql(f"DESCRIBE HISTORY {delta_path(paths.table(name))} LIMIT 1").select("version").first()
     return int(row[0]) if row else -1
 
 

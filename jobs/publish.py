@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from jobs.errors import StageError, job_lock
 from jobs.faults import failpoint
 from jobs.lake import (
+    delta_path,
     ensure_tables,
     newest_version,
     period_predicate,
@@ -251,8 +252,6 @@ def _tag_published(spark: SparkSession, paths: Paths, run_id: str | None, versio
 
 
 def _set_plan_status(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, status: str) -> None:
-    from delta.tables import DeltaTable
-
-    DeltaTable.forPath(spark, paths.table(PLANS.name)).update(
-        condition=period_predicate(job_id, period_end), set={"status": f"'{status}'"}
-    )
+    # SQL, not DeltaTable (py4j): the same statement runs in-process and over Spark Connect.
+    spark.sql(f"UPDATE {delta_path(paths.table(PLANS.name))} SET status = {quote(status)} "
+              f"WHERE {period_predicate(job_id, period_end)}").collect()

@@ -9,6 +9,7 @@ Ivy cache and copies them to `<RECONF_HOME>/jars`. Sessions then load those loca
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import re
@@ -16,9 +17,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jobs.connect import classic_session_running, connect_session, remote_url
 from schemas.config import Paths
 
 if TYPE_CHECKING:
@@ -30,6 +33,7 @@ __all__ = [
     "get_spark",
     "local_jars",
     "resolve_master",
+    "session_conf",
     "submit_settings",
     "under_spark_submit",
 ]
@@ -37,6 +41,7 @@ __all__ = [
 _EXTENSIONS = "io.delta.sql.DeltaSparkSessionExtension"
 _CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 _LOG4J = Path(__file__).with_name("log4j2.properties")
+_IVY_SETTINGS = Path(__file__).resolve().parents[1] / "infra" / "ivysettings.xml"
 _VERSION_SUFFIX = re.compile(r"-\d[\w.\-]*\.jar$")
 
 
@@ -60,24 +65,30 @@ def _base_builder(app_name: str, master: str | None) -> SparkSession.Builder:
     builder = SparkSession.builder.appName(app_name)
     if master is not None:  # None under spark-submit: its --master stands
         builder = builder.master(master)
-    return (
-        builder.config("spark.sql.extensions", _EXTENSIONS)
-        .config("spark.sql.catalog.spark_catalog", _CATALOG)
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.databricks.delta.snapshotPartitions", "2")
-        .config("spark.sql.sources.partitionOverwriteMode", "static")
-        .config("spark.driver.memory", os.environ.get("RECONF_SPARK_DRIVER_MEMORY", "2g"))
-        .config("spark.sql.warehouse.dir", str(Path(tempfile.gettempdir()) / "reconf-warehouse"))
-        .config(
-            "spark.driver.extraJavaOptions",
+    for key, value in session_conf().items():
+        builder = builder.config(key, value)
+    return builder
+
+
+def session_conf() -> dict[str, str]:
+    """The settings of every Delta-enabled driver we start: the in-process session's and the
+    Spark Connect server's (jobs/connect.py), so both paths run the same SQL the same way."""
+    return {
+        "spark.sql.extensions": _EXTENSIONS,
+        "spark.sql.catalog.spark_catalog": _CATALOG,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.sql.sources.partitionOverwriteMode": "static",
+        "spark.driver.memory": os.environ.get("RECONF_SPARK_DRIVER_MEMORY", "2g"),
+        "spark.sql.warehouse.dir": str(Path(tempfile.gettempdir()) / "reconf-warehouse"),
+        "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={Path(tempfile.gettempdir()) / 'reconf-derby'} "
-            f"-Dlog4j2.configurationFile={_LOG4J.as_uri()}"
-            + _extra_java_opts(),
-        )
-    )
+            f"-Dlog4j2.configurationFile={_LOG4J.as_uri()}" + _extra_java_opts()
+        ),
+    }
 
 
 def _extra_java_opts() -> str:
@@ -88,8 +99,16 @@ def _extra_java_opts() -> str:
 
 
 def get_spark(paths: Paths | None = None, *, app_name: str = "reconf", master: str | None = None) -> SparkSession:
-    """A Delta-enabled session on the locally fetched jars (`make setup` fetches them)."""
+    """A Delta-enabled session: a thin client of the Spark Connect server that
+    `$RECONF_SPARK_REMOTE` names (no JVM in this process), else an in-process session on the
+    locally fetched jars (`make setup` fetches them). An explicit `master`, spark-submit'd
+    drivers and a process that already holds an in-process session get the in-process one:
+    they are the cluster path (fleet planning, spark-submit)."""
     paths = paths or Paths.from_env()
+    classic = master or under_spark_submit() or classic_session_running()
+    remote = None if classic else remote_url()
+    if remote is not None:
+        return connect_session(remote, app_name)
     jars = local_jars(paths)
     if not jars:
         raise RuntimeError(
@@ -176,17 +195,45 @@ def _artifact(jar_name: str) -> str:
     return _VERSION_SUFFIX.sub("", jar_name.split("_", 1)[-1] if "_" in jar_name else jar_name)
 
 
-def _resolve_with_spark(ivy: Path) -> None:
+def _resolve_with_spark(ivy: Path, settings: Path | None = _IVY_SETTINGS) -> None:
+    """Resolve the Delta package into `ivy` (Maven Central only, unless `settings` is None:
+    then Spark's own chain, which also reads the local Maven repository)."""
     builder = (
         _base_builder("reconf-fetch-jars", "local[1]")
         .config("spark.jars.packages", delta_package())
         .config("spark.jars.ivy", str(ivy))
     )
-    spark = builder.getOrCreate()
-    try:
-        spark.range(1).count()
-    finally:
-        spark.stop()
+    if settings is not None:
+        builder = builder.config("spark.jars.ivySettings", str(settings))
+    with _output_to(ivy / "resolve.log"):  # Ivy's progress lines: a log file, not the terminal
+        spark = builder.getOrCreate()
+        try:
+            spark.range(1).count()
+        finally:
+            spark.stop()
+
+
+@contextlib.contextmanager
+def _output_to(log: Path) -> Iterator[None]:
+    """Send this process's stdout and stderr (and so the JVM it starts, which inherits them) to
+    `log` for the duration; the log's tail goes with any error."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with log.open("ab") as out:
+        os.dup2(out.fileno(), 1)
+        os.dup2(out.fileno(), 2)
+        try:
+            yield
+        except Exception as exc:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+            raise RuntimeError(f"{exc}\n(last lines of {log}:)\n{tail}") from exc
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
 
 
 def fetch_jars(paths: Paths) -> list[Path]:
@@ -207,7 +254,7 @@ def fetch_jars(paths: Paths) -> list[Path]:
         if mvn is None:
             raise RuntimeError(f"Spark could not resolve {delta_package()} and mvn is not installed") from first
         subprocess.run([mvn, "-q", "dependency:get", f"-Dartifact={delta_package()}"], check=True)
-        _resolve_with_spark(ivy)
+        _resolve_with_spark(ivy, settings=None)  # now from the local Maven repository
     resolved = sorted((ivy / "jars").glob("*.jar"))
     if not any(j.name.startswith("io.delta_delta-spark") for j in resolved):
         raise RuntimeError(f"Spark resolved no Delta jar for {delta_package()} into {ivy}")
@@ -230,8 +277,15 @@ def main(argv: list[str] | None = None) -> int:
     paths = Paths.from_env()
     paths.home.mkdir(parents=True, exist_ok=True)
     if args.fetch_jars:
-        jars = fetch_jars(paths)
-        print(f"Delta jars ready in {paths.jars}: {', '.join(j.name for j in jars)}")
+        if not local_jars(paths):
+            print(f"fetching {delta_package()} and its dependencies from Maven Central "
+                  f"(log: {paths.home / 'ivy' / 'resolve.log'}) ...", flush=True)
+        try:
+            jars = fetch_jars(paths)
+        except (RuntimeError, subprocess.CalledProcessError) as exc:
+            print(f"error: could not fetch the Delta jars: {exc}", file=sys.stderr)
+            return 1
+        print(f"Delta jars ready in {paths.jars} ({len(jars)} jars)")
         return 0
     parser.print_help()
     return 2

@@ -143,10 +143,12 @@ def _cmd_cycle(args: argparse.Namespace) -> int:
 
 def _cmd_fleet(args: argparse.Namespace) -> int:
     from jobs.fleet import run_fleet
-    from jobs.spark import get_spark
+    from jobs.spark import get_spark, resolve_master
     from schemas.config import Paths
 
-    get_spark(Paths.from_env(), master=args.master)  # run_fleet reuses this session
+    # an explicit master keeps the fleet on an in-process session (applyInPandas on executors),
+    # also when RECONF_SPARK_REMOTE points the stages at Spark Connect; run_fleet reuses it
+    get_spark(Paths.from_env(), master=resolve_master(args.master))
     result = run_fleet(args.period_end, job_ids=args.jobs.split(",") if args.jobs else None,
                        strategy=args.strategy, dry_run=args.dry_run)
     print(result.summary())

@@ -4,18 +4,27 @@ Per period: the runtime stand-in lands the period's metrics, the job's Airflow D
 logical date (`airflow dags test`: collect -> validate -> plan -> publish on real Spark, Delta, GE
 and MLflow), and the runtime applies the published version. The demo continues after the newest
 period it already landed, so running it again extends the history instead of redoing it.
+
+The stages are thin clients of a Spark Connect server (jobs/connect.py): the one `make up`
+started, or `$RECONF_SPARK_REMOTE`, or else one the demo starts for its run and stops at the end.
+Each step prints a line as it starts and completes it with its time when it ends (the DAG's
+tasks print `reconf-stage` markers; the demo relays them as they come).
 """
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from jobs.errors import StageError
 from reconf.settings import airflow_bin, airflow_env, make_source
+from runtime.source import MetricsSource
 from schemas.config import Paths, resolve_job
 from schemas.landing import SUCCESS_MARKER, format_period_end, parse_period_end
 
@@ -38,21 +47,63 @@ def ensure_airflow(paths: Paths) -> None:
         )
 
 
-def run_dag(paths: Paths, job_id: str, period_end: datetime, log_file: Path) -> None:
-    """One real DAG run for the period (logical date = period end); its output goes to `log_file`."""
+_MARKER = re.compile(r"reconf-stage (\w+) (start|done|failed)(?: ([\d.]+) s)?")
+
+
+def run_dag(paths: Paths, job_id: str, period_end: datetime, log_file: Path,
+            on_stage: Callable[[str, str, float | None], None] | None = None) -> None:
+    """One real DAG run for the period (logical date = period end); its output goes to `log_file`,
+    and each `reconf-stage` marker in it to `on_stage(stage, event, seconds)` as it comes."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with log_file.open("w") as log:
-        done = subprocess.run(
+        proc = subprocess.Popen(
             [airflow_bin(), "dags", "test", f"reconfigure_{job_id}", period_end.isoformat()],
-            env=airflow_env(paths), stdout=log, stderr=subprocess.STDOUT,
+            env=airflow_env(paths), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            errors="replace",
         )
-    if done.returncode != 0:  # `airflow dags test` exits 1 when the run failed
+        assert proc.stdout is not None
+        seen: set[tuple[str, str]] = set()
+        for line in proc.stdout:
+            log.write(line)
+            marker = _MARKER.search(line)
+            # Airflow may echo a task's line more than once (its log and the console)
+            key = (marker.group(1), marker.group(2)) if marker else ("", "")
+            if marker and on_stage is not None and key not in seen:
+                seen.add(key)
+                seconds = float(marker.group(3)) if marker.group(3) else None
+                on_stage(marker.group(1), marker.group(2), seconds)
+        done = proc.wait()
+    if done != 0:  # `airflow dags test` exits 1 when the run failed
         tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-25:])
         raise StageError(
             f"the DAG run for period {format_period_end(period_end)} failed; its last lines:\n{tail}",
             where=str(log_file),
             fix="fix what the log names, then run the demo again (it resumes at this period)",
         )
+
+
+def _period(paths: Paths, job_id: str, source: MetricsSource, period_end: datetime) -> None:
+    """One cycle: land, the DAG run (its four stages relayed), apply; then the period's line."""
+    stamp = format_period_end(period_end)
+    print(f"period {stamp}", flush=True)
+    started = time.monotonic()
+    _step("land")
+    source.land_period(paths.landing, period_end)
+    _step_done(time.monotonic() - started)
+    run_dag(paths, job_id, period_end, paths.home / "logs" / "demo" / f"{job_id}-{stamp}.log",
+            on_stage=_relay)
+    t_apply = time.monotonic()
+    _step("apply")
+    applied = source.apply_latest(paths.published)
+    _step_done(time.monotonic() - t_apply, applied.status)
+    s = _cycle_summary(paths, job_id, period_end)
+    print(
+        f"  => v{s.get('version', '-'):<3} load distance {s.get('ld', '?')}  "
+        f"migrations {s.get('migrations', '?'):>2}  collocation {s.get('collocation', '?')}  "
+        f"load index {s.get('load_index', '?')}  MLflow run {s.get('run_id', '?')}  "
+        f"cycle {time.monotonic() - started:.1f} s",
+        flush=True,
+    )
 
 
 def _next_period(paths: Paths, job_id: str, start: datetime, spl_s: float) -> datetime:
@@ -93,7 +144,25 @@ def _cycle_summary(paths: Paths, job_id: str, period_end: datetime) -> dict[str,
     }
 
 
+def _step(name: str) -> None:
+    print(f"  {name:<9} ...", end="", flush=True)
+
+
+def _step_done(seconds: float, note: str = "") -> None:
+    print(f" {seconds:5.1f} s{'  ' + note if note else ''}", flush=True)
+
+
+def _relay(stage: str, event: str, seconds: float | None) -> None:
+    """A DAG task's marker -> the stage's line: opened at start, completed at its end."""
+    if event == "start":
+        _step(stage)
+    else:
+        _step_done(seconds or 0.0, "FAILED" if event == "failed" else "")
+
+
 def run_demo(job_id: str, periods: int) -> int:
+    from reconf.services import Ports, spark_connect_for, stop_service
+
     if periods < 1:
         raise ValueError(f"--periods must be >= 1, got {periods}")
     job = resolve_job(job_id)
@@ -103,21 +172,18 @@ def run_demo(job_id: str, periods: int) -> int:
     spl_s = job.spl.total_seconds()
     print(f"demo: job {job_id}, {periods} period(s) of {job.spl}, strategy {job.strategy}, "
           f"budget {job.max_migrations} migrations; stores under {paths.home}", flush=True)
-    for _ in range(periods):
-        period_end = _next_period(paths, job_id, job.start_date, spl_s)
-        stamp = format_period_end(period_end)
-        started = time.monotonic()
-        source.land_period(paths.landing, period_end)
-        run_dag(paths, job_id, period_end, paths.home / "logs" / "demo" / f"{job_id}-{stamp}.log")
-        applied = source.apply_latest(paths.published)
-        s = _cycle_summary(paths, job_id, period_end)
-        print(
-            f"period {stamp}  v{s.get('version', '-'):<3} load distance {s.get('ld', '?')}  "
-            f"migrations {s.get('migrations', '?'):>2}  collocation {s.get('collocation', '?')}  "
-            f"load index {s.get('load_index', '?')}  MLflow run {s.get('run_id', '?')}  "
-            f"runtime {applied.status} ({time.monotonic() - started:.0f} s)",
-            flush=True,
-        )
+    t0 = time.monotonic()
+    print("Spark Connect server ...", end="", flush=True)
+    remote, started_server = spark_connect_for(paths, Ports.from_env())
+    print(f" {remote} ({'started for this demo' if started_server else 'already running'}, "
+          f"{time.monotonic() - t0:.1f} s)", flush=True)
+    os.environ["RECONF_SPARK_REMOTE"] = remote  # the DAG's tasks inherit it (airflow_env)
+    try:
+        for _ in range(periods):
+            _period(paths, job_id, source, _next_period(paths, job_id, job.start_date, spl_s))
+    finally:
+        if started_server is not None:
+            stop_service(paths, started_server)
     print(
         "\nopen the plans in the MLflow UI:\n"
         f"  {Path(sys.executable).with_name('mlflow')} ui --backend-store-uri {paths.mlflow_uri} "

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["PidRecord", "alive", "read_record", "spawn", "stop"]
+__all__ = ["PidRecord", "alive", "free_port", "read_record", "spawn", "stop"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,21 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
+def _gone(pid: int) -> bool:
+    """The process has exited: no such pid, or a zombie with no thread left. (A JVM's main thread
+    ends first and leaves the leader a zombie while shutdown hooks run on its other threads,
+    still holding its ports.)"""
+    stat = _stat(pid)
+    if stat is None:
+        return True
+    if stat[0] != "Z":
+        return False
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except OSError:
+        return True
+
+
 def stop(record: PidRecord, grace_s: float) -> str:
     """SIGTERM the service's processes, SIGKILL what is left after `grace_s`; how it ended."""
     members = _members(record)
@@ -123,10 +138,19 @@ def stop(record: PidRecord, grace_s: float) -> str:
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         _reap(record.pid)
-        if not (left := {p for p in members if (s := _stat(p)) is not None and s[0] != "Z"}):
+        if not (left := {p for p in members if not _gone(p)}):
             return "stopped"
         time.sleep(0.2)
     _signal(left | _members(record), signal.SIGKILL)
     time.sleep(0.2)
     _reap(record.pid)
     return f"killed after {grace_s:.0f} s"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (the kernel's pick)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -1,4 +1,4 @@
-"""Local services on localhost: the Airflow components and an MLflow tracking server.
+"""Local services on localhost: a Spark Connect server, the Airflow components, an MLflow server.
 
 `up` starts what is not already running (one pid file per service in `<RECONF_HOME>/run/`, logs
 in `<RECONF_HOME>/logs/services/`), waits until each answers its health check and prints the
@@ -7,7 +7,9 @@ what runs. Airflow runs as its four parts rather than `airflow standalone`, so t
 has its own pid, log and health: the api-server (UI, REST API and the execution API the task
 processes talk to), the scheduler (LocalExecutor; it runs scheduled runs and backfills), the
 dag-processor, and the triggerer. All use `reconf.settings.airflow_env`, so they share the
-project-local AIRFLOW_HOME and, with RECONF_DB_URI, PostgreSQL.
+project-local AIRFLOW_HOME and, with RECONF_DB_URI, PostgreSQL. `spark-connect` is the one
+long-lived Spark driver with Delta (infra/spark-connect.sh); while it runs, the Airflow parts get
+`RECONF_SPARK_REMOTE` pointing at it, so their tasks are thin clients and start no JVM.
 
     python -m reconf.services up|down|status|env [--help]   (also `reconf up|down|status`, `make up`)
 """
@@ -30,27 +32,35 @@ from reconf.procs import PidRecord, alive, read_record, spawn, stop
 from reconf.settings import airflow_bin, airflow_env
 from schemas.config import PROJECT_ROOT, ConfigError, Paths
 
-__all__ = ["SERVICES", "Ports", "Service", "down", "main", "print_env", "status", "up"]
+__all__ = ["SERVICES", "Ports", "Service", "down", "main", "print_env", "spark_connect_for", "status",
+           "stop_service", "up"]
 
-SERVICES = ("mlflow", "api-server", "scheduler", "dag-processor", "triggerer")
+SERVICES = ("spark-connect", "mlflow", "api-server", "scheduler", "dag-processor", "triggerer")
 # The api-server's health report names the other Airflow parts like this.
 _HEALTH_KEYS = {"scheduler": "scheduler", "dag-processor": "dag_processor", "triggerer": "triggerer"}
 
 
 @dataclass(frozen=True)
 class Ports:
-    """Where the two HTTP services listen (127.0.0.1 only)."""
+    """Where the services listen (127.0.0.1 only)."""
 
     airflow: int = 8080
     mlflow: int = 5000
+    spark_connect: int = 15002
 
     @classmethod
     def from_env(cls) -> Ports:
         try:
             return cls(int(os.environ.get("RECONF_AIRFLOW_PORT", 8080)),
-                       int(os.environ.get("RECONF_MLFLOW_PORT", 5000)))
+                       int(os.environ.get("RECONF_MLFLOW_PORT", 5000)),
+                       int(os.environ.get("RECONF_SPARK_CONNECT_PORT", 15002)))
         except ValueError as exc:
-            raise ConfigError(f"RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT: not a port number ({exc})") from exc
+            raise ConfigError("RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT / RECONF_SPARK_CONNECT_PORT: "
+                              f"not a port number ({exc})") from exc
+
+    @property
+    def spark_remote(self) -> str:
+        return f"sc://127.0.0.1:{self.spark_connect}"
 
 
 @dataclass(frozen=True)
@@ -70,11 +80,15 @@ def log_dir(paths: Paths) -> Path:
     return paths.home / "logs" / "services"
 
 
-def service_env(paths: Paths, ports: Ports) -> dict[str, str]:
-    """airflow_env plus the api-server's address, which the scheduler's task processes call."""
+def service_env(paths: Paths, ports: Ports, spark_connect: bool = False) -> dict[str, str]:
+    """airflow_env plus the api-server's address, which the scheduler's task processes call, and
+    (`spark_connect`: that server runs) RECONF_SPARK_REMOTE, unless the caller set one."""
     base = f"http://127.0.0.1:{ports.airflow}"
+    remote = ({"RECONF_SPARK_REMOTE": os.environ.get("RECONF_SPARK_REMOTE") or ports.spark_remote}
+              if spark_connect else {})
     return {
         **airflow_env(paths),
+        **remote,
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(ports.airflow),
         "AIRFLOW__API__BASE_URL": base,
@@ -85,12 +99,17 @@ def service_env(paths: Paths, ports: Ports) -> dict[str, str]:
     }
 
 
-def service_specs(paths: Paths, ports: Ports) -> dict[str, Service]:
-    env = service_env(paths, ports)
+def service_specs(paths: Paths, ports: Ports, spark_connect: bool = False) -> dict[str, Service]:
+    env = service_env(paths, ports, spark_connect)
     airflow = airflow_bin()
     api = f"http://127.0.0.1:{ports.airflow}"
     mlflow = str(Path(sys.executable).with_name("mlflow"))
     specs = {
+        "spark-connect": Service(
+            "spark-connect",
+            (str(PROJECT_ROOT / "infra" / "spark-connect.sh"), "--port", str(ports.spark_connect)),
+            {**os.environ, "RECONF_PYTHON": sys.executable, "RECONF_HOME": str(paths.home)},
+            ports.spark_remote, f"tcp://127.0.0.1:{ports.spark_connect}"),
         "mlflow": Service(
             "mlflow",
             (mlflow, "server", "--backend-store-uri", paths.mlflow_uri,
@@ -124,7 +143,10 @@ def _listening(port: int) -> bool:
 
 
 def _ready(name: str, spec: Service, api_health: str) -> bool:
-    """The service answers: its own health URL, or (Airflow parts) the api-server's report."""
+    """The service answers: its own health URL (tcp://: the port accepts connections), or
+    (Airflow parts) the api-server's report."""
+    if spec.health is not None and spec.health.startswith("tcp://"):
+        return _listening(int(spec.health.rsplit(":", 1)[1]))
     if spec.health is not None:
         return _get(spec.health) is not None
     body = _get(api_health)
@@ -172,20 +194,21 @@ def _admin_login(paths: Paths) -> str | None:
 
 def up(paths: Paths, ports: Ports, names: Sequence[str] = SERVICES, timeout_s: float = 240.0) -> int:
     """Start the named services that are not running; wait until all answer; print the URLs."""
-    specs = service_specs(paths, ports)
     running = _records(paths)
     wanted = [n for n in SERVICES if n in names]
+    specs = service_specs(paths, ports, "spark-connect" in running or "spark-connect" in wanted)
     for name in wanted:
         if name in running:
             print(f"{name:13} already running (pid {running[name].pid}); not starting another")
     todo = [n for n in wanted if n not in running]
-    for name, port in (("mlflow", ports.mlflow), ("api-server", ports.airflow)):
+    for name, port, knob in (("mlflow", ports.mlflow, "MLFLOW_PORT"),
+                             ("api-server", ports.airflow, "AIRFLOW_PORT"),
+                             ("spark-connect", ports.spark_connect, "SPARK_CONNECT_PORT")):
         if name in todo and _listening(port):  # else its health check would answer for us
             raise StageError(f"make up: port {port} (for {name}) is in use by another program",
                              where=f"127.0.0.1:{port}",
-                             fix="stop that program, or choose another port: make up "
-                                 f"{'MLFLOW_PORT' if name == 'mlflow' else 'AIRFLOW_PORT'}=<port>")
-    if any(n != "mlflow" for n in todo):
+                             fix=f"stop that program, or choose another port: make up {knob}=<port>")
+    if any(n not in ("mlflow", "spark-connect") for n in todo):  # an Airflow part
         _migrate(paths)
     if any(n == "mlflow" for n in todo):
         paths.mlflow.mkdir(parents=True, exist_ok=True)
@@ -229,7 +252,40 @@ def _print_summary(paths: Paths, records: dict[str, PidRecord]) -> None:
         print(f"  login: {login}" if login else "  login: see `[core] simple_auth_manager_users`")
     if "mlflow" in records:
         print(f"MLflow tracking server: {records['mlflow'].url}  (store {paths.mlflow_uri})")
+    if "spark-connect" in records:
+        print(f"Spark Connect server: {records['spark-connect'].url}  (stages: "
+              f"RECONF_SPARK_REMOTE={records['spark-connect'].url})")
     print(f"pids in {run_dir(paths)}, logs in {log_dir(paths)}; stop with `make down`")
+
+
+def spark_connect_for(paths: Paths, ports: Ports, timeout_s: float = 300.0) -> tuple[str, PidRecord | None]:
+    """The Spark Connect URL a run should use: `$RECONF_SPARK_REMOTE`, else the server `make up`
+    started, else one started now (returned, so the caller stops what it started)."""
+    from jobs.connect import remote_url, wait_until_serving
+
+    if (url := remote_url()) is not None:
+        return url, None
+    running = _records(paths).get("spark-connect")
+    if running is not None and running.url:
+        return running.url, None
+    if _listening(ports.spark_connect):
+        raise StageError(f"port {ports.spark_connect} (for spark-connect) is in use by another program",
+                         where=f"127.0.0.1:{ports.spark_connect}",
+                         fix="set RECONF_SPARK_REMOTE to that server if it is one, or "
+                             "RECONF_SPARK_CONNECT_PORT to a free port")
+    spec = service_specs(paths, ports)["spark-connect"]
+    record = spawn(spec.name, spec.argv, env=spec.env, cwd=PROJECT_ROOT, run_dir=run_dir(paths),
+                   log=log_dir(paths) / f"{spec.name}.log", url=spec.url)
+    if not wait_until_serving(ports.spark_remote, timeout_s, lambda: alive(record)):
+        _abort(paths, [record], f"spark-connect not serving after {timeout_s:.0f} s", record)
+    return ports.spark_remote, record
+
+
+def stop_service(paths: Paths, record: PidRecord, grace_s: float = 20.0) -> str:
+    """Stop one service this process started (and forget its pid file)."""
+    outcome = stop(record, grace_s)
+    (run_dir(paths) / f"{record.name}.pid").unlink(missing_ok=True)
+    return outcome
 
 
 def down(paths: Paths, grace_s: float = 20.0) -> int:
@@ -248,8 +304,8 @@ def down(paths: Paths, grace_s: float = 20.0) -> int:
 
 def status(paths: Paths, ports: Ports) -> int:
     """One line per service: running (and healthy?) or stopped. Exit 0 if all run, 3 if not."""
-    specs = service_specs(paths, ports)
     running = _records(paths)
+    specs = service_specs(paths, ports, "spark-connect" in running)
     api_health = specs["api-server"].health or ""
     for name in SERVICES:
         record = running.get(name)
@@ -267,21 +323,22 @@ def print_env(paths: Paths, ports: Ports) -> int:
     """`export` lines that point a shell's `airflow` command at the project's Airflow."""
     import shlex
 
-    for key, value in sorted(service_env(paths, ports).items()):
+    for key, value in sorted(service_env(paths, ports, "spark-connect" in _records(paths)).items()):
         if os.environ.get(key) != value:
             print(f"export {key}={shlex.quote(value)}")
     return 0
 
 
 EPILOG = """examples:
-  make up                                  # everything: Airflow on :8080, MLflow on :5000
+  make up                                  # everything: Airflow on :8080, MLflow on :5000,
+                                           # Spark Connect on :15002
   python -m reconf.services up --only mlflow --mlflow-port 5001
   RECONF_DB_URI=postgresql+psycopg2://reconf@127.0.0.1:5432 make up   # both stores on PostgreSQL
   make status                              # what runs, and whether it answers
   make down                                # stop exactly what `up` started (by pid)
   eval "$(python -m reconf.services env)"  # then `airflow ...` uses the project's Airflow
 
-Ports also come from RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT; state lives in $RECONF_HOME
+Ports also come from RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT / RECONF_SPARK_CONNECT_PORT; state lives in $RECONF_HOME
 (default .reconf/): run/*.pid, logs/services/*.log. docs/operations.md, "Services", has more."""
 
 
@@ -291,6 +348,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"up: start only these services (of: {', '.join(SERVICES)})")
     parser.add_argument("--airflow-port", type=int, default=None, help="Airflow UI/API port (8080)")
     parser.add_argument("--mlflow-port", type=int, default=None, help="MLflow server port (5000)")
+    parser.add_argument("--spark-connect-port", type=int, default=None,
+                        help="Spark Connect server port (15002)")
     parser.add_argument("--timeout", type=float, default=240.0, metavar="S",
                         help="up: seconds to wait for every service to answer (240)")
     parser.add_argument("--grace", type=float, default=20.0, metavar="S",
@@ -300,7 +359,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     paths = Paths.from_env()
     env_ports = Ports.from_env()
-    ports = Ports(args.airflow_port or env_ports.airflow, args.mlflow_port or env_ports.mlflow)
+    ports = Ports(args.airflow_port or env_ports.airflow, args.mlflow_port or env_ports.mlflow,
+                  args.spark_connect_port or env_ports.spark_connect)
     if args.action == "up":
         return up(paths, ports, args.only, args.timeout)
     if args.action == "down":

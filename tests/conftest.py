@@ -12,6 +12,10 @@ expensive and cannot leak between tests:
   an absolute path, so the copy is the same as creating them in place.
 - ``collected_home``: the same, with periods P1 and P2 landed by the runtime stand-in (its initial
   allocation) and collected.
+- ``connect_url``: a real Spark Connect server with Delta (`infra/spark-connect.sh`) on a free
+  loopback port, started on first use, shared by the session's tests, stopped by pid at the end.
+  PySpark cannot hold a Connect client next to the in-process session, so tests drive it from
+  subprocesses (the stages' own way: thin clients in their own process).
 
 The tiny job's constants and helpers (landing a period, snapshots, MLflow runs) live in
 tests/jobs/pipeline_kit.py.
@@ -62,6 +66,28 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     os.environ.setdefault("RECONF_SPARK_JAVA_OPTS", SUBPROCESS_JAVA_OPTS)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`sc://127.0.0.1:<free port>` of a Spark Connect server this fixture started and stops."""
+    from jobs.connect import wait_until_serving
+    from reconf.procs import alive, free_port, spawn, stop
+
+    run = tmp_path_factory.mktemp("spark-connect")
+    port = free_port()
+    url = f"sc://127.0.0.1:{port}"
+    env = {**os.environ, "RECONF_PYTHON": sys.executable, "RECONF_HOME": str(run / "home")}
+    env.pop("RECONF_SPARK_REMOTE", None)
+    record = spawn("spark-connect", [str(ROOT / "infra" / "spark-connect.sh"), "--port", str(port)],
+                   env=env, cwd=ROOT, run_dir=run, log=run / "server.log", url=url)
+    try:
+        if not wait_until_serving(url, 300.0, lambda: alive(record)):
+            tail = "\n".join((run / "server.log").read_text(errors="replace").splitlines()[-30:])
+            pytest.fail(f"the Spark Connect server did not come up on {url}:\n{tail}")
+        yield url
+    finally:
+        stop(record, grace_s=20)
 
 
 @pytest.fixture(scope="session")

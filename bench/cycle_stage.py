@@ -1,0 +1,124 @@
+"""One pipeline stage, timed by layer: the unit `reconf bench cycle` runs in a fresh process (as
+Airflow runs a task) or in its own long-lived process (a worker).
+
+`python -m bench.cycle_stage STAGE JOB PERIOD_END` prints one `BENCH-JSON {...}` line: seconds
+per layer and when the interpreter reached this module (the parent subtracts its spawn time to
+get the process start). Layers are timed by wrapping the stages' own helpers (only the outermost
+wrapped call counts): `spark` = getting the session, `delta` = table creation, commits, the
+plans status update and version look-ups, `ge` = the Great Expectations run (its import
+included), `mlflow` = logging and tagging (the client and its import included), `solver` = the
+plan's own wall time; `other` = what is left: Spark reads, pandas, Python.
+"""
+
+from __future__ import annotations
+
+import time
+
+ENTERED = time.time()
+
+import functools  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+__all__ = ["LAYERS", "STAGES", "run_stage"]
+
+STAGES = ("collect", "validate", "plan", "publish")
+LAYERS = ("spark", "delta", "ge", "mlflow", "solver")
+_STAGE_MODULES = {"collect": "jobs.collect_stats", "validate": "jobs.validate_stats",
+                  "plan": "jobs.plan", "publish": "jobs.publish"}
+# layer -> (module, function) pairs whose calls count as that layer
+_TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
+    "spark": (("jobs.spark", "get_spark"),),
+    "delta": (("jobs.lake", "ensure_tables"), ("jobs.lake", "replace_rows"),
+              ("jobs.lake", "table_version"), ("jobs.publish", "_set_plan_status")),
+    "ge": (("jobs.validation", "validate_stats"),),
+    "mlflow": (("jobs.tracking", "log_cycle"), ("jobs.tracking", "tag_run")),
+}
+
+
+class _Clock:
+    """Seconds per layer; nested wrapped calls count once, in the outermost layer."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = dict.fromkeys(LAYERS, 0.0)
+        self._depth = 0
+
+    def wrap(self, layer: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            self._depth += 1
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.spent[layer] += time.perf_counter() - start
+        timed.__wrapped_layer__ = layer  # type: ignore[attr-defined]
+        return timed
+
+
+_CLOCK = _Clock()
+
+
+def _instrument() -> None:
+    """Replace the target functions wherever a loaded `jobs` module holds them (by identity)."""
+    import importlib
+
+    originals: dict[int, tuple[str, Callable[..., Any]]] = {}
+    for layer, targets in _TARGETS.items():
+        for module, name in targets:
+            fn = getattr(importlib.import_module(module), name)
+            if not hasattr(fn, "__wrapped_layer__"):
+                originals[id(fn)] = (layer, fn)
+    for loaded_name, loaded in list(sys.modules.items()):
+        if not loaded_name.startswith("jobs") or loaded is None:
+            continue
+        for attr, value in list(vars(loaded).items()):
+            if id(value) in originals and originals[id(value)][1] is value:
+                layer, fn = originals[id(value)]
+                setattr(loaded, attr, _CLOCK.wrap(layer, fn))
+
+
+def run_stage(stage: str, job_id: str, period_end: str) -> dict[str, float]:
+    """Run one stage through jobs.stages (what the DAG task calls); its seconds per layer."""
+    import importlib
+
+    start = time.perf_counter()
+    importlib.import_module(_STAGE_MODULES[stage])
+    import jobs.stages as stages
+
+    _instrument()
+    imported = time.perf_counter()
+    before = dict(_CLOCK.spent)
+    solver = 0.0
+    if stage == "plan":
+        solver = float(stages.run_plan(job_id, period_end).plan.wall_s or 0.0)
+    else:
+        getattr(stages, f"run_{stage}")(job_id, period_end)
+    done = time.perf_counter()
+    layers = {k: _CLOCK.spent[k] - before[k] for k in LAYERS}
+    layers["solver"] = solver
+    layers["import"] = imported - start
+    layers["other"] = max(0.0, (done - imported) - sum(layers[k] for k in LAYERS))
+    layers["wall"] = done - start
+    return layers
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    if args[:1] == ["--serve"]:  # a long-lived worker: one "STAGE JOB PERIOD" line per stage
+        for line in sys.stdin:
+            stage, job_id, period_end = line.split()
+            print("BENCH-JSON " + json.dumps(run_stage(stage, job_id, period_end)), flush=True)
+        return 0
+    stage, job_id, period_end = args[:3]
+    result: dict[str, Any] = {**run_stage(stage, job_id, period_end), "entered": ENTERED}
+    print("BENCH-JSON " + json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
