@@ -1,20 +1,7 @@
 """Load balancing as the paper's MILP (§4.3.1), built with PuLP, solved by HiGHS (or CBC).
 
-Symbols (paper Table 2): N = A ∪ B nodes (B = marked for removal), G key groups, q_{i,k} the
-current allocation, x_{i,k} the new one, gLoad_k a key group's load, mc_k its migration cost,
-mean = Σ_k gLoad_k / Σ_{i∈A} cap_i (no ceil, see metrics.py), d the load distance, d_u / d_l
-the slack of the upper / lower bound. Heterogeneous nodes: gLoad_k is divided by cap_i in (3),
-(4), i.e. node loads are utilisations.
-
-    min  w1·d − w2·(d_u + d_l) + w_b·Σ_{n_i∈B} load_i           (w1 ≫ w_b ≫ w2)
-    (1)  ∀g_k∈G:          Σ_{n_i∈N} x_{i,k} = 1
-    (2)  Σ_i Σ_k (1 − q_{i,k})·x_{i,k}·mc_k ≤ maxMigrCost      (cost budget)
-         Σ_i Σ_k (1 − q_{i,k})·x_{i,k}      ≤ max_migrations   (count budget)
-    (3)  ∀n_i∈N:          Σ_k x_{i,k}·gLoad_k/cap_i ≤ mean + (d − d_u)
-    (4)  ∀n_i∈A:          Σ_k x_{i,k}·gLoad_k/cap_i ≥ mean − (d − d_l)
-    (5)  mean − d ≥ 0                 (d's upper bound; relaxed where it cannot hold, below)
-    (R)  ∀n_i∈N, r∈caps:  Σ_k x_{i,k}·load_k[r] ≤ caps[r]·cap_i   (multi-dimensional load)
-    d, d_u, d_l ≥ 0
+The formulation (1)-(5), (R) with the paper's symbols (Table 2) is written out in
+placement/milp/model.py, which builds it; this module chooses how to solve it.
 
 Constraint (5) is relaxed where it cannot hold. With heterogeneous nodes or a hot spot the
 current allocation often has d > mean, and one period's budget may not bring d below mean: the
