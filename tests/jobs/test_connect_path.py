@@ -28,8 +28,10 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.spark
 
-# Columns (and plan JSON keys) that name a run or a place, or tell a wall time, not a result.
-VOLATILE = {"mlflow_run_id", "solve_s", "manifest_path", "published_at", "message", "wall_s"}
+# Columns (and plan JSON keys) that name a run, a collect or a place, or tell a wall time, not a
+# result.
+VOLATILE = {"mlflow_run_id", "collect_id", "solve_s", "manifest_path", "published_at", "message",
+            "wall_s"}
 CYCLES = """
 import sys
 from jobs.spark import get_spark
