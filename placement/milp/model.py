@@ -160,17 +160,24 @@ def build(state: ClusterState, budget: Budget, movers: list[KeyGroup], targets: 
     return Built(prob, x, d, d_u, d_l, choices)
 
 
+def _distances(state: ClusterState, assignment: Mapping[str, str]
+               ) -> tuple[dict[str, float], float, float, float]:
+    """(raw node loads, the largest excess over mean (3), the largest shortfall below it over A
+    (4), and d = the smallest load distance both admit)."""
+    mean = mean_load(state)
+    raw = {n.id: 0.0 for n in state.nodes}
+    for kg in state.keygroups:
+        raw[assignment[kg.id]] += kg.load
+    up = max(raw[n.id] / n.capacity - mean for n in state.nodes)
+    low = max(mean - raw[n.id] / n.capacity for n in state.nodes if not n.marked_for_removal)
+    return raw, up, low, max(up, low, 0.0)
+
+
 def warm_values(state: ClusterState, built: Built, start: Mapping[str, str]
                  ) -> dict[pulp.LpVariable, float]:
     """x = the start allocation, d / d_u / d_l the tightest values it admits."""
     values = {var: float(start[kg] == node) for (kg, node), var in built.x.items()}
-    mean = mean_load(state)
-    raw = {n.id: 0.0 for n in state.nodes}
-    for kg in state.keygroups:
-        raw[start[kg.id]] += kg.load
-    up = max(raw[n.id] / n.capacity - mean for n in state.nodes)
-    low = max(mean - raw[n.id] / n.capacity for n in state.nodes if not n.marked_for_removal)
-    d = max(up, low, 0.0)
+    _, up, low, d = _distances(state, start)
     values.update({built.d: d, built.d_u: d - up, built.d_l: d - low})
     return values
 
@@ -230,13 +237,7 @@ def solve_problem(prob: pulp.LpProblem, choices: Mapping[str, list[tuple[str, pu
 
 def objective(state: ClusterState, assignment: Mapping[str, str], weights: Weights) -> float:
     """The MILP objective of an assignment with d, d_u, d_l at their best values."""
-    mean = mean_load(state)
-    raw = {n.id: 0.0 for n in state.nodes}
-    for kg in state.keygroups:
-        raw[assignment[kg.id]] += kg.load
-    up = max(raw[n.id] / n.capacity - mean for n in state.nodes)
-    low = max(mean - raw[n.id] / n.capacity for n in state.nodes if not n.marked_for_removal)
-    d = max(up, low, 0.0)
+    raw, up, low, d = _distances(state, assignment)
     on_b = sum(raw[n.id] for n in state.nodes if n.marked_for_removal)
     return weights.w1 * d - weights.w2 * ((d - up) + (d - low)) + weights.w_b * on_b
 
