@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
+from placement.facets import Network, Source, Stream, check_facets
+
 __all__ = [
     "Budget",
     "ClusterState",
@@ -121,12 +123,25 @@ class Budget:
 
 @dataclass(frozen=True)
 class ClusterState:
-    """Nodes N = A ∪ B, key groups G, the current allocation q (key group -> node), and out()."""
+    """Nodes N = A ∪ B, key groups G, the current allocation q (key group -> node), and out().
+
+    The other fields are the optional facets (placement/facets.py), empty unless a job's data
+    provides them. `arrivals` are units that have no current node yet (a dynamic unit set: a
+    query platform's new queries); they are absent from `assignment`, and placing one is not a
+    migration.
+    """
 
     nodes: tuple[Node, ...]
     keygroups: tuple[KeyGroup, ...]
     assignment: Mapping[str, str]
     edges: tuple[Edge, ...] = ()
+    sources: tuple[Source, ...] = ()
+    subscriptions: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    streams: tuple[Stream, ...] = ()
+    load_model: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    network: Network | None = None
+    pinned: Mapping[str, str] = field(default_factory=dict)
+    arrivals: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -144,8 +159,13 @@ class ClusterState:
         known_nodes = set(node_ids)
         known_kgs = set(kg_ids)
         for kg in kg_ids:
-            if kg not in self.assignment:
+            if kg not in self.assignment and kg not in self.arrivals:
                 raise ValueError(f"cluster state: key group {kg!r} has no current node")
+        for kg in self.arrivals:
+            if kg not in known_kgs:
+                raise ValueError(f"cluster state: arrival {kg!r} is not a key group")
+            if kg in self.assignment:
+                raise ValueError(f"cluster state: arrival {kg!r} already has a current node")
         for kg, node in self.assignment.items():
             if kg not in known_kgs:
                 raise ValueError(f"cluster state: assignment names unknown key group {kg!r}")
@@ -159,6 +179,33 @@ class ClusterState:
                     raise ValueError(
                         f"cluster state: edge {e.src!r}->{e.dst!r} names unknown key group {end!r}"
                     )
+        check_facets(
+            units=known_kgs,
+            nodes=known_nodes,
+            sources=self.sources,
+            subscriptions=self.subscriptions,
+            streams=self.streams,
+            load_model=self.load_model,
+            network=self.network,
+            pinned=self.pinned,
+        )
+
+    @property
+    def facets(self) -> frozenset[str]:
+        """The facets this state provides (placement.facets.FACET_NAMES); "utilisation" is
+        always there (node capacities and the units' loads)."""
+        present = {"utilisation"}
+        if self.edges:
+            present.add("communication")
+        if self.sources and self.subscriptions:
+            present.add("sources")
+        if self.streams and self.load_model:
+            present.add("load_model")
+        if self.network is not None:
+            present.add("network")
+        if self.arrivals:
+            present.add("arrivals")
+        return frozenset(present)
 
     @property
     def node_ids(self) -> tuple[str, ...]:
@@ -233,10 +280,12 @@ class Plan:
 def moves_between(
     state: ClusterState, new_assignment: Mapping[str, str]
 ) -> tuple[Move, ...]:
-    """The moves that turn the current allocation into `new_assignment`, sorted by key group."""
+    """The moves that turn the current allocation into `new_assignment`, sorted by key group.
+
+    Placing an arrival (a unit with no current node) is not a move."""
     costs = {k.id: k.migration_cost for k in state.keygroups}
     return tuple(
         Move(kg, state.assignment[kg], new_assignment[kg], costs[kg])
         for kg in sorted(new_assignment)
-        if new_assignment[kg] != state.assignment[kg]
+        if kg in state.assignment and new_assignment[kg] != state.assignment[kg]
     )
