@@ -263,6 +263,9 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     }
     if plan.lower_bound is not None:
         metrics["lower_bound"] = plan.lower_bound
+    # metrics only some facets define (placement.model.Plan.facet_metrics)
+    metrics.update({f"{name}_after": value for name, value in plan.facet_metrics.items()})
+    metrics.update({f"{name}_before": value for name, value in plan.facet_before.items()})
     system_load = mean_load(state)  # collocation: the load index (paper §5), where computable
     if system_load > 0:
         metrics["system_load"] = system_load

@@ -267,6 +267,11 @@ class Plan:
     wall_s: float
     scaling: ScalingActions = ScalingActions()
     message: str = ""
+    #: metrics of the new assignment that only some facets define, by name (e.g. a herding
+    #: plan's "stream_traffic" and "replication_factor", a plan's "feasible_set_ratio"); the
+    #: pipeline logs each to MLflow as `<name>_after` (and `<name>_before` from `facet_before`)
+    facet_metrics: Mapping[str, float] = field(default_factory=dict)
+    facet_before: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def migrations(self) -> int:
