@@ -74,7 +74,8 @@ def plan_resilience(state: ClusterState, assignment: Mapping[str, str], *,
         on = ln[:, k] > 0
         if model.rates[k] <= 0 or not np.any(on):
             continue
-        delta = float(np.min(spare[on] / ln[on, k]))
+        with np.errstate(over="ignore"):
+            delta = float(np.min(spare[on] / ln[on, k]))
         factor = max(0.0, (model.rates[k] + delta) / model.rates[k])
         out[f"headroom_{_NAME.sub('_', stream)}"] = factor
         alone.append(factor)
