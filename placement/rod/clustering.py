@@ -34,7 +34,7 @@ __all__ = ["CAPS", "THRESHOLDS", "Clustered", "cluster", "clustered_rod", "comm_
 Array = NDArray[np.float64]
 Bins = NDArray[np.int64]
 THRESHOLDS = (0.25, 0.5, 1.0, 2.0, 4.0)
-CAPS = (0.25, 0.5, 1.0)
+CAPS = (0.5, 1.0, 2.0, 4.0)
 
 
 def comm_weights(normalised: Array, bins: Bins, share: Array, arcs: Sequence[tuple[int, int]],
