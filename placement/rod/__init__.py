@@ -7,5 +7,6 @@
 - `baselines`: LLF, Connected-LB, Random, Max-Rate-LB (§7.2, §7.3.5) and exhaustive Optimal;
 - `measures`: F/F* (exact, or randomized QMC with an interval), r/r*, the MMAD bound;
 - `resilience`: those measures and the rate headroom of any plan (`plan_resilience`);
-- `strategy`: `rod`, `llf`, `connected_lb` as reconf strategies under the migration budget.
+- `strategy`: `rod`, `llf`, `connected_lb` as reconf strategies under the migration budget;
+- `fit`: the coefficients fitted by NNLS from per-period unit loads and stream rates.
 """

@@ -312,3 +312,21 @@ def test_rod_plans_are_valid_on_any_state(case: tuple[ClusterState, Budget]) -> 
     free = get_strategy("rod")(state, Budget())
     assert "left out" not in free.message
     assert not marked & set(free.assignment.values())
+
+
+def test_the_fit_recovers_known_coefficients() -> None:
+    """A job whose true coefficients are known: loads = R·l (+ 1 % noise) over 12 periods."""
+    from placement.rod.fit import fit_load_model
+
+    rng = np.random.default_rng(5)
+    true = rng.random((30, 3)) * (rng.random((30, 3)) < 0.6)
+    rates = rng.uniform(50, 150, (12, 3))
+    loads = rates @ true.T * rng.uniform(0.99, 1.01, (12, 30))
+    units, streams = [f"g{j}" for j in range(30)], ["a", "b", "c"]
+    fit = fit_load_model(units, streams, loads, rates)
+    got = np.array([[fit.coefficients[u][s] for s in streams] for u in units])
+    assert np.all(got >= 0)
+    assert np.allclose(got, true, atol=0.03)
+    assert max(fit.residual.values()) < 0.02
+    with pytest.raises(LoadModelError, match="rank 1 < 3 streams"):
+        fit_load_model(units, streams, loads, np.outer(rates[:, 0], [1.0, 2.0, 3.0]))
