@@ -90,7 +90,7 @@ def _ideal_volume(d: int, room: float) -> float:
 def exact_ratio(w: Array, lower: Array | None = None) -> float:
     """vol(F ∩ F*) / vol(F*) exactly: the polytope's vertices (Qhull), then its hull volume."""
     from scipy.optimize import linprog
-    from scipy.spatial import ConvexHull, HalfspaceIntersection
+    from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
 
     w, b = _prepare(w, lower)
     d = w.shape[1]
@@ -110,8 +110,11 @@ def exact_ratio(w: Array, lower: Array | None = None) -> float:
                   bounds=[(None, None)] * d + [(0, None)], method="highs")
     if res.status != 0 or res.x[-1] <= 1e-12:
         return 0.0
-    hs = HalfspaceIntersection(np.c_[a, -c], res.x[:d])
-    volume = ConvexHull(hs.intersections).volume
+    try:
+        hs = HalfspaceIntersection(np.c_[a, -c], res.x[:d])
+        volume = ConvexHull(hs.intersections).volume
+    except QhullError:  # a sliver Qhull cannot resolve: fall back to a fine QMC estimate
+        return qmc_ratio(w, b, points=1 << 14).value
     return float(min(1.0, volume / _ideal_volume(d, room)))
 
 
