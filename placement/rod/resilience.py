@@ -67,8 +67,9 @@ def plan_resilience(state: ClusterState, assignment: Mapping[str, str], *,
     ln = node_coefficients(model.coefficients, bins, len(model.nodes))
     load = ln @ model.rates
     spare = model.capacity - load
-    if np.any(load > 0):
-        out["headroom_all"] = float(np.min(model.capacity[load > 0] / load[load > 0]))
+    if np.any(load > 0):  # denormal loads overflow to inf, which is left out below
+        with np.errstate(over="ignore"):
+            out["headroom_all"] = float(np.min(model.capacity[load > 0] / load[load > 0]))
     alone = []
     for k, stream in enumerate(model.streams):
         on = ln[:, k] > 0

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import NDArray
 
-from placement.common import check_inputs, fits, is_frozen, make_plan
+from placement.common import EPS, check_inputs, fits, is_frozen, make_plan
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 from placement.params import StrategyParams
 from placement.rod.algorithm import rod_assign
@@ -85,31 +85,36 @@ def budgeted(state: ClusterState, model: LoadModel, target: Mapping[str, str],
     unit = {u: j for j, u in enumerate(model.units)}
     norm, share = model.normalised(), model.share()
     w = weights(norm, model.bins(out), share)
+    src = np.array([index[out[u]] for u in todo])
+    dst = np.array([index[target[u]] for u in todo])
+    vec = norm[[unit[u] for u in todo]]
+    costs = np.array([mc[u] for u in todo], dtype=float)
+    alive = np.ones(len(todo), dtype=bool)
+    order = np.arange(len(todo))
     count, cost = 0, 0.0
-    while todo:
-        src = np.array([index[out[u]] for u in todo])
-        dst = np.array([index[target[u]] for u in todo])
-        vec = norm[[unit[u] for u in todo]]
+    while np.any(alive):
         before = share[src] * _quartic(w[src]) + share[dst] * _quartic(w[dst])
         after = (share[src] * _quartic(w[src] - vec / share[src, None])
                  + share[dst] * _quartic(w[dst] + vec / share[dst, None]))
         gain = before - after
-        costs = np.array([mc[u] for u in todo])
-        best, key = -1, (0, 0.0)
-        for i in range(len(todo)):
-            if gain[i] <= 1e-15 or not fits(budget, count + 1, cost + costs[i]):
-                continue
-            k = (1, gain[i]) if costs[i] <= 0 else (0, gain[i] / costs[i])
-            if best < 0 or k > key:
-                best, key = i, k
-        if best < 0:
+        ok = alive & (gain > 1e-15)
+        if budget.max_migrations is not None and count + 1 > budget.max_migrations:
             break
-        u = todo.pop(best)
-        w[src[best]] -= vec[best] / share[src[best]]
-        w[dst[best]] += vec[best] / share[dst[best]]
-        out[u] = target[u]
-        count, cost = count + 1, cost + mc[u]
-    return out, len(todo)
+        if budget.max_migration_cost is not None:
+            ok &= cost + costs <= budget.max_migration_cost + EPS
+        if not np.any(ok):
+            break
+        free = costs <= 0  # free moves first, then the best gain per unit of cost
+        score = np.where(free, gain, gain / np.where(free, 1.0, costs))
+        cand = np.flatnonzero(ok)
+        pick = int(cand[np.lexsort((order[cand], -score[cand], ~free[cand]))[0]])
+        w[src[pick]] -= vec[pick] / share[src[pick]]
+        w[dst[pick]] += vec[pick] / share[dst[pick]]
+        out[todo[pick]] = target[todo[pick]]
+        alive[pick] = False
+        count, cost = count + 1, cost + float(costs[pick])
+        src[pick] = dst[pick]  # a done move is a no-op from now on
+    return out, int(alive.sum())
 
 
 def _quartic(w: NDArray[np.float64]) -> NDArray[np.float64]:
