@@ -4,7 +4,9 @@ Sections (`--only` picks some): fig9 (F/F* against r/r* over random plans), fig1
 the number of operators, every baseline), optimal (ROD against exhaustive Optimal on 2 nodes:
 mean 0.95, min 0.82), fig15 (against d), table3 / fig16 (the lower-bound penalties 0.90 / 0.79 /
 0.56 / 0.35 and 0.89 / 0.83 / 0.55 / 0.32 at 25–200 operators), fig17 (communication cost:
-clustering, and clustered ROD against Connected-LB), fig19 (statistics errors), speed (ROD at
+clustering, and clustered ROD against Connected-LB), fig19 (statistics errors), fig18 (Fig. 18
+in spirit, in the planner: bursty rates on a ramp, ROD against LLF and the MILP re-planning every
+period under the budget: periods with an overloaded node, peak utilisation, migrations), speed (ROD at
 10,000 operators × 100 nodes × 10 streams ≤ 5 s; F/F* at d = 10 to ±1 % in ≤ 2 s).
 The experiments are in bench/rod_figures.py. `--quick` shrinks every sweep (about a minute).
 Where a figure gives only a trend, the target is the trend (e.g. "falls with d").
@@ -23,19 +25,20 @@ from typing import Any
 from bench import write_rows
 
 DESCRIPTION = "ROD, resilient operator distribution (Xing et al. 2006, section 7)"
-SECTIONS = ("fig9", "fig14", "optimal", "fig15", "table3", "fig17", "fig19", "speed")
+SECTIONS = ("fig9", "fig14", "optimal", "fig15", "table3", "fig17", "fig19", "fig18",
+            "speed")
 TABLE3 = {"origin": {25: 0.90, 50: 0.79, 100: 0.56, 200: 0.35},
           "z": {25: 0.89, 50: 0.83, 100: 0.55, 200: 0.32}}
 FULL: dict[str, Any] = {
     "fig9": 10_000, "fig14": ((25, 50, 100, 200), 5), "fig15": ((2, 3, 4, 5, 6, 7), 3),
     "optimal": [(d, k) for d in (2, 3, 4, 5) for k in range(2, 20 // d + 1) if d * k >= 6],
     "table3": ((25, 50, 100, 200), 30), "fig17": ((0.0, 0.25, 0.5, 0.75, 1.0), (4, 10, 20), 3),
-    "fig19": ((0.0, 0.1, 0.2, 0.3, 0.4, 0.5), 5)}
+    "fig19": ((0.0, 0.1, 0.2, 0.3, 0.4, 0.5), 5), "fig18": (30, 10, 1.0)}
 QUICK: dict[str, Any] = {
     "fig9": 500, "fig14": ((25, 50, 100, 200), 2), "fig15": ((2, 3, 5, 7), 1),
     "optimal": [(2, 5), (2, 6), (3, 4), (4, 3), (5, 2)],
     "table3": ((25, 50, 100, 200), 8), "fig17": ((0.0, 0.5, 1.0), (4, 10, 20), 1),
-    "fig19": ((0.0, 0.1, 0.5), 1)}
+    "fig19": ((0.0, 0.1, 0.5), 1), "fig18": (12, 10, 0.5)}
 Target = tuple[str, str, str, str]  # (section, target, measured, verdict)
 
 
@@ -139,6 +142,20 @@ def _targets(section: str, rows: list[dict[str, Any]]) -> list[Target]:
         corr = _spearman(list(per), list(per.values()))
         out.append(("fig17b", "its lead grows with operators per stream", ", ".join(
             f"{k}:x{v:.2f}" for k, v in per.items()), _yes(corr > 0)))
+    elif section == "fig18":
+        stats = {a: (sum(r["overloaded"] for r in rows if r["algorithm"] == a),
+                     max(r["peak_util_pct"] for r in rows if r["algorithm"] == a),
+                     sum(r["migrations"] for r in rows if r["algorithm"] == a))
+                 for a in ("rod", "llf", "milp")}
+        shown = ", ".join(f"{a} {o}/{p:.0f}%/{m}" for a, (o, p, m) in stats.items())
+        periods = len(rows) // 3
+        out.append(("fig18", f"ROD: fewest overloaded periods (of {periods})",
+                    f"overloaded/peak/migrations: {shown}",
+                    _yes(stats["rod"][0] <= min(v[0] for v in stats.values()))))
+        out.append(("fig18", "ROD: no migration after its initial placement",
+                    f"{stats['rod'][2]} migrations", _yes(stats["rod"][2] == 0)))
+        out.append(("fig18", "ROD: lowest peak utilisation", f"{stats['rod'][1]:.0f}%",
+                    _yes(stats["rod"][1] <= min(v[1] for v in stats.values()))))
     elif section == "speed":
         for r in rows:
             out.append(("speed", r["target"], f"{r['seconds']:.2f} s {r.get('note', '')}",
@@ -200,11 +217,13 @@ def run_section(section: str, quick: bool) -> list[dict[str, Any]]:
         return f.fig17(*cfg["fig17"])
     if section == "fig19":
         return f.fig19(*cfg["fig19"])
+    if section == "fig18":
+        return f.fig18(*cfg["fig18"])
     return speed(quick)
 
 
 def plot(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Figures 9, 14, 15, 16, 17 and 19 in one PNG."""
+    """Figures 9, 14, 15, 16, 17, 19 and 18 (in spirit) in one PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -212,7 +231,7 @@ def plot(path: Path, rows: list[dict[str, Any]]) -> None:
 
     from bench.rod_figures import BASELINES
 
-    fig, ax = plt.subplots(2, 3, figsize=(15, 8.5))
+    fig, ax = plt.subplots(3, 3, figsize=(15, 12.5))
     by: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by[str(r.get("figure", r.get("section")))].append(r)
@@ -245,6 +264,16 @@ def plot(path: Path, rows: list[dict[str, Any]]) -> None:
     a.set(title="Fig. 17: communication cost", xlabel="comm / processing cost per tuple",
           ylabel="F/F* (comm load included)")
     a.legend(fontsize=7)
+    a = ax[2][0]
+    for algo in ("rod", "llf", "milp"):
+        mine = [r for r in by["18"] if r["algorithm"] == algo]
+        a.plot([r["period"] for r in mine], [r["peak_util_pct"] for r in mine], label=algo)
+    a.axhline(100.0, color="k", lw=0.8, ls="--")
+    a.set(title="Fig. 18 in spirit: peak utilisation, bursty ramp", xlabel="period",
+          ylabel="peak node utilisation %")
+    a.legend(fontsize=7)
+    ax[2][1].axis("off")
+    ax[2][2].axis("off")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -254,7 +283,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", help=f"comma list of {', '.join(SECTIONS)} (default all)")
     parser.add_argument("--speed", action="store_true", help="only the speed targets")
     parser.add_argument("--plot", type=Path, default=None, metavar="PATH",
-                        help="write Figures 9, 14-17 and 19 (PNG) here")
+                        help="write Figures 9, 14-19 (PNG) here")
 
 
 def main(args: argparse.Namespace) -> int:
