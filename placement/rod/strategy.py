@@ -105,7 +105,8 @@ def budgeted(state: ClusterState, model: LoadModel, target: Mapping[str, str],
         if not np.any(ok):
             break
         free = costs <= 0  # free moves first, then the best gain per unit of cost
-        score = np.where(free, gain, gain / np.where(free, 1.0, costs))
+        with np.errstate(over="ignore"):  # a denormal cost: an infinite ratio, taken first
+            score = np.where(free, gain, gain / np.where(free, 1.0, costs))
         cand = np.flatnonzero(ok)
         pick = int(cand[np.lexsort((order[cand], -score[cand], ~free[cand]))[0]])
         w[src[pick]] -= vec[pick] / share[src[pick]]
