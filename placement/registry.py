@@ -8,7 +8,8 @@ AbstractGoal): it builds and validates the params (from a params object or keywo
 unknown, mistyped or out-of-range one is a ParamsError before any solving), runs the strategy,
 and checks the hard post-conditions: the assignment is complete, the budget is kept (unless the
 strategy ignores it on purpose), nothing moves onto a node of B, and a heuristic never claims
-OPTIMAL.
+OPTIMAL. When the state has the load-model facet, it adds the plan's resilience (feasible-set
+ratio, headroom; placement/rod/resilience.py) to the plan's facet metrics, whatever the strategy.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from placement.common import fits
 from placement.metrics import check_assignment
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 from placement.params import ParamsError, StrategyParams, build_params
+from placement.rod.resilience import with_resilience
 from schemas.strategies import PIPELINE_PARAMS, STRATEGIES
 
 __all__ = ["PIPELINE_PARAMS", "ParamsError", "PostConditionError", "Spec", "Strategy",
@@ -84,7 +86,7 @@ def register(name: str, params: type[StrategyParams], fn: Callable[..., Plan], *
                 **kwargs: Any) -> Plan:
         plan = fn(state, budget, spec.params.of(params, kwargs, name))
         check_plan(spec, state, budget, plan)
-        return plan
+        return with_resilience(state, plan)  # F/F* and headroom, where there is a load model
 
     _SPECS[name], _WRAPPED[name] = spec, wrapper
     return wrapper

@@ -196,11 +196,25 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
         "base_version": tags.get("reconf.base_version"),
         "artifacts": sorted(a.path for a in client.list_artifacts(rid)),
         "dry_run": dry_run,
+        "resilience": _resilience(metrics),
     }
     if keygroup is not None:
         report["keygroup"] = _keygroup(keygroup, read_csv_artifact(client, rid, "keygroups.csv"),
                                        moves, read_csv_artifact(client, rid, "nodes.csv"), report)
     return report
+
+
+#: the plan metrics of placement/rod/resilience.py, logged as `<name>_after` / `<name>_before`
+_RESILIENCE = ("feasible_set_ratio", "plane_distance_ratio", "mmad_bound", "headroom")
+
+
+def _resilience(metrics: dict[str, float]) -> dict[str, dict[str, float | None]] | None:
+    """Each resilience metric of the run, before and after (None: the job has no load model)."""
+    names = sorted(k[: -len("_after")] for k in metrics
+                   if k.endswith("_after") and k.startswith(_RESILIENCE)
+                   and not k.endswith("_ci_after"))
+    return {n: {"before": metrics.get(f"{n}_before"), "after": metrics[f"{n}_after"]}
+            for n in names} or None
 
 
 def _f(value: float | None, fmt: str = ".3f") -> str:
@@ -229,6 +243,10 @@ def format_report(r: dict[str, Any]) -> str:
               f"state {_f(m['state_bytes'], '.0f')} B) because {m['reason']}" for m in r["moves"]]
     if r["scaling"]:
         lines.append(f"  scaling: {r['scaling']['decision']}: {r['scaling']['reason']}")
+    if r.get("resilience"):
+        lines.append("  resilience (before -> after): " + ", ".join(
+            f"{name} {_f(v['before'])} -> {_f(v['after'])}"
+            for name, v in r["resilience"].items()))
     v = r["validation"]
     if v is None:
         lines.append("  validation: no report logged with this run")

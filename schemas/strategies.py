@@ -36,6 +36,7 @@ class StrategyEntry:
 
 
 _MILP, _ALBIC, _BASE = "placement.milp", "placement.albic", "placement.baselines"
+_ROD = "placement.rod.strategy"
 
 STRATEGIES: Mapping[str, StrategyEntry] = {
     "milp": StrategyEntry(f"{_MILP}.core:plan_milp", f"{_MILP}.params:MilpParams", "exact"),
@@ -53,4 +54,10 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
                           ("communication",), keeps_budget=False),
     "drain_then_balance": StrategyEntry("placement.scaling.drain:plan_drain_then_balance",
                                         "placement.scaling.params:DrainParams", "heuristic"),
+    "rod": StrategyEntry(f"{_ROD}:plan_rod", "placement.rod.params:RodParams", "heuristic",
+                         ("load_model",)),
+    "llf": StrategyEntry(f"{_ROD}:plan_llf", "placement.params:StrategyParams", "heuristic",
+                         ("load_model",)),
+    "connected_lb": StrategyEntry(f"{_ROD}:plan_connected_lb", "placement.params:StrategyParams",
+                                  "heuristic", ("load_model", "communication")),
 }

@@ -75,6 +75,8 @@ CONTRACTS: dict[str, Contract] = {
     "random": Contract(why="a floor of random moves that every planner must beat"),
     "cola": Contract(budget=False, why="a static optimiser: re-places everything from scratch, "
                                        "budget ignored (paper §5.3)"),
+    **dict.fromkeys(("rod", "llf", "connected_lb"), Contract(
+        why="needs the load-model facet, which these states lack: properties in test_rod.py")),
 }
 
 
@@ -185,7 +187,8 @@ def check_valid(state: ClusterState, budget: Budget, plan: Plan, contract: Contr
         assert plan.assignment == dict(state.assignment) and plan.message
 
 
-@pytest.mark.parametrize("name", sorted(CONTRACTS))
+@pytest.mark.parametrize("name", sorted(n for n in CONTRACTS
+                                         if "load_model" not in get_spec(n).facets))
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=clusters())
 @example(case=FOUND["milp-cost-tolerance"])

@@ -1,0 +1,220 @@
+"""ROD, LLF and Connected-LB as reconf strategies: a target placement, kept in place where it
+can be, then moved toward under the migration budget.
+
+1. Target: ROD (Fig. 10, placement/rod/algorithm.py; §6.1 from the streams' min_rate; §6.3
+   clustering on request), or LLF / Connected-LB at the observed rates (§7.2), onto the nodes
+   of A (a node marked for removal takes nothing).
+2. Relabel: a target plan is a partition into bins; bins of equal capacity are interchangeable,
+   so each capacity class's bins are matched to its nodes by a maximum-weight matching
+   (`scipy.optimize.linear_sum_assignment`) keeping the most migration cost in place (a unit
+   kept counts mc_k + ε, so with mc = 0 the most units stay).
+3. Budget: if the moves to the target exceed it, they are applied greedily by resilience gain
+   per migration cost (moves costing 0 first): the gain is the drop of the weight energy
+   E = Σ_i (C_i/C_T)·‖W_i‖⁴, a smooth stand-in for the min plane distance (its minimum, d², is
+   exactly the ideal W = 1 of Theorem 1: Jensen twice), since a single move rarely changes the
+   min of r; moves that do not lower E are skipped. Arrivals take their target node (no move).
+Status HEURISTIC; no lower bound.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import numpy as np
+from numpy.typing import NDArray
+
+from placement.common import EPS, check_inputs, fits, is_frozen, make_plan
+from placement.model import Budget, ClusterState, Plan, SolverStatus
+from placement.params import StrategyParams
+from placement.rod.algorithm import rod_assign
+from placement.rod.baselines import connected_lb, llf
+from placement.rod.clustering import clustered_rod
+from placement.rod.model import LoadModel, weights
+from placement.rod.params import RodParams
+
+__all__ = ["budgeted", "neighbours", "plan_connected_lb", "plan_llf", "plan_rod", "relabel"]
+
+Bins = NDArray[np.int64]
+
+
+def neighbours(state: ClusterState, model: LoadModel) -> list[list[int]]:
+    """Each unit's arc partners (undirected) from the communication facet."""
+    index = {u: j for j, u in enumerate(model.units)}
+    near: list[set[int]] = [set() for _ in model.units]
+    for e in state.edges:
+        if e.src != e.dst:
+            near[index[e.src]].add(index[e.dst])
+            near[index[e.dst]].add(index[e.src])
+    return [sorted(s) for s in near]
+
+
+def relabel(state: ClusterState, model: LoadModel, bins: Bins) -> dict[str, str]:
+    """Step 2: bins onto nodes, per capacity class, keeping the most migration cost in place."""
+    from scipy.optimize import linear_sum_assignment
+
+    mc = {k.id: k.migration_cost for k in state.keygroups}
+    eps = (min((c for c in mc.values() if c > 0), default=1.0)) / (len(mc) + 1)
+    node_of = {u: model.nodes[b] for u, b in zip(model.units, bins, strict=True)}
+    a_nodes = [n for n in state.nodes if not n.marked_for_removal]
+    rename: dict[str, str] = {}
+    for cap in sorted({n.capacity for n in a_nodes}):
+        group = [n.id for n in a_nodes if n.capacity == cap]
+        keep = np.zeros((len(group), len(group)))
+        col = {n: i for i, n in enumerate(group)}
+        for u, target in node_of.items():
+            now = state.assignment.get(u)
+            if target in col and now in col:
+                keep[col[target], col[now]] += mc[u] + eps
+        rows, cols = linear_sum_assignment(keep, maximize=True)
+        rename.update({group[r]: group[c] for r, c in zip(rows, cols, strict=True)})
+    return {u: rename.get(n, n) for u, n in node_of.items()}
+
+
+def budgeted(state: ClusterState, model: LoadModel, target: Mapping[str, str],
+             budget: Budget) -> tuple[dict[str, str], int]:
+    """Step 3: the assignment reached under `budget`, and how many target moves were left."""
+    out = {u: state.assignment.get(u, target[u]) for u in model.units}
+    mc = {k.id: k.migration_cost for k in state.keygroups}
+    todo = [u for u in model.units if out[u] != target[u]]
+    if fits(budget, len(todo), sum(mc[u] for u in todo)):
+        return dict(target), 0
+    if is_frozen(budget):
+        return out, len(todo)
+    index = {n: i for i, n in enumerate(model.nodes)}
+    unit = {u: j for j, u in enumerate(model.units)}
+    norm, share = model.normalised(), model.share()
+    w = weights(norm, model.bins(out), share)
+    src = np.array([index[out[u]] for u in todo])
+    dst = np.array([index[target[u]] for u in todo])
+    vec = norm[[unit[u] for u in todo]]
+    costs = np.array([mc[u] for u in todo], dtype=float)
+    alive = np.ones(len(todo), dtype=bool)
+    order = np.arange(len(todo))
+    count, cost = 0, 0.0
+    while np.any(alive):
+        before = share[src] * _quartic(w[src]) + share[dst] * _quartic(w[dst])
+        after = (share[src] * _quartic(w[src] - vec / share[src, None])
+                 + share[dst] * _quartic(w[dst] + vec / share[dst, None]))
+        gain = before - after
+        ok = alive & (gain > 1e-15)
+        if budget.max_migrations is not None and count + 1 > budget.max_migrations:
+            break
+        if budget.max_migration_cost is not None:
+            ok &= cost + costs <= budget.max_migration_cost + EPS
+        if not np.any(ok):
+            break
+        free = costs <= 0  # free moves first, then the best gain per unit of cost
+        with np.errstate(over="ignore"):  # a denormal cost: an infinite ratio, taken first
+            score = np.where(free, gain, gain / np.where(free, 1.0, costs))
+        cand = np.flatnonzero(ok)
+        pick = int(cand[np.lexsort((order[cand], -score[cand], ~free[cand]))[0]])
+        w[src[pick]] -= vec[pick] / share[src[pick]]
+        w[dst[pick]] += vec[pick] / share[dst[pick]]
+        out[todo[pick]] = target[todo[pick]]
+        alive[pick] = False
+        count, cost = count + 1, cost + float(costs[pick])
+        src[pick] = dst[pick]  # a done move is a no-op from now on
+    return out, int(alive.sum())
+
+
+def _quartic(w: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.asarray(np.einsum("ij,ij->i", w, w) ** 2, dtype=np.float64)
+
+
+def _finish(name: str, state: ClusterState, model: LoadModel, bins: Bins, budget: Budget,
+            started: float, note: str = "") -> Plan:
+    target = relabel(state, model, bins)
+    assignment, left = budgeted(state, model, target, budget)
+    message = note
+    if left:
+        message = f"{note}; " if note else ""
+        message += f"{left} move(s) toward the {name} target left out by the budget"
+    return make_plan(name, state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
+                     started=started, message=message)
+
+
+def _allowed(state: ClusterState, model: LoadModel) -> NDArray[np.bool_]:
+    marked = {n.id for n in state.nodes if n.marked_for_removal}
+    return np.array([n not in marked for n in model.nodes])
+
+
+def plan_rod(state: ClusterState, budget: Budget, params: RodParams | None = None) -> Plan:
+    """ROD's resilient placement (Xing et al. 2006 Fig. 10), reached under the budget."""
+    started = time.perf_counter()
+    params = params or RodParams()
+    check_inputs(state, budget)
+    model = LoadModel.of(state)
+    allowed = _allowed(state, model)
+    act = model.active
+    coef, norm = model.coefficients[:, act], model.normalised()
+    share = np.where(allowed, model.capacity, 0.0) / model.capacity[allowed].sum()
+    lower = (model.lower[act] * model.totals[act] / model.capacity[allowed].sum()
+             if params.use_lower_bound else None)
+    near = neighbours(state, model) if state.edges else None
+    note = ""
+    if not np.any(act):
+        first = int(np.flatnonzero(allowed)[0])
+        now = {n: i for i, n in enumerate(model.nodes)}
+        bins = np.array([now.get(state.assignment.get(u, ""), first) for u in model.units],
+                        dtype=np.int64)
+        bins[~allowed[bins]] = first
+        note = "no unit loads a declared stream: units stay where they are"
+    elif params.cluster and state.edges and params.comm_cost > 0:
+        bins, note = _clustered(state, model, coef, norm, share, lower, allowed, params)
+    else:
+        safe = np.where(allowed, share, 1.0)  # never chosen: only to keep W finite
+        bins = rod_assign(coef, norm, safe, lower=lower, class2=params.class2,
+                          sort=params.sort, neighbours=near, allowed=allowed)
+    return _finish("rod", state, model, bins, budget, started, note)
+
+
+def _clustered(state: ClusterState, model: LoadModel, coef: NDArray[np.float64],
+               norm: NDArray[np.float64], share: NDArray[np.float64],
+               lower: NDArray[np.float64] | None, allowed: NDArray[np.bool_],
+               params: RodParams) -> tuple[Bins, str]:
+    """§6.3 on the communication facet: an edge of rate x costs comm_cost·x on both ends, in
+    the direction of its upstream unit's coefficients (its output scales with its input)."""
+    index = {u: j for j, u in enumerate(model.units)}
+    load = model.coefficients @ model.rates
+    arcs, ratios, costs = [], [], []
+    for e in state.edges:
+        u, v = index[e.src], index[e.dst]
+        if u == v or load[u] <= 0:
+            continue
+        crossing = params.comm_cost * e.rate
+        arcs.append((u, v))
+        ratios.append(crossing / max(min(load[u], load[v]), 1e-12))
+        costs.append(crossing / load[u] * norm[u])
+    if not arcs:
+        return rod_assign(coef, norm, np.where(allowed, share, 1.0), lower=lower,
+                          class2=params.class2, sort=params.sort, allowed=allowed), ""
+    # clustering runs on the nodes of A only (its share vector has no zero)
+    a = np.flatnonzero(allowed)
+    best = clustered_rod(coef, norm, share[a], arcs, np.array(ratios), np.array(costs),
+                         approach=params.approach, lower=lower, class2=params.class2,
+                         sort=params.sort)
+    chosen = ("no clustering" if best.threshold is None else
+              f"clustering threshold {best.threshold:g}, cap {best.cap:g}")
+    return a[best.bins], f"§6.3: {chosen} (plane distance {best.plane_distance:.3f})"
+
+
+def plan_llf(state: ClusterState, budget: Budget, params: StrategyParams | None = None
+             ) -> Plan:
+    """LLF at the observed rates (§7.2), reached under the budget like ROD."""
+    started = time.perf_counter()
+    check_inputs(state, budget)
+    model = LoadModel.of(state)
+    bins = llf(model.coefficients, model.rates, model.capacity, _allowed(state, model))
+    return _finish("llf", state, model, bins, budget, started)
+
+
+def plan_connected_lb(state: ClusterState, budget: Budget,
+                      params: StrategyParams | None = None) -> Plan:
+    """Connected-LB at the observed rates (§7.2), reached under the budget like ROD."""
+    started = time.perf_counter()
+    check_inputs(state, budget)
+    model = LoadModel.of(state)
+    bins = connected_lb(model.coefficients, model.rates, model.capacity,
+                        neighbours(state, model), _allowed(state, model))
+    return _finish("connected_lb", state, model, bins, budget, started)
