@@ -53,4 +53,6 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
                           ("communication",), keeps_budget=False),
     "drain_then_balance": StrategyEntry("placement.scaling.drain:plan_drain_then_balance",
                                         "placement.scaling.params:DrainParams", "heuristic"),
+    "sprawl": StrategyEntry("placement.sprawl.core:plan_sprawl",
+                            "placement.sprawl.params:SprawlParams", "exact", ("network",)),
 }
