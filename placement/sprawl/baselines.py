@@ -39,7 +39,7 @@ def exhaustive(inst: Instance, *, max_placements: int = 50_000_000
     total = math.prod(sizes)
     if total > max_placements:
         raise ValueError(f"exhaustive: {total} placements exceed {max_placements}")
-    order = tree_of(inst.m, inst.edges, [q.sink for q in inst.queries]).postorder
+    order = _topological(inst)
     incoming: dict[int, list[int]] = {}
     for u, v, _ in inst.edges:
         incoming.setdefault(v, []).append(u)
@@ -83,6 +83,25 @@ def exhaustive(inst: Instance, *, max_placements: int = 50_000_000
             if masked[i] < best:
                 best, best_x = float(masked[i]), x[i].copy()
     return best_x, best
+
+
+def _topological(inst: Instance) -> list[int]:
+    """Operators in data-flow order (Kahn), so Eq. 4.5 sees inputs first (any DAG)."""
+    indeg = [0] * inst.m
+    out: dict[int, list[int]] = {}
+    for u, v, _ in inst.edges:
+        indeg[v] += 1
+        out.setdefault(u, []).append(v)
+    ready = [op for op in range(inst.m) if indeg[op] == 0]
+    order: list[int] = []
+    while ready:
+        op = ready.pop()
+        order.append(op)
+        for v in out.get(op, []):
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                ready.append(v)
+    return order
 
 
 def random_path(inst: Instance, rng: np.random.Generator) -> np.ndarray:

@@ -35,7 +35,7 @@ from placement.sprawl.instance import Instance, Objective, QueryIdx, evaluate
 from placement.sprawl.topology import Routing
 from placement.sprawl.workload import QueryPlan, QuerySpec, build, reorder
 
-__all__ = ["Deployment", "Placed", "instance_of", "merge_plans", "place_query"]
+__all__ = ["Deployment", "Placed", "batch_cost", "instance_of", "merge_plans", "place_query"]
 
 
 def instance_of(plans: Sequence[QueryPlan], routing: Routing, *, beta: float = 1.0,
