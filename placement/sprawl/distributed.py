@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -128,7 +129,7 @@ def distributed_dp(inst: Instance, zones: Zones | None = None,
     scale = inst.beta if inst.objective == "resource" else 1.0
     tree = tree_of(inst.m, inst.edges, [q.sink for q in inst.queries])
     vec: dict[int, np.ndarray] = {}  # OPCost[op] over the sites of op's zone
-    back: dict[int, object] = {}
+    back: dict[int, tuple[Any, ...]] = {}
     work = dict.fromkeys(zones.names, 0)
     for op in tree.postorder:
         zm = zones.members[z[op]]
@@ -175,11 +176,11 @@ def distributed_dp(inst: Instance, zones: Zones | None = None,
             par = tree.parent[op][0]
             info = back[op]
             if info[0] == "same":
-                local[op] = info[1][local[par]]  # type: ignore[index]
+                local[op] = info[1][local[par]]
             else:
-                b_p = info[3][local[par]]  # type: ignore[index]
-                b_c = info[2][b_p]  # type: ignore[index]
-                local[op] = info[1][b_c]  # type: ignore[index]
+                b_p = info[3][local[par]]
+                b_c = info[2][b_p]
+                local[op] = info[1][b_c]
     for op in range(inst.m):
         x[op] = zones.members[z[op]][local[op]]
     return DistributedResult(x, total, z, work)

@@ -135,10 +135,10 @@ def evaluate(inst: Instance, x: np.ndarray | list[int], *, eps: float = 1e-9) ->
     latency = tuple(query_latency(inst, x, q) for q in inst.queries)
     bad: list[str] = []
     if inst.cpu_cap is not None:
-        for n in np.flatnonzero(node_cpu > inst.cpu_cap + eps):
+        for n in np.flatnonzero(node_cpu > inst.cpu_cap + eps).tolist():
             bad.append(f"cpu on {r.sites[n]}: {node_cpu[n]:g} > {inst.cpu_cap[n]:g}")
     if inst.link_cap is not None:
-        for lk in np.flatnonzero(link_bw > inst.link_cap + eps):
+        for lk in np.flatnonzero(link_bw > inst.link_cap + eps).tolist():
             link = r.links[lk]
             bad.append(f"bandwidth on {link.a}-{link.b}: {link_bw[lk]:g} > {inst.link_cap[lk]:g}")
     for q, lat in zip(inst.queries, latency, strict=True):

@@ -61,7 +61,7 @@ def solve_milp(inst: Instance, *, time_limit_s: float = 10.0, start: np.ndarray 
                gap_rel: float = 1e-6) -> MilpResult:
     """Solve the MILP above; `start` (a placement) is handed to HiGHS as its incumbent."""
     started = time.perf_counter()
-    cands = [np.flatnonzero(np.isfinite(inst.cpu_cost[o])) for o in range(inst.m)]
+    cands = [np.flatnonzero(np.isfinite(inst.cpu_cost[o])).tolist() for o in range(inst.m)]
     prob = pulp.LpProblem("sprawl", pulp.LpMinimize)
     x = {(o, int(n)): pulp.LpVariable(f"x_{o}_{n}", cat="Binary")
          for o in range(inst.m) for n in cands[o]}
@@ -105,7 +105,7 @@ def solve_milp(inst: Instance, *, time_limit_s: float = 10.0, start: np.ndarray 
                                for (k, n) in ((int(k), int(n)) for k in cands[inst.edges[e][0]]
                                               for n in cands[inst.edges[e][1]])) + tail <= q.bound
     warm: dict[pulp.LpVariable, float] = {}
-    if start is not None and all(start[o] in set(cands[o].tolist()) for o in range(inst.m)):
+    if start is not None and all(start[o] in set(cands[o]) for o in range(inst.m)):
         for (o, n), var in x.items():
             warm[var] = 1.0 if start[o] == n else 0.0
         for (e, k, n), var in y.items():

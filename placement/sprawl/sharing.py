@@ -103,7 +103,7 @@ def _alternatives(plan: QueryPlan, inst: Instance, dep: Deployment) -> dict[int,
     """Step 3: per data edge u → v, the cheapest way to get u's data from a deployed provider."""
     alt: dict[int, np.ndarray] = {}
     w = inst.weight
-    for e, (u, v, rate) in enumerate(plan.edges):
+    for e, (u, v, _) in enumerate(plan.edges):
         best = np.full(inst.n, np.inf)
         for site, r_out in dep.by_key.get(plan.ops[u].key, []):  # equivalent (Def. 2)
             best = np.minimum(best, r_out * w[site])
@@ -115,9 +115,7 @@ def _alternatives(plan: QueryPlan, inst: Instance, dep: Deployment) -> dict[int,
                     if lo <= cov[1] and hi >= cov[2]:
                         for site, r_out in providers:
                             best = np.minimum(best, r_out * w[site])
-        if np.isfinite(best).any() and plan.ops[u].site is None:
-            alt[e] = best
-        elif np.isfinite(best).any() and cov is not None:
+        if (np.isfinite(best).any() and plan.ops[u].site is None) or (np.isfinite(best).any() and cov is not None):
             alt[e] = best
     return alt
 

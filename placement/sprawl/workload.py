@@ -114,7 +114,7 @@ def random_spec(rng: np.random.Generator, qid: str, n_ops: int, joins: int,
     n_src = joins + 1
     pre = min(others, n_src)
     filtered = set(rng.choice(n_src, size=pre, replace=False).tolist())
-    leaves = []
+    leaves: list[tuple[int, tuple[float, float] | None]] = []
     for i in range(n_src):
         site = int(rng.choice(source_sites))
         if i in filtered:

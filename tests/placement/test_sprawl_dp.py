@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import math
 
 import numpy as np
 import pytest
@@ -17,8 +16,7 @@ from placement.sprawl.dp import NotATree, algorithm1
 from placement.sprawl.instance import Instance, QueryIdx, evaluate
 from placement.sprawl.milp import solve_milp
 from placement.sprawl.netgen import clusters, random_plane, transit_stub
-from placement.sprawl.sharing import (Deployment, batch_cost, instance_of, merge_plans,
-                                      place_query)
+from placement.sprawl.sharing import Deployment, batch_cost, instance_of, merge_plans, place_query
 from placement.sprawl.topology import routing_of
 from placement.sprawl.workload import build, random_spec
 

@@ -132,6 +132,7 @@ def test_the_budget_is_kept_and_the_gap_is_honest(mode: str, budget: Budget) -> 
     assert plan.lower_bound == pytest.approx(free.lower_bound)
     assert plan.facet_metrics["cost_total"] >= free.facet_metrics["cost_total"] - 1e-9
     gap = plan.facet_metrics["gap"]
+    assert plan.lower_bound is not None
     assert gap == pytest.approx((plan.facet_metrics["cost_total"] - plan.lower_bound)
                                 / plan.facet_metrics["cost_total"])
 
