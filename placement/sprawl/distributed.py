@@ -5,26 +5,27 @@
    wide-area links are the links whose ends are in different zones, and zone-to-zone costs are
    shortest paths on the zone graph. Pinned operators stay in their site's zone. Ties (equal
    wide-area cost) go to the zone whose border is nearer in latency (a 1e-6 tie-break).
-2. Per zone (§4.4.2): each zone runs Algorithm 1 on its sub-plan over its own sites, with
-   intra-zone routes (shortest paths inside the zone). For an edge from a sub-plan root r in
-   child zone C to its consumer o in parent zone P, C sends one value per border node b_C,
-   OPCost'_{r,b_C} = min_j (OPCost_{r,j} + BWCost_C(j → b_C)) (Eq. 4.8's first part; with
-   several border nodes, one value per border node, note B4.14); P adds the border-to-border
-   route and BWCost_P(b_P → k) and keeps the minimum over (b_C, b_P).
+2. Per zone (§4.4.2): each zone runs Algorithm 1 on its sub-plan over its own sites, with its
+   own routes (shortest paths on its internal links). For an edge from a sub-plan root r in
+   child zone C to its consumer o in parent zone P, C sends OPCost_{r,j} for each of its sites
+   j (the thesis's message, "an array of OPCost'_{r,j} for each Node_j in C") with its routes
+   j → b_C to its border nodes; P adds the wide-area route b_C → b_P and its own b_P → k, takes
+   the cheapest border pair, and then the cheapest j (Eq. 4.8, with the per-child min of 4.4).
+   Route costs compose before the objective is applied, so Formula 6.1's Lat² is the square of
+   the whole route's latency, not a sum of squared parts.
 3. Deploy: P sends back the chosen root site; each zone deploys its sub-plan as in Algorithm 1.
 
 It equals the central Algorithm 1 when (a) the partition is correct (each operator in the zone
 the central optimum uses, §6.3.5) and (b) routes decompose at borders: every intra-zone shortest
 route stays inside the zone and every inter-zone route passes border → border; tests check
-this on networks built so. `work` counts each zone's inner-loop evaluations (the N_c² terms of
-Θ(c·M_s·N_c²), §4.5.1), the zone's share of a distributed run.
+this on networks built so. `work` counts each zone's inner-loop evaluations (the N_c·N_p terms of
+Θ(c·M_s·N_c²), §4.5.1): the zone that computes an edge's table is charged for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -33,8 +34,10 @@ from scipy.sparse.csgraph import dijkstra
 
 from placement.sprawl.dp import tree_of
 from placement.sprawl.instance import Instance
+from placement.sprawl.topology import Routing, route_sums
 
-__all__ = ["DistributedResult", "Zones", "distributed_dp", "partition", "zones_of"]
+__all__ = ["DistributedResult", "Zones", "distributed_dp", "partition", "routes_decompose",
+           "zones_of"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,44 +47,51 @@ class Zones:
     names: tuple[str, ...]
     of_site: np.ndarray  # zone index of every site
     members: tuple[np.ndarray, ...]
-    borders: tuple[np.ndarray, ...]
-    inner: tuple[np.ndarray, ...]  # per zone: intra-zone route weight (Σ w·Lat) between members
+    borders: tuple[np.ndarray, ...]  # per zone: positions (into members) of its border sites
+    inner_lat: tuple[np.ndarray, ...]  # per zone: route latency inside the zone
+    inner_cost: tuple[np.ndarray, ...]  # per zone: route Σ w^BW·Lat inside the zone
     wan: np.ndarray  # zone × zone: Σ w^BW of wide-area links on the cheapest zone path
     zlat: np.ndarray  # zone × zone: min latency between their borders (tie-break)
 
 
-def zones_of(inst: Instance) -> Zones:
-    r = inst.routing
+def zones_of(r: Routing) -> Zones:
+    """Zones, borders and each zone's own routes (shortest paths on its internal links)."""
     names = tuple(sorted(set(r.zone)))
     zi = {z: i for i, z in enumerate(names)}
     of_site = np.array([zi[z] for z in r.zone])
     members = tuple(np.flatnonzero(of_site == i) for i in range(len(names)))
-    borders = tuple(m[r.border[m]] if r.border[m].any() else m for m in members)
-    inner = []
+    borders = tuple(np.flatnonzero(r.border[m]) if r.border[m].any() else np.arange(len(m))
+                    for m in members)
+    inner_lat, inner_cost = [], []
     for m in members:
         pos = {int(s): k for k, s in enumerate(m)}
-        rows, cols, w = [], [], []
+        rows, cols, lat, cost = [], [], [], []
         for link in r.links:
             a, b = r.index[link.a], r.index[link.b]
             if a in pos and b in pos:
                 rows += [pos[a], pos[b]]
                 cols += [pos[b], pos[a]]
-                w += [link.latency_ms] * 2
-        lat = dijkstra(csr_matrix((w, (rows, cols)), shape=(len(m), len(m))), directed=True)
-        # the route weight Σ w^BW·Lat inside the zone: the global route when it stays inside
-        inner.append(np.where(np.isfinite(lat), r.pathcost[np.ix_(m, m)], np.inf))
+                lat += [link.latency_ms] * 2
+                cost += [link.cost * link.latency_ms] * 2
+        graph = csr_matrix((lat, (rows, cols)), shape=(len(m), len(m)))
+        dist, pred = dijkstra(graph, directed=True, return_predecessors=True)
+        inner_lat.append(dist)
+        weight = csr_matrix((cost, (rows, cols)), shape=(len(m), len(m))).toarray()
+        inner_cost.append(np.where(np.isfinite(dist), route_sums(pred, weight), np.inf))
     g = nx.Graph()
     g.add_nodes_from(range(len(names)))
     for link in r.links:
-        za, zb = of_site[r.index[link.a]], of_site[r.index[link.b]]
+        za, zb = int(of_site[r.index[link.a]]), int(of_site[r.index[link.b]])
         if za != zb:
             old = g.get_edge_data(za, zb, {"w": np.inf})["w"]
-            g.add_edge(int(za), int(zb), w=min(old, link.cost))
+            g.add_edge(za, zb, w=min(old, link.cost))
     wan = np.array([[nx.shortest_path_length(g, a, b, weight="w") for b in g.nodes]
                     for a in g.nodes], dtype=float)
-    zlat = np.array([[float(r.latency[np.ix_(borders[a], borders[b])].min())
+    zlat = np.array([[float(r.latency[np.ix_(members[a][borders[a]],
+                                             members[b][borders[b]])].min())
                       for b in range(len(names))] for a in range(len(names))])
-    return Zones(names, of_site, members, borders, tuple(inner), wan, zlat)
+    return Zones(names, of_site, members, borders, tuple(inner_lat), tuple(inner_cost), wan,
+                 zlat)
 
 
 def partition(inst: Instance, zones: Zones) -> np.ndarray:
@@ -113,87 +123,81 @@ def partition(inst: Instance, zones: Zones) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DistributedResult:
-    x: np.ndarray
+    x: np.ndarray  # -1: reused through sharing
     cost: float  # the DP's own cost (routes through borders between zones)
     zone_of_op: np.ndarray
     work: Mapping[str, int]  # inner-loop evaluations per zone
 
 
+def _route(inst: Instance, zones: Zones, zc: int, zp: int) -> np.ndarray:
+    """Per unit of rate, the cost from each site of zone zc to each site of zone zp as the
+    zones see it: inside one zone its own routes; across zones the child's route to one of its
+    borders, the wide-area route border → border, the parent's route from its border, the
+    cheapest border pair (the child's message holds one value per own site and border)."""
+    squared = inst.objective == "sbon"
+    inner = zones.inner_lat if squared else zones.inner_cost
+    if zc == zp:
+        route = inner[zc]
+    else:
+        r = inst.routing
+        glob = r.latency if squared else r.pathcost
+        bc, bp = zones.borders[zc], zones.borders[zp]
+        wan = glob[np.ix_(zones.members[zc][bc], zones.members[zp][bp])]
+        to_bp = (inner[zc][:, bc][:, :, None] + wan[None, :, :]).min(axis=1)  # j × b_P
+        route = (to_bp[:, :, None] + inner[zp][bp, :][None, :, :]).min(axis=1)  # j × k
+    return np.asarray(route ** 2 if squared else inst.beta * route)
+
+
+def routes_decompose(inst: Instance, zones: Zones) -> bool:
+    """The condition under which the zones' routes are the network's: every zone pair's
+    composed routes (`_route`) equal the global shortest routes (condition (b) above)."""
+    for a in range(len(zones.names)):
+        for b in range(len(zones.names)):
+            mine = _route(inst, zones, a, b)
+            glob = inst.weight[np.ix_(zones.members[a], zones.members[b])]
+            if not np.allclose(mine, glob, rtol=1e-9, atol=1e-9):
+                return False
+    return True
+
+
 def distributed_dp(inst: Instance, zones: Zones | None = None,
-                   zone_of_op: np.ndarray | None = None) -> DistributedResult:
-    """Steps 1–3 (see the module docstring); `zone_of_op` overrides step 1's partition."""
-    zones = zones if zones is not None else zones_of(inst)
+                   zone_of_op: np.ndarray | None = None,
+                   alternatives: Mapping[int, np.ndarray] | None = None) -> DistributedResult:
+    """Steps 1–3 (see the module docstring); `zone_of_op` overrides step 1's partition;
+    `alternatives` are §5.2.2's deployed providers, as in Algorithm 1 (§5.2.5)."""
+    zones = zones if zones is not None else zones_of(inst.routing)
     z = partition(inst, zones) if zone_of_op is None else np.asarray(zone_of_op)
-    r = inst.routing
-    w_global = inst.weight / inst.beta if inst.objective == "resource" else inst.weight
-    scale = inst.beta if inst.objective == "resource" else 1.0
     tree = tree_of(inst.m, inst.edges, [q.sink for q in inst.queries])
-    vec: dict[int, np.ndarray] = {}  # OPCost[op] over the sites of op's zone
-    back: dict[int, tuple[Any, ...]] = {}
+    vec = {op: inst.cpu_cost[op, zones.members[z[op]]].astype(float) for op in tree.postorder}
+    copt: dict[int, np.ndarray] = {}
+    elided: dict[int, np.ndarray] = {}
     work = dict.fromkeys(zones.names, 0)
-    for op in tree.postorder:
-        zm = zones.members[z[op]]
-        vec[op] = inst.cpu_cost[op, zm].astype(float).copy()
     for op in tree.postorder:
         if op not in tree.parent:
             continue
         par, e, is_src = tree.parent[op]
-        rate = inst.edges[e][2] * scale
         zc, zp = int(z[op]), int(z[par])
-        if zc == zp:
-            inner = zones.inner[zc] if is_src else zones.inner[zc].T
-            table = vec[op][:, None] + rate * _obj(inst, inner, zones, zc, zc)
-            vec[par] += table.min(axis=0)
-            back[op] = ("same", table.argmin(axis=0))
-            work[zones.names[zc]] += table.size
-            continue
-        mc, mp = zones.members[zc], zones.members[zp]
-        bc = np.searchsorted(mc, zones.borders[zc])
-        bp = np.searchsorted(mp, zones.borders[zp])
-        # child zone: OPCost' per own border node (its message to the parent)
-        to_b = zones.inner[zc][:, bc] if is_src else zones.inner[zc][bc, :].T
-        t1 = vec[op][:, None] + rate * _obj(inst, to_b, zones, zc, zc)
-        msg, arg1 = t1.min(axis=0), t1.argmin(axis=0)
-        work[zones.names[zc]] += t1.size
-        # parent zone: border → border (the WAN route) and border → k inside the parent
-        bb = w_global[np.ix_(mc[bc], mp[bp])] if is_src else w_global[np.ix_(mp[bp], mc[bc])].T
-        t2 = msg[:, None] + rate * _obj(inst, bb, zones, -1, -1, lat=r.latency, sites=(
-            mc[bc], mp[bp]), src=is_src)
-        mid, arg2 = t2.min(axis=0), t2.argmin(axis=0)
-        from_b = zones.inner[zp][bp, :] if is_src else zones.inner[zp][:, bp].T
-        t3 = mid[:, None] + rate * _obj(inst, from_b, zones, zp, zp)
-        vec[par] += t3.min(axis=0)
-        back[op] = ("cross", arg1, arg2, t3.argmin(axis=0))
-        work[zones.names[zp]] += t2.size + t3.size
-    x = np.full(inst.m, -1, dtype=np.int64)
+        route = _route(inst, zones, zc, zp) if is_src else _route(inst, zones, zp, zc).T
+        table = vec[op][:, None] + inst.edges[e][2] * route
+        arg = table.argmin(axis=0)
+        best = table[arg, np.arange(table.shape[1])]
+        if alternatives and is_src and e in alternatives:
+            alt = alternatives[e][zones.members[zp]]
+            elided[op] = alt < best
+            best = np.minimum(best, alt)
+        vec[par] += best
+        copt[op] = arg
+        work[zones.names[zp]] += table.size
+    local = np.full(inst.m, -1, dtype=np.int64)
     total = 0.0
-    local = np.zeros(inst.m, dtype=np.int64)
     for root in tree.roots:
         local[root] = int(np.argmin(vec[root]))
         total += float(vec[root][local[root]])
     for op in reversed(tree.postorder):
         if op in tree.parent:
-            par = tree.parent[op][0]
-            info = back[op]
-            if info[0] == "same":
-                local[op] = info[1][local[par]]
-            else:
-                b_p = info[3][local[par]]
-                b_c = info[2][b_p]
-                local[op] = info[1][b_c]
-    for op in range(inst.m):
-        x[op] = zones.members[z[op]][local[op]]
+            at = local[tree.parent[op][0]]
+            if at >= 0 and not (op in elided and elided[op][at]):
+                local[op] = copt[op][at]
+    x = np.array([zones.members[z[op]][local[op]] if local[op] >= 0 else -1
+                  for op in range(inst.m)], dtype=np.int64)
     return DistributedResult(x, total, z, work)
-
-
-def _obj(inst: Instance, weight: np.ndarray, zones: Zones, za: int, zb: int, *,
-         lat: np.ndarray | None = None, sites: tuple[np.ndarray, np.ndarray] | None = None,
-         src: bool = True) -> np.ndarray:
-    """Route weights as the objective wants them: Σ w·Lat (Formula 3.1) as given, or the
-    route latency squared under the SBON objective (Formula 6.1)."""
-    if inst.objective != "sbon":
-        return weight
-    if sites is not None and lat is not None:
-        sub = lat[np.ix_(sites[0], sites[1])]
-        return np.asarray(sub ** 2 if src else sub.T ** 2)
-    return np.asarray(weight ** 2)

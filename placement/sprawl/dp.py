@@ -99,14 +99,26 @@ def algorithm1(inst: Instance, *, roots: Sequence[int] = (),
     copt: dict[int, np.ndarray] = {}
     elided: dict[int, np.ndarray] = {}
     w = inst.weight
+    buf = np.empty_like(w)
+    cols = np.arange(inst.n)
     for op in tree.postorder:
         if op not in tree.parent:
             continue
         par, e, is_src = tree.parent[op]
         rate = inst.edges[e][2]
-        table = opcost[op][:, None] + rate * (w if is_src else w.T)
-        best = table.min(axis=0)
+        fin = np.flatnonzero(np.isfinite(opcost[op]))  # a pinned child: one row, not N
+        if len(fin) == 0:
+            raise ValueError(f"operator {inst.ops[op]!r} has no site it may run on")
+        wd = w if is_src else w.T
+        if len(fin) < len(opcost[op]):
+            table = opcost[op][fin][:, None] + rate * wd[fin]
+        else:  # one N×N buffer, no temporaries: the O(N²) step of lines 9–13
+            table = np.multiply(wd, rate, out=buf)
+            table += opcost[op][:, None]
         arg = table.argmin(axis=0)
+        best = table[arg, cols]
+        if len(fin) < len(opcost[op]):
+            arg = fin[arg]
         if alternatives and is_src and e in alternatives:
             alt = alternatives[e]
             take = alt < best

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from placement.sprawl.distributed import Zones, distributed_dp
 from placement.sprawl.dp import NotATree, algorithm1
 from placement.sprawl.instance import Instance, Objective, QueryIdx, evaluate
 from placement.sprawl.topology import Routing
@@ -75,8 +76,12 @@ class Deployment:
     base_weight: np.ndarray
     beta: float = 1.0
     by_key: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    #: deployed filters by input key: (lo, hi, site, output rate), for Definition 1
+    filters: dict[str, list[tuple[float, float, int, float]]] = field(default_factory=dict)
     used: np.ndarray | None = None
     link_bw: np.ndarray | None = None
+    #: place with the distributed DP over these zones (§5.2.5) instead of Algorithm 1
+    zones: Zones | None = None
 
     def __post_init__(self) -> None:
         if self.used is None:
@@ -91,12 +96,15 @@ class Deployment:
 
 @dataclass(frozen=True)
 class Placed:
-    """One placed query: its plan, sites (-1: reused), marginal cost, whether p' won."""
+    """One placed query: its plan, sites (-1: reused), marginal cost, whether p' won, and the
+    sites and links its data passes (its own and the reused providers')."""
 
     plan: QueryPlan
     x: np.ndarray
     cost: float
     reordered: bool
+    sites: frozenset[int] = frozenset()
+    links: frozenset[int] = frozenset()
 
 
 def _alternatives(plan: QueryPlan, inst: Instance, dep: Deployment) -> dict[int, np.ndarray]:
@@ -109,12 +117,9 @@ def _alternatives(plan: QueryPlan, inst: Instance, dep: Deployment) -> dict[int,
             best = np.minimum(best, r_out * w[site])
         cov = plan.ops[v].covers
         if cov is not None and plan.ops[u].key == cov[0]:  # v covered by a wider filter (Def. 1)
-            for key, providers in dep.by_key.items():
-                if key.startswith(f"F({cov[0]},"):
-                    lo, hi = (float(t) for t in key[len(cov[0]) + 3:-1].split(","))
-                    if lo <= cov[1] and hi >= cov[2]:
-                        for site, r_out in providers:
-                            best = np.minimum(best, r_out * w[site])
+            for lo, hi, site, r_out in dep.filters.get(cov[0], []):
+                if lo <= cov[1] and hi >= cov[2]:
+                    best = np.minimum(best, r_out * w[site])
         if (np.isfinite(best).any() and plan.ops[u].site is None) or (np.isfinite(best).any() and cov is not None):
             alt[e] = best
     return alt
@@ -123,6 +128,9 @@ def _alternatives(plan: QueryPlan, inst: Instance, dep: Deployment) -> dict[int,
 def _place(plan: QueryPlan, dep: Deployment, sharing: bool) -> tuple[np.ndarray, float]:
     inst = instance_of([plan], dep.routing, beta=dep.beta, cpu_weight=dep.weight())
     alt = _alternatives(plan, inst, dep) if sharing else None
+    if dep.zones is not None:  # §5.2.5: the distributed DP with the same alternatives
+        dist = distributed_dp(inst, dep.zones, alternatives=alt)
+        return dist.x, dist.cost
     res = algorithm1(inst, alternatives=alt)
     return res.x, res.cost
 
@@ -144,8 +152,8 @@ def place_query(spec: QuerySpec, dep: Deployment, *, sharing: bool) -> Placed:
                     x2, cost2 = _place(alt_plan, dep, sharing)
                     if cost2 < cost:
                         plan, x, cost, reordered = alt_plan, x2, cost2, True
-    _register(plan, x, dep)
-    return Placed(plan, x, cost, reordered)
+    sites, links = _register(plan, x, dep)
+    return Placed(plan, x, cost, reordered, sites, links)
 
 
 def _leaf_key(spec: QuerySpec, i: int) -> str:
@@ -153,23 +161,39 @@ def _leaf_key(spec: QuerySpec, i: int) -> str:
     return f"S{site}" if rng is None else f"F(S{site},{rng[0]:g},{rng[1]:g})"
 
 
-def _register(plan: QueryPlan, x: np.ndarray, dep: Deployment) -> None:
+def _register(plan: QueryPlan, x: np.ndarray, dep: Deployment
+              ) -> tuple[frozenset[int], frozenset[int]]:
+    """Add what was placed to the deployment; the sites and links the query relies on."""
     assert dep.used is not None and dep.link_bw is not None
+    sites: set[int] = set()
+    links: set[int] = set()
+    for u, v, rate in plan.edges:
+        if x[u] >= 0 and x[v] >= 0:
+            path = dep.routing.path_links(int(x[u]), int(x[v]))
+        elif x[v] >= 0:  # the input came from a deployed provider: its nearest copy
+            prov = dep.by_key.get(plan.ops[u].key) or [
+                (s, r) for lo, hi, s, r in dep.filters.get(
+                    (plan.ops[v].covers or ("",))[0], [])]
+            if not prov:
+                continue
+            site = min((s for s, _ in prov), key=lambda s: dep.routing.latency[s, x[v]])
+            sites.add(site)
+            path = dep.routing.path_links(site, int(x[v]))
+        else:
+            continue
+        links.update(path)
+        for lk in path:
+            dep.link_bw[lk] += rate
     for i, op in enumerate(plan.ops):
         if x[i] >= 0:
+            sites.add(int(x[i]))
             dep.used[x[i]] += op.cpu
             if op.kind != "sink":
                 dep.by_key.setdefault(op.key, []).append((int(x[i]), op.rate_out))
-    for u, v, rate in plan.edges:
-        if x[u] >= 0 and x[v] >= 0:
-            for lk in dep.routing.path_links(int(x[u]), int(x[v])):
-                dep.link_bw[lk] += rate
-        elif x[v] >= 0:  # the input came from a deployed provider: route from its nearest copy
-            prov = dep.by_key.get(plan.ops[u].key)
-            if prov:
-                site = min((s for s, _ in prov), key=lambda s: dep.routing.latency[s, x[v]])
-                for lk in dep.routing.path_links(site, int(x[v])):
-                    dep.link_bw[lk] += rate
+            if op.covers is not None:
+                dep.filters.setdefault(op.covers[0], []).append(
+                    (op.covers[1], op.covers[2], int(x[i]), op.rate_out))
+    return frozenset(sites), frozenset(links)
 
 
 def merge_plans(plans: Sequence[QueryPlan], routing: Routing, *, beta: float = 1.0

@@ -32,7 +32,7 @@ from scipy.sparse.csgraph import dijkstra
 from placement.facets import Link, Network, Site
 
 __all__ = ["QuerySpec", "Routing", "Topology", "TopologyError", "load_topology",
-           "parse_topology", "routing_of"]
+           "parse_topology", "route_sums", "routing_of"]
 
 
 class TopologyError(ValueError):
@@ -217,14 +217,14 @@ def routing_of(network: Network) -> Routing:
     if not np.all(np.isfinite(dist)):
         raise TopologyError("network: not connected; add links so every site can reach every "
                             "other")
-    pathcost = _route_sums(pred, weight)
+    pathcost = route_sums(pred, weight)
     zones = {s.node: s.zone for s in network.sites}
     borders = {s.node: s.border for s in network.sites}
     return Routing(sites, index, dist, pathcost, pred, network.links, link_of,
                    tuple(zones[s] for s in sites), np.array([borders[s] for s in sites]))
 
 
-def _route_sums(pred: np.ndarray, weight: np.ndarray) -> np.ndarray:
+def route_sums(pred: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """Σ weight along every route, walking all predecessor trees at once (one numpy pass per
     hop of the longest route, instead of a Python walk per pair)."""
     n = pred.shape[0]

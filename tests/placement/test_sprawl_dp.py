@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from placement.sprawl.baselines import exhaustive, random_path, relaxation
 from placement.sprawl.constrained import algorithm3
-from placement.sprawl.distributed import distributed_dp, zones_of
+from placement.sprawl.distributed import distributed_dp, routes_decompose, zones_of
 from placement.sprawl.dp import NotATree, algorithm1
 from placement.sprawl.instance import Instance, QueryIdx, evaluate
 from placement.sprawl.milp import solve_milp
@@ -123,7 +123,8 @@ def test_line_34_as_printed_reports_a_bound_met_that_the_placement_breaks() -> N
     assert fixed.x is None or evaluate(inst, fixed.x).latency[0] <= bound + 1e-9
 
 
-def test_distributed_equals_central_where_the_conditions_hold() -> None:
+@pytest.mark.parametrize("objective", ["resource", "sbon"])
+def test_distributed_equals_central_where_the_conditions_hold(objective: str) -> None:
     """Correct partition (the central optimum's zones) and routes that decompose at borders:
     the distributed DP's cost is the central optimum (§4.4, §6.3.5)."""
     checked = 0
@@ -131,10 +132,10 @@ def test_distributed_equals_central_where_the_conditions_hold() -> None:
         r = routing_of(transit_stub(seed, domains=3, transit=2, stubs=2, stub_size=4))
         rng = np.random.default_rng(seed)
         inst = instance_of([build(random_spec(rng, "q", 8, 2, list(range(r.n)),
-                                              list(range(r.n))))], r, beta=0.1)
-        zones = zones_of(inst)
-        if not all(np.allclose(zones.inner[z], r.pathcost[np.ix_(m, m)])
-                   for z, m in enumerate(zones.members)):
+                                              list(range(r.n))))], r, beta=0.1,
+                           objective=objective)  # type: ignore[arg-type]
+        zones = zones_of(r)
+        if not routes_decompose(inst, zones):
             continue
         central = algorithm1(inst)
         dist = distributed_dp(inst, zones, zone_of_op=zones.of_site[central.x])
