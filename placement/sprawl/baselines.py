@@ -33,56 +33,99 @@ def _candidates(inst: Instance) -> list[np.ndarray]:
 
 def exhaustive(inst: Instance, *, max_placements: int = 50_000_000
                ) -> tuple[np.ndarray | None, float]:
-    """The optimal feasible placement by enumeration, or (None, inf) when none is feasible."""
+    """The optimal feasible placement by enumeration, or (None, inf) when none is feasible.
+
+    Per chunk, placements are costed, sorted, and checked for feasibility cheapest first in
+    growing batches, stopping at the first feasible one (the chunk's optimum): the same answer
+    as checking all, with far fewer checks when cheap placements fit."""
     cands = _candidates(inst)
     sizes = [len(c) for c in cands]
     total = math.prod(sizes)
     if total > max_placements:
         raise ValueError(f"exhaustive: {total} placements exceed {max_placements}")
-    order = _topological(inst)
-    incoming: dict[int, list[int]] = {}
-    for u, v, _ in inst.edges:
-        incoming.setdefault(v, []).append(u)
-    use = inst.routing.link_incidence() if inst.link_cap is not None else None
-    lat = inst.routing.latency
+    ctx = _Checks(inst)
     best_x, best = None, math.inf
     for start in range(0, total, CHUNK):
         flat = np.arange(start, min(total, start + CHUNK))
         idx = np.unravel_index(flat, sizes)
-        x = np.stack([cands[op][idx[op]] for op in range(inst.m)], axis=1)
+        x = np.empty((len(flat), inst.m), dtype=np.int64)
+        for op in range(inst.m):
+            x[:, op] = cands[op][idx[op]] if sizes[op] > 1 else cands[op][0]
         cost = np.zeros(len(flat))
         for op in range(inst.m):
             cost += inst.cpu_cost[op, x[:, op]]
         for u, v, rate in inst.edges:
             cost += rate * inst.weight[x[:, u], x[:, v]]
-        ok = np.isfinite(cost)
+        head = min(256, len(cost))
+        first = np.argpartition(cost, head - 1)[:head]  # the cheapest few, unsorted
+        first = first[np.argsort(cost[first], kind="stable")]
+        ok = ctx.feasible(x[first]) & (cost[first] < best)
+        if ok.any():
+            i = int(first[int(np.argmax(ok))])
+            best, best_x = float(cost[i]), x[i].copy()
+            continue
+        order = np.argsort(cost, kind="stable")[head:]
+        order = order[cost[order] < best]
+        size = 1024
+        pos = 0
+        while pos < len(order):
+            batch = order[pos:pos + size]
+            ok = ctx.feasible(x[batch])
+            if ok.any():
+                i = int(batch[int(np.argmax(ok))])
+                best, best_x = float(cost[i]), x[i].copy()
+                break
+            pos += size
+            size *= 4
+    return best_x, best
+
+
+class _Checks:
+    """Vectorised constraint checks of many placements at once (CPU, bandwidth, Eq. 4.5)."""
+
+    def __init__(self, inst: Instance) -> None:
+        self.inst = inst
+        self.order = _topological(inst)
+        self.incoming: dict[int, list[int]] = {}
+        for u, v, _ in inst.edges:
+            self.incoming.setdefault(v, []).append(u)
+        self.use = inst.routing.link_incidence() if inst.link_cap is not None else None
+
+    def feasible(self, x: np.ndarray) -> np.ndarray:
+        """Which placements meet every constraint; each check runs only on the survivors of
+        the previous one (CPU, then latency, then bandwidth, the costliest)."""
+        inst = self.inst
+        alive = np.arange(len(x))
         if inst.cpu_cap is not None:
-            load = np.zeros((len(flat), inst.n))
-            rows = np.arange(len(flat))
-            for op in range(inst.m):
-                np.add.at(load, (rows, x[:, op]), inst.cpu[op])
-            ok &= np.all(load <= inst.cpu_cap[None, :] + 1e-9, axis=1)
-        if use is not None and inst.link_cap is not None:
-            bw = np.zeros((len(flat), use.shape[2]))
-            for u, v, rate in inst.edges:
-                bw += rate * use[x[:, u], x[:, v]]
-            ok &= np.all(bw <= inst.link_cap[None, :] + 1e-9, axis=1)
-        if any(math.isfinite(q.bound) for q in inst.queries):
-            arrive = np.zeros((len(flat), inst.m))
-            for op in order:
-                for u in incoming.get(op, []):
-                    arrive[:, op] = np.maximum(arrive[:, op], arrive[:, u] + lat[x[:, u], x[:, op]])
+            load = np.zeros((len(x), inst.n))
+            rows = np.arange(len(x))
+            for op in range(inst.m):  # one site per (row, op): plain fancy += is exact
+                load[rows, x[:, op]] += inst.cpu[op]
+            alive = alive[np.all(load <= inst.cpu_cap[None, :] + 1e-9, axis=1)]
+        if len(alive) and any(math.isfinite(q.bound) for q in inst.queries):
+            xs = x[alive]
+            lat = inst.routing.latency
+            arrive = np.zeros((len(xs), inst.m))
+            for op in self.order:
+                for u in self.incoming.get(op, []):
+                    arrive[:, op] = np.maximum(arrive[:, op],
+                                               arrive[:, u] + lat[xs[:, u], xs[:, op]])
+            ok = np.ones(len(xs), dtype=bool)
             for q in inst.queries:
                 total_lat = arrive[:, q.sink]
                 if q.client is not None:
-                    total_lat = total_lat + lat[x[:, q.sink], q.client]
+                    total_lat = total_lat + lat[xs[:, q.sink], q.client]
                 ok &= total_lat <= q.bound + 1e-9
-        if ok.any():
-            masked = np.where(ok, cost, np.inf)
-            i = int(np.argmin(masked))
-            if masked[i] < best:
-                best, best_x = float(masked[i]), x[i].copy()
-    return best_x, best
+            alive = alive[ok]
+        if len(alive) and self.use is not None and inst.link_cap is not None:
+            xs = x[alive]
+            bw = np.zeros((len(xs), self.use.shape[2]))
+            for u, v, rate in inst.edges:
+                bw += rate * self.use[xs[:, u], xs[:, v]]
+            alive = alive[np.all(bw <= inst.link_cap[None, :] + 1e-9, axis=1)]
+        out = np.zeros(len(x), dtype=bool)
+        out[alive] = True
+        return out
 
 
 def _topological(inst: Instance) -> list[int]:

@@ -135,21 +135,24 @@ def algorithm3(inst: Instance, *, latency: bool = True, as_printed: bool = False
             ok = True
             for child, e, is_src in children.get(op, []):
                 rate = inst.edges[e][2]
-                min_c, min_p, k = math.inf, -1, -1
-                for k in range(n_sites):
+                costs = opcost[child] + rate * (w[:, n] if is_src else w[n, :])
+                min_c, min_p = math.inf, -1
+                # lines 19–26, cheapest k first: the first valid k is MinP (same result, and
+                # the ResourceMap merge runs only until then)
+                for k in np.argsort(costs, kind="stable").tolist():
+                    if not math.isfinite(costs[k]):
+                        break
                     sub = maps.get((child, k))
                     if sub is None:
                         continue
                     temp = sub.merged(rm)
                     for lk in (route(k, n) if is_src else route(n, k)):
                         temp.bw[lk] = temp.bw.get(lk, 0.0) + rate
-                    if is_src:  # a reversed edge of a multi-output plan: postponed (§5.3.4)
+                    if is_src:  # against the data flow (multi-output): postponed (§5.3.4)
                         temp.lat = max(rm.lat, sub.lat + float(r.latency[k, n]))
-                    if not valid(temp, op, n):
-                        continue
-                    c = opcost[child, k] + rate * (w[k, n] if is_src else w[n, k])
-                    if c < min_c:
-                        min_c, min_p = c, k
+                    if valid(temp, op, n):
+                        min_c, min_p = float(costs[k]), k
+                        break
                 if min_p < 0:
                     ok = False
                     break
@@ -159,7 +162,8 @@ def algorithm3(inst: Instance, *, latency: bool = True, as_printed: bool = False
                 new = rm.merged(sub)
                 for lk in (route(min_p, n) if is_src else route(n, min_p)):
                     new.bw[lk] = new.bw.get(lk, 0.0) + rate
-                at = k if as_printed else min_p  # line 34: the printed `k`, or MinP
+                # line 34: the printed `k` (the loop of line 19 ends on the last site), or MinP
+                at = n_sites - 1 if as_printed else min_p
                 sub_at = maps.get((child, at), sub)
                 if is_src:
                     new.lat = max(rm.lat, sub_at.lat + float(r.latency[at, n]))

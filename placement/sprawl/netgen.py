@@ -37,7 +37,7 @@ def _connected_gnp(nodes: list[str], p: float, rng: np.random.Generator) -> nx.G
     for a, b in itertools.combinations(nodes, 2):
         if rng.random() < p:
             g.add_edge(a, b)
-    comps = [list(c) for c in nx.connected_components(g)]
+    comps = sorted(sorted(c) for c in nx.connected_components(g))  # not by str hash order
     for c1, c2 in itertools.pairwise(comps):
         g.add_edge(c1[int(rng.integers(len(c1)))], c2[int(rng.integers(len(c2)))])
     return g
@@ -97,7 +97,7 @@ def random_plane(seed: int, *, n: int = 50, connectivity: float = 0.1,
         if rng.random() < connectivity:
             g.add_edge(a, b)
     while not nx.is_connected(g):  # the shortest link between two components
-        comps = [list(c) for c in nx.connected_components(g)]
+        comps = sorted(sorted(c) for c in nx.connected_components(g))
         a, b = min(((u, v) for u in comps[0] for c in comps[1:] for v in c),
                    key=lambda e: float(np.linalg.norm(pos[e[0]] - pos[e[1]])))
         g.add_edge(a, b)
@@ -106,8 +106,9 @@ def random_plane(seed: int, *, n: int = 50, connectivity: float = 0.1,
 
 def clusters(seed: int, *, zones: int = 3, size: int = 10, borders: int = 2,
              bandwidth: float = math.inf, wan_bandwidth: float = math.inf,
-             wan_cost: float = 1.0) -> Network:
-    """§6.2 / §6.4: `zones` complete clusters of `size` nodes joined through border nodes."""
+             wan_cost: float = 1.0, p_link: float = 1.0) -> Network:
+    """§6.2 / §6.4: `zones` clusters of `size` nodes (complete, or each pair linked with
+    probability `p_link` and made connected) joined through border nodes."""
     rng = np.random.default_rng(seed)
     sites: list[Site] = []
     links: list[Link] = []
@@ -117,8 +118,10 @@ def clusters(seed: int, *, zones: int = 3, size: int = 10, borders: int = 2,
         heads.append(nodes[:borders])
         sites.extend(Site(v, f"z{z}", i < borders, float(rng.uniform(1, 3)))
                      for i, v in enumerate(nodes))
+        inner = _connected_gnp(nodes, p_link, rng) if p_link < 1 else None
         links.extend(Link(a, b, float(rng.uniform(5, 20)), bandwidth, float(rng.uniform(1, 3)))
-                     for a, b in itertools.combinations(nodes, 2))
+                     for a, b in (inner.edges if inner is not None
+                                  else itertools.combinations(nodes, 2)))
     for z1, z2 in itertools.combinations(range(zones), 2):
         for a in heads[z1]:
             for b in heads[z2]:

@@ -8,8 +8,9 @@ Queries arrive one at a time (§6.2.2). For a new plan p:
 2. reordering (§5.2.4): when two of p's leaves are joined by a deployed join that p does not
    have, p' joins them first; both are placed and the cheaper kept;
 3. cost adjustment (§5.2.2): the BWCost of an input becomes the minimum over every provider of
-   the same data (the original child subtree, or a deployed equivalent/covering operator at its
-   fixed site, 0 when co-located), and a reused subtree's CPUCost is 0 (it is not placed);
+   the same data (the original child subtree, a deployed equivalent/covering operator at its
+   fixed site, or any site the same data already flows to for an earlier query: the shared
+   data links; 0 when co-located), and a reused subtree's CPUCost is 0 (it is not placed);
 4. the DP (Algorithm 1 with these alternatives) places the new operators, deployed ones fixed.
 Because every alternative is an extra option of the DP, a query's marginal cost with sharing is
 never above its cost without sharing on the same network (tested).
@@ -120,7 +121,7 @@ def _alternatives(plan: QueryPlan, inst: Instance, dep: Deployment) -> dict[int,
             for lo, hi, site, r_out in dep.filters.get(cov[0], []):
                 if lo <= cov[1] and hi >= cov[2]:
                     best = np.minimum(best, r_out * w[site])
-        if (np.isfinite(best).any() and plan.ops[u].site is None) or (np.isfinite(best).any() and cov is not None):
+        if np.isfinite(best).any():
             alt[e] = best
     return alt
 
@@ -184,6 +185,8 @@ def _register(plan: QueryPlan, x: np.ndarray, dep: Deployment
         links.update(path)
         for lk in path:
             dep.link_bw[lk] += rate
+        # u's data now also arrives at v's site: a copy later queries may take (§5.2.2)
+        dep.by_key.setdefault(plan.ops[u].key, []).append((int(x[v]), plan.ops[u].rate_out))
     for i, op in enumerate(plan.ops):
         if x[i] >= 0:
             sites.add(int(x[i]))
