@@ -27,7 +27,7 @@ from placement.sprawl.dp import algorithm1
 from placement.sprawl.instance import Instance, QueryIdx, evaluate
 from placement.sprawl.milp import solve_milp
 from placement.sprawl.netgen import clusters
-from placement.sprawl.sharing import Deployment, instance_of, place_query
+from placement.sprawl.sharing import Deployment, instance_of, place_query, register_placed
 from placement.sprawl.topology import Routing, routing_of
 from placement.sprawl.workload import QuerySpec, build, random_spec
 
@@ -56,15 +56,14 @@ def _spec(rng: np.random.Generator, qid: str, r: Routing, sources: list[int],
     return QuerySpec(qid, tuple(leaves), tuple(merges), ("aggregate",), sink, bound)
 
 
-def _instance(spec: QuerySpec, r: Routing, cpu_cap: np.ndarray, link_cap: np.ndarray,
-              latency: bool) -> Instance:
+def _instance(spec: QuerySpec, r: Routing, w: np.ndarray, cpu_cap: np.ndarray,
+              link_cap: np.ndarray, latency: bool) -> Instance:
     plan = build(spec)
     base = instance_of([plan], r)
     src_rate = np.mean([op.rate_out for op in plan.ops if op.kind == "source"])
     cpu = np.array([1.0 if op.kind == "source" else
                     sum(rt for _, v, rt in plan.edges if v == i) / src_rate
                     for i, op in enumerate(plan.ops)])
-    w = np.array([0.0] * 0 + [1.0] * r.n)
     cost = np.where(np.isfinite(base.cpu_cost), cpu[:, None] * w[None, :], np.inf)
     q = QueryIdx(plan.sink, plan.bound if latency else math.inf, plan.client)
     return Instance(r, base.ops, cpu, cost, base.edges, 1.0, "resource", cpu_cap, link_cap,
@@ -91,14 +90,15 @@ def single_query(trials: int, queries: int, size: int = 8, gap_queries: int = 10
     rows = []
     for latency in (True, False):
         for t in range(trials):
-            r = routing_of(clusters(10 + t, zones=1, size=size, borders=0, p_link=P_LINK))
+            net = clusters(10 + t, zones=1, size=size, borders=0, p_link=P_LINK)
+            r, w = routing_of(net), np.array([site.cpu_cost for site in net.sites])
             rng = np.random.default_rng(300 + t)
             sites = list(range(r.n))
             gaps = 0
             for q in range(queries):
                 spec = _spec(rng, f"q{q}", r, sites, sites)
                 cpu_cap, link_cap = _caps(r, rng, 1.0, 8.0)
-                inst = _instance(spec, r, cpu_cap, link_cap, latency)
+                inst = _instance(spec, r, w, cpu_cap, link_cap, latency)
                 t0 = time.perf_counter()
                 x = _sprawl(inst, latency)
                 t1 = time.perf_counter()
@@ -157,7 +157,8 @@ def multi_query(scale: float, size: int = 4, stop_after: int = 20) -> list[dict[
     """§6.4.2, Tables 6.7–6.8: queries deployed until `stop_after` failures in a row."""
     rows = []
     for latency in (True, False):
-        r = routing_of(clusters(21, zones=3, size=size, p_link=P_LINK))
+        net = clusters(21, zones=3, size=size, p_link=P_LINK)
+        r, w = routing_of(net), np.array([site.cpu_cost for site in net.sites])
         rng = np.random.default_rng(21)
         cpu0, link0 = _caps(r, rng, scale, 8.0)
         caps = {"sprawl": (cpu0.copy(), link0.copy()), "exhaustive": (cpu0.copy(), link0.copy())}
@@ -169,7 +170,7 @@ def multi_query(scale: float, size: int = 4, stop_after: int = 20) -> list[dict[
             for name, (cpu, link) in caps.items():
                 if fails[name] >= stop_after:
                     continue
-                inst = _instance(spec, r, cpu, link, latency)
+                inst = _instance(spec, r, w, cpu, link, latency)
                 x = _sprawl(inst, latency) if name == "sprawl" else exhaustive(inst)[0]
                 ok = x is not None
                 cost = evaluate(inst, x).total if x is not None else None
@@ -214,9 +215,8 @@ def cloud(queries: int, seed: int = 6) -> list[dict[str, Any]]:
             if name == "Random":
                 plan = build(spec)
                 inst = instance_of([plan], r, cpu_weight=dep.weight())
-                from placement.sprawl.sharing import _register
                 x = random_path(inst, prng)
-                sites, links = _register(plan, x, dep)
+                sites, links = register_placed(plan, x, dep)
                 placed.append((plan, sites, links, False))
             else:
                 p = place_query(spec, dep, sharing=name == "SPDPS")

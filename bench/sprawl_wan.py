@@ -4,7 +4,7 @@
 netgen.py), queries of 4/6/10/12 operators (1/1/3/3 joins, sources and the sink pinned at stub
 nodes uniformly over the 10 domains), Formula 6.1 (Σ rate·Lat², no CPU term). SP-Central is
 Algorithm 1, SP-Distribute the distributed DP (zones = transit domains), Relaxation SBON's
-spring relaxation in a 5-dimensional MDS cost space, Random the §6.2.3 walk. §6.3.7: 50-node
+spring relaxation in a 3-dimensional MDS cost space (Vivaldi's 2-D + height), Random the §6.2.3 walk. §6.3.7: 50-node
 random networks on a 100×100 plane, edge connectivity 1.0 and 0.1.
 """
 

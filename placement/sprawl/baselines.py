@@ -8,7 +8,8 @@
   site; stages never go back towards the source (an operator's stage is at least its
   children's), transitions chosen at random.
 - Relaxation (SBON, Pietzuch et al. 2006, as in §6.3.3): sites embedded in a cost space by
-  classical MDS of the latency matrix; unpinned operators relaxed as springs (each moves to
+  classical MDS of the latency matrix, 3 dimensions (SBON's Vivaldi coordinates are 2-D plus
+  a height: 3 numbers per node); unpinned operators relaxed as springs (each moves to
   the rate-weighted centroid of its neighbours: the fixed point of Σ rate·dist², Formula 6.1)
   until they move less than 1e-6; each is then mapped to the nearest site.
 """
@@ -188,8 +189,9 @@ def random_path(inst: Instance, rng: np.random.Generator) -> np.ndarray:
     return x
 
 
-def cost_space(latency: np.ndarray, dims: int = 5) -> np.ndarray:
-    """Classical MDS of the latency matrix: site coordinates in a `dims`-dimensional space."""
+def cost_space(latency: np.ndarray, dims: int = 3) -> np.ndarray:
+    """Classical MDS of the latency matrix: site coordinates in a `dims`-dimensional space
+    (3 by default, as many numbers as a Vivaldi coordinate with height)."""
     n = latency.shape[0]
     d2 = latency ** 2
     j = np.eye(n) - 1.0 / n

@@ -37,7 +37,8 @@ from placement.sprawl.instance import Instance, Objective, QueryIdx, evaluate
 from placement.sprawl.topology import Routing
 from placement.sprawl.workload import QueryPlan, QuerySpec, build, reorder
 
-__all__ = ["Deployment", "Placed", "batch_cost", "instance_of", "merge_plans", "place_query"]
+__all__ = ["Deployment", "Placed", "batch_cost", "instance_of", "merge_plans", "place_query",
+           "register_placed"]
 
 
 def instance_of(plans: Sequence[QueryPlan], routing: Routing, *, beta: float = 1.0,
@@ -153,7 +154,7 @@ def place_query(spec: QuerySpec, dep: Deployment, *, sharing: bool) -> Placed:
                     x2, cost2 = _place(alt_plan, dep, sharing)
                     if cost2 < cost:
                         plan, x, cost, reordered = alt_plan, x2, cost2, True
-    sites, links = _register(plan, x, dep)
+    sites, links = register_placed(plan, x, dep)
     return Placed(plan, x, cost, reordered, sites, links)
 
 
@@ -162,7 +163,7 @@ def _leaf_key(spec: QuerySpec, i: int) -> str:
     return f"S{site}" if rng is None else f"F(S{site},{rng[0]:g},{rng[1]:g})"
 
 
-def _register(plan: QueryPlan, x: np.ndarray, dep: Deployment
+def register_placed(plan: QueryPlan, x: np.ndarray, dep: Deployment
               ) -> tuple[frozenset[int], frozenset[int]]:
     """Add what was placed to the deployment; the sites and links the query relies on."""
     assert dep.used is not None and dep.link_bw is not None
