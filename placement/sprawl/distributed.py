@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 import networkx as nx
 import numpy as np
@@ -130,22 +131,29 @@ class DistributedResult:
 
 
 def _route(inst: Instance, zones: Zones, zc: int, zp: int) -> np.ndarray:
+    """See `_zone_route` (cached per network, zones, objective and β)."""
+    return _zone_route(inst.routing, zones, inst.objective == "sbon", inst.beta, zc, zp)
+
+
+@lru_cache(maxsize=512)
+def _zone_route(r: Routing, zones: Zones, squared: bool, beta: float, zc: int, zp: int
+                ) -> np.ndarray:
     """Per unit of rate, the cost from each site of zone zc to each site of zone zp as the
     zones see it: inside one zone its own routes; across zones the child's route to one of its
     borders, the wide-area route border → border, the parent's route from its border, the
     cheapest border pair (the child's message holds one value per own site and border)."""
-    squared = inst.objective == "sbon"
     inner = zones.inner_lat if squared else zones.inner_cost
     if zc == zp:
         route = inner[zc]
     else:
-        r = inst.routing
         glob = r.latency if squared else r.pathcost
         bc, bp = zones.borders[zc], zones.borders[zp]
         wan = glob[np.ix_(zones.members[zc][bc], zones.members[zp][bp])]
         to_bp = (inner[zc][:, bc][:, :, None] + wan[None, :, :]).min(axis=1)  # j × b_P
         route = (to_bp[:, :, None] + inner[zp][bp, :][None, :, :]).min(axis=1)  # j × k
-    return np.asarray(route ** 2 if squared else inst.beta * route)
+    out = np.asarray(route ** 2 if squared else beta * route)
+    out.setflags(write=False)
+    return out
 
 
 def routes_decompose(inst: Instance, zones: Zones) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Literal
 
 import numpy as np
@@ -73,9 +73,7 @@ class Instance:
     @cached_property
     def weight(self) -> np.ndarray:
         """BWCost per unit of rate between every pair of sites (see the module docstring)."""
-        if self.objective == "sbon":
-            return np.asarray(self.routing.latency ** 2)
-        return np.asarray(self.beta * self.routing.pathcost)
+        return _weight(self.routing, self.beta, self.objective)
 
     @property
     def constrained(self) -> bool:
@@ -90,6 +88,15 @@ class Instance:
         return Instance(self.routing, self.ops, self.cpu, self.cpu_cost, self.edges, self.beta,
                         self.objective, None, None,
                         tuple(QueryIdx(q.sink, math.inf, q.client) for q in self.queries))
+
+
+@lru_cache(maxsize=4)
+def _weight(routing: Routing, beta: float, objective: Objective) -> np.ndarray:
+    """One N×N table per (network, β, objective), shared by every instance on it (read-only)."""
+    table = routing.latency ** 2 if objective == "sbon" else beta * routing.pathcost
+    table = np.asarray(table)
+    table.setflags(write=False)
+    return table
 
 
 @dataclass(frozen=True)
