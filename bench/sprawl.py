@@ -22,11 +22,11 @@ from bench import write_rows
 DESCRIPTION = "SPRAWL (Mei 2015): WAN DP placement, constraints, sharing; thesis §6.2-6.4"
 
 QUICK: dict[str, Any] = {"networks": 1, "per_size": 3, "trials": 2, "per_trial": 4,
-                         "c_trials": 1, "c_queries": 40, "c_size": 8, "mq_scale": 6.0,
+                         "c_trials": 1, "c_queries": 40, "c_size": 8, "mq_scale": 12.0,
                          "mq_size": 3, "mq_stop": 10, "cloud": 100, "shared": 1000,
                          "measure_10": False}
 FULL: dict[str, Any] = {"networks": 5, "per_size": 10, "trials": 10, "per_trial": 8,
-                        "c_trials": 5, "c_queries": 200, "c_size": 10, "mq_scale": 24.0,
+                        "c_trials": 5, "c_queries": 200, "c_size": 10, "mq_scale": 48.0,
                         "mq_size": 4, "mq_stop": 20, "cloud": 100, "shared": 1000,
                         "measure_10": True}
 SECTIONS = ("wan", "connectivity", "single", "runtimes", "multi", "cloud")
