@@ -15,6 +15,7 @@ per-unit-rate BWCost of Formula 3.1, and the links it crosses (for bandwidth con
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import tomllib
@@ -30,9 +31,10 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from placement.facets import Link, Network, Site
+from placement.model import ClusterState
 
 __all__ = ["QuerySpec", "Routing", "Topology", "TopologyError", "load_topology",
-           "parse_topology", "route_sums", "routing_of"]
+           "parse_topology", "query_params", "route_sums", "routing_of", "with_topology"]
 
 
 class TopologyError(ValueError):
@@ -151,6 +153,24 @@ def load_topology(path: str | Path) -> Topology:
         raise TopologyError(f"topology file {path}: not valid "
                             f"{'JSON' if path.suffix == '.json' else 'TOML'}: {exc}") from None
     return parse_topology(doc, f"topology file {path}")
+
+
+def with_topology(state: ClusterState, topology: Topology, where: str = "topology"
+                  ) -> ClusterState:
+    """`state` with the topology's network and pinned units (for the plan stage): a
+    TopologyError when the state's nodes are not sites or a pinned unit is not one of its
+    units."""
+    try:
+        return dataclasses.replace(state, network=topology.network,
+                                   pinned={**state.pinned, **topology.pinned})
+    except ValueError as exc:
+        raise TopologyError(f"{where}: does not fit the job's statistics: {exc}") from None
+
+
+def query_params(topology: Topology) -> list[dict[str, Any]]:
+    """The topology's queries as `SprawlParams.queries` entries."""
+    return [{"id": q.id, "sink": q.sink, "latency_bound_ms": q.latency_bound_ms,
+             "client": q.client} for q in topology.queries]
 
 
 @dataclass(frozen=True, eq=False)

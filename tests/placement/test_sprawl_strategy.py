@@ -11,7 +11,7 @@ from placement.facets import Network
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, SolverStatus
 from placement.registry import get_spec, get_strategy
 from placement.sprawl.netgen import clusters
-from placement.sprawl.topology import TopologyError, load_topology
+from placement.sprawl.topology import TopologyError, load_topology, query_params, with_topology
 
 GOOD = """
 [[sites]]
@@ -174,3 +174,22 @@ def test_bad_params_name_the_field() -> None:
         get_strategy("sprawl")(state, Budget(), beta=-1.0)
     with pytest.raises(ValueError, match="unknown sink unit"):
         get_strategy("sprawl")(state, Budget(), queries=[{"id": "q", "sink": "nope"}])
+
+
+def test_a_topology_file_drives_the_strategy(tmp_path: Path) -> None:
+    """The file's network, pins and queries, attached to a job's state, plan a placement."""
+    path = tmp_path / "topo.toml"
+    path.write_text(GOOD)
+    topo = load_topology(path)
+    kgs = (KeyGroup("src", "src", 5.0), KeyGroup("f", "filter", 20.0),
+           KeyGroup("sink", "sink", 1.0))
+    state = ClusterState(tuple(Node(s) for s in topo.network.site_ids), kgs,
+                         {"src": "us-2", "f": "us-1", "sink": "eu-1"},
+                         (Edge("src", "f", 10.0), Edge("f", "sink", 2.0)))
+    state = with_topology(state, topo, str(path))
+    plan = get_strategy("sprawl")(state, Budget(), queries=query_params(topo))
+    assert plan.assignment["src"] == "us-2" and plan.assignment["sink"] == "eu-1"
+    assert plan.facet_metrics["latency_violations"] == 0.0
+    missing = ClusterState((Node("us-1"),), (KeyGroup("x", "op", 1.0),), {"x": "us-1"})
+    with pytest.raises(TopologyError, match="does not fit"):
+        with_topology(missing, topo, str(path))
