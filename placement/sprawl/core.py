@@ -21,8 +21,8 @@ A plan:
    DP does not apply) or, up to `milp_max_vars` variables, to certify a lower bound for a
    constrained plan; it is warm-started from the DP's plan and used when it is better and fits.
 Facet metrics: cost_total, cost_cpu, cost_network, wan_bytes (rate over wide-area links, per
-link crossed), max_node_util, max_link_util, latency_violations, max_latency_ratio, gap
-((cost − bound) / cost).
+link crossed), max_node_util, max_link_util, latency_violations, max_latency_ratio,
+latency_ratio_<query> (Lat_q / L_q for each bounded query), gap ((cost − bound) / cost).
 """
 
 from __future__ import annotations
@@ -234,6 +234,9 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
     cost = ev.total
     gap = max(0.0, (cost - lower) / cost) if cost > 0 and math.isfinite(lower) else 0.0
     metrics["gap"] = gap
+    for q, lat in zip(params.queries, ev.latency, strict=True):  # the same order
+        if math.isfinite(q.latency_bound_ms):
+            metrics[f"latency_ratio_{q.id}"] = lat / q.latency_bound_ms
     optimal = ev.feasible and math.isfinite(lower) and cost <= lower + 1e-9 * max(1.0, abs(cost))
     assignment = {u: r.sites[int(x[i])] for i, u in enumerate(units)}
     plan = make_plan("sprawl", state, assignment,

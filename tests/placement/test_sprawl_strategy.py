@@ -120,6 +120,7 @@ def test_an_unconstrained_plan_is_optimal_with_zero_gap() -> None:
     assert m["cost_total"] == pytest.approx(m["cost_cpu"] + m["cost_network"])
     assert m["cost_total"] < plan.facet_before["cost_total"]
     assert m["latency_violations"] == 0.0 and m["max_latency_ratio"] <= 1.0
+    assert m["latency_ratio_q"] == m["max_latency_ratio"]
 
 
 @pytest.mark.parametrize("mode", ["move_cost", "repair"])
