@@ -46,8 +46,6 @@ def _mean(rows: Sequence[Row], key: str) -> float:
 def _wan(rows: Sequence[Row]) -> list[Target]:
     out: list[Target] = []
     wan = [r for r in rows if r["experiment"] == "6.3"]
-    if not wan:
-        return out
     for size in sorted({r["operators"] for r in wan}):
         sel = [r for r in wan if r["operators"] == size]
         dist = _mean(sel, "distributed")
