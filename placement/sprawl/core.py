@@ -17,9 +17,10 @@ A plan:
    to the smallest that fits. `repair` (§5.4.1): units that break nothing stay where they are
    (pinned), and only the violating ones (on an overloaded host, sending over an overloaded
    link, in a query over its latency bound, and arrivals) are re-placed, λ as above.
-4. The exact MILP (placement/sprawl/milp.py) when the communication graph is not a forest (the
-   DP does not apply) or, up to `milp_max_vars` variables, to certify a lower bound for a
-   constrained plan; it is warm-started from the DP's plan and used when it is better and fits.
+4. The exact MILP (placement/sprawl/milp.py, with the migration budget as a row) when the
+   communication graph is not a forest (the DP does not apply) or, up to `milp_max_vars`
+   variables, to certify a lower bound for a constrained plan; it is warm-started from the DP's
+   plan and used when it is better. Its dual bound is a bound of the budgeted problem.
 Facet metrics: cost_total, cost_cpu, cost_network, wan_bytes (rate over wide-area links, per
 link crossed), max_node_util, max_link_util, latency_violations, max_latency_ratio,
 latency_ratio_<query> (Lat_q / L_q for each bounded query), gap ((cost − bound) / cost).
@@ -213,7 +214,10 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
         if not tree_ok or size <= params.milp_max_vars:
             res = solve_milp(inst, time_limit_s=max(0.1, params.time_limit_s
                                                     - (time.perf_counter() - started)),
-                             start=x)
+                             start=x, current=current,
+                             move_cost=np.array([kgs[u].migration_cost for u in units]),
+                             max_moves=0 if is_frozen(budget) else budget.max_migrations,
+                             max_cost=budget.max_migration_cost)
             lower = max(lower, res.lower_bound) if math.isfinite(res.lower_bound) else lower
             if res.x is not None:
                 moved = (current >= 0) & (res.x != current)

@@ -58,8 +58,12 @@ def _paths(inst: Instance, sink: int) -> list[list[int]]:
 
 
 def solve_milp(inst: Instance, *, time_limit_s: float = 10.0, start: np.ndarray | None = None,
-               gap_rel: float = 1e-6) -> MilpResult:
-    """Solve the MILP above; `start` (a placement) is handed to HiGHS as its incumbent."""
+               gap_rel: float = 1e-6, current: np.ndarray | None = None,
+               move_cost: np.ndarray | None = None, max_moves: int | None = None,
+               max_cost: float | None = None) -> MilpResult:
+    """Solve the MILP above; `start` (a placement) is handed to HiGHS as its incumbent. With
+    `current` (site per operator, -1 for an arrival), reconf's migration budget is a row too:
+    Σ_o (1 − x_{o,current_o}) ≤ max_moves and Σ_o mc_o (1 − x_{o,current_o}) ≤ max_cost."""
     started = time.perf_counter()
     cands = [np.flatnonzero(np.isfinite(inst.cpu_cost[o])).tolist() for o in range(inst.m)]
     prob = pulp.LpProblem("sprawl", pulp.LpMinimize)
@@ -94,6 +98,13 @@ def solve_milp(inst: Instance, *, time_limit_s: float = 10.0, start: np.ndarray 
         for lk, use in per_link.items():
             if math.isfinite(inst.link_cap[lk]):
                 prob += pulp.lpSum(c * var for c, var in use) <= float(inst.link_cap[lk])
+    if current is not None and (max_moves is not None or max_cost is not None):
+        stay = [(o, x.get((o, int(current[o])))) for o in range(inst.m) if current[o] >= 0]
+        moved = [(o, 1 - var if var is not None else 1) for o, var in stay]
+        if max_moves is not None:
+            prob += pulp.lpSum(term for _, term in moved) <= max_moves
+        if max_cost is not None and move_cost is not None:
+            prob += pulp.lpSum(float(move_cost[o]) * term for o, term in moved) <= max_cost
     lat = inst.routing.latency
     for q in inst.queries:
         if not math.isfinite(q.bound):

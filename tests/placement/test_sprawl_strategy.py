@@ -130,10 +130,12 @@ def test_the_budget_is_kept_and_the_gap_is_honest(mode: str, budget: Budget) -> 
     state = _state(clusters(3, zones=3, size=4))
     free = get_strategy("sprawl")(state, Budget(), queries=QUERY)
     plan = get_strategy("sprawl")(state, budget, queries=QUERY, budget_mode=mode)
-    assert plan.lower_bound == pytest.approx(free.lower_bound)
-    assert plan.facet_metrics["cost_total"] >= free.facet_metrics["cost_total"] - 1e-9
+    cost = plan.facet_metrics["cost_total"]
+    assert cost >= free.facet_metrics["cost_total"] - 1e-9
+    assert plan.lower_bound is not None and free.lower_bound is not None
+    # the MILP's bound is one of the budgeted problem: between the free optimum and the plan
+    assert free.lower_bound - 1e-6 <= plan.lower_bound <= cost + 1e-6
     gap = plan.facet_metrics["gap"]
-    assert plan.lower_bound is not None
     assert gap == pytest.approx((plan.facet_metrics["cost_total"] - plan.lower_bound)
                                 / plan.facet_metrics["cost_total"])
 
