@@ -28,6 +28,7 @@ from jobs.lake import (
     table_version,
 )
 from jobs.markers import check_validated, read_collect_marker, runtime_of
+from jobs.network_facet import attach_network
 from jobs.scaling import earlier_sections, solve
 from jobs.tracking import CycleRecord, log_cycle, tag_run
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan
@@ -202,6 +203,7 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
     runtime = runtime_of(marker) if marker is not None else None
     start = starting_point(spark, paths, job.job_id, period_end, runtime)
     state = build_state(job, kg_rows, node_rows, edge_rows, start.assignment)
+    state, params = attach_network(job, state, strategy, params)
     sections = (earlier_sections(spark, paths, job.job_id, period_end)
                 if job.scaling is not None else ())
     solved = solve(state, job_budget(job), strategy, params, job.solver_time_limit_s, job.scaling,

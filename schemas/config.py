@@ -53,6 +53,7 @@ _STRATEGY_KEYS = {
     "source",
     "scaling",
     "strategy_params",
+    "topology",
 }
 # The strategies' names, from their one table (schemas/strategies.py, which the registry reads).
 STRATEGY_NAMES = frozenset(STRATEGIES)
@@ -174,6 +175,9 @@ class JobConfig:
     # Per strategy name, keyword parameters of that strategy (e.g. albic: max_pl, s_f); only the
     # table of the strategy that runs is used, so a manual `--strategy` override stays valid.
     strategy_params: Mapping[str, Mapping[str, Scalar]] = field(default_factory=dict)
+    # A wide-area job's topology file (placement/sprawl/topology.py: sites, links, pinned units,
+    # queries), absolute or relative to the project; the plan stage loads and validates it.
+    topology: str | None = None
 
 
 def parse_duration(value: object, where: str) -> timedelta:
@@ -339,7 +343,20 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
     if "strategy_params" in raw:
         kwargs["strategy_params"] = _strategy_params(raw["strategy_params"],
                                                      f"{where}.strategy_params")
+    if "topology" in raw:
+        kwargs["topology"] = _topology(raw["topology"], f"{where}.topology")
     return JobConfig(**kwargs)
+
+
+def _topology(raw: object, where: str) -> str:
+    """A topology file that exists (its contents are checked when the plan stage loads it)."""
+    if not isinstance(raw, str) or not raw:
+        raise ConfigError(f"{where}: must be the path of a topology file, got {raw!r}")
+    path = Path(raw) if Path(raw).is_absolute() else PROJECT_ROOT / raw
+    if not path.is_file():
+        raise ConfigError(f"{where}: no topology file at {path}; give a .toml or .json file "
+                          "(docs/algorithms.md, SPRAWL)")
+    return str(path)
 
 
 @dataclass(frozen=True)

@@ -60,4 +60,6 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
                          ("load_model",)),
     "connected_lb": StrategyEntry(f"{_ROD}:plan_connected_lb", "placement.params:StrategyParams",
                                   "heuristic", ("load_model", "communication")),
+    "sprawl": StrategyEntry("placement.sprawl.core:plan_sprawl",
+                            "placement.sprawl.params:SprawlParams", "exact", ("network",)),
 }

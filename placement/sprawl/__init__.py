@@ -1,0 +1,1 @@
+"""SPRAWL (Mei 2015): operator placement on a wide-area network by a DP on query trees."""
