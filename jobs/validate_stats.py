@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from jobs.errors import StageError, job_lock
+from jobs.facet_tables import validate_facets_of
 from jobs.lake import Start, ensure_tables, period_predicate, read_table, starting_point
 from jobs.markers import (
     collect_marker_path,
@@ -50,10 +51,12 @@ class ValidateResult:
 
 def _expected_keygroups(
     spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, reported: set[str],
-    start: Start, reported_by_runtime: bool,
+    start: Start, reported_by_runtime: bool, dynamic: bool = False,
 ) -> tuple[set[str], str]:
     from pyspark.sql import functions as F
 
+    if dynamic:
+        return reported, "this period (a dynamic job: units arrive and leave between periods)"
     if start.version is not None:
         ran = ", which the runtime ran" if reported_by_runtime else ""
         return set(start.assignment), f"{'' if ran else 'published '}assignment v{start.version}{ran}"
@@ -110,11 +113,13 @@ def _validate(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSe
     start = starting_point(spark, paths, job.job_id, period_end, runtime)
     expected, expected_from = _expected_keygroups(
         spark, paths, job.job_id, period_end, set(keygroups["keygroup"].dropna()), start,
-        runtime is not None,
+        runtime is not None, job.dynamic,
     )
     known_nodes = set(runtime.nodes) if runtime is not None else set(nodes["node"].dropna())
     report = validate_stats(keygroups, edges, nodes,
                             expected_keygroups=expected, known_nodes=known_nodes)
+    report = validate_facets_of(spark, paths, job, period_end, marker,
+                                set(keygroups["keygroup"].dropna()), known_nodes, report)
     document = {"job_id": job.job_id, "period_end": stamp, "expected_keygroups_from": expected_from,
                 "known_nodes_from": "the runtime's report" if runtime is not None
                 else "the nodes that sent samples",

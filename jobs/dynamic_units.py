@@ -1,0 +1,122 @@
+"""plan, the facet part: sources, subscriptions and arrivals of a period (DESIGN.md, "Facets").
+
+For a job whose units come and go (``units = "dynamic"``) the plan stage's `ClusterState` gains:
+- sources (w(s) = `source_stats.tuples_per_s`, and bytes/s) and each unit's subscriptions;
+- arrivals: the units of this period's stats that are not in the assignment the runtime ran (the
+  current published version). The runtime put them somewhere provisional to run them; the plan
+  places them, and that placement is not a migration. Units of that assignment that are not in
+  the stats have left: they are not in the state, so they leave the next manifest.
+  Before anything was published, the runtime's own placement of every unit is the current one
+  (as for a fixed job's initial allocation): there are no arrivals.
+
+A strategy names the facets it needs (schemas/strategies.py); a job whose data lack them is
+refused with a message. "arrivals" is not a requirement but a capability: a strategy without it
+gets a state whose arrivals are already placed, by `preplace_arrivals` (the least utilised node,
+docs/algorithms.md), so every strategy runs on a dynamic job.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from jobs.errors import StageError
+from placement.facets import Source
+from placement.model import ClusterState, Plan
+from schemas.config import JobConfig
+from schemas.strategies import STRATEGIES
+
+__all__ = ["FACET_METRICS", "check_strategy_facets", "preplace_arrivals", "with_facet_metrics",
+           "with_sources"]
+
+#: facets a period may lack without the data being wrong: no traffic, or no query arrived
+_MAY_BE_EMPTY = frozenset({"communication", "arrivals", "utilisation"})
+#: the facet metrics of a state with sources, by MLflow name -> placement.herding.metrics function
+FACET_METRICS = {"stream_traffic": "stream_traffic", "replication_factor": "replication_factor",
+                 "query_balance": "query_balance"}
+
+
+def with_sources(state: ClusterState, job: JobConfig, kg_rows: list[dict[str, Any]],
+                 source_rows: list[dict[str, Any]], subscription_rows: list[dict[str, Any]],
+                 current: Mapping[str, str], version: int | None) -> ClusterState:
+    """`state` with the period's sources and subscriptions and, for a dynamic job, its arrivals
+    (units not in `current`, the assignment of published `version` the runtime ran)."""
+    units = {k["keygroup"] for k in kg_rows}
+    reads: dict[str, set[str]] = {}
+    for row in subscription_rows:
+        if row["keygroup"] in units:
+            reads.setdefault(row["keygroup"], set()).add(row["source"])
+    sources = tuple(Source(r["source"], float(r["tuples_per_s"]), float(r["bytes_per_s"]))
+                    for r in sorted(source_rows, key=lambda r: r["source"]))
+    subscriptions = {u: frozenset(s) for u, s in sorted(reads.items())}
+    if not job.dynamic or version is None:
+        return replace(state, sources=sources, subscriptions=subscriptions)
+    placed = {u: current[u] for u in sorted(units) if u in current}
+    return replace(state, assignment=placed, arrivals=frozenset(units - set(placed)),
+                   sources=sources, subscriptions=subscriptions)
+
+
+def check_strategy_facets(job: JobConfig, strategy: str, state: ClusterState) -> None:
+    """Refuse a strategy whose required facets the period's data lack (a clear message)."""
+    needed = set(STRATEGIES[strategy].facets) - _MAY_BE_EMPTY
+    missing = sorted(needed - state.facets)
+    if missing:
+        raise StageError(
+            f"strategy {strategy!r} needs the {', '.join(missing)} facet(s), which the "
+            f"statistics of job {job.job_id!r} do not provide",
+            where=f"job {job.job_id!r}: strategy {strategy!r}",
+            fix="give the job a strategy that fits its data, or a runtime that lands the facet "
+                "(sources: a dynamic job's subscriptions and source rates, units = \"dynamic\"; "
+                "see docs/operations.md)",
+        )
+
+
+def preplace_arrivals(state: ClusterState, strategy: str
+                      ) -> tuple[ClusterState, dict[str, str]]:
+    """For a strategy that does not place arrivals itself: each arrival, in id order, on the node
+    of A with the least utilisation (Σ load / capacity) once it is there, ties by node id. The
+    returned state has no arrivals; the second value is where each went."""
+    if not state.arrivals or "arrivals" in STRATEGIES[strategy].facets:
+        return state, {}
+    capacity = {n.id: n.capacity for n in state.nodes if not n.marked_for_removal}
+    load = dict.fromkeys(capacity, 0.0)
+    loads = {k.id: k.load for k in state.keygroups}
+    for unit, node in state.assignment.items():
+        if node in load:
+            load[node] += loads[unit]
+    placed: dict[str, str] = {}
+    for unit in sorted(state.arrivals):
+        node = min(capacity, key=lambda n: ((load[n] + loads[unit]) / capacity[n], n))
+        load[node] += loads[unit]
+        placed[unit] = node
+    return replace(state, assignment={**state.assignment, **placed}, arrivals=frozenset()), placed
+
+
+def _metric_functions() -> dict[str, Callable[..., float]] | None:
+    try:
+        module = importlib.import_module("placement.herding.metrics")
+    except ImportError:
+        return None
+    return {name: getattr(module, fn) for name, fn in FACET_METRICS.items()
+            if hasattr(module, fn)}
+
+
+def with_facet_metrics(plan: Plan, state: ClusterState, ran: Mapping[str, str]) -> Plan:
+    """The plan with the Herding metrics of a state with sources: after (its assignment) and
+    before (`ran`, where the runtime ran every unit of the period, arrivals included), and the
+    exact lower bound w(sources used); a strategy's own values are kept."""
+    if "sources" not in state.facets:
+        return plan
+    functions = _metric_functions()
+    if not functions:
+        return plan
+    after = {name: float(fn(state, plan.assignment)) for name, fn in functions.items()}
+    before = {name: float(fn(state, ran)) for name, fn in functions.items()}
+    module = importlib.import_module("placement.herding.metrics")
+    if hasattr(module, "traffic_lower_bound"):
+        bound = float(module.traffic_lower_bound(state))
+        after["traffic_lower_bound"] = before["traffic_lower_bound"] = bound
+    return replace(plan, facet_metrics={**after, **plan.facet_metrics},
+                   facet_before={**before, **plan.facet_before})
