@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pipeline_kit import T0, SPL, delta_versions, run_cycle, snapshot, tree
+from pipeline_kit import SPL, T0, delta_versions, run_cycle, snapshot, tree
 
 from jobs.errors import StageError
 from jobs.lake import period_predicate, read_table
@@ -50,12 +50,12 @@ def dynamic_home(home: Paths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     return home
 
 
-def _units(spark, paths: Paths, table, period_end) -> list[str]:  # type: ignore[no-untyped-def]
+def _units(spark, paths: Paths, table, period_end) -> list[str]:
     rows = read_table(spark, paths, table).where(period_predicate(JOB, period_end))
     return sorted(r["keygroup"] for r in rows.select("keygroup").collect())
 
 
-def test_queries_arrive_and_leave_through_the_pipeline(spark, dynamic_home: Paths) -> None:  # type: ignore[no-untyped-def]
+def test_queries_arrive_and_leave_through_the_pipeline(spark, dynamic_home: Paths) -> None:
     paths = dynamic_home
     job = resolve_job(JOB)
     previous: dict[str, str] = {}
@@ -74,8 +74,9 @@ def test_queries_arrive_and_leave_through_the_pipeline(spark, dynamic_home: Path
         assert subscribed == sorted(q for q in ran for _ in range(2))  # two sources each
         sources = read_table(spark, paths, SOURCE_STATS).where(period_predicate(JOB, period_end))
         assert sources.count() == len(runtime.trace.sources)  # type: ignore[attr-defined]
-        plan = json.loads(read_table(spark, paths, PLANS).where(
-            period_predicate(JOB, period_end)).first()["plan_json"])
+        row = read_table(spark, paths, PLANS).where(period_predicate(JOB, period_end)).first()
+        assert row is not None
+        plan = json.loads(row["plan_json"])
         arrivals = set(ran) - set(previous)
         moved = {m["keygroup"] for m in plan["moves"]}
         assert len(plan["moves"]) <= 2  # placing arrivals is not a migration
@@ -107,7 +108,7 @@ def _corrupt(where: Path) -> None:
         where / SOURCES / "part-0.parquet")), where / SOURCES / "part-0.parquet")
 
 
-def test_bad_facets_stop_at_validate_with_the_rows_named(spark, dynamic_home: Paths) -> None:  # type: ignore[no-untyped-def]
+def test_bad_facets_stop_at_validate_with_the_rows_named(spark, dynamic_home: Paths) -> None:
     paths = dynamic_home
     job = resolve_job(JOB)
     period_end = T0 + SPL

@@ -99,7 +99,7 @@ def test_preplacement_places_every_arrival_once_on_a_node_of_a(loads: list[float
 
 def test_a_strategy_that_places_arrivals_gets_them_unplaced(monkeypatch: pytest.MonkeyPatch
                                                             ) -> None:
-    monkeypatch.setitem(STRATEGIES, "placer", StrategyEntry("m:f", "m:P", "heuristic",  # type: ignore[index]
+    monkeypatch.setitem(STRATEGIES, "placer", StrategyEntry("m:f", "m:P", "heuristic",
                                                             ("sources", "arrivals")))
     state = ClusterState(nodes=(Node("n0"),), keygroups=(KeyGroup("x", "query", 1.0),),
                          assignment={}, arrivals=frozenset({"x"}))
