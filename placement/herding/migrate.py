@@ -92,24 +92,30 @@ def within_budget(inst: Instance, target: IntArray, caps: IntArray, budget: Budg
             leaving_b = bool(in_b[src])
             if not leaving_b and gain(units) <= 1e-12:
                 continue
-            room = int(caps[dst] - placer.count[dst])
-            if leaving_b:  # drain B as far as room and budget allow, cheapest units first
-                units = units[np.argsort(inst.migration_cost[units], kind="stable")][:max(room, 0)]
-                while len(units) and not fits(budget, count + len(units),
-                                              cost + float(inst.migration_cost[units].sum())):
-                    units = units[:-1]
-            elif len(units) > room or not fits(
+            if leaving_b:  # drain B as far as the budget allows, cheapest units first
+                dsts: list[int] = []
+                for q in units[np.argsort(inst.migration_cost[units], kind="stable")].tolist():
+                    mc = float(inst.migration_cost[q])
+                    free = placer.live & (placer.count < caps)
+                    if not free.any() or not fits(budget, count + len(dsts) + 1, cost + mc):
+                        break
+                    j = dst if free[dst] else int(np.argmin(np.where(
+                        free, placer.score(inst.sources_of(q), -1), np.inf)))
+                    _move(placer, inst, q, src, j, node)
+                    dsts.append(q)
+                    cost += mc
+                units = np.asarray(dsts, dtype=np.int64)
+                count += len(units)
+            elif len(units) > int(caps[dst] - placer.count[dst]) or not fits(
                     budget, count + len(units), cost + float(inst.migration_cost[units].sum())):
                 continue
+            else:
+                for q in units.tolist():
+                    _move(placer, inst, q, src, dst, node)
+                count += len(units)
+                cost += float(inst.migration_cost[units].sum())
             if not len(units):
                 continue
-            for q in units.tolist():
-                s = inst.sources_of(q)
-                placer.remove(s, int(inst.unit_type[q]), src)
-                placer.add(s, int(inst.unit_type[q]), dst)
-                node[q] = dst
-            count += len(units)
-            cost += float(inst.migration_cost[units].sum())
             done[i] = len(units) == len(bundles[i])
             bundles[i] = np.setdiff1d(bundles[i], units)
             changed = True
@@ -125,6 +131,14 @@ def within_budget(inst: Instance, target: IntArray, caps: IntArray, budget: Budg
         placer.add(s, int(inst.unit_type[q]), j)
         node[q] = j
     return node, f"budget-limited: {count} migration(s) of the target's {int(moving.sum())}"
+
+
+def _move(placer: OnlinePlacer, inst: Instance, q: int, src: int, dst: int, node: IntArray
+          ) -> None:
+    s, t = inst.sources_of(q), int(inst.unit_type[q])
+    placer.remove(s, t, src)
+    placer.add(s, t, dst)
+    node[q] = dst
 
 
 def check_state(state: ClusterState, budget: Budget) -> None:
