@@ -36,6 +36,7 @@ class StrategyEntry:
 
 
 _MILP, _ALBIC, _BASE = "placement.milp", "placement.albic", "placement.baselines"
+_HERD = "placement.herding"
 
 STRATEGIES: Mapping[str, StrategyEntry] = {
     "milp": StrategyEntry(f"{_MILP}.core:plan_milp", f"{_MILP}.params:MilpParams", "exact"),
@@ -53,4 +54,10 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
                           ("communication",), keeps_budget=False),
     "drain_then_balance": StrategyEntry("placement.scaling.drain:plan_drain_then_balance",
                                         "placement.scaling.params:DrainParams", "heuristic"),
+    "herding_offline": StrategyEntry(f"{_HERD}.strategies:plan_offline",
+                                     f"{_HERD}.params:OfflineParams", "heuristic", ("sources",)),
+    "herding_online": StrategyEntry(f"{_HERD}.strategies:plan_online",
+                                    f"{_HERD}.params:OnlineParams", "heuristic", ("sources",)),
+    "herding_exact": StrategyEntry(f"{_HERD}.exact:plan_exact", f"{_HERD}.params:ExactParams",
+                                   "exact", ("sources",)),
 }

@@ -75,6 +75,11 @@ CONTRACTS: dict[str, Contract] = {
     "random": Contract(why="a floor of random moves that every planner must beat"),
     "cola": Contract(budget=False, why="a static optimiser: re-places everything from scratch, "
                                        "budget ignored (paper §5.3)"),
+    "herding_offline": Contract(why="minimises stream traffic, not load distance "
+                                    "(tests/placement/herding)"),
+    "herding_online": Contract(why="places arrivals, drains B; others stay (tests/placement/herding)"),
+    "herding_exact": Contract(why="minimises stream traffic, not load distance "
+                                  "(tests/placement/herding)"),
 }
 
 
