@@ -17,25 +17,23 @@ docs/algorithms.md), so every strategy runs on a dynamic job.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from jobs.errors import StageError
 from placement.facets import Source
+from placement.herding.instance import from_state
+from placement.herding.metrics import facet_metrics, node_of
 from placement.model import ClusterState, Plan
 from schemas.config import JobConfig
 from schemas.strategies import STRATEGIES
 
-__all__ = ["FACET_METRICS", "check_strategy_facets", "preplace_arrivals", "with_facet_metrics",
+__all__ = ["check_strategy_facets", "preplace_arrivals", "with_facet_metrics",
            "with_sources"]
 
 #: facets a period may lack without the data being wrong: no traffic, or no query arrived
 _MAY_BE_EMPTY = frozenset({"communication", "arrivals", "utilisation"})
-#: the facet metrics of a state with sources, by MLflow name -> placement.herding.metrics function
-FACET_METRICS = {"stream_traffic": "stream_traffic", "replication_factor": "replication_factor",
-                 "query_balance": "query_balance"}
 
 
 def with_sources(state: ClusterState, job: JobConfig, kg_rows: list[dict[str, Any]],
@@ -94,29 +92,15 @@ def preplace_arrivals(state: ClusterState, strategy: str
     return replace(state, assignment={**state.assignment, **placed}, arrivals=frozenset()), placed
 
 
-def _metric_functions() -> dict[str, Callable[..., float]] | None:
-    try:
-        module = importlib.import_module("placement.herding.metrics")
-    except ImportError:
-        return None
-    return {name: getattr(module, fn) for name, fn in FACET_METRICS.items()
-            if hasattr(module, fn)}
-
-
 def with_facet_metrics(plan: Plan, state: ClusterState, ran: Mapping[str, str]) -> Plan:
-    """The plan with the Herding metrics of a state with sources: after (its assignment) and
-    before (`ran`, where the runtime ran every unit of the period, arrivals included), and the
-    exact lower bound w(sources used); a strategy's own values are kept."""
+    """The plan with the Herding metrics of a state with sources (placement/herding/metrics.py
+    `facet_metrics`: stream_traffic, replication_factor, balance, load_balance,
+    traffic_lower_bound) after (its assignment) and before (`ran`: where the runtime ran every
+    unit of the period, arrivals included); a strategy's own values are kept."""
     if "sources" not in state.facets:
         return plan
-    functions = _metric_functions()
-    if not functions:
-        return plan
-    after = {name: float(fn(state, plan.assignment)) for name, fn in functions.items()}
-    before = {name: float(fn(state, ran)) for name, fn in functions.items()}
-    module = importlib.import_module("placement.herding.metrics")
-    if hasattr(module, "traffic_lower_bound"):
-        bound = float(module.traffic_lower_bound(state))
-        after["traffic_lower_bound"] = before["traffic_lower_bound"] = bound
+    inst = from_state(state)
+    after = facet_metrics(inst, node_of(inst, state, plan.assignment))
+    before = facet_metrics(inst, node_of(inst, state, ran))
     return replace(plan, facet_metrics={**after, **plan.facet_metrics},
                    facet_before={**before, **plan.facet_before})

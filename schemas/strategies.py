@@ -55,9 +55,10 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
     "drain_then_balance": StrategyEntry("placement.scaling.drain:plan_drain_then_balance",
                                         "placement.scaling.params:DrainParams", "heuristic"),
     "herding_offline": StrategyEntry(f"{_HERD}.strategies:plan_offline",
-                                     f"{_HERD}.params:OfflineParams", "heuristic", ("sources",)),
+                                     f"{_HERD}.params:OfflineParams", "heuristic", ("sources", "arrivals")),
     "herding_online": StrategyEntry(f"{_HERD}.strategies:plan_online",
-                                    f"{_HERD}.params:OnlineParams", "heuristic", ("sources",)),
+                                    f"{_HERD}.params:OnlineParams", "heuristic",
+                                    ("sources", "arrivals")),
     "herding_exact": StrategyEntry(f"{_HERD}.exact:plan_exact", f"{_HERD}.params:ExactParams",
-                                   "exact", ("sources",)),
+                                   "exact", ("sources", "arrivals")),
 }
