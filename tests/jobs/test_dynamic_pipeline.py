@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from mlflow import MlflowClient
 from pipeline_kit import SPL, T0, delta_versions, run_cycle, snapshot, tree
 
 from jobs.errors import StageError
@@ -86,6 +87,12 @@ def test_queries_arrive_and_leave_through_the_pipeline(spark, dynamic_home: Path
             # a query kept from the last version moves only as one of the budget's migrations
             kept = set(ran) & set(previous)
             assert {q for q in kept if manifest.assignment[q] != previous[q]} <= moved
+        # the Herding metrics of the cycle, before (where the runtime ran) and after, in MLflow
+        metrics = MlflowClient(tracking_uri=paths.mlflow_uri).get_run(
+            row["mlflow_run_id"]).data.metrics
+        assert metrics["traffic_lower_bound_after"] <= metrics["stream_traffic_after"]
+        assert {"replication_factor_before", "balance_after", "stream_traffic_before"} <= set(
+            metrics)
         applied = make_source(job, paths).apply_latest(paths.published)
         assert applied.applied, applied.reason
         after = make_source(job, paths).state  # type: ignore[attr-defined]
