@@ -18,10 +18,11 @@ docs/algorithms.md), so every strategy runs on a dynamic job.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jobs.errors import StageError
+from jobs.placement_audit import PLACEMENTS_ARTIFACT, placements_csv
 from placement.facets import Source
 from placement.herding.instance import from_state
 from placement.herding.metrics import facet_metrics, node_of
@@ -29,8 +30,14 @@ from placement.model import ClusterState, Plan
 from schemas.config import JobConfig
 from schemas.strategies import STRATEGIES
 
-__all__ = ["check_strategy_facets", "preplace_arrivals", "with_facet_metrics",
-           "with_sources"]
+__all__ = [
+    "Prepared",
+    "check_strategy_facets",
+    "prepare_units",
+    "preplace_arrivals",
+    "with_facet_metrics",
+    "with_sources",
+]
 
 #: facets a period may lack without the data being wrong: no traffic, or no query arrived
 _MAY_BE_EMPTY = frozenset({"communication", "arrivals", "utilisation"})
@@ -104,3 +111,50 @@ def with_facet_metrics(plan: Plan, state: ClusterState, ran: Mapping[str, str]) 
     before = facet_metrics(inst, node_of(inst, state, ran))
     return replace(plan, facet_metrics={**after, **plan.facet_metrics},
                    facet_before={**before, **plan.facet_before})
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A period's state made ready for `strategy`: `state` is what the strategy gets, `built`
+    the state with its arrivals still unplaced, `ran` where the runtime ran every unit."""
+
+    strategy: str
+    state: ClusterState
+    built: ClusterState
+    ran: Mapping[str, str]
+    preplaced: Mapping[str, str]
+
+    def finish(self, plan: Plan, solved: ClusterState
+               ) -> tuple[Plan, ClusterState, dict[str, str]]:
+        """The plan with its facet metrics and message, the state to log it against (every
+        unit where the runtime ran it, so "before" is the running system), and the extra
+        artifacts of its MLflow run (placements.csv: where each placed or moved unit went, why).
+        """
+        plan = with_facet_metrics(plan, solved, self.ran)
+        if self.preplaced:
+            note = (f"{len(self.preplaced)} arriving unit(s) placed first on the least utilised "
+                    f"node ({self.strategy} does not place arrivals)")
+            plan = replace(plan, message=f"{plan.message}; {note}" if plan.message else note)
+        if not self.built.arrivals:
+            logged = solved
+        else:
+            logged = replace(solved, arrivals=frozenset(), assignment={
+                **{u: self.ran[u] for u in self.built.arrivals}, **solved.assignment})
+        rule = ("pre-placed on the least utilised node by capacity (docs/algorithms.md)"
+                if self.preplaced else f"placed by {self.strategy}")
+        text = placements_csv(self.built, plan, self.ran, rule)
+        return plan, logged, ({} if text is None else {PLACEMENTS_ARTIFACT: text})
+
+
+def prepare_units(job: JobConfig, strategy: str, state: ClusterState,
+                  kg_rows: list[dict[str, Any]],
+                  facet_rows: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None,
+                  current: Mapping[str, str], version: int | None) -> Prepared:
+    """Sources, subscriptions and arrivals (when the period has facet rows), the strategy's
+    facets checked, arrivals pre-placed for a strategy that does not place them."""
+    if facet_rows is not None:
+        state = with_sources(state, job, kg_rows, *facet_rows, current, version)
+    check_strategy_facets(job, strategy, state)
+    ready, preplaced = preplace_arrivals(state, strategy)
+    return Prepared(strategy, ready, state, {k["keygroup"]: k["node"] for k in kg_rows},
+                    preplaced)

@@ -21,9 +21,10 @@ from pipeline_kit import SPL, T0, delta_versions, run_cycle, snapshot, tree
 from jobs.errors import StageError
 from jobs.lake import period_predicate, read_table
 from jobs.stages import run_collect, run_plan, run_publish, run_validate
+from reconf.audit import audit, format_report
 from reconf.settings import make_source
 from schemas.config import Paths, resolve_job
-from schemas.landing import SOURCES, SUBSCRIPTIONS
+from schemas.landing import SOURCES, SUBSCRIPTIONS, format_period_end
 from schemas.manifest import read_manifest
 from schemas.tables import KEYGROUP_STATS, PLANS, SOURCE_STATS
 from schemas.tables import SUBSCRIPTIONS as SUBSCRIPTIONS_TABLE
@@ -93,6 +94,14 @@ def test_queries_arrive_and_leave_through_the_pipeline(spark, dynamic_home: Path
         assert metrics["traffic_lower_bound_after"] <= metrics["stream_traffic_after"]
         assert {"replication_factor_before", "balance_after", "stream_traffic_before"} <= set(
             metrics)
+        if n > 1:  # `reconf audit` explains where an arrival went and why
+            arrival = sorted(arrivals)[0]
+            report = audit(JOB, format_period_end(period_end), arrival, paths=paths)
+            explained = report["keygroup"]
+            assert explained["arrived"] and explained["to"] == manifest.assignment[arrival]
+            assert len(explained["placement"]["sources"]) == 2  # its dest and carrier streams
+            assert "pre-placed on the least utilised node" in explained["reason"]
+            assert "ARRIVED" in format_report(report) and report["herding"] is not None
         applied = make_source(job, paths).apply_latest(paths.published)
         assert applied.applied, applied.reason
         after = make_source(job, paths).state  # type: ignore[attr-defined]

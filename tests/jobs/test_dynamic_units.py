@@ -136,3 +136,25 @@ def test_bad_facet_rows_are_named() -> None:
     good = validate_facets(sources.iloc[:1], subs.iloc[:1], running_units={"a"},
                            known_nodes={"n0"})
     assert good.success, good.summary()
+
+
+def test_placements_name_the_sources_already_on_the_node_and_the_traffic_added() -> None:
+    from jobs.placement_audit import placement_rows
+    from placement.facets import Source
+    from placement.model import Plan, PlanMetrics, SolverStatus
+
+    m = PlanMetrics(0.0, 0.0, 0.0, 0.0)
+    state = ClusterState(
+        nodes=(Node("n0"), Node("n1")),
+        keygroups=tuple(KeyGroup(u, "query", 1.0) for u in ("a", "b", "x", "y")),
+        assignment={"a": "n0", "b": "n1"}, arrivals=frozenset({"x", "y"}),
+        sources=(Source("s1", 5.0), Source("s2", 2.0), Source("s3", 1.0)),
+        subscriptions={"a": frozenset({"s1"}), "b": frozenset({"s3"}),
+                       "x": frozenset({"s1", "s2"}), "y": frozenset({"s2", "s3"})})
+    plan = Plan("herding_online", {"a": "n0", "b": "n1", "x": "n0", "y": "n0"}, (), m, m,
+                SolverStatus.HEURISTIC, None, 0.0)
+    rows = {r["keygroup"]: r for r in placement_rows(state, plan, {"x": "n1", "y": "n1"}, "r")}
+    assert rows["x"]["already_on_node"] == "s1" and rows["x"]["traffic_added"] == 2.0
+    # y comes after x in id order: s2 is on n0 by then, s3 is not (b reads it on n1)
+    assert rows["y"]["already_on_node"] == "s2" and rows["y"]["traffic_added"] == 1.0
+    assert rows["y"]["node_before"] == "n1" and rows["y"]["how"] == "arrival"
