@@ -3,7 +3,9 @@
 The job's key groups are those of the assignment the runtime ran (its report; without one, the
 newest published assignment): every one of them must be reported exactly once; before anything
 is published, those of the previous collected period; for a job's very first period, the reported
-ones (then only uniqueness can be checked). Known nodes are the nodes the runtime says it owns
+ones (then only uniqueness can be checked). A dynamic job's units come and go, so its key groups
+are the reported ones; its facet tables (source_stats, subscriptions) are checked by their own
+suites (jobs/facet_tables.py `validate_facets_of`). Known nodes are the nodes the runtime says it owns
 (without a report, the nodes it sent samples for), so a node the runtime does not have is refused
 here and never reaches a plan. The report is written to
 `reports/<job>/<period_end>/validation.json` whatever the verdict, naming the collect it checked;
