@@ -6,8 +6,9 @@ For a job whose units come and go (``units = "dynamic"``) the plan stage's `Clus
   current published version). The runtime put them somewhere provisional to run them; the plan
   places them, and that placement is not a migration. Units of that assignment that are not in
   the stats have left: they are not in the state, so they leave the next manifest.
-  Before anything was published, the runtime's own placement of every unit is the current one
-  (as for a fixed job's initial allocation): there are no arrivals.
+  Before anything was published every unit is an arrival: no plan has placed any (unlike a fixed
+  job's initial allocation, the runtime's provisional placement is no placement decision), so the
+  first plan places the whole population, as Herding's online rule does from an empty system.
 
 A strategy names the facets it needs (schemas/strategies.py); a job whose data lack them is
 refused with a message. "arrivals" is not a requirement but a capability: a strategy without it
@@ -56,9 +57,9 @@ def with_sources(state: ClusterState, job: JobConfig, kg_rows: list[dict[str, An
     sources = tuple(Source(r["source"], float(r["tuples_per_s"]), float(r["bytes_per_s"]))
                     for r in sorted(source_rows, key=lambda r: r["source"]))
     subscriptions = {u: frozenset(s) for u, s in sorted(reads.items())}
-    if not job.dynamic or version is None:
+    if not job.dynamic:
         return replace(state, sources=sources, subscriptions=subscriptions)
-    placed = {u: current[u] for u in sorted(units) if u in current}
+    placed = {u: current[u] for u in sorted(units) if version is not None and u in current}
     return replace(state, assignment=placed, arrivals=frozenset(units - set(placed)),
                    sources=sources, subscriptions=subscriptions)
 

@@ -54,11 +54,15 @@ def test_arrivals_are_the_units_the_running_assignment_lacks_and_departed_ones_l
     assert {"sources", "arrivals"} <= state.facets
 
 
-def test_before_anything_is_published_the_runtime_placement_is_current() -> None:
+def test_before_anything_is_published_every_unit_is_an_arrival() -> None:
     kgs = [_kg("a", "n0"), _kg("b", "n1")]
     state = build_state(DYNAMIC, kgs, NODES, [], {})
     state = with_sources(state, DYNAMIC, kgs, SOURCES, _subs(("a", "s1"), ("b", "s1")), {}, None)
-    assert not state.arrivals and dict(state.assignment) == {"a": "n0", "b": "n1"}
+    assert state.arrivals == {"a", "b"} and not state.assignment
+    fixed = JobConfig("f")  # a fixed job keeps the runtime's initial allocation
+    kept = with_sources(build_state(fixed, kgs, NODES, [], {}), fixed, kgs, SOURCES,
+                        _subs(("a", "s1"), ("b", "s1")), {}, None)
+    assert not kept.arrivals and dict(kept.assignment) == {"a": "n0", "b": "n1"}
 
 
 def test_arrivals_go_to_the_least_utilised_node_by_capacity() -> None:

