@@ -162,3 +162,29 @@ def test_placements_name_the_sources_already_on_the_node_and_the_traffic_added()
     # y comes after x in id order: s2 is on n0 by then, s3 is not (b reads it on n1)
     assert rows["y"]["already_on_node"] == "s2" and rows["y"]["traffic_added"] == 1.0
     assert rows["y"]["node_before"] == "n1" and rows["y"]["how"] == "arrival"
+
+
+def test_a_herding_plan_of_arrivals_is_logged_against_where_the_runtime_ran() -> None:
+    """herding_online places arrivals itself (no pre-placement); the state the cycle is logged
+    against has every unit where the runtime ran it, so the audit tables can be built."""
+    from jobs.audit_trail import explain_moves, keygroup_rows, node_rows
+    from jobs.dynamic_units import prepare_units
+    from jobs.placement_audit import PLACEMENTS_ARTIFACT
+    from placement.model import Budget
+    from placement.registry import get_strategy
+
+    kgs = [_kg("a", "n0"), _kg("b", "n1"), _kg("c", "n0"), _kg("d", "n1")]
+    subs = _subs(("a", "s1"), ("b", "s2"), ("c", "s1"), ("d", "s1"))
+    current = {"a": "n0", "b": "n1"}  # c and d arrived
+    state = build_state(DYNAMIC, kgs, NODES, [], current)
+    prepared = prepare_units(DYNAMIC, "herding_online", state, kgs, (SOURCES, subs), current, 1)
+    assert prepared.state.arrivals == {"c", "d"} and not prepared.preplaced
+    plan = get_strategy("herding_online")(prepared.state, Budget(max_migrations=0))
+    plan, logged, artifacts = prepared.finish(plan, prepared.state)
+    assert not logged.arrivals and logged.assignment["d"] == "n1"  # where the runtime ran it
+    rows = {r["keygroup"]: r for r in keygroup_rows(logged, plan)}
+    assert rows["c"]["node_after"] == plan.assignment["c"]
+    assert node_rows(logged, plan) and explain_moves(logged, plan) == []
+    assert "keygroup,how,node_before" in artifacts[PLACEMENTS_ARTIFACT]
+    assert plan.facet_metrics["traffic_lower_bound"] <= plan.facet_metrics["stream_traffic"]
+    assert "stream_traffic" in plan.facet_before
