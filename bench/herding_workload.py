@@ -82,11 +82,13 @@ def workload(n: int, d: int, beta: float, seed: int, *, rate_exp: float | None =
     deg = _degrees(rng, n, d, beta)
     stubs = rng.permutation(np.repeat(np.arange(len(deg)), deg)).reshape(n, d)
     for _ in range(SWAP_ROUNDS):
-        srt = np.sort(stubs, axis=1)
-        bad_rows = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1)) if d > 1 else []
-        if not len(bad_rows):
+        if d == 1:
             break
-        for r in bad_rows.tolist():
+        srt = np.sort(stubs, axis=1)
+        bad_rows: list[int] = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1)).tolist()
+        if not bad_rows:
+            break
+        for r in bad_rows:
             row = stubs[r]
             _, first = np.unique(row, return_index=True)
             dup_cols = np.setdiff1d(np.arange(d), first)
