@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, str] = {
     "cycle": "bench.cycle",
     "rod": "bench.rod",
     "sprawl": "bench.sprawl",
+    "herding": "bench.herding",
 }
 
 

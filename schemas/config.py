@@ -23,6 +23,7 @@ __all__ = [
     "MAX_MIGRATIONS",
     "PROJECT_ROOT",
     "STRATEGY_NAMES",
+    "UNIT_SETS",
     "ConfigError",
     "JobConfig",
     "JobsFile",
@@ -54,6 +55,7 @@ _STRATEGY_KEYS = {
     "scaling",
     "strategy_params",
     "topology",
+    "units",
 }
 # The strategies' names, from their one table (schemas/strategies.py, which the registry reads).
 STRATEGY_NAMES = frozenset(STRATEGIES)
@@ -178,6 +180,18 @@ class JobConfig:
     # A wide-area job's topology file (placement/sprawl/topology.py: sites, links, pinned units,
     # queries), absolute or relative to the project; the plan stage loads and validates it.
     topology: str | None = None
+    # "fixed": every key group present every period (the strict check); "dynamic": units (a
+    # query platform's queries) arrive and leave between periods (DESIGN.md, "Units may come
+    # and go"; docs/operations.md).
+    units: str = "fixed"
+
+    @property
+    def dynamic(self) -> bool:
+        return self.units == "dynamic"
+
+
+#: the values of a job's `units` field
+UNIT_SETS = ("fixed", "dynamic")
 
 
 def parse_duration(value: object, where: str) -> timedelta:
@@ -340,6 +354,12 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
         kwargs["source"] = dict(raw["source"])
     if "scaling" in raw:
         kwargs["scaling"] = _scaling(raw["scaling"], f"{where}.scaling")
+    if "units" in raw:
+        if raw["units"] not in UNIT_SETS:
+            raise ConfigError(f"{where}.units: must be \"fixed\" (every key group present "
+                              f"every period) or \"dynamic\" (units arrive and leave between "
+                              f"periods), got {raw['units']!r}")
+        kwargs["units"] = raw["units"]
     if "strategy_params" in raw:
         kwargs["strategy_params"] = _strategy_params(raw["strategy_params"],
                                                      f"{where}.strategy_params")

@@ -10,6 +10,8 @@ one line here.
 "heuristic" when the status is always HEURISTIC. `facets`: the optional parts of the
 ClusterState the strategy needs. `keeps_budget`: False only for a strategy that ignores the
 migration budget on purpose (COLA, a static optimiser), so the registry does not check it.
+`places_arrivals`: the strategy places units that have no current node itself (Herding's online
+rules); for the others the plan stage places arrivals first (jobs/dynamic_units.py).
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ class StrategyEntry:
     guarantee: Literal["exact", "heuristic"]
     facets: tuple[str, ...] = ()
     keeps_budget: bool = True
+    places_arrivals: bool = False
 
 
 _MILP, _ALBIC, _BASE = "placement.milp", "placement.albic", "placement.baselines"
 _ROD = "placement.rod.strategy"
+_HERD = "placement.herding"
 
 STRATEGIES: Mapping[str, StrategyEntry] = {
     "milp": StrategyEntry(f"{_MILP}.core:plan_milp", f"{_MILP}.params:MilpParams", "exact"),
@@ -62,4 +66,12 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
                                   "heuristic", ("load_model", "communication")),
     "sprawl": StrategyEntry("placement.sprawl.core:plan_sprawl",
                             "placement.sprawl.params:SprawlParams", "exact", ("network",)),
+    "herding_offline": StrategyEntry(f"{_HERD}.strategies:plan_offline",
+                                     f"{_HERD}.params:OfflineParams", "heuristic", ("sources",),
+                                     places_arrivals=True),
+    "herding_online": StrategyEntry(f"{_HERD}.strategies:plan_online",
+                                    f"{_HERD}.params:OnlineParams", "heuristic", ("sources",),
+                                    places_arrivals=True),
+    "herding_exact": StrategyEntry(f"{_HERD}.exact:plan_exact", f"{_HERD}.params:ExactParams",
+                                   "exact", ("sources",), places_arrivals=True),
 }

@@ -79,6 +79,11 @@ CONTRACTS: dict[str, Contract] = {
         why="needs the load-model facet, which these states lack: properties in test_rod.py")),
     "sprawl": Contract(why="needs the network facet, which these clusters lack; its "
                            "properties are in test_sprawl_dp.py and test_sprawl_strategy.py"),
+    "herding_offline": Contract(why="minimises stream traffic, not load distance "
+                                    "(tests/placement/herding)"),
+    "herding_online": Contract(why="places arrivals, drains B; others stay (tests/placement/herding)"),
+    "herding_exact": Contract(why="minimises stream traffic, not load distance "
+                                  "(tests/placement/herding)"),
 }
 #: the facets the `clusters()` strategy below generates; a strategy needing others is not run
 GENERATED_FACETS = {"communication", "utilisation"}
