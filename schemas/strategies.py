@@ -53,4 +53,6 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
                           ("communication",), keeps_budget=False),
     "drain_then_balance": StrategyEntry("placement.scaling.drain:plan_drain_then_balance",
                                         "placement.scaling.params:DrainParams", "heuristic"),
+    "cg": StrategyEntry("placement.consistent_grouping.core:plan_cg",
+                        "placement.consistent_grouping.params:CgParams", "heuristic"),
 }
