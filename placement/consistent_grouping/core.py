@@ -49,8 +49,10 @@ def thresholds_of(params: CgParams) -> Thresholds:
 
 
 def _pick(on_src: list[KeyGroup], raw: np.ndarray, cap: np.ndarray, s: int, d: int,
-          params: CgParams, budget: Budget, count: int, cost: float) -> KeyGroup | None:
-    """The VW of node s that moves to node d (None: none fits the budget or helps)."""
+          params: CgParams, budget: Budget, count: int, cost: float, draining: bool
+          ) -> KeyGroup | None:
+    """The VW of node s that moves to node d (None: none fits the budget or helps; a node
+    being drained is always helped)."""
     fitting = [kg for kg in on_src if fits(budget, count + 1, cost + kg.migration_cost)]
     if not fitting:
         return None
@@ -62,7 +64,7 @@ def _pick(on_src: list[KeyGroup], raw: np.ndarray, cap: np.ndarray, s: int, d: i
         return max((raw[s] - kg.load) / cap[s], (raw[d] + kg.load) / cap[d])
 
     best = min(fitting, key=lambda k: (round(peak(k), 9), k.migration_cost, k.id))
-    return best if peak(best) < now - EPS else None
+    return best if draining or peak(best) < now - EPS else None
 
 
 def cg_assignment(state: ClusterState, budget: Budget, params: CgParams) -> dict[str, str]:
@@ -95,24 +97,24 @@ def cg_assignment(state: ClusterState, budget: Budget, params: CgParams) -> dict
     for _ in range(params.rounds):
         util = raw / cap
         signal = util
-        if thresholds.relative:  # U_w / Ū, Ū the plain mean over A (B does not enter it)
-            signal = util / max(float(util[in_a].mean()), EPS)
+        if thresholds.relative:  # (L_w / c_w) / (ΣL / Σc) over A, §6.1.2's shares
+            signal = util / max(float(raw[in_a].sum() / cap[in_a].sum()), EPS)
         signal = np.where(in_a, signal, BUSY_SIGNAL)  # B signals busy while it holds a VW
         counts = np.array([sum(k.id not in moved for k in vws) for vws in on_node])
         pairs = pair_step(signal, counts, plain, probe=params.probe, eligible=in_a)
         progressed = False
         for s, d in pairs:
-            kg = _pick([k for k in on_node[s] if k.id not in moved], raw, cap, s, d, params,
-                       budget, count, cost)
-            if kg is None:
+            vw = _pick([k for k in on_node[s] if k.id not in moved], raw, cap, s, d, params,
+                       budget, count, cost, draining=not in_a[s])
+            if vw is None:
                 continue
-            on_node[s].remove(kg)
-            on_node[d].append(kg)
-            raw[s] -= kg.load
-            raw[d] += kg.load
-            assignment[kg.id] = nodes[d]
-            moved.add(kg.id)
-            count, cost = count + 1, cost + kg.migration_cost
+            on_node[s].remove(vw)
+            on_node[d].append(vw)
+            raw[s] -= vw.load
+            raw[d] += vw.load
+            assignment[vw.id] = nodes[d]
+            moved.add(vw.id)
+            count, cost = count + 1, cost + vw.migration_cost
             progressed = True
         if not progressed:
             break

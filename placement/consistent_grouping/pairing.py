@@ -46,12 +46,21 @@ def _as_array(values: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
     return out
 
 
-def classify(utilisation: Sequence[float] | np.ndarray, thresholds: Thresholds
+def classify(utilisation: Sequence[float] | np.ndarray, thresholds: Thresholds,
+             capacity: Sequence[float] | np.ndarray | None = None
              ) -> tuple[np.ndarray, np.ndarray]:
-    """(busy, idle) masks: U_w > θ_b and U_w < θ_i (relative: U_w / Ū, Ū the plain mean)."""
+    """(busy, idle) masks: U_w > θ_b and U_w < θ_i.
+
+    Relative: U_w / Ū with Ū = ΣL / Σc (`capacity` given; §6.1.2 normalises loads and
+    capacities to shares, so L_w ≥ θ_b·c_w reads U_w ≥ θ_b·ΣL/Σc), else the plain mean of U.
+    """
     u = _as_array(utilisation, "utilisation")
     if thresholds.relative:
-        mean = float(u.mean()) if len(u) else 0.0
+        if capacity is None:
+            mean = float(u.mean()) if len(u) else 0.0
+        else:
+            cap = _as_array(capacity, "capacity")
+            mean = float((u * cap).sum() / cap.sum()) if cap.sum() > 0 else 0.0
         u = u / mean if mean > 0 else np.ones_like(u)
     return u > thresholds.busy, u < thresholds.idle
 
@@ -59,20 +68,22 @@ def classify(utilisation: Sequence[float] | np.ndarray, thresholds: Thresholds
 def pair_step(utilisation: Sequence[float] | np.ndarray, vws: Sequence[int] | np.ndarray,
               thresholds: Thresholds = Thresholds(), *, probe: bool = False,
               max_moves: int | None = None,
-              eligible: Sequence[bool] | np.ndarray | None = None) -> list[tuple[int, int]]:
+              eligible: Sequence[bool] | np.ndarray | None = None,
+              capacity: Sequence[float] | np.ndarray | None = None) -> list[tuple[int, int]]:
     """One round of pairing: (source, destination) worker indices, one VW to move per pair.
 
     Sources are the busy workers holding a VW, busiest first; destinations the idle workers
     (`probe`: every worker not busy), idlest first; they pair in order until either queue or
     `max_moves` runs out. `eligible[w]` False keeps w from being a destination (a worker being
-    drained); the VW total is unchanged by construction.
+    drained); `capacity` is the Ū of relative thresholds (`classify`); the VW total is
+    unchanged by construction.
     """
     u = _as_array(utilisation, "utilisation")
     counts = np.asarray(vws)
     if counts.shape != u.shape:
         raise ValueError(f"vws must have one count per worker ({len(u)}), got shape "
                          f"{counts.shape}")
-    busy, idle = classify(u, thresholds)
+    busy, idle = classify(u, thresholds, capacity)
     dest = ~busy if probe else idle
     if eligible is not None:
         dest = dest & np.asarray(eligible, dtype=bool)
