@@ -14,7 +14,7 @@ unordered iteration, so the same run twice gives identical metrics.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -117,6 +117,7 @@ class ReplayEngine:
         cursor: int = 0,
         pending: Mapping[str, float] | None = None,
         pending_report: MigrationReport | None = None,
+        capacity_at: Callable[[int], Mapping[str, float]] | None = None,
     ) -> None:
         if routing not in ROUTINGS:
             raise ValueError(f"routing must be one of {ROUTINGS}, got {routing!r}")
@@ -126,6 +127,8 @@ class ReplayEngine:
         self.costs = costs or CostModel()
         self.unit_ms, self.period_s = float(unit_ms), float(period_s)
         self.capacity = dict(capacity or {})
+        #: capacities by job period (1-based), applied before each step (capacity changes)
+        self.capacity_at = capacity_at
         self.cursor = cursor
         self.store = store or StateStore()
         self.results: dict[str, dict[tuple[int, int], tuple[float, float]]] = {
@@ -236,6 +239,8 @@ class ReplayEngine:
         flow, size = self.flow, self.layout.size
         n, P, W = self.cursor, flow.periods, flow.windows_per_round
         p, rnd = n % P, n // P
+        if self.capacity_at is not None:
+            self.capacity = dict(self.capacity_at(n + 1))
         acc = _Period(Traffic.zeros(size), [])
         for s, rows, dst in self._streams(p, self.routing, acc):
             if flow.operator(s.dst).stateful:

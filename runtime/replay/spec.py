@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
+from runtime.replay.capacity import CapacityChange, capacity_at, check_capacities, check_changes
 from schemas.landing import format_period_end, parse_period_end
 
 __all__ = ["DEFAULT_KEYGROUPS_PER_NODE", "DEFAULT_WINDOW_HOURS", "ReplaySpec", "ramp_profile"]
@@ -51,6 +52,10 @@ class ReplaySpec:
     #: flights per period in proportion to these multipliers, one per period (a load ramp);
     #: empty = the same number of flights in every period
     rate_profile: tuple[float, ...] = ()
+    #: capacity weight per node (node-00 first; empty = all 1.0) and changes from a period on
+    #: (runtime/replay/capacity.py)
+    capacities: tuple[float, ...] = ()
+    capacity_changes: tuple[CapacityChange, ...] = ()
 
     def __post_init__(self) -> None:
         job = self.job_id
@@ -89,6 +94,10 @@ class ReplaySpec:
             raise ValueError(f"rate_profile must be empty or hold one multiplier in (0, 100] per "
                              f"period ({self.periods}), got {rate!r}")
         object.__setattr__(self, "rate_profile", tuple(float(r) for r in rate))
+        object.__setattr__(self, "capacities",
+                           check_capacities(self.capacities, self.nodes, "capacities"))
+        object.__setattr__(self, "capacity_changes", check_changes(
+            self.capacity_changes, self.nodes, self.periods, "capacity_changes"))
         start = self.start
         if isinstance(start, str):
             start = parse_period_end(start)
@@ -129,6 +138,9 @@ class ReplaySpec:
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         out["start"] = format_period_end(self.start)
         out["rate_profile"] = list(self.rate_profile)
+        out["capacities"] = list(self.capacities)
+        out["capacity_changes"] = [{"period": p, "capacities": list(c)}
+                                   for p, c in self.capacity_changes]
         return out
 
     def fingerprint(self) -> str:
@@ -136,7 +148,14 @@ class ReplaySpec:
         body = {k: v for k, v in self.to_dict().items() if k != "job_id"}
         if not body["rate_profile"]:
             del body["rate_profile"]  # a constant rate fingerprints as before the profile existed
+        for key in ("capacities", "capacity_changes"):  # likewise homogeneous nodes
+            if not body[key]:
+                del body[key]
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+    def capacity_at(self, period: int) -> dict[str, float]:
+        """Each node's capacity weight in job period `period` (1-based)."""
+        return capacity_at(self.node_names, self.capacities, self.capacity_changes, period)
 
     def period_index(self, period_end: datetime) -> int:
         """n >= 1 such that period_end = start + n * period_s; ValueError otherwise."""
