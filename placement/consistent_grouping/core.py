@@ -52,19 +52,22 @@ def _pick(on_src: list[KeyGroup], raw: np.ndarray, cap: np.ndarray, s: int, d: i
           params: CgParams, budget: Budget, count: int, cost: float, draining: bool
           ) -> KeyGroup | None:
     """The VW of node s that moves to node d (None: none fits the budget or helps; a node
-    being drained is always helped)."""
-    fitting = [kg for kg in on_src if fits(budget, count + 1, cost + kg.migration_cost)]
-    if not fitting:
+    being drained is always helped). `on_src` is in key-group id order, the last tie-break."""
+    if not on_src or not fits(budget, count + 1, cost):
         return None
+    mc = np.array([k.migration_cost for k in on_src])
+    ok = np.ones(len(on_src), dtype=bool)
+    if budget.max_migration_cost is not None:
+        ok = cost + mc <= budget.max_migration_cost + EPS
+    if not ok.any():
+        return None
+    position = np.arange(len(on_src))
     if params.vw_choice == "cheapest":
-        return min(fitting, key=lambda k: (k.migration_cost, k.id))
-    now = raw[s] / cap[s]
-
-    def peak(kg: KeyGroup) -> float:
-        return max((raw[s] - kg.load) / cap[s], (raw[d] + kg.load) / cap[d])
-
-    best = min(fitting, key=lambda k: (round(peak(k), 9), k.migration_cost, k.id))
-    return best if draining or peak(best) < now - EPS else None
+        return on_src[int(position[ok][np.lexsort((position[ok], mc[ok]))[0]])]
+    load = np.array([k.load for k in on_src])
+    peak = np.round(np.maximum((raw[s] - load) / cap[s], (raw[d] + load) / cap[d]), 9)
+    best = int(position[ok][np.lexsort((position[ok], mc[ok], peak[ok]))[0]])
+    return on_src[best] if draining or peak[best] < raw[s] / cap[s] - EPS else None
 
 
 def cg_assignment(state: ClusterState, budget: Budget, params: CgParams) -> dict[str, str]:
@@ -74,7 +77,7 @@ def cg_assignment(state: ClusterState, budget: Budget, params: CgParams) -> dict
     cap = np.array([n.capacity for n in state.nodes]) * 100.0  # loads are in % of a reference
     in_a = np.array([not n.marked_for_removal for n in state.nodes])
     raw = np.zeros(len(nodes))
-    on_node: list[list[KeyGroup]] = [[] for _ in nodes]
+    movable: list[list[KeyGroup]] = [[] for _ in nodes]  # a VW moves at most once a cycle
     assignment = dict(state.assignment)
     arrivals = []
     for kg in sorted(state.keygroups, key=lambda k: k.id):
@@ -83,37 +86,32 @@ def cg_assignment(state: ClusterState, budget: Budget, params: CgParams) -> dict
             continue
         i = index[assignment[kg.id]]
         raw[i] += kg.load
-        on_node[i].append(kg)
+        movable[i].append(kg)
     for kg in arrivals:  # not migrations: placed where there is most room
-        util = np.where(in_a, raw / cap, np.inf)
-        i = int(np.argmin(util))
+        i = int(np.argmin(np.where(in_a, raw / cap, np.inf)))
         assignment[kg.id] = nodes[i]
         raw[i] += kg.load
-        on_node[i].append(kg)
+        movable[i].append(kg)
     thresholds = thresholds_of(params)
-    count, cost = 0, 0.0
-    moved: set[str] = set()
     plain = Thresholds(thresholds.busy, thresholds.idle)  # applied to `signal` below
+    counts = np.array([len(vws) for vws in movable])
+    count, cost = 0, 0.0
     for _ in range(params.rounds):
-        util = raw / cap
-        signal = util
+        signal = raw / cap
         if thresholds.relative:  # (L_w / c_w) / (ΣL / Σc) over A, §6.1.2's shares
-            signal = util / max(float(raw[in_a].sum() / cap[in_a].sum()), EPS)
+            signal = signal / max(float(raw[in_a].sum() / cap[in_a].sum()), EPS)
         signal = np.where(in_a, signal, BUSY_SIGNAL)  # B signals busy while it holds a VW
-        counts = np.array([sum(k.id not in moved for k in vws) for vws in on_node])
-        pairs = pair_step(signal, counts, plain, probe=params.probe, eligible=in_a)
         progressed = False
-        for s, d in pairs:
-            vw = _pick([k for k in on_node[s] if k.id not in moved], raw, cap, s, d, params,
-                       budget, count, cost, draining=not in_a[s])
+        for s, d in pair_step(signal, counts, plain, probe=params.probe, eligible=in_a):
+            vw = _pick(movable[s], raw, cap, s, d, params, budget, count, cost,
+                       draining=not in_a[s])
             if vw is None:
                 continue
-            on_node[s].remove(vw)
-            on_node[d].append(vw)
+            movable[s].remove(vw)
+            counts[s] -= 1
             raw[s] -= vw.load
             raw[d] += vw.load
             assignment[vw.id] = nodes[d]
-            moved.add(vw.id)
             count, cost = count + 1, cost + vw.migration_cost
             progressed = True
         if not progressed:
