@@ -129,6 +129,7 @@ def plan_cg(state: ClusterState, budget: Budget, params: CgParams | None = None)
     assignment = cg_assignment(state, budget, params)
     plan = make_plan("cg", state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
                      started=started)
-    before = (cg_metrics(state, state.assignment) if not state.arrivals else {})
+    before = {name: value for name, value in cg_metrics(state, state.assignment).items()
+              if not name.startswith("vws_optimal/")} if not state.arrivals else {}
     return replace(plan, facet_metrics=cg_metrics(state, assignment), facet_before=before,
                    wall_s=time.perf_counter() - started)

@@ -7,7 +7,8 @@
   α*_w = c_w·n·α (§6.1.2; VWs of every operator counted, α*_w = 0 on B);
 - `vw_max_rel_error`: max_w |α_w / α*_w − 1| over A;
 - per node (clusters of up to `PER_NODE_LIMIT` nodes): `utilisation_pct/<node>`,
-  `vws/<node>` and `vws_optimal/<node>`, so MLflow groups each family in one chart section.
+  `vws/<node>` and `vws_optimal/<node>` (α* does not depend on the assignment: `plan_cg` logs
+  it once, after), so MLflow groups each family in one chart section.
 """
 
 from __future__ import annotations
