@@ -52,22 +52,27 @@ def _pick(on_src: list[KeyGroup], raw: np.ndarray, cap: np.ndarray, s: int, d: i
           params: CgParams, budget: Budget, count: int, cost: float, draining: bool
           ) -> KeyGroup | None:
     """The VW of node s that moves to node d (None: none fits the budget or helps; a node
-    being drained is always helped). `on_src` is in key-group id order, the last tie-break."""
+    being drained is always helped). `on_src` is in key-group id order, the last tie-break.
+    Plain Python: a node holds a handful of VWs, too few for numpy to pay off."""
     if not on_src or not fits(budget, count + 1, cost):
         return None
-    mc = np.array([k.migration_cost for k in on_src])
-    ok = np.ones(len(on_src), dtype=bool)
-    if budget.max_migration_cost is not None:
-        ok = cost + mc <= budget.max_migration_cost + EPS
-    if not ok.any():
-        return None
-    position = np.arange(len(on_src))
-    if params.vw_choice == "cheapest":
-        return on_src[int(position[ok][np.lexsort((position[ok], mc[ok]))[0]])]
-    load = np.array([k.load for k in on_src])
-    peak = np.round(np.maximum((raw[s] - load) / cap[s], (raw[d] + load) / cap[d]), 9)
-    best = int(position[ok][np.lexsort((position[ok], mc[ok], peak[ok]))[0]])
-    return on_src[best] if draining or peak[best] < raw[s] / cap[s] - EPS else None
+    limit = budget.max_migration_cost
+    rs, rd, cs, cd = float(raw[s]), float(raw[d]), float(cap[s]), float(cap[d])
+    best: KeyGroup | None = None
+    best_key: tuple[float, ...] = ()
+    for pos, kg in enumerate(on_src):
+        if limit is not None and cost + kg.migration_cost > limit + EPS:
+            continue
+        if params.vw_choice == "cheapest":
+            key: tuple[float, ...] = (kg.migration_cost, pos)
+        else:
+            key = (round(max((rs - kg.load) / cs, (rd + kg.load) / cd), 9), kg.migration_cost,
+                   pos)
+        if best is None or key < best_key:
+            best, best_key = kg, key
+    if best is None or params.vw_choice == "cheapest" or draining:
+        return best
+    return best if best_key[0] < rs / cs - EPS else None
 
 
 def cg_assignment(state: ClusterState, budget: Budget, params: CgParams) -> dict[str, str]:
