@@ -103,8 +103,8 @@ def cg_assignment(state: ClusterState, budget: Budget, params: CgParams) -> dict
     count, cost = 0, 0.0
     for _ in range(params.rounds):
         signal = raw / cap
-        if thresholds.relative:  # (L_w / c_w) / (ΣL / Σc) over A, §6.1.2's shares
-            signal = signal / max(float(raw[in_a].sum() / cap[in_a].sum()), EPS)
+        if thresholds.relative:  # (L_w / c_w) / (ΣL / Σc_A), §6.1.2's shares (B drained)
+            signal = signal / max(float(raw.sum() / cap[in_a].sum()), EPS)
         signal = np.where(in_a, signal, BUSY_SIGNAL)  # B signals busy while it holds a VW
         progressed = False
         for s, d in pair_step(signal, counts, plain, probe=params.probe, eligible=in_a):
