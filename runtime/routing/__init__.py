@@ -10,12 +10,22 @@ from runtime.routing.policies import (
     SPLITTING,
     KeyTable,
     RouterState,
-    cap,
     canonical,
+    cap,
     check_epsilon,
     route,
     splitmix64,
 )
 
-__all__ = ["ALIASES", "POLICIES", "SPLITTING", "KeyTable", "RouterState", "cap", "canonical",
-           "check_epsilon", "route", "splitmix64"]
+__all__ = [
+    "ALIASES",
+    "POLICIES",
+    "SPLITTING",
+    "KeyTable",
+    "RouterState",
+    "canonical",
+    "cap",
+    "check_epsilon",
+    "route",
+    "splitmix64",
+]

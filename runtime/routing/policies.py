@@ -29,8 +29,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ALIASES", "POLICIES", "SPLITTING", "KeyTable", "RouterState", "cap", "canonical",
-           "check_epsilon", "route", "splitmix64"]
+__all__ = [
+    "ALIASES",
+    "POLICIES",
+    "SPLITTING",
+    "KeyTable",
+    "RouterState",
+    "canonical",
+    "cap",
+    "check_epsilon",
+    "route",
+    "splitmix64",
+]
 
 POLICIES: tuple[str, ...] = ("kg", "sg", "pkg", "potc_msg", "ch", "chbl", "porc")
 ALIASES: dict[str, str] = {"key": "kg", "shuffle": "sg", "potc": "pkg"}
