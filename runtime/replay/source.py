@@ -29,7 +29,6 @@ from runtime.replay.engine import (
     MigrationReport,
     PeriodMetrics,
     ReplayEngine,
-    Routing,
     calibrate_unit_ms,
 )
 from runtime.replay.flights import build_job
@@ -96,11 +95,11 @@ def new_engine(spec: ReplaySpec, *, data: Datasets | None = None, costs: CostMod
     start = initial_assignment(spec, layout)
     probe = ReplayEngine(flow, layout, assignment=start, nodes=spec.node_names, unit_ms=1.0,
                          period_s=spec.period_s, costs=costs)
-    routing: Routing = "potc" if spec.routing == "potc" else "key"
     return ReplayEngine(
         flow, layout, assignment=assignment or start, nodes=nodes or spec.node_names,
         unit_ms=calibrate_unit_ms(probe, spec.load_pct), period_s=spec.period_s, costs=costs,
-        routing=routing, cursor=cursor, pending=pending, pending_report=pending_report)
+        routing=spec.routing, operator_routing=spec.operator_routing, epsilon=spec.epsilon,
+        cursor=cursor, pending=pending, pending_report=pending_report)
 
 
 def _table(kind: str, columns: Mapping[str, object]) -> pa.Table:
