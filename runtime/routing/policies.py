@@ -198,9 +198,10 @@ def route(policy: str, keys: np.ndarray, table: KeyTable, *, state: RouterState 
         two = ((r >> np.uint64(32)) % np.uint64(b)).astype(np.int64)
         out = _least_of_two(one, two, src, state)
     elif name == "porc":
-        out = _porc(table.first[keys], table.step[keys], cap(t, b, eps), src, state)
+        out = _porc(table.first[keys], table.step[keys], cap(t, b, eps), src, state, keys)
     else:  # chbl
-        out = _chbl(table.ring_start[keys], table.ring_bins, cap(t, b, eps), src, state)
+        out = _chbl(table.ring_start[keys], table.ring_bins, cap(t, b, eps), src, state,
+                   keys)
     out = np.asarray(out, dtype=np.int64)
     load = state.load.copy()
     if S == 1:
@@ -238,14 +239,19 @@ def _least_of_two(a: np.ndarray, c: np.ndarray, src: np.ndarray, state: RouterSt
 
 
 def _porc(first: np.ndarray, step: np.ndarray, caps: np.ndarray, src: np.ndarray,
-          state: RouterState) -> list[int]:
-    """PORC: H_1, H_1 + s, H_1 + 2s, ... (mod b) to the first bin with load < cap_t."""
-    F, ST, CAP = first.tolist(), step.tolist(), caps.tolist()
-    b = state.load.shape[1]
+          state: RouterState, keys: np.ndarray) -> list[int]:
+    """PORC: H_1, H_1 + s, H_1 + 2s, ... (mod b) to the first bin with load < cap_t.
+
+    Exact shortcut: while a source's cap is unchanged, loads only grow, so the probes a key found
+    full stay full; its probe count is cached per (source, key) with the cap it was found at.
+    """
+    F, ST, CAP, K = first.tolist(), step.tolist(), caps.tolist(), keys.tolist()
+    b, nsrc = state.load.shape[1], state.sources
     out = [0] * len(F)
     loads = state.load.tolist()
-    S = src.tolist() if state.sources > 1 else None
+    S = src.tolist() if nsrc > 1 else None
     L = loads[0]
+    seen: dict[int, tuple[int, int]] = {}
     for i in range(len(F)):
         if S is not None:
             L = loads[S[i]]
@@ -254,32 +260,52 @@ def _porc(first: np.ndarray, step: np.ndarray, caps: np.ndarray, src: np.ndarray
         if L[j] >= c:
             s = ST[i]
             j = (j + s) % b
-            while L[j] >= c:
-                j = (j + s) % b
+            if L[j] >= c:  # a hot key: resume where it found room at this cap
+                tag = K[i] * nsrc + (S[i] if S is not None else 0)
+                hit = seen.get(tag)
+                n = hit[1] if hit is not None and hit[0] == c else 2
+                j = (F[i] + n * s) % b
+                while L[j] >= c:
+                    j = (j + s) % b
+                    n += 1
+                seen[tag] = (c, n)
         L[j] += 1
         out[i] = j
     return out
 
 
 def _chbl(start: np.ndarray, ring: np.ndarray, caps: np.ndarray, src: np.ndarray,
-          state: RouterState) -> list[int]:
-    """CH-BL: walk the ring clockwise from the key's point to a bin with load < cap_t."""
-    P, R, CAP = start.tolist(), ring.tolist(), caps.tolist()
-    size = len(R)
+          state: RouterState, keys: np.ndarray) -> list[int]:
+    """CH-BL: walk the ring clockwise from the key's point to a bin with load < cap_t (the
+    walk is cached per (source, key) while the cap is unchanged, as in `_porc`)."""
+    P, R, CAP, K = start.tolist(), ring.tolist(), caps.tolist(), keys.tolist()
+    size, nsrc = len(R), state.sources
     out = [0] * len(P)
     loads = state.load.tolist()
-    S = src.tolist() if state.sources > 1 else None
+    S = src.tolist() if nsrc > 1 else None
     L = loads[0]
+    seen: dict[int, tuple[int, int]] = {}
     for i in range(len(P)):
         if S is not None:
             L = loads[S[i]]
         p = P[i]
         j = R[p]
         c = CAP[i]
-        while L[j] >= c:
-            p += 1
-            if p == size:
-                p = 0
+        if L[j] >= c and L[R[p + 1 if p + 1 < size else 0]] >= c:
+            tag = K[i] * nsrc + (S[i] if S is not None else 0)
+            hit = seen.get(tag)
+            if hit is not None and hit[0] == c:
+                p = hit[1] - 1  # the bin it last took may still be free
+            while True:
+                p += 1
+                if p == size:
+                    p = 0
+                j = R[p]
+                if L[j] < c:
+                    break
+            seen[tag] = (c, p)
+        elif L[j] >= c:
+            p = p + 1 if p + 1 < size else 0
             j = R[p]
         L[j] += 1
         out[i] = j
