@@ -12,8 +12,10 @@ f_j = (j+1)·s + max(free, max_{i≤j}(a_i − i·s)) (Lindley's recursion unrol
 `np.maximum.accumulate`; capacity changes are exact through work time (the work a worker can do
 by tick t is piecewise linear in t, and `np.interp` maps ticks to work and back).
 
-CG (§5.2): every t₀ ticks each worker's utilisation U_w (its offered load over the period: work
-that arrived over the work it could do) classifies it busy (U_w > θ_b = 0.85) or idle
+CG (§5.2): every t₀ ticks each worker's utilisation U_w (its demand over the period: the work
+queued at the period's start plus the work that arrived, over the work it could do; the queue
+term is the paper's U = L/c, the arrivals its CPU utilisation, §7.1) classifies it busy
+(U_w > θ_b = 0.85) or idle
 (U_w < θ_i = 0.75); two FCFS queues of signals pair busy with idle workers and move one VW per
 pair (the busy worker's lowest-numbered VW), with no state migration: only later messages follow
 the new VW owner. An unpaired signal waits in its queue.
@@ -163,6 +165,8 @@ def simulate(keys: np.ndarray, capacity: np.ndarray, *, policy: str, vws_per_wor
         total_latency = 0.0
         for w in range(n):
             ticks, work = clocks[w]
+            start_w = float(np.interp(float(lo), ticks, work))
+            backlog = max(0.0, free[w] - start_w)  # work queued when the period starts
             a = arrival[workers == w]
             wa = np.interp(a, ticks, work)  # arrivals in work time; each message is 1 unit
             if len(a):
@@ -171,9 +175,8 @@ def simulate(keys: np.ndarray, capacity: np.ndarray, *, policy: str, vws_per_wor
                 free[w] = finish_w[-1]
                 total_latency += float(np.sum(np.interp(finish_w, work, ticks) - a))
             end_w = float(np.interp(float(hi), ticks, work))
-            start_w = float(np.interp(float(lo), ticks, work))
             queue[p, w] = np.ceil(max(0.0, free[w] - end_w) - 1e-9)
-            util[p, w] = len(a) / max(end_w - start_w, 1e-12)
+            util[p, w] = (len(a) + backlog) / max(end_w - start_w, 1e-12)
         lat[p] = total_latency / len(chunk)
         vws[p] = np.bincount(owner, minlength=n)
         if pairing:
