@@ -213,28 +213,23 @@ def route(policy: str, keys: np.ndarray, table: KeyTable, *, state: RouterState 
 
 def _least_of_two(a: np.ndarray, c: np.ndarray, src: np.ndarray, state: RouterState) -> list[int]:
     """Greedy per message: the less loaded of (a_i, c_i) by the source's counts; ties to a_i."""
-    A, C = a.tolist(), c.tolist()
-    out = [0] * len(A)
+    out: list[int] = []
+    put = out.append
     loads = state.load.tolist()
     if state.sources == 1:
         L = loads[0]
-        for i in range(len(A)):
-            x = A[i]
-            y = C[i]
+        for x, y in zip(a.tolist(), c.tolist(), strict=True):
             if L[y] < L[x]:
                 x = y
             L[x] += 1
-            out[i] = x
+            put(x)
         return out
-    S = src.tolist()
-    for i in range(len(A)):
-        L = loads[S[i]]
-        x = A[i]
-        y = C[i]
+    for s, x, y in zip(src.tolist(), a.tolist(), c.tolist(), strict=True):
+        L = loads[s]
         if L[y] < L[x]:
             x = y
         L[x] += 1
-        out[i] = x
+        put(x)
     return out
 
 
@@ -243,34 +238,33 @@ def _porc(first: np.ndarray, step: np.ndarray, caps: np.ndarray, src: np.ndarray
     """PORC: H_1, H_1 + s, H_1 + 2s, ... (mod b) to the first bin with load < cap_t.
 
     Exact shortcut: while a source's cap is unchanged, loads only grow, so the probes a key found
-    full stay full; its probe count is cached per (source, key) with the cap it was found at.
+    full stay full; a hot key's probe count is cached per (source, key) with the cap it was
+    found at, and the next probe starts there.
     """
-    F, ST, CAP, K = first.tolist(), step.tolist(), caps.tolist(), keys.tolist()
     b, nsrc = state.load.shape[1], state.sources
-    out = [0] * len(F)
+    out: list[int] = []
+    put = out.append
     loads = state.load.tolist()
-    S = src.tolist() if nsrc > 1 else None
-    L = loads[0]
     seen: dict[int, tuple[int, int]] = {}
-    for i in range(len(F)):
-        if S is not None:
-            L = loads[S[i]]
-        j = F[i]
-        c = CAP[i]
+    L = loads[0]
+    tags = keys * nsrc + src if nsrc > 1 else keys
+    for j, c, s, tag, sid in zip(first.tolist(), caps.tolist(), step.tolist(), tags.tolist(),
+                                 src.tolist(), strict=True):
+        if nsrc > 1:
+            L = loads[sid]
         if L[j] >= c:
-            s = ST[i]
-            j = (j + s) % b
+            h = j
+            j = (h + s) % b
             if L[j] >= c:  # a hot key: resume where it found room at this cap
-                tag = K[i] * nsrc + (S[i] if S is not None else 0)
                 hit = seen.get(tag)
                 n = hit[1] if hit is not None and hit[0] == c else 2
-                j = (F[i] + n * s) % b
+                j = (h + n * s) % b
                 while L[j] >= c:
                     j = (j + s) % b
                     n += 1
                 seen[tag] = (c, n)
         L[j] += 1
-        out[i] = j
+        put(j)
     return out
 
 
