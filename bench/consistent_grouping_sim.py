@@ -140,7 +140,7 @@ def simulate(keys: np.ndarray, capacity: np.ndarray, *, policy: str, vws_per_wor
     """
     n, b = len(capacity), len(capacity) * vws_per_worker
     table = KeyTable.build(int(keys.max()) + 1, b, seed=seed)
-    owner = np.repeat(np.arange(n), vws_per_worker)
+    owner = np.tile(np.arange(n), vws_per_worker)  # VW v on worker v mod n: SG's round robin
     change_ticks = [0] + [t for t, _ in changes]
     caps = [np.asarray(capacity, float)] + [np.asarray(c, float) for _, c in changes]
     speeds = [c / c.sum() / load for c in caps]  # Σμ = 1/ρ messages per tick
