@@ -90,7 +90,7 @@ def table1(cfg: dict[str, Any], streams: dict[str, Workload], rows: list, checks
                 if name == "TW" and pol in ("kg", "pkg"):
                     checks.append(Check("Table 1", label + " (p1 2.67%: TW* compares)",
                                         f"{paper[pol][i]:.3g}", f"{imb:.3g}", "n/c"))
-                elif pol in ("kg", "pkg"):
+                elif pol in ("kg", "pkg") and paper[pol][i] >= 0.01:
                     checks.append(close("Table 1", label, paper[pol][i], imb))
                 elif pol in ("porc", "chbl"):
                     checks.append(within("Table 1", label, 0.3, imb, 0.3))
