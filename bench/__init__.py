@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, str] = {
     "scale-in": "bench.scale_in",
     "fleet": "bench.fleet",
     "cycle": "bench.cycle",
+    "consistent-grouping": "bench.consistent_grouping",
 }
 
 

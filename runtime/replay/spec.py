@@ -11,11 +11,13 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from runtime.replay.capacity import CapacityChange, capacity_at, check_capacities, check_changes
+from runtime.routing import canonical, check_epsilon
 from schemas.landing import format_period_end, parse_period_end
 
 __all__ = ["DEFAULT_KEYGROUPS_PER_NODE", "DEFAULT_WINDOW_HOURS", "ReplaySpec", "ramp_profile"]
@@ -42,7 +44,9 @@ class ReplaySpec:
     nodes: int = 20
     keygroups_per_node: int = 0  # 0 = the job's default (DEFAULT_KEYGROUPS_PER_NODE)
     periods: int = 52  # the data set (one year) is compressed into this many periods
-    routing: str = "key"  # "key" (key grouping) or "potc" (power of two choices)
+    #: routing policy of the mergeable operators (runtime/routing/): kg (alias key), sg, pkg
+    #: (alias potc, the old name), potc_msg, ch, chbl, porc; the others keep key grouping
+    routing: str = "key"
     load_pct: float = 60.0  # mean node load of the initial allocation in the first period
     period_s: int = 300
     start: datetime = datetime(2026, 1, 1, tzinfo=UTC)
@@ -56,6 +60,11 @@ class ReplaySpec:
     #: (runtime/replay/capacity.py)
     capacities: tuple[float, ...] = ()
     capacity_changes: tuple[CapacityChange, ...] = ()
+    #: a routing policy per operator name, over `routing` (checked against the job's operators
+    #: when the engine is built: a splitting policy needs a mergeable operator)
+    operator_routing: Mapping[str, str] = field(default_factory=dict, hash=False)
+    #: ε of PORC and CH-BL: a key group takes a tuple while its count is below ⌈(1+ε)t/b⌉
+    epsilon: float = 0.01
 
     def __post_init__(self) -> None:
         job = self.job_id
@@ -78,8 +87,18 @@ class ReplaySpec:
                              f"(0 = the job's default), got {hours!r}")
         if hours == 0:
             object.__setattr__(self, "window_hours", DEFAULT_WINDOW_HOURS[self.job])
-        if self.routing not in ("key", "potc"):
-            raise ValueError(f"routing must be 'key' or 'potc', got {self.routing!r}")
+        canonical(self.routing)  # ValueError naming the policies
+        ops = self.operator_routing
+        if not isinstance(ops, Mapping) or not all(isinstance(k, str) for k in ops):
+            raise ValueError(f"operator_routing must map operator names to routing policies, "
+                             f"got {ops!r}")
+        for name, policy in ops.items():
+            try:
+                canonical(policy)
+            except ValueError as exc:
+                raise ValueError(f"operator_routing.{name}: {exc}") from None
+        object.__setattr__(self, "operator_routing", MappingProxyType(dict(ops)))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         load = self.load_pct
         if isinstance(load, bool) or not isinstance(load, int | float) or not (
             math.isfinite(load) and 0 < load <= 1000
@@ -141,6 +160,7 @@ class ReplaySpec:
         out["capacities"] = list(self.capacities)
         out["capacity_changes"] = [{"period": p, "capacities": list(c)}
                                    for p, c in self.capacity_changes]
+        out["operator_routing"] = dict(self.operator_routing)
         return out
 
     def fingerprint(self) -> str:
@@ -151,6 +171,10 @@ class ReplaySpec:
         for key in ("capacities", "capacity_changes"):  # likewise homogeneous nodes
             if not body[key]:
                 del body[key]
+        if not body["operator_routing"]:
+            del body["operator_routing"]  # likewise the routing options, at their defaults
+        if body["epsilon"] == 0.01:
+            del body["epsilon"]
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
     def capacity_at(self, period: int) -> dict[str, float]:
