@@ -50,7 +50,7 @@ NODES, STRONG, FACTOR, VWS_PER_NODE, LOAD_PCT, BUDGET, JOB = 10, 3, 5.0, 10, 80.
 PERIODS, QUICK_PERIODS = 36, 18
 #: run name -> (replay routing, planner or None)
 RUNS: dict[str, tuple[str, str | None]] = {
-    "kg": ("key", None), "pkg": ("potc", None), "milp": ("key", "milp"), "cg": ("key", "cg"),
+    "kg": ("kg", None), "pkg": ("pkg", None), "milp": ("kg", "milp"), "cg": ("kg", "cg"),
     "cg+porc": ("porc", "cg")}
 #: probe (§6.1.2): with 10 VWs per node no whole VW count keeps a reference node inside the
 #: 0.75-0.85 band, so idle-only destinations stall; 20 signalling rounds per period (the
@@ -221,6 +221,13 @@ def cg_summary(rows: list[dict[str, Any]], count: int, speed: dict[str, float] |
                    f"utilisation close to zero (<= {CLOSE_TO_ZERO:g} points late in every "
                    f"phase, <= {VS_KG:.0%} of KG's): worst phase {worst:.1f}"
                    + (f" vs KG {max(kg):.1f}" if kg else ""))
+        calm = df[(df["run"] != run) | (df["merge_tuples"] == 0)]
+        if len(calm) < len(df):
+            peak = df[(df["run"] == run) & (df["merge_tuples"] > 0)]["spread"].max()
+            out.append(f"  [info ] {run} outside the periods where split keys merge (window "
+                       f"end): worst phase max - min U "
+                       f"{max(_phase_tails(calm, run, count, 'spread')):.1f}; the merge periods "
+                       f"peak at {peak:.1f}")
         mine = _recovery(df, run, count)
         ref = _recovery(df, "milp", count) if "milp" in ran else None
         adapted = all(r is not None for r in mine) and (ref is None or all(
