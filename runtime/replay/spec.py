@@ -17,10 +17,11 @@ from types import MappingProxyType
 from typing import Any
 
 from runtime.replay.capacity import CapacityChange, capacity_at, check_capacities, check_changes
-from runtime.routing import canonical, check_epsilon
+from runtime.routing import SPLITTING, canonical, check_epsilon
 from schemas.landing import format_period_end, parse_period_end
 
-__all__ = ["DEFAULT_KEYGROUPS_PER_NODE", "DEFAULT_WINDOW_HOURS", "ReplaySpec", "ramp_profile"]
+__all__ = ["DEFAULT_KEYGROUPS_PER_NODE", "DEFAULT_WINDOW_HOURS", "JOB_OPERATORS", "ReplaySpec",
+           "ramp_profile"]
 
 #: key groups per operator per node, by job: 5 as in the paper's Job 2 (20 nodes -> 100 per
 #: operator, also Job 1's 100); Job 4 has 7 operators, so 3 keeps planning affordable.
@@ -30,6 +31,15 @@ DEFAULT_KEYGROUPS_PER_NODE = {1: 5, 2: 5, 3: 5, 4: 3}
 #: candidates, ~a quarter of the input volume, on seven global key groups every period);
 #: Job 4's store writes once a day.
 DEFAULT_WINDOW_HOURS = {1: 168, 2: 24, 3: 24, 4: 24}
+#: each job's operators, and which of them are mergeable (flights.py; a test keeps this in step),
+#: so that `operator_routing` is checked when the config loads
+JOB_OPERATORS: dict[int, dict[str, bool]] = {
+    1: {"geohash": False, "topk": True, "global": False},
+    2: {"extract": False, "sumdelay": True},
+    3: {"extract": False, "sumdelay": True, "routedelay": True},
+    4: {"extract": False, "sumdelay": True, "routedelay": True, "rainscore": False,
+        "join": False, "courier": True, "store": False},
+}
 _INTS = {"job": (1, 4), "nodes": (1, 200),
          "periods": (1, 100_000), "period_s": (1, 86_400 * 365), "seed": (0, 2**31 - 1),
          "top_k": (1, 1000)}
@@ -92,11 +102,19 @@ class ReplaySpec:
         if not isinstance(ops, Mapping) or not all(isinstance(k, str) for k in ops):
             raise ValueError(f"operator_routing must map operator names to routing policies, "
                              f"got {ops!r}")
+        known = JOB_OPERATORS[self.job]
         for name, policy in ops.items():
             try:
-                canonical(policy)
+                pol = canonical(policy)
             except ValueError as exc:
                 raise ValueError(f"operator_routing.{name}: {exc}") from None
+            if name not in known:
+                raise ValueError(f"operator_routing names operator {name!r}, which job "
+                                 f"{self.job} does not have; its operators: {list(known)}")
+            if pol in SPLITTING and not known[name]:
+                raise ValueError(f"operator_routing.{name}: {name!r} is not mergeable, so "
+                                 f"{pol!r} (which splits a key over key groups) cannot route "
+                                 "it; use 'kg' or 'ch'")
         object.__setattr__(self, "operator_routing", MappingProxyType(dict(ops)))
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         load = self.load_pct

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from runtime.replay.datasets import Datasets
-from runtime.replay.source import new_engine
-from runtime.replay.spec import ReplaySpec
+from runtime.replay.engine import ReplayEngine
+from runtime.replay.flights import build_job
+from runtime.replay.source import initial_assignment, new_engine
+from runtime.replay.spec import JOB_OPERATORS, ReplaySpec
 from runtime.routing import POLICIES, SPLITTING
 
 
@@ -55,8 +57,10 @@ def test_old_potc_config_is_pkg_and_parses(tiny: Datasets) -> None:
 def test_per_operator_routing_and_config_errors(tiny: Datasets) -> None:
     spec = ReplaySpec("o", job=1, nodes=3, keygroups_per_node=2, periods=5, window_hours=48,
                       operator_routing={"topk": "porc"})
-    assert new_engine(spec, data=tiny).router.policy == {
-        "geohash": "kg", "topk": "porc", "global": "kg"}
+    engine = new_engine(spec, data=tiny)
+    assert engine.router.policy == {"geohash": "kg", "topk": "porc", "global": "kg"}
+    flow, layout = engine.flow, engine.layout
+    start = initial_assignment(spec, layout)
     for bad, match in [({"routing": "round"}, "unknown routing policy 'round'"),
                        ({"epsilon": -0.1}, "epsilon must be a number"),
                        ({"operator_routing": {"topk": "zz"}}, "operator_routing.topk")]:
@@ -64,7 +68,14 @@ def test_per_operator_routing_and_config_errors(tiny: Datasets) -> None:
             ReplaySpec("b", job=1, **bad)  # type: ignore[arg-type]
     for routing, match in [({"global": "porc"}, "not mergeable"),
                            ({"nosuch": "kg"}, "does not have")]:
-        spec = ReplaySpec("c", job=1, nodes=3, keygroups_per_node=2, periods=5,
-                          operator_routing=routing)
-        with pytest.raises(ValueError, match=match):
-            new_engine(spec, data=tiny)
+        with pytest.raises(ValueError, match=match):  # when the config loads
+            ReplaySpec("c", job=1, operator_routing=routing)
+        with pytest.raises(ValueError, match=match):  # and in the engine itself
+            ReplayEngine(flow, layout, assignment=start, nodes=spec.node_names, unit_ms=1.0,
+                         period_s=300, operator_routing=routing)
+
+
+def test_the_operator_table_is_the_compiled_jobs(tiny: Datasets) -> None:
+    for job, ops in JOB_OPERATORS.items():
+        flow = build_job(job, tiny, periods=4)
+        assert {op.name: op.mergeable for op in flow.operators} == ops
