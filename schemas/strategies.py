@@ -74,4 +74,6 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
                                     places_arrivals=True),
     "herding_exact": StrategyEntry(f"{_HERD}.exact:plan_exact", f"{_HERD}.params:ExactParams",
                                    "exact", ("sources",), places_arrivals=True),
+    "cg": StrategyEntry("placement.consistent_grouping.core:plan_cg",
+                        "placement.consistent_grouping.params:CgParams", "heuristic"),
 }

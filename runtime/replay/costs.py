@@ -3,7 +3,7 @@
 Per key group and period (all counts are of that period)::
 
     units = proc_units(op) * processed            # the operator's own work per tuple
-          + merge_units * merged                  # PoTC: partial entries folded in at window end
+          + merge_units * merged                  # split keys: partial entries merged at window end
           + ser_per_byte * bytes sent to other nodes
           + deser_per_byte * bytes received from other nodes or from a source
 

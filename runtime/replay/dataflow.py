@@ -3,7 +3,7 @@
 What flows where does not depend on placement: a tuple's keys, windows and values follow from
 the data alone. So a job is compiled once into `Stream`s, one row per tuple on that stream,
 sorted by period, and each period of the replay is a slice of those arrays (vectorised numpy,
-no per-tuple Python). Only routing (key grouping or PoTC), which node a key group sits on, and
+no per-tuple Python). Only routing (key grouping or a splitting policy, routing.py), which node a key group sits on, and
 the state held per key group change at run time; the engine computes those.
 
 Names: key group ``<operator>-kg<NNN>``; its key group among ``kgs_per_operator`` is Flink's
@@ -49,7 +49,8 @@ class Operator:
     `entry_bytes` is the size of one state entry (key, window, aggregates, map overhead).
     `top_k` > 0: at window end each key group sends its k largest sums to `emit_to`, each a
     small tuple of `emit_bytes`.
-    `mergeable`: PoTC may split a key over two key groups; partial state merges at window end.
+    `mergeable`: a splitting routing policy (PKG, PORC, ...) may spread a key over key groups;
+    partial state merges at window end.
     """
 
     name: str

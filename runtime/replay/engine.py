@@ -1,9 +1,10 @@
 """The replay engine: one period at a time, data through key groups placed on nodes.
 
-A step of period p: route every stream's rows of p (key grouping, or PoTC for mergeable
-operators), count tuples and the bytes that cross nodes, fold the tuples into the key groups'
-state (held per node, state.py), close the windows that end with p (PoTC partials merge into the
-key's first candidate, top-k operators emit to their successor, results go to the sink), and
+A step of period p: route every stream's rows of p (each operator's policy, routing.py: key
+grouping by default), count tuples and the bytes that cross nodes, fold the tuples into the key
+groups' state (held per node, state.py), close the windows that end with p (partials of split
+keys merge into the key's principal key group, top-k operators emit to their successor, results
+go to the sink), and
 price it all with the cost model. Migration work of the assignment applied before p is charged
 to p. The data set replays in rounds: period n is period n % P of round n // P.
 
@@ -14,20 +15,21 @@ unordered iteration, so the same run twice gives identical metrics.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 
 from runtime.replay.costs import CostModel, Traffic, keygroup_units, node_units
 from runtime.replay.dataflow import Dataflow, Layout, Operator, Stream
+from runtime.replay.routing import OperatorRouting
 from runtime.replay.state import StateStore
 
 __all__ = ["MigrationReport", "PeriodMetrics", "ReplayEngine", "Routing", "calibrate_unit_ms"]
 
-Routing = Literal["key", "potc"]
-ROUTINGS: tuple[str, ...] = ("key", "potc")
+#: a routing policy's name (runtime/routing/: kg, sg, pkg, potc_msg, ch, chbl, porc, or the
+#: aliases key, shuffle, potc)
+Routing = str
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,10 @@ class PeriodMetrics:
     edge_tuples: np.ndarray
     edge_bytes: np.ndarray
     migration: MigrationReport = field(default_factory=MigrationReport)
+    #: distinct keys of stateful operators each node received (the memory metric of Nasir et al.)
+    node_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: partial state entries merged into their key's principal key group at window end
+    merged: int = 0
 
 
 @dataclass
@@ -66,36 +72,13 @@ class _Period:
 
     traffic: Traffic
     edges: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    keys: list[np.ndarray] = field(default_factory=list)
+    merged: int = 0
 
 
 def _bincount(values: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
     out = np.bincount(values, weights=weights, minlength=size)
     return out if weights is not None else out.astype(np.int64)
-
-
-def potc_split(keys: np.ndarray, first: np.ndarray, second: np.ndarray, size: int) -> np.ndarray:
-    """PoTC routing of one period's rows: each key's tuples go to the less loaded candidate.
-
-    Keys are taken most frequent first (ties: key code); a key's tuples are split between its two
-    candidates so that their loads come out as even as possible, its earliest tuples to the first
-    candidate. Loads are tuple counts of the period, as the upstream sees them (no placement).
-    """
-    uniq, first_row, inverse, counts = np.unique(
-        keys, return_index=True, return_inverse=True, return_counts=True)
-    a, b = first[first_row], second[first_row]
-    load = np.zeros(size, dtype=np.int64)
-    to_first = np.zeros(len(uniq), dtype=np.int64)
-    for i in np.lexsort((uniq, -counts)).tolist():
-        ka, kb, c = int(a[i]), int(b[i]), int(counts[i])
-        x = c if ka == kb else min(c, max(0, (int(load[kb]) - int(load[ka]) + c + 1) // 2))
-        load[ka] += x
-        load[kb] += c - x
-        to_first[i] = x
-    order = np.argsort(inverse, kind="stable")
-    starts = np.searchsorted(inverse[order], np.arange(len(uniq)))
-    rank = np.empty(len(keys), dtype=np.int64)
-    rank[order] = np.arange(len(keys)) - starts[inverse[order]]
-    return np.where(rank < to_first[inverse], first, second)
 
 
 class ReplayEngine:
@@ -112,20 +95,25 @@ class ReplayEngine:
         period_s: float,
         costs: CostModel | None = None,
         routing: Routing = "key",
+        operator_routing: Mapping[str, str] | None = None,
+        epsilon: float = 0.01,
         capacity: Mapping[str, float] | None = None,
         store: StateStore | None = None,
         cursor: int = 0,
         pending: Mapping[str, float] | None = None,
         pending_report: MigrationReport | None = None,
+        capacity_at: Callable[[int], Mapping[str, float]] | None = None,
     ) -> None:
-        if routing not in ROUTINGS:
-            raise ValueError(f"routing must be one of {ROUTINGS}, got {routing!r}")
+        self.router = OperatorRouting(flow, layout, routing, operator_routing, epsilon=epsilon)
+        self._key_router = OperatorRouting(flow, layout, "key")
         if not np.isfinite(unit_ms) or unit_ms <= 0:
             raise ValueError(f"unit_ms must be a finite number > 0, got {unit_ms!r}")
         self.flow, self.layout, self.routing = flow, layout, routing
         self.costs = costs or CostModel()
         self.unit_ms, self.period_s = float(unit_ms), float(period_s)
         self.capacity = dict(capacity or {})
+        #: capacities by job period (1-based), applied before each step (capacity changes)
+        self.capacity_at = capacity_at
         self.cursor = cursor
         self.store = store or StateStore()
         self.results: dict[str, dict[tuple[int, int], tuple[float, float]]] = {
@@ -136,6 +124,10 @@ class ReplayEngine:
         self._entry_bytes = np.repeat([op.entry_bytes for op in flow.operators],
                                       layout.kgs_per_operator)
         self._gid = {name: i for i, name in enumerate(layout.names)}
+        sizes = [len(flow.keys[op.name]) for op in flow.operators]
+        self._key_offset = dict(zip(layout.operator_names,
+                                    np.cumsum([0, *sizes[:-1]]).tolist(), strict=True))
+        self._key_space = max(1, sum(sizes))
         self._set(assignment, nodes)
 
     # --- placement ---------------------------------------------------------------------------
@@ -184,13 +176,8 @@ class ReplayEngine:
 
     # --- one period --------------------------------------------------------------------------
 
-    def _route(self, s: Stream, rows: slice, routing: str) -> np.ndarray:
-        keys = s.key[rows]
-        first = self.layout.primary[s.dst][keys]
-        if routing != "potc" or not self.flow.operator(s.dst).mergeable:
-            return first
-        second = self.layout.alternate[s.dst][keys]
-        return potc_split(keys, first, second, self.layout.kgs_per_operator)
+    def _route(self, s: Stream, rows: slice, router: OperatorRouting) -> np.ndarray:
+        return router.route(s.dst, s.key[rows])
 
     def _send(self, acc: _Period, src: np.ndarray | None, dst: np.ndarray, nbytes: np.ndarray,
               *, merged: bool = False) -> None:
@@ -208,13 +195,17 @@ class ReplayEngine:
         t.remote_in_bytes[:] += _bincount(dst[remote], size, nbytes[remote]).astype(np.int64)
         acc.edges.append((src, dst, nbytes))
 
-    def _streams(self, p: int, routing: str, acc: _Period) -> list[tuple[Stream, slice, np.ndarray]]:
+    def _streams(self, p: int, router: OperatorRouting,
+                 acc: _Period) -> list[tuple[Stream, slice, np.ndarray]]:
         """Route and count every stream's rows of period p; (stream, rows, dst gids) each."""
         actual: dict[str, tuple[int, np.ndarray]] = {}
         out = []
         for s in self.flow.streams:
             rows = s.rows(p)
-            dst = self.layout.offset[s.dst] + self._route(s, rows, routing)
+            dst = self.layout.offset[s.dst] + self._route(s, rows, router)
+            if self.flow.operator(s.dst).stateful:
+                acc.keys.append(self._node_idx[dst] * self._key_space
+                                + self._key_offset[s.dst] + s.key[rows])
             actual[s.name] = (rows.start, dst)
             nbytes = np.full(len(dst), s.tuple_bytes, dtype=np.int64)
             src = None
@@ -228,7 +219,7 @@ class ReplayEngine:
     def traffic_units(self, p: int, routing: str = "key") -> float:
         """CPU units of period p's stream traffic alone (no state, no windows): calibration."""
         acc = _Period(Traffic.zeros(self.layout.size), [])
-        self._streams(p, routing, acc)
+        self._streams(p, self._key_router if routing in ("key", "kg") else self.router, acc)
         return float(keygroup_units(self._proc, acc.traffic, self.costs).sum())
 
     def step(self) -> PeriodMetrics:
@@ -236,8 +227,10 @@ class ReplayEngine:
         flow, size = self.flow, self.layout.size
         n, P, W = self.cursor, flow.periods, flow.windows_per_round
         p, rnd = n % P, n // P
+        if self.capacity_at is not None:
+            self.capacity = dict(self.capacity_at(n + 1))
         acc = _Period(Traffic.zeros(size), [])
-        for s, rows, dst in self._streams(p, self.routing, acc):
+        for s, rows, dst in self._streams(p, self.router, acc):
             if flow.operator(s.dst).stateful:
                 self._fold(dst, rnd * W + s.window[rows], s.entry[rows], s.value[rows])
         for op in flow.operators:
@@ -273,7 +266,7 @@ class ReplayEngine:
 
         base, k = self.layout.offset[op.name], self.layout.kgs_per_operator
         popped = {gid: self.store.pop_windows(gid, closed) for gid in range(base, base + k)}
-        if op.mergeable and self.routing == "potc":
+        if self.router.splits(op.name):
             self._merge(op, popped, acc)
         sink = self.results[op.name]
         for gid in range(base, base + k):
@@ -286,8 +279,8 @@ class ReplayEngine:
 
     def _merge(self, op: Operator, popped: dict[int, dict[int, dict[int, list[float]]]],
                acc: _Period) -> None:
-        """PoTC: each partial entry held by a second candidate is sent to the key's first one."""
-        base, primary = self.layout.offset[op.name], self.layout.primary[op.name]
+        """Each partial entry held away from its key's principal key group is sent there."""
+        base, primary = self.layout.offset[op.name], self.router.home(op.name)
         src: list[int] = []
         dst: list[int] = []
         for gid in sorted(popped):
@@ -304,6 +297,7 @@ class ReplayEngine:
                     dst.append(home)
         if src:
             s, d = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+            acc.merged += len(s)
             self._send(acc, s, d, np.full(len(s), op.entry_bytes, dtype=np.int64), merged=True)
 
     def _emit_top_k(self, op: Operator, popped: dict[int, dict[int, dict[int, list[float]]]],
@@ -351,7 +345,17 @@ class ReplayEngine:
             edge_tuples=tuples,
             edge_bytes=total_bytes,
             migration=self._pending_report,
+            node_keys=self._node_keys(acc),
+            merged=acc.merged,
         )
+
+    def _node_keys(self, acc: _Period) -> np.ndarray:
+        """Distinct (operator, key) pairs each node received in the period."""
+        n = len(self.nodes)
+        if not acc.keys:
+            return np.zeros(n, dtype=np.int64)
+        flat = np.unique(np.concatenate(acc.keys))
+        return np.bincount(flat // self._key_space, minlength=n).astype(np.int64)
 
     # --- inspection --------------------------------------------------------------------------
 

@@ -29,7 +29,6 @@ from runtime.replay.engine import (
     MigrationReport,
     PeriodMetrics,
     ReplayEngine,
-    Routing,
     calibrate_unit_ms,
 )
 from runtime.replay.flights import build_job
@@ -94,13 +93,17 @@ def new_engine(spec: ReplaySpec, *, data: Datasets | None = None, costs: CostMod
     `assignment`, `nodes`, `cursor` and `pending*` restore a running one."""
     flow, layout = compile_job(spec, data)
     start = initial_assignment(spec, layout)
+    varies = bool(spec.capacities or spec.capacity_changes)
+    capacity = spec.capacity_at(cursor + 1) if varies else None
     probe = ReplayEngine(flow, layout, assignment=start, nodes=spec.node_names, unit_ms=1.0,
-                         period_s=spec.period_s, costs=costs)
-    routing: Routing = "potc" if spec.routing == "potc" else "key"
+                         period_s=spec.period_s, costs=costs,
+                         capacity=spec.capacity_at(1) if varies else None)
     return ReplayEngine(
         flow, layout, assignment=assignment or start, nodes=nodes or spec.node_names,
         unit_ms=calibrate_unit_ms(probe, spec.load_pct), period_s=spec.period_s, costs=costs,
-        routing=routing, cursor=cursor, pending=pending, pending_report=pending_report)
+        routing=spec.routing, operator_routing=spec.operator_routing, epsilon=spec.epsilon,
+        cursor=cursor, pending=pending, pending_report=pending_report,
+        capacity=capacity, capacity_at=spec.capacity_at if varies else None)
 
 
 def _table(kind: str, columns: Mapping[str, object]) -> pa.Table:

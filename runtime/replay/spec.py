@@ -11,13 +11,17 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
+from runtime.replay.capacity import CapacityChange, capacity_at, check_capacities, check_changes
+from runtime.routing import SPLITTING, canonical, check_epsilon
 from schemas.landing import format_period_end, parse_period_end
 
-__all__ = ["DEFAULT_KEYGROUPS_PER_NODE", "DEFAULT_WINDOW_HOURS", "ReplaySpec", "ramp_profile"]
+__all__ = ["DEFAULT_KEYGROUPS_PER_NODE", "DEFAULT_WINDOW_HOURS", "JOB_OPERATORS", "ReplaySpec",
+           "ramp_profile"]
 
 #: key groups per operator per node, by job: 5 as in the paper's Job 2 (20 nodes -> 100 per
 #: operator, also Job 1's 100); Job 4 has 7 operators, so 3 keeps planning affordable.
@@ -27,6 +31,15 @@ DEFAULT_KEYGROUPS_PER_NODE = {1: 5, 2: 5, 3: 5, 4: 3}
 #: candidates, ~a quarter of the input volume, on seven global key groups every period);
 #: Job 4's store writes once a day.
 DEFAULT_WINDOW_HOURS = {1: 168, 2: 24, 3: 24, 4: 24}
+#: each job's operators, and which of them are mergeable (flights.py; a test keeps this in step),
+#: so that `operator_routing` is checked when the config loads
+JOB_OPERATORS: dict[int, dict[str, bool]] = {
+    1: {"geohash": False, "topk": True, "global": False},
+    2: {"extract": False, "sumdelay": True},
+    3: {"extract": False, "sumdelay": True, "routedelay": True},
+    4: {"extract": False, "sumdelay": True, "routedelay": True, "rainscore": False,
+        "join": False, "courier": True, "store": False},
+}
 _INTS = {"job": (1, 4), "nodes": (1, 200),
          "periods": (1, 100_000), "period_s": (1, 86_400 * 365), "seed": (0, 2**31 - 1),
          "top_k": (1, 1000)}
@@ -41,7 +54,9 @@ class ReplaySpec:
     nodes: int = 20
     keygroups_per_node: int = 0  # 0 = the job's default (DEFAULT_KEYGROUPS_PER_NODE)
     periods: int = 52  # the data set (one year) is compressed into this many periods
-    routing: str = "key"  # "key" (key grouping) or "potc" (power of two choices)
+    #: routing policy of the mergeable operators (runtime/routing/): kg (alias key), sg, pkg
+    #: (alias potc, the old name), potc_msg, ch, chbl, porc; the others keep key grouping
+    routing: str = "key"
     load_pct: float = 60.0  # mean node load of the initial allocation in the first period
     period_s: int = 300
     start: datetime = datetime(2026, 1, 1, tzinfo=UTC)
@@ -51,6 +66,15 @@ class ReplaySpec:
     #: flights per period in proportion to these multipliers, one per period (a load ramp);
     #: empty = the same number of flights in every period
     rate_profile: tuple[float, ...] = ()
+    #: capacity weight per node (node-00 first; empty = all 1.0) and changes from a period on
+    #: (runtime/replay/capacity.py)
+    capacities: tuple[float, ...] = ()
+    capacity_changes: tuple[CapacityChange, ...] = ()
+    #: a routing policy per operator name, over `routing` (checked against the job's operators
+    #: when the engine is built: a splitting policy needs a mergeable operator)
+    operator_routing: Mapping[str, str] = field(default_factory=dict, hash=False)
+    #: ε of PORC and CH-BL: a key group takes a tuple while its count is below ⌈(1+ε)t/b⌉
+    epsilon: float = 0.01
 
     def __post_init__(self) -> None:
         job = self.job_id
@@ -73,8 +97,26 @@ class ReplaySpec:
                              f"(0 = the job's default), got {hours!r}")
         if hours == 0:
             object.__setattr__(self, "window_hours", DEFAULT_WINDOW_HOURS[self.job])
-        if self.routing not in ("key", "potc"):
-            raise ValueError(f"routing must be 'key' or 'potc', got {self.routing!r}")
+        canonical(self.routing)  # ValueError naming the policies
+        ops = self.operator_routing
+        if not isinstance(ops, Mapping) or not all(isinstance(k, str) for k in ops):
+            raise ValueError(f"operator_routing must map operator names to routing policies, "
+                             f"got {ops!r}")
+        known = JOB_OPERATORS[self.job]
+        for name, policy in ops.items():
+            try:
+                pol = canonical(policy)
+            except ValueError as exc:
+                raise ValueError(f"operator_routing.{name}: {exc}") from None
+            if name not in known:
+                raise ValueError(f"operator_routing names operator {name!r}, which job "
+                                 f"{self.job} does not have; its operators: {list(known)}")
+            if pol in SPLITTING and not known[name]:
+                raise ValueError(f"operator_routing.{name}: {name!r} is not mergeable, so "
+                                 f"{pol!r} (which splits a key over key groups) cannot route "
+                                 "it; use 'kg' or 'ch'")
+        object.__setattr__(self, "operator_routing", MappingProxyType(dict(ops)))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         load = self.load_pct
         if isinstance(load, bool) or not isinstance(load, int | float) or not (
             math.isfinite(load) and 0 < load <= 1000
@@ -89,6 +131,10 @@ class ReplaySpec:
             raise ValueError(f"rate_profile must be empty or hold one multiplier in (0, 100] per "
                              f"period ({self.periods}), got {rate!r}")
         object.__setattr__(self, "rate_profile", tuple(float(r) for r in rate))
+        object.__setattr__(self, "capacities",
+                           check_capacities(self.capacities, self.nodes, "capacities"))
+        object.__setattr__(self, "capacity_changes", check_changes(
+            self.capacity_changes, self.nodes, self.periods, "capacity_changes"))
         start = self.start
         if isinstance(start, str):
             start = parse_period_end(start)
@@ -129,6 +175,10 @@ class ReplaySpec:
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         out["start"] = format_period_end(self.start)
         out["rate_profile"] = list(self.rate_profile)
+        out["capacities"] = list(self.capacities)
+        out["capacity_changes"] = [{"period": p, "capacities": list(c)}
+                                   for p, c in self.capacity_changes]
+        out["operator_routing"] = dict(self.operator_routing)
         return out
 
     def fingerprint(self) -> str:
@@ -136,7 +186,18 @@ class ReplaySpec:
         body = {k: v for k, v in self.to_dict().items() if k != "job_id"}
         if not body["rate_profile"]:
             del body["rate_profile"]  # a constant rate fingerprints as before the profile existed
+        for key in ("capacities", "capacity_changes"):  # likewise homogeneous nodes
+            if not body[key]:
+                del body[key]
+        if not body["operator_routing"]:
+            del body["operator_routing"]  # likewise the routing options, at their defaults
+        if body["epsilon"] == 0.01:
+            del body["epsilon"]
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+    def capacity_at(self, period: int) -> dict[str, float]:
+        """Each node's capacity weight in job period `period` (1-based)."""
+        return capacity_at(self.node_names, self.capacities, self.capacity_changes, period)
 
     def period_index(self, period_end: datetime) -> int:
         """n >= 1 such that period_end = start + n * period_s; ValueError otherwise."""

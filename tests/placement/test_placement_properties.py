@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from placement_testlib import within_budget
 
-from placement.metrics import max_deviation, mean_load
+from placement.metrics import max_deviation, mean_load, node_loads
 from placement.milp import DEFAULT_W1, DEFAULT_W2, DEFAULT_WB
 from placement.milp.model import Weights, caps_violation, objective
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan, SolverStatus
@@ -63,6 +63,12 @@ def drain_first(state: ClusterState, assignment: Mapping[str, str]) -> tuple[flo
     return round(on_b(state, assignment), 9), max_deviation(state, assignment)
 
 
+def drain_then_peak(state: ClusterState, assignment: Mapping[str, str]) -> tuple[float, float]:
+    """(load left on B, the highest utilisation): cg's pairing drains B and never moves a VW
+    unless the pair's larger utilisation drops ("balance" VW choice)."""
+    return round(on_b(state, assignment), 9), round(max(node_loads(state, assignment).values()), 9)
+
+
 CONTRACTS: dict[str, Contract] = {
     "milp": Contract(caps=True, score=milp_score),
     "albic": Contract(caps=True, score=milp_score,
@@ -72,6 +78,7 @@ CONTRACTS: dict[str, Contract] = {
     "greedy": Contract(score=max_deviation),
     "flux": Contract(score=drain_first),
     "drain_then_balance": Contract(caps=True, score=drain_first),
+    "cg": Contract(score=drain_then_peak),
     "random": Contract(why="a floor of random moves that every planner must beat"),
     "cola": Contract(budget=False, why="a static optimiser: re-places everything from scratch, "
                                        "budget ignored (paper §5.3)"),
