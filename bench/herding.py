@@ -73,7 +73,8 @@ def run(cfg: dict[str, Any]) -> list[dict[str, Any]]:
         for exp_r in cfg["rate_exps"]:
             for seed in range(1, cfg["runs"] + 1):
                 got = static_point(cfg["n"], cfg["k"], cfg["d"], cfg["beta"], seed,
-                                   rate_exp=exp_r, correlation=corr, offline=("mms",))
+                                   rate_exp=exp_r, correlation=corr, offline=("mms",),
+                                   known=False)
                 rows += [{**r, "experiment": "hetero", "x": (corr, exp_r)} for r in got]
         _log(f"  heterogeneous rates, {corr}: done")
     dyn = cfg["dynamic"]

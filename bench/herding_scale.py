@@ -5,8 +5,9 @@ seconds and peak memory, each in its own forked process (the workload's arrays i
 target ≤ 60 s and ≤ 4 GiB on one core. Online LeastCost at k = 100: arrivals per second over
 windows of 10^4 arrivals as the number of queries in the system grows to 10^6 (no
 departures); target ≥ 20,000 per second, not slowing down as n grows. `--quick`: n = 10^5.
-CPU seconds are printed beside wall seconds: on a shared machine the wall clock also counts
-the time other processes held the core.
+CPU seconds are printed beside wall seconds and the verdicts use them: on a shared machine the
+wall clock also counts the time other processes held the core ("on one core" is what the CPU
+clock measures).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def main_scale(args: argparse.Namespace) -> int:
     for alg in ("ic", "mms"):
         r = offline_row(n, 1000, alg, timeout_s=900.0)
         rows.append({**r, "experiment": "scale_offline"})
-        ok = r["wall_s"] <= 60 and r["peak_gib"] <= 4
+        ok = r["cpu_s"] <= 60 and r["peak_gib"] <= 4  # one core's seconds (see the docstring)
         print(f"  [{'match' if ok else 'miss':>5}] {alg}: {r['wall_s']:.1f} s wall, "
               f"{r['cpu_s']:.1f} s cpu, peak {r['peak_gib']:.2f} GiB, RF {r['rf']:.3f} "
               f"(target <= 60 s, <= 4 GiB) {r.get('note', '')}")

@@ -1,7 +1,8 @@
 """The experiments behind `reconf bench herding` (Zong et al. 2015 §6): one function each.
 
 - `static_point`: a §6.1 workload; every offline algorithm from scratch and every online
-  metric placing the queries in generation order with no departures (Figs. 4, 5, 8);
+  metric placing the queries in generation order with no departures (Figs. 4, 5, 8), and
+  §5.2.1's variant ("known_types": the type counts known, IC's plan as reservations);
 - `dynamic_run`: Poisson(λ) arrivals per step, exponential lifetimes, optional server churn
   every γ steps (add a server w.p. 0.5, else drop a random one and re-place its queries as new
   ones); RF sampled over time, averaged over the second half (Figs. 6, 7; the paper does not
@@ -24,6 +25,9 @@ from placement.herding.instance import capacities, from_arrays
 from placement.herding.metrics import traffic_arrays
 from placement.herding.offline import run_offline
 from placement.herding.online import OnlinePlacer
+from placement.herding.params import OnlineParams
+from placement.herding.strategies import place_online
+from placement.model import Budget
 
 __all__ = ["OFFLINE", "ONLINE", "dynamic_run", "gap_point", "static_point", "trace_run"]
 
@@ -34,8 +38,8 @@ NU, ALPHA = 0.05, 10.0
 
 def static_point(n: int, k: int, d: int, beta: float, seed: int, *,
                  rate_exp: float | None = None, correlation: Correlation = "none",
-                 offline: tuple[str, ...] = OFFLINE, online: tuple[str, ...] = ONLINE
-                 ) -> list[dict[str, Any]]:
+                 offline: tuple[str, ...] = OFFLINE, online: tuple[str, ...] = ONLINE,
+                 known: bool = True) -> list[dict[str, Any]]:
     """One row per algorithm: RF, traffic, seconds, on one generated workload."""
     w = workload(n, d, beta, seed, rate_exp=rate_exp, correlation=correlation)
     inst = w.instance(k)
@@ -60,6 +64,12 @@ def static_point(n: int, k: int, d: int, beta: float, seed: int, *,
             placer.place(sources[q], types[q])
         rows.append({**base, "algorithm": metric, "kind": "online",
                      "rf": placer.traffic() / used, "cpu_s": time.process_time() - t0})
+    if known:  # §5.2.1: the type distribution known, reservations from IC, then LeastCost
+        t0 = time.process_time()
+        node, _, _ = place_online(inst, OnlineParams(known_types=True, seed=seed), Budget())
+        rows.append({**base, "algorithm": "known_types", "kind": "online",
+                     "rf": traffic_arrays(inst, node) / used,
+                     "cpu_s": time.process_time() - t0})
     return rows
 
 

@@ -88,7 +88,7 @@ def greedy_ic_mms(inst: Instance, caps: IntArray, *, mms: bool) -> Triples:
         if not dense and len(idx) > 2 * compacted.get(j, 32):  # drop dead types, repeats
             idx = touched[j] = np.unique(idx[alive[idx]])
             compacted[j] = len(idx)
-        vals = row if dense else row[idx]
+        vals = np.where(alive, row, np.inf) if dense else np.where(alive[idx], row[idx], np.inf)
         size = len(vals)
         few = min(wanted, size)
         if few == 0:
@@ -178,9 +178,7 @@ def greedy_ic_mms(inst: Instance, caps: IntArray, *, mms: bool) -> Triples:
                 touched[j] = np.concatenate(slices)
             np.maximum(row, 0.0, out=row)  # float drift: Δ ≥ 0
         if rem[p] == 0:
-            alive[p] = False
-            for row in rows.values():
-                row[p] = np.inf
+            alive[p] = False  # rows keep its Δ: rescans mask dead types
         if spare[j] == 0:
             del rows[j], touched[j], covered[j]
             compacted.pop(j, None)

@@ -45,6 +45,8 @@ class OnlinePlacer:
         self.rng = np.random.default_rng(seed)
         self.readers = np.zeros((len(self.rates), k), dtype=np.int32)
         self.present = np.zeros((len(self.rates), k))  # 1.0 where readers > 0 (for the dot)
+        self.readers.fill(0)  # touch the pages now, not on the first arrivals
+        self.present.fill(0.0)
         self.count = np.zeros(k, dtype=np.int64)  # |Q_j|
         self.f = np.zeros(k)  # f(Q_j)
         self.qt = np.zeros(k, dtype=np.int64)  # |T(Q_j)|
