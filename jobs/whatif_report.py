@@ -62,12 +62,16 @@ def num(value: Any) -> float | None:
 def _cell(column: str, value: Any) -> str:
     number = None if column in ("strategy", "role", "status", "message") else num(value)
     if number is None:
-        return "" if value in (None, "", "None") else str(value)
+        text = "" if value in (None, "", "None") else str(value)
+        return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
     if column == "migrations":
         return f"{number:.0f}"
     if column in ("collocation_factor_after", "wall_s"):
         return f"{number:.1f}" if column != "wall_s" else f"{number:.2f}"
     return f"{number:.4g}" if column == "migration_cost" else f"{number:.3f}"
+
+
+MESSAGE_CHARS = 100  # a message is cut in the tables (the CSV and the child run keep it all)
 
 
 def _head(column: str) -> str:
@@ -108,24 +112,31 @@ def plot_comparison(rows: Sequence[Mapping[str, Any]], title: str, path: Path) -
 
     names = [str(r["strategy"]) for r in rows]
     lds = [num(r.get("load_distance_after")) for r in rows]
+    before = next((b for r in rows if (b := num(r.get("load_distance_before"))) is not None), None)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(rows) + 2), 3.8), dpi=110)
     colors = ["tab:blue" if r.get("role") == "in force" else "tab:gray" for r in rows]
-    ax.bar(range(len(rows)), [v or 0.0 for v in lds], color=colors)
-    top = max([v for v in lds if v is not None] or [1.0])
+    planned = [v for v in lds if v is not None]
+    # an outlier (e.g. random moves) must not flatten the rest: clip at 2.5x the LD before
+    top = max([*planned, before or 0.0, 1e-9])
+    if before and top > 2.5 * before:
+        top = 2.5 * before
+    ax.bar(range(len(rows)), [min(v or 0.0, top) for v in lds], color=colors)
     for i, (row, ld) in enumerate(zip(rows, lds, strict=True)):
         label = (f"{_cell('migrations', row.get('migrations'))} mig." if ld is not None
                  else str(row.get("status", "")).replace("_", " "))
-        ax.text(i, (ld or 0.0) + 0.02 * top, label, ha="center", va="bottom", fontsize=8)
+        if ld is not None and ld > top:
+            label = f"{ld:.3g} (clipped)\n{label}"
+        ax.text(i, min(ld or 0.0, top) + 0.02 * top, label, ha="center", va="bottom", fontsize=8)
     bounds = [b for r in rows if (b := num(r.get("lower_bound"))) is not None]
     if bounds:
         ax.axhline(max(bounds), color="tab:green", linestyle="--", linewidth=1,
                    label=f"lower bound {max(bounds):.3f}")
-        ax.legend(fontsize=8)
-    before = next((b for r in rows if (b := num(r.get("load_distance_before"))) is not None), None)
     if before is not None:
-        ax.axhline(before, color="tab:red", linestyle=":", linewidth=1)
-        ax.text(len(rows) - 0.5, before, f"before {before:.3f}", color="tab:red", fontsize=8,
-                ha="right", va="bottom")
+        ax.axhline(before, color="tab:red", linestyle=":", linewidth=1,
+                   label=f"before {before:.3f}")
+    ax.set_ylim(0, 1.15 * top)
+    if bounds or before is not None:
+        ax.legend(fontsize=8, loc="upper left")
     ax.set_xticks(range(len(rows)), names, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("load distance after")
     ax.set_title(title, fontsize=10)

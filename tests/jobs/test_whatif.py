@@ -13,7 +13,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.shadow import SHADOW_FAULT_ENV, ShadowTask, choose_shadows, hard_cap, plan_one, run_shadows
+from jobs.shadow import (
+    SHADOW_FAULT_ENV,
+    ShadowTask,
+    choose_shadows,
+    hard_cap,
+    plan_one,
+    run_shadows,
+)
 from placement.model import Budget, ClusterState
 from placement.registry import get_strategy
 from placement.workloads.synthetic import synthetic_state
@@ -99,10 +106,12 @@ def _logged_period(paths: Paths, job: JobConfig) -> tuple[str, ClusterState]:
 
 
 def test_the_comparison_matches_the_strategies_run_by_hand_on_the_same_state(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     from mlflow import MlflowClient
 
     from jobs.whatif import load_input, read_comparison, run_whatif
+    from reconf.cli import main
 
     paths = Paths(tmp_path / "home")
     job = JobConfig("wi", max_migrations=3, solver_time_limit_s=5.0,
@@ -150,6 +159,24 @@ def test_the_comparison_matches_the_strategies_run_by_hand_on_the_same_state(
     assert again.status == "done" and len(client.search_runs(
         [parent.info.experiment_id],
         filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'")) == 4
+
+    # `reconf audit --compare` and `reconf compare` print the same rows, from MLflow only
+    monkeypatch.setenv("RECONF_HOME", str(paths.home))
+    capsys.readouterr()
+    assert main(["audit", "--job", "wi", "--period-end", STAMP, "--compare"]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("what-if:"):].splitlines()
+    assert table[1].split()[:3] == ["strategy", "role", "status"]
+    for row, line in zip(rows, table[2:], strict=True):
+        cells = line.replace("in force", "in-force").split()
+        assert cells[0] == row["strategy"] and cells[2] == row["status"]
+        assert cells[3] == f"{float(row['load_distance_after']):.3f}"
+    plot = tmp_path / "compare.png"
+    assert main(["compare", "--job", "wi", "--since", STAMP, "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "1 period(s)" in out and plot.read_bytes()[:4] == b"\x89PNG"
+    greedy = next(line for line in out.splitlines() if line.strip().startswith("greedy "))
+    assert greedy.split()[1:4] == ["1", "1", f"{float(rows[1]['load_distance_after']):.3f}"]
 
 
 
