@@ -195,17 +195,18 @@ def _log_comparison(client: Any, run_id: str, data: WhatIfInput,
     from jobs.audit_trail import to_csv
     from jobs.tracking import refresh_note
 
+    columns = columns_of(rows)
+    rows = [{c: row.get(c) for c in columns} for row in rows]  # a facet metric some rows lack
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "whatif"
         folder.mkdir()
-        (folder / Path(COMPARISON_ARTIFACT).name).write_text(to_csv(rows, columns_of(rows)))
+        (folder / Path(COMPARISON_ARTIFACT).name).write_text(to_csv(rows, columns))
         plot_comparison(rows, f"{data.job_id}, period ending {data.period_end}: what-if "
                         f"(same state, budget {_budget_text(data.budget)})",
                         folder / Path(CHART_ARTIFACT).name)
         client.log_artifacts(run_id, str(folder), "whatif")
     try:  # the MLflow table view of the same rows, where this MLflow renders one
-        client.log_table(run_id, {c: [r.get(c) for r in rows] for c in columns_of(rows)},
-                         TABLE_ARTIFACT)
+        client.log_table(run_id, {c: [r[c] for r in rows] for c in columns}, TABLE_ARTIFACT)
     except Exception as exc:  # the CSV and the chart are the record; the table is a view
         print(f"what-if: the MLflow table view was not logged ({type(exc).__name__}: {exc})")
     planned = [r for r in rows if r.get("load_distance_after") is not None]

@@ -34,7 +34,8 @@ _HEADS = {"strategy": "strategy", "role": "role", "status": "status",
 def comparison_row(strategy: str, role: str, status: str, plan: Plan | None, wall_s: float,
                    message: str = "") -> dict[str, Any]:
     """One row: the plan's metrics (empty when the strategy did not plan) and its outcome."""
-    row: dict[str, Any] = {"strategy": strategy, "role": role, "status": status}
+    row: dict[str, Any] = {c: None for c in CORE_COLUMNS}
+    row.update(strategy=strategy, role=role, status=status)
     if plan is not None:
         row.update(load_distance_before=plan.before.load_distance,
                    load_distance_after=plan.after.load_distance, lower_bound=plan.lower_bound,
