@@ -117,9 +117,13 @@ def run_publish(job_id: str, period_end: str | datetime) -> PublishResult:
 
 
 def run_whatif(job_id: str, period_end: str | datetime, *, force: bool = False) -> str:
-    """The step after publish: shadow strategies plan the period's state (jobs/whatif.py)."""
+    """The step after publish: shadow strategies plan the period's state (jobs/whatif.py); on
+    the executors when RECONF_SPARK_MASTER names a cluster, else in local worker processes."""
+    from jobs.shadow_spark import cluster_master
     from jobs.whatif import run_whatif as whatif
     from schemas.landing import format_period_end
 
     job, end, paths = _context(job_id, period_end)
-    return whatif(job, format_period_end(end), paths=paths, force=force).summary()
+    master = cluster_master()  # a cluster: the shadows run on its executors, as fleet planning
+    spark = get_spark(paths, master=master) if master else None
+    return whatif(job, format_period_end(end), paths=paths, force=force, spark=spark).summary()

@@ -8,7 +8,8 @@ the plan in force (`whatif/input.pkl`). Nothing is rebuilt later, so the shadows
 what the real strategy saw, whatever the lake holds by then.
 
 After publish, `run_whatif` (the DAG's `whatif` task, `reconf cycle`, `reconf whatif`) runs the
-shadows in worker subprocesses within the job's `shadow_time_budget_s` (jobs/shadow.py), and
+shadows in worker subprocesses within the job's `shadow_time_budget_s` (jobs/shadow.py; on a
+Spark cluster on its executors, jobs/shadow_spark.py), and
 logs each as a child run of the period's run (tag `mlflow.parentRunId`; the same metrics as a
 real plan, its moves) and the comparison (jobs/whatif_report.py) on the period's run: the CSV,
 an MLflow table, one chart and a table in the run's description. It reads and writes MLflow
@@ -24,12 +25,15 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobs.shadow import ShadowOutcome, ShadowTask, choose_shadows, run_shadows
 from jobs.whatif_report import columns_of, comparison_row, plot_comparison
 from placement.model import Budget, ClusterState, Plan
 from schemas.config import JobConfig, Paths
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["CHART_ARTIFACT", "COMPARISON_ARTIFACT", "INPUT_ARTIFACT", "WhatIfInput",
            "WhatIfResult", "keep_input", "load_input", "read_comparison", "run_whatif", "save_input",
@@ -225,8 +229,9 @@ def _budget_text(budget: Budget) -> str:
 
 
 def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
-               force: bool = False) -> WhatIfResult:
-    """Shadow-plan one published period of `job` and log the comparison (MLflow only).
+               force: bool = False, spark: SparkSession | None = None) -> WhatIfResult:
+    """Shadow-plan one published period of `job` and log the comparison (MLflow only); with
+    `spark`, the shadows run on its executors (jobs/shadow_spark.py), else here.
 
     Skipped (with the reason) when the period has no run, its plan is not published (unless
     `force`: e.g. to compare a historical plan), or its run holds no shadow input. A shadow's
@@ -253,7 +258,12 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
     started = time.perf_counter()
     tasks = [ShadowTask(name, params, data.state, data.budget, data.time_limit_s)
              for name, params in data.shadows]
-    outcomes = run_shadows(tasks, data.time_budget_s)
+    if spark is None:
+        outcomes = run_shadows(tasks, data.time_budget_s)
+    else:
+        from jobs.shadow_spark import run_shadows_on_spark
+
+        outcomes = run_shadows_on_spark(spark, tasks, data.time_budget_s)
     params = dict(data.shadows)
     for outcome in outcomes:
         if outcome.status != "skipped":

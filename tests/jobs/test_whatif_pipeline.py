@@ -1,6 +1,7 @@
 """What-if after a real cycle (Spark, Delta, GE, MLflow): the shadow plans change nothing that
 was published (Delta tables and the published tree byte for byte), and a failing and a slow
-shadow strategy are recorded as such while the step, like the cycle, succeeds.
+shadow strategy are recorded as such while the step, like the cycle, succeeds; the cluster path
+(one applyInPandas group per shadow on the executors) plans the same as the local one.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from pipeline_kit import JOB_ID, P1, delta_versions, stamp, tree
 
 from jobs.plan import plan_period
 from jobs.publish import publish_period
-from jobs.shadow import SHADOW_FAULT_ENV
+from jobs.shadow import SHADOW_FAULT_ENV, ShadowTask
+from jobs.shadow_spark import run_shadows_on_spark
 from jobs.validate_stats import read_report
-from jobs.whatif import read_comparison
+from jobs.whatif import load_input, read_comparison
 from reconf.cli import main
 
 pytestmark = pytest.mark.spark
@@ -53,3 +55,18 @@ def test_shadow_plans_change_nothing_published_and_failures_are_recorded(
     status = {c.data.tags["reconf.shadow.strategy"]: c.info.status for c in children}
     assert status == {"greedy": "FINISHED", "albic": "FINISHED", "cola": "FINISHED",
                       "flux": "FAILED", "random": "FAILED"}
+
+    # The cluster path, on the session's executors: the same plans as the local path's rows.
+    monkeypatch.delenv(SHADOW_FAULT_ENV)
+    data = load_input(client, planned.mlflow_run_id)
+    assert data is not None
+    tasks = [ShadowTask(name, params, data.state, data.budget, data.time_limit_s)
+             for name, params in data.shadows if name in ("greedy", "albic")]
+    outcomes = run_shadows_on_spark(spark, tasks, data.time_budget_s)
+    assert [o.strategy for o in outcomes] == ["greedy", "albic"]
+    for outcome in outcomes:
+        assert outcome.status == "planned" and outcome.plan is not None
+        row = rows[outcome.strategy]
+        assert outcome.plan.after.load_distance == pytest.approx(
+            float(row["load_distance_after"]), rel=1e-5)
+        assert outcome.plan.migrations == int(row["migrations"])
