@@ -147,11 +147,15 @@ def whatif(job_id: str, **context: Any) -> str:
     it never delays publish, and its failure never fails the run (docs/operations.md)."""
     if context["params"]["dry_run"]:
         raise AirflowSkipException("dry run: nothing published, no what-if")
+    import time
+
     print("reconf-stage whatif start", flush=True)
+    started = time.monotonic()
     from jobs.stages import run_whatif
 
-    summary = run_whatif(job_id, _period_end(context))
+    summary = run_whatif(job_id, _period_end(context))  # its failure: this task's, not the run's
     print(summary, flush=True)
+    print(f"reconf-stage whatif done {time.monotonic() - started:.2f} s", flush=True)
     return summary
 
 
