@@ -91,9 +91,9 @@ def whatif_input(job: JobConfig, period_end: str, strategy: str, state: ClusterS
     if not chosen and not left_out:
         return None
     shadows = tuple((name, dict(job.strategy_params.get(name, {}))) for name in chosen)
+    time_budget = min(job.shadow_time_budget_s, job.spl.total_seconds() / 2)  # the default too
     return WhatIfInput(job.job_id, period_end, strategy, plan, state, budget,
-                       job.solver_time_limit_s, job.shadow_time_budget_s, shadows,
-                       dict(left_out))
+                       job.solver_time_limit_s, time_budget, shadows, dict(left_out))
 
 
 def keep_input(paths: Paths, run_id: str, job: JobConfig, period_end: str, strategy: str,

@@ -190,3 +190,34 @@ def test_an_unpublished_period_gets_no_shadows(tmp_path: Path) -> None:
     tag_run(paths, run_id, {"reconf.publish_status": "stale"})
     result = run_whatif(job, STAMP, paths=paths)
     assert result.status == "skipped" and "stale" in result.reason
+
+
+def test_the_shadow_fields_are_checked_when_the_config_loads(tmp_path: Path) -> None:
+    from schemas.config import read_jobs
+
+    config = tmp_path / "jobs.toml"
+    config.write_text("""
+[defaults]
+spl = "2m"
+[jobs.auto]
+[jobs.off]
+shadow_strategies = []
+[jobs.named]
+shadow_strategies = ["albic", "greedy", "albic"]
+shadow_time_budget_s = 30
+[jobs.typo]
+shadow_strategies = ["greedy", "albik"]
+[jobs.notalist]
+shadow_strategies = "greedy"
+[jobs.toolong]
+shadow_time_budget_s = 61
+""")
+    loaded = read_jobs(config)
+    assert loaded.jobs["auto"].shadow_strategies is None
+    assert loaded.jobs["auto"].shadow_time_budget_s == 60.0
+    assert loaded.jobs["off"].shadow_strategies == ()
+    assert loaded.jobs["named"].shadow_strategies == ("albic", "greedy")
+    assert "jobs.typo.shadow_strategies: unknown strategy 'albik'" in str(loaded.errors["typo"])
+    assert "must be a list of strategy names" in str(loaded.errors["notalist"])
+    assert "more than half the period" in str(loaded.errors["toolong"])
+    assert set(loaded.errors) == {"typo", "notalist", "toolong"}
