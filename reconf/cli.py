@@ -222,19 +222,6 @@ examples:
 """
 
 
-_COMPARE_HELP = """\
-across the periods since T, how each strategy's shadow plans (the what-if, planned on the same
-state with the same budget after every publish) compared with the plan in force: in how many
-periods it planned, its mean load distance after and migrations next to the plan in force's,
-how often it beat or matched it, and how often it failed or timed out. Read from the MLflow
-runs' whatif/comparison.csv only.
-
-examples:
-  reconf compare --job flights2 --since 2026-01-01T00:00:00Z
-  reconf compare --job flights2 --since 2026-01-01T00:00:00Z --plot compare.png
-"""
-
-
 def _cmd_demo(args: argparse.Namespace) -> int:
     from reconf.demo import run_demo
 
@@ -319,8 +306,10 @@ def _parser() -> argparse.ArgumentParser:
     _job_period(whatif)
     whatif.add_argument("--force", action="store_true",
                         help="also for a plan that is not (or no longer) the published one")
+    from reconf.compare import HELP as compare_help
+
     cmp = sub.add_parser("compare", help="how each strategy's shadow plans compared with the "
-                         "plan in force, across periods", description=_COMPARE_HELP,
+                         "plan in force, across periods", description=compare_help,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     cmp.set_defaults(func=_cmd_compare)
     cmp.add_argument("--job", required=True, help="job id")

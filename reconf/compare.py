@@ -22,9 +22,21 @@ from reconf.audit import AuditError, job_experiment, open_store
 from schemas.config import Paths
 from schemas.landing import format_period_end, parse_period_end
 
-__all__ = ["TIE", "StrategySummary", "compare", "format_compare", "plot_compare", "summarise"]
+__all__ = ["HELP", "TIE", "StrategySummary", "compare", "format_compare", "plot_compare", "summarise"]
 
 TIE = 1e-6  # load distances this close count as equal
+
+HELP = """\
+across the periods since T, how each strategy's shadow plans (the what-if, planned on the same
+state with the same budget after every publish) compared with the plan in force: in how many
+periods it planned, its mean load distance after and migrations next to the plan in force's,
+how often it beat or matched it, and how often it failed or timed out. Read from the MLflow
+runs' whatif/comparison.csv only.
+
+examples:
+  reconf compare --job flights2 --since 2026-01-01T00:00:00Z
+  reconf compare --job flights2 --since 2026-01-01T00:00:00Z --plot compare.png
+"""
 
 
 @dataclass(frozen=True)
