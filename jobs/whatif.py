@@ -204,7 +204,8 @@ def _log_comparison(client: Any, run_id: str, data: WhatIfInput,
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "whatif"
         folder.mkdir()
-        (folder / Path(COMPARISON_ARTIFACT).name).write_text(to_csv(rows, columns))
+        cells = [{c: "" if v is None else v for c, v in row.items()} for row in rows]
+        (folder / Path(COMPARISON_ARTIFACT).name).write_text(to_csv(cells, columns))
         plot_comparison(rows, f"{data.job_id}, period ending {data.period_end}: what-if "
                         f"(same state, budget {_budget_text(data.budget)})",
                         folder / Path(CHART_ARTIFACT).name)
