@@ -221,3 +221,24 @@ shadow_time_budget_s = 61
     assert "must be a list of strategy names" in str(loaded.errors["notalist"])
     assert "more than half the period" in str(loaded.errors["toolong"])
     assert set(loaded.errors) == {"typo", "notalist", "toolong"}
+
+
+def test_a_failed_shadow_is_a_failed_child_run_and_an_empty_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlflow import MlflowClient
+
+    from jobs.whatif import read_comparison, run_whatif
+
+    monkeypatch.setenv(SHADOW_FAULT_ENV, "flux:raise")
+    paths = Paths(tmp_path / "home")
+    job = JobConfig("wi", shadow_strategies=("flux", "greedy"))
+    run_id, _ = _logged_period(paths, job)
+    assert "1 failed, 1 planned" in run_whatif(job, STAMP, paths=paths).summary()
+    client = MlflowClient(tracking_uri=paths.mlflow_uri)
+    flux = next(r for r in read_comparison(client, run_id) if r["strategy"] == "flux")
+    assert flux["status"] == "failed" and flux["load_distance_after"] == ""
+    assert "fault injected" in flux["message"]
+    (child,) = client.search_runs([client.get_run(run_id).info.experiment_id], filter_string=(
+        f"tags.`mlflow.parentRunId` = '{run_id}' AND tags.`reconf.shadow.status` = 'failed'"))
+    assert child.info.status == "FAILED" and "load_distance_after" not in child.data.metrics
+    assert client.get_run(run_id).data.tags["reconf.whatif.best"] in ("milp", "greedy")
