@@ -218,9 +218,9 @@ def test_an_operator_finds_the_plan_of_a_period_in_the_mlflow_ui(
     _screenshot(browser, tmp_path, "mlflow-ui-run.png")
     # the what-if comparison, in the same description: each strategy with its status and LD
     heading = _wait_text(browser, "What-if: other strategies on the same state")
-    for row in whatif:
-        strategy = row["strategy"] + (" (in force)" if row["role"] == "in force" else "")
-        assert f"{strategy} {row['status']} {float(row['load_distance_after']):.3f}" in body
+    for shadow in whatif:
+        strategy = shadow["strategy"] + (" (in force)" if shadow["role"] == "in force" else "")
+        assert f"{strategy} {shadow['status']} {float(shadow['load_distance_after']):.3f}" in body
     browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", heading)
     _screenshot(browser, tmp_path, "mlflow-ui-whatif.png")
 

@@ -31,6 +31,8 @@ def test_shadow_plans_change_nothing_published_and_failures_are_recorded(
     planned = plan_period(job, P1, paths=paths, spark=spark,
                           validation=read_report(paths, JOB_ID, P1))
     assert publish_period(job, P1, paths=paths, spark=spark).version == 1
+    run_id = planned.mlflow_run_id
+    assert run_id is not None
     before = (delta_versions(paths), tree(paths.lake), tree(paths.published))
 
     monkeypatch.setenv(SHADOW_FAULT_ENV, "flux:raise,random:hang")
@@ -41,7 +43,7 @@ def test_shadow_plans_change_nothing_published_and_failures_are_recorded(
 
     assert (delta_versions(paths), tree(paths.lake), tree(paths.published)) == before
     client = MlflowClient(tracking_uri=paths.mlflow_uri)
-    rows = {r["strategy"]: r for r in read_comparison(client, planned.mlflow_run_id)}
+    rows = {r["strategy"]: r for r in read_comparison(client, run_id)}
     assert rows["milp"]["role"] == "in force" and rows["milp"]["status"] == "published"
     assert float(rows["milp"]["load_distance_after"]) == pytest.approx(
         planned.plan.after.load_distance, rel=1e-5)
@@ -50,15 +52,15 @@ def test_shadow_plans_change_nothing_published_and_failures_are_recorded(
     for name in ("greedy", "albic", "cola"):
         assert rows[name]["status"] == "planned" and rows[name]["load_distance_after"] != ""
     children = client.search_runs(
-        [client.get_run(planned.mlflow_run_id).info.experiment_id],
-        filter_string=f"tags.`mlflow.parentRunId` = '{planned.mlflow_run_id}'")
+        [client.get_run(run_id).info.experiment_id],
+        filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'")
     status = {c.data.tags["reconf.shadow.strategy"]: c.info.status for c in children}
     assert status == {"greedy": "FINISHED", "albic": "FINISHED", "cola": "FINISHED",
                       "flux": "FAILED", "random": "FAILED"}
 
     # The cluster path, on the session's executors: the same plans as the local path's rows.
     monkeypatch.delenv(SHADOW_FAULT_ENV)
-    data = load_input(client, planned.mlflow_run_id)
+    data = load_input(client, run_id)
     assert data is not None
     tasks = [ShadowTask(name, params, data.state, data.budget, data.time_limit_s)
              for name, params in data.shadows if name in ("greedy", "albic")]
