@@ -1,4 +1,4 @@
-"""One reconfiguration DAG per configured job: collect -> validate -> plan -> publish.
+"""One reconfiguration DAG per configured job: collect -> validate -> plan -> publish -> whatif.
 
 Thin by design (Airflow best practice): at import time it only reads the small TOML job config;
 every stage imports Spark, GE, the planner and MLflow inside its task. A run processes the
@@ -10,8 +10,10 @@ Semantics (docs/operations.md, "Airflow DAGs"): schedule = SPL, one run at a tim
 waits for the previous one to succeed); Spark stages retry with exponential back-off, but bad
 input (StageError / ConfigError, e.g. a failed Great Expectations check) fails at once; manual
 runs take validated params (strategy, budget, solver time limit, dry_run); publish emits the Asset
-`reconf://<job_id>/assignment`. A job whose config is invalid gets no DAG here: its error is
-reported by dags/reconfigure_config_check.py, so the other jobs' DAGs stay schedulable.
+`reconf://<job_id>/assignment`; `whatif` (shadow strategies on the published plan's state) is a
+teardown: it runs once publish is done and its outcome never changes the run's state. A job
+whose config is invalid gets no DAG here: its error is reported by
+dags/reconfigure_config_check.py, so the other jobs' DAGs stay schedulable.
 """
 
 from __future__ import annotations
@@ -139,6 +141,24 @@ def _publish(job_id: str, asset: Asset) -> Any:
     return publish
 
 
+@task(task_id="whatif", retries=0, depends_on_past=False)
+def whatif(job_id: str, **context: Any) -> str:
+    """After publish: other strategies plan the same state, compared in MLflow. A teardown:
+    it never delays publish, and its failure never fails the run (docs/operations.md)."""
+    if context["params"]["dry_run"]:
+        raise AirflowSkipException("dry run: nothing published, no what-if")
+    import time
+
+    print("reconf-stage whatif start", flush=True)
+    started = time.monotonic()
+    from jobs.stages import run_whatif
+
+    summary = run_whatif(job_id, _period_end(context))  # its failure: this task's, not the run's
+    print(summary, flush=True)
+    print(f"reconf-stage whatif done {time.monotonic() - started:.2f} s", flush=True)
+    return summary
+
+
 def _cluster_mode() -> bool:
     """Collect runs through spark-submit when both are set: RECONF_SPARK_SUBMIT=1 and a
     RECONF_SPARK_MASTER of spark://... (docs/operations.md, "Cluster mode")."""
@@ -181,10 +201,12 @@ def _cluster_collect(job: JobConfig) -> Any:
 
 def task_timeouts(job: JobConfig) -> dict[str, timedelta]:
     """Per task: a stage may take 2 SPL (at least 10 min); plan adds twice the longest solver
-    time a run may ask for (scaling can solve twice)."""
+    time a run may ask for (scaling can solve twice); the what-if its shadow budget + 5 min."""
     base = max(timedelta(minutes=10), 2 * job.spl)
     solver = timedelta(seconds=2 * max(MAX_TIME_LIMIT_S, job.solver_time_limit_s))
-    return {"collect": base, "validate": base, "plan": base + solver, "publish": base}
+    shadows = timedelta(seconds=job.shadow_time_budget_s) + timedelta(minutes=5)  # + logging
+    return {"collect": base, "validate": base, "plan": base + solver, "publish": base,
+            "whatif": shadows}
 
 
 def run_params(job: JobConfig) -> dict[str, Param]:
@@ -228,7 +250,8 @@ def build_dag(job: JobConfig) -> DAG:
         planned = plan.override(execution_timeout=timeouts["plan"])(job.job_id)
         published = _publish(job.job_id, assignment_asset(job.job_id)).override(
             execution_timeout=timeouts["publish"])(job.job_id, planned)
-        first >> checked >> planned >> published
+        shadows = whatif.override(execution_timeout=timeouts["whatif"])(job.job_id)
+        first >> checked >> planned >> published >> shadows.as_teardown()
     return dag
 
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from jobs.whatif_report import markdown_table
 from placement.graphpart import pair_rates
 from placement.metrics import mean_load, node_loads
 from placement.model import ClusterState, Plan
@@ -34,6 +35,7 @@ __all__ = [
     "keygroup_rows",
     "node_rows",
     "note_markdown",
+    "summary_line",
     "to_csv",
 ]
 
@@ -199,12 +201,29 @@ def _delta_versions(tags: Mapping[str, str]) -> dict[str, str]:
             if k.startswith("reconf.delta.") and k.endswith(".version")}
 
 
+def summary_line(tags: Mapping[str, str], metrics: Mapping[str, float], migrations: int) -> str:
+    """What an operator reads first, on one line: LD before -> after, migrations, status."""
+    published = tags.get("reconf.publish_status")
+    version = tags.get("reconf.assignment_version")
+    status = ("dry run" if tags.get("reconf.dry_run") == "true"
+              else f"published v{version}" if published == "published" and version
+              else published or "planned, not published yet")
+    return (f"**LD {_num(metrics, 'load_distance_before')} → "
+            f"{_num(metrics, 'load_distance_after')}** · **{migrations} migration(s)** · "
+            f"**{status}** · solver {tags.get('reconf.solver_status', '?')}")
+
+
 def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, float],
-                  moves: Sequence[Mapping[str, str]]) -> str:
-    """The run description: the plan in prose, from the run's own tags, metrics and moves."""
+                  moves: Sequence[Mapping[str, str]],
+                  whatif: Sequence[Mapping[str, str]] = ()) -> str:
+    """The run description: the plan in prose, from the run's own tags, metrics and moves; its
+    first line the summary (the UI folds the rest), the what-if comparison last once it ran."""
     p = {k[len("reconf.param."):]: v for k, v in tags.items() if k.startswith("reconf.param.")}
+    job, period = tags.get("reconf.job_id", "?"), tags.get("reconf.period_end", run_name)
     lines = [
-        f"## Plan {run_name}",
+        summary_line(tags, metrics, len(moves)),
+        "",
+        f"## Plan of {job} for the period ending {period}",
         f"Strategy **{p.get('strategy', '?')}** (solver {tags.get('reconf.solver_status', '?')}, "
         f"{_num(metrics, 'solve_time_s', '.2f')} s); budget: max migrations "
         f"{p.get('max_migrations', '?')}, max migration cost {p.get('max_migration_cost', '?')}.",
@@ -251,4 +270,10 @@ def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, 
     if "reconf.assignment_version" in tags:
         lines.append(f"**Published** as assignment version {tags['reconf.assignment_version']} "
                      f"({tags.get('reconf.manifest', '')}).")
+    if whatif:
+        lines += ["", "## What-if: other strategies on the same state",
+                  f"Same state, budget and time limit, after publish (dry runs; each a child "
+                  f"run). Load distance before: {_num(metrics, 'load_distance_before')}. "
+                  "Chart: `whatif/comparison.png`; rows: `whatif/comparison.csv`.", ""]
+        lines += markdown_table(whatif)
     return "\n".join(lines)

@@ -34,6 +34,7 @@ from jobs.markers import check_validated, read_collect_marker, runtime_of
 from jobs.network_facet import attach_network
 from jobs.scaling import earlier_sections, solve
 from jobs.tracking import CycleRecord, log_cycle, tag_run
+from jobs.whatif import keep_input
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan
 from placement.registry import check_params, strategy_names
 from schemas.config import MAX_MIGRATIONS, JobConfig, Paths
@@ -310,6 +311,7 @@ def record_plan(
         plan,
     )
     if not dry_run:
+        keep_input(paths, run_id, job, stamp, strategy, state, plan, job_budget(job))
         moves, row = _plan_frames(spark, job, period_end, pid, strategy, plan, base_version, run_id,
                                   plan_json)
         where = period_predicate(job.job_id, period_end)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # each stage imports only what it runs: a DAG task stays ligh
     from jobs.plan import PlanResult
     from jobs.publish import PublishResult
 
-__all__ = ["run_collect", "run_plan", "run_publish", "run_validate"]
+__all__ = ["run_collect", "run_plan", "run_publish", "run_validate", "run_whatif"]
 
 
 def _context(job_id: str, period_end: str | datetime) -> tuple[JobConfig, datetime, Paths]:
@@ -114,3 +114,16 @@ def run_publish(job_id: str, period_end: str | datetime) -> PublishResult:
     job, end, paths = _context(job_id, period_end)
     with _concurrency("publish", job_id):
         return publish_period(job, end, paths=paths, spark=get_spark(paths))
+
+
+def run_whatif(job_id: str, period_end: str | datetime, *, force: bool = False) -> str:
+    """The step after publish: shadow strategies plan the period's state (jobs/whatif.py); on
+    the executors when RECONF_SPARK_MASTER names a cluster, else in local worker processes."""
+    from jobs.shadow_spark import cluster_master
+    from jobs.whatif import run_whatif as whatif
+    from schemas.landing import format_period_end
+
+    job, end, paths = _context(job_id, period_end)
+    master = cluster_master()  # a cluster: the shadows run on its executors, as fleet planning
+    spark = get_spark(paths, master=master) if master else None
+    return whatif(job, format_period_end(end), paths=paths, force=force, spark=spark).summary()

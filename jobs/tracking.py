@@ -33,7 +33,8 @@ from placement.metrics import mean_load, node_loads
 from placement.model import ClusterState, Plan
 from schemas.config import JobConfig, Paths
 
-__all__ = ["CycleRecord", "find_runs", "log_cycle", "read_csv_artifact", "run_name", "tag_run"]
+__all__ = ["CycleRecord", "find_runs", "log_cycle", "open_experiment", "open_store", "plan_metrics",
+           "read_csv_artifact", "refresh_note", "run_name", "tag_run"]
 
 _JOB_TAG, _PERIOD_TAG = "reconf.job_id", "reconf.period_end"
 _KIND_TAG, _KIND = "mlflow.experimentKind", "custom_model_development"
@@ -55,8 +56,13 @@ class CycleRecord:
     artifacts: Mapping[str, str] = field(default_factory=dict)
 
 
-def run_name(job_id: str, period_end: str) -> str:
-    return f"{job_id}@{period_end}"
+def run_name(period_end: str) -> str:
+    """The run's name: its period end, short (`2026-01-01 00:05`; seconds only when not 0).
+
+    The experiment is the job's, so the name needs no job id and fits the runs table's column;
+    lookups go by the tags reconf.job_id / reconf.period_end, never by the name."""
+    day, _, clock = period_end.removesuffix("Z").partition("T")
+    return f"{day} {clock.removesuffix(':00') if clock.count(':') == 2 else clock}".strip()
 
 
 def _client(paths: Paths) -> Any:
@@ -96,7 +102,7 @@ def _find_or_create_run(client: Any, experiment_id: str, job_id: str, period_end
         return str(found[0].info.run_id)
     run = client.create_run(
         experiment_id,
-        run_name=run_name(job_id, period_end) + (" (dry run)" if dry_run else ""),
+        run_name=run_name(period_end) + (" (dry run)" if dry_run else ""),
         tags={_JOB_TAG: job_id, _PERIOD_TAG: period_end, "reconf.dry_run": str(dry_run).lower()},
     )
     return str(run.info.run_id)
@@ -202,7 +208,8 @@ def _load_index(client: Any, experiment_id: str, period_end: str, system_load: f
 
 def read_csv_artifact(client: Any, run_id: str, name: str) -> list[dict[str, str]]:
     """The rows of a CSV artifact of a run; [] when the run has none (e.g. an older run)."""
-    if name not in {a.path for a in client.list_artifacts(run_id)}:
+    folder = name.rpartition("/")[0] or None
+    if name not in {a.path for a in client.list_artifacts(run_id, folder)}:
         return []
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(client.download_artifacts(run_id, name, tmp))
@@ -210,12 +217,15 @@ def read_csv_artifact(client: Any, run_id: str, name: str) -> list[dict[str, str
             return list(csv.DictReader(handle))
 
 
-def _refresh_note(client: Any, run_id: str, moves: list[dict[str, str]] | None = None) -> None:
-    """(Re)write the run description from what the run holds now (tags, metrics, moves)."""
+def refresh_note(client: Any, run_id: str, moves: list[dict[str, str]] | None = None) -> None:
+    """(Re)write the run description from what the run holds now (tags, metrics, moves, and the
+    what-if comparison once it ran)."""
     run = client.get_run(run_id)
     if moves is None:
         moves = read_csv_artifact(client, run_id, "moves.csv")
-    note = note_markdown(run.info.run_name, run.data.tags, run.data.metrics, moves)
+    whatif = (read_csv_artifact(client, run_id, "whatif/comparison.csv")
+              if "reconf.whatif.status" in run.data.tags else [])
+    note = note_markdown(run.info.run_name, run.data.tags, run.data.metrics, moves, whatif)
     client.set_tag(run_id, NOTE_TAG, note)
 
 
@@ -225,6 +235,37 @@ def _validation_tags(validation: Mapping[str, Any] | None) -> dict[str, str]:
     return {"reconf.validation.success": str(bool(validation.get("success"))).lower(),
             "reconf.validation.failures": str(validation.get("failure_count", 0)),
             "reconf.validation.expected_from": str(validation.get("expected_keygroups_from", ""))}
+
+
+def plan_metrics(plan: Plan) -> dict[str, float]:
+    """The metrics of a plan, as a cycle's run and a shadow plan's child run log them."""
+    metrics = {
+        "load_distance_before": plan.before.load_distance,
+        "load_distance_after": plan.after.load_distance,
+        "max_node_load_before": plan.before.max_node_load,
+        "max_node_load_after": plan.after.max_node_load,
+        "collocation_factor_before": plan.before.collocation_factor,
+        "collocation_factor_after": plan.after.collocation_factor,
+        "migrations": float(plan.migrations),
+        "migration_cost": plan.migration_cost,
+        "solve_time_s": plan.wall_s,
+    }
+    if plan.lower_bound is not None:
+        metrics["lower_bound"] = plan.lower_bound
+    # metrics only some facets define (placement.model.Plan.facet_metrics)
+    metrics.update({f"{name}_after": value for name, value in plan.facet_metrics.items()})
+    metrics.update({f"{name}_before": value for name, value in plan.facet_before.items()})
+    return metrics
+
+
+def open_store(paths: Paths) -> Any:
+    """The MLflow client of the pipeline's tracking store."""
+    return _client(paths)
+
+
+def open_experiment(client: Any, paths: Paths, job_id: str) -> str:
+    """The id of the job's experiment (created on first use)."""
+    return _experiment_id(client, paths, job_id)
 
 
 def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan) -> str:
@@ -252,22 +293,7 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
             client.log_param(run_id, key, "none" if value is None else str(value))
     # ...so the settings of the newest run of the cycle are also tags, which a rerun updates.
     current = {f"reconf.param.{k}": "none" if v is None else str(v) for k, v in params.items()}
-    metrics = {
-        "load_distance_before": plan.before.load_distance,
-        "load_distance_after": plan.after.load_distance,
-        "max_node_load_before": plan.before.max_node_load,
-        "max_node_load_after": plan.after.max_node_load,
-        "collocation_factor_before": plan.before.collocation_factor,
-        "collocation_factor_after": plan.after.collocation_factor,
-        "migrations": float(plan.migrations),
-        "migration_cost": plan.migration_cost,
-        "solve_time_s": plan.wall_s,
-    }
-    if plan.lower_bound is not None:
-        metrics["lower_bound"] = plan.lower_bound
-    # metrics only some facets define (placement.model.Plan.facet_metrics)
-    metrics.update({f"{name}_after": value for name, value in plan.facet_metrics.items()})
-    metrics.update({f"{name}_before": value for name, value in plan.facet_before.items()})
+    metrics = plan_metrics(plan)
     system_load = mean_load(state)  # collocation: the load index (paper §5), where computable
     if system_load > 0:
         metrics["system_load"] = system_load
@@ -308,7 +334,7 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
                 json.dumps(record.validation, indent=2, sort_keys=True, default=str)
             )
         client.log_artifacts(run_id, str(folder))
-        _refresh_note(client, run_id, list(csv.DictReader(io.StringIO(moves_csv))))
+        refresh_note(client, run_id, list(csv.DictReader(io.StringIO(moves_csv))))
     client.set_terminated(run_id, "FINISHED")
     return run_id
 
@@ -318,4 +344,4 @@ def tag_run(paths: Paths, run_id: str, tags: Mapping[str, str]) -> None:
     client = _client(paths)
     for key, value in tags.items():
         client.set_tag(run_id, key, value)
-    _refresh_note(client, run_id)
+    refresh_note(client, run_id)

@@ -19,7 +19,7 @@ from typing import Any
 from schemas.config import Paths
 from schemas.landing import format_period_end, parse_period_end
 
-__all__ = ["AuditError", "audit", "format_report", "mlflow_ui_base"]
+__all__ = ["AuditError", "audit", "format_report", "job_experiment", "mlflow_ui_base", "open_store"]
 
 NEAREST = 3
 _TRAILING = re.compile(r"(\d+)$")
@@ -34,7 +34,7 @@ def mlflow_ui_base() -> str:
     return os.environ.get("RECONF_MLFLOW_URL", "http://127.0.0.1:5000").rstrip("/")
 
 
-def _client(paths: Paths) -> Any:
+def open_store(paths: Paths) -> Any:
     from mlflow import MlflowClient
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # clean stderr
@@ -46,7 +46,7 @@ def _client(paths: Paths) -> Any:
     return MlflowClient(tracking_uri=uri)
 
 
-def _experiment(client: Any, job_id: str) -> str:
+def job_experiment(client: Any, job_id: str) -> str:
     experiment = client.get_experiment_by_name(job_id)
     if experiment is not None:
         return str(experiment.experiment_id)
@@ -172,14 +172,16 @@ def _keygroup(query: str, keygroups: list[dict[str, str]], moves: list[dict[str,
 
 
 def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
-          paths: Paths | None = None, dry_run: bool = False) -> dict[str, Any]:
-    """The audit report of one cycle, as plain JSON-able data, from its MLflow run only."""
+          paths: Paths | None = None, dry_run: bool = False, compare: bool = False
+          ) -> dict[str, Any]:
+    """The audit report of one cycle, as plain JSON-able data, from its MLflow run only; with
+    `compare`, also its what-if comparison (the rows of `whatif/comparison.csv`)."""
     from jobs.tracking import read_csv_artifact
 
     paths = paths or Paths.from_env()
     when, stamp = _period(period_end)
-    client = _client(paths)
-    experiment_id = _experiment(client, job_id)
+    client = open_store(paths)
+    experiment_id = job_experiment(client, job_id)
     run = _run_of(client, experiment_id, job_id, when, stamp, dry_run)
     rid, tags, metrics = run.info.run_id, run.data.tags, run.data.metrics
     param = {k[len("reconf.param."):]: v for k, v in tags.items() if k.startswith("reconf.param.")}
@@ -233,6 +235,11 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
         "dry_run": dry_run,
         "resilience": _resilience(metrics),
     }
+    if compare:
+        from jobs.whatif import read_comparison
+
+        report["whatif"] = {"status": tags.get("reconf.whatif.status", "not run"),
+                            "rows": read_comparison(client, rid)}
     if keygroup is not None:
         report["keygroup"] = _keygroup(keygroup, read_csv_artifact(client, rid, "keygroups.csv"),
                                        moves, read_csv_artifact(client, rid, "nodes.csv"), report,
@@ -317,6 +324,9 @@ def format_report(r: dict[str, Any]) -> str:
                      "LATEST was not moved back)")
     else:
         lines.append("  published: not (yet) published")
+    w = r.get("whatif")
+    if w is not None:
+        lines += _whatif_lines(w)
     k = r.get("keygroup")
     if k:
         head = (f"  key group {k['keygroup']} ({k['operator']}, load {_f(k['load_pct'], '.2f')}%,"
@@ -325,3 +335,16 @@ def format_report(r: dict[str, Any]) -> str:
                              else f"MOVED {k['from']} -> {k['to']} because {k['reason']}"
                              if k["moved"] else f"stayed on {k['from']}; {k['reason']}"))
     return "\n".join(lines)
+
+
+def _whatif_lines(whatif: dict[str, Any]) -> list[str]:
+    """The what-if comparison as in the run's description (jobs/whatif_report.py)."""
+    from jobs.whatif_report import text_table
+
+    rows = whatif["rows"]
+    if not rows:
+        return [f"  what-if: {whatif['status']} (no comparison logged with this run: shadows "
+                "run after publish; `reconf whatif` runs them by hand)"]
+    before = rows[0].get("load_distance_before") or "n/a"
+    return [f"  what-if: other strategies on the same state, same budget (load distance before "
+            f"{_f(float(before)) if before != 'n/a' else before}):", *text_table(rows, "    ")]

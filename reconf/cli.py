@@ -27,7 +27,10 @@ a cycle by hand, for period ending T of job J:
   reconf apply --job J                      # the runtime applies the newest version
 or all four pipeline stages at once: reconf cycle --job J --period-end T
 why the plan of a period moved what it moved (from its MLflow run):
-  reconf audit --job J --period-end T [--key-group K]
+  reconf audit --job J --period-end T [--key-group K] [--compare]
+how other strategies would have planned (shadow plans after each publish, compared over time):
+  reconf whatif --job J --period-end T      # by hand; the DAG runs it after every publish
+  reconf compare --job J --since T [--plot PATH]
 every job's plan for a period at once, on Spark:
   reconf fleet --period-end T [--jobs J1,J2]
 """
@@ -135,10 +138,34 @@ def _cmd_publish(args: argparse.Namespace) -> int:
 def _cmd_cycle(args: argparse.Namespace) -> int:
     for step in (_cmd_collect, _cmd_validate):
         step(args)
-    from jobs.stages import run_plan
+    from jobs.stages import run_plan, run_whatif
 
     _print_plan(run_plan(args.job, args.period_end), show_moves=False)
-    return _cmd_publish(args)
+    code = _cmd_publish(args)
+    try:  # after publish: the what-if never changes the cycle's outcome
+        print(run_whatif(args.job, args.period_end))
+    except Exception as exc:
+        print(f"what-if {args.job}@{args.period_end}: not run ({type(exc).__name__}: {exc}); "
+              "the cycle is unaffected", file=sys.stderr)
+    return code
+
+
+def _cmd_whatif(args: argparse.Namespace) -> int:
+    from jobs.stages import run_whatif
+
+    print(run_whatif(args.job, args.period_end, force=args.force))
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from reconf.compare import compare, format_compare, plot_compare
+
+    report = compare(args.job, args.since, until=args.until)
+    print(format_compare(report))
+    if args.plot:
+        plot_compare(report, args.plot)
+        print(f"plot: {args.plot}")
+    return 0
 
 
 def _cmd_fleet(args: argparse.Namespace) -> int:
@@ -175,7 +202,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
     from reconf.audit import audit, format_report
 
-    report = audit(args.job, args.period_end, args.key_group, dry_run=args.dry_run)
+    report = audit(args.job, args.period_end, args.key_group, dry_run=args.dry_run,
+                   compare=args.compare)
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else format_report(report))
     return 0
 
@@ -272,6 +300,24 @@ def _parser() -> argparse.ArgumentParser:
                        help="log MLflow runs tagged dry_run; write no plans tables")
     fleet.add_argument("--master", help="Spark master URL (default $RECONF_SPARK_MASTER or "
                        "local[2])")
+    whatif = add("whatif", _cmd_whatif, "shadow-plan a published period with the other "
+                 "strategies (same state, same budget) and log the comparison to its MLflow run "
+                 "(the DAG's whatif task does this after every publish)")
+    _job_period(whatif)
+    whatif.add_argument("--force", action="store_true",
+                        help="also for a plan that is not (or no longer) the published one")
+    from reconf.compare import HELP as compare_help
+
+    cmp = sub.add_parser("compare", help="how each strategy's shadow plans compared with the "
+                         "plan in force, across periods", description=compare_help,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmp.set_defaults(func=_cmd_compare)
+    cmp.add_argument("--job", required=True, help="job id")
+    cmp.add_argument("--since", required=True, metavar="T",
+                     help="first period end to include, ISO-8601 with a zone")
+    cmp.add_argument("--until", metavar="T", help="last period end to include (default: all)")
+    cmp.add_argument("--plot", metavar="PATH", type=Path,
+                     help="write a PNG: each strategy's load distance after, over the periods")
     audit = sub.add_parser("audit", help="explain one cycle's plan from its MLflow run",
                            description=_AUDIT_HELP,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -280,6 +326,10 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--key-group", metavar="K",
                        help="also say whether key group K moved, from/to, its load, state size "
                        "and why (full id, or its number when unambiguous, e.g. 17)")
+    audit.add_argument("--compare", action="store_true",
+                       help="also print the what-if comparison: each shadow strategy's plan of "
+                       "the same state (LD after, lower bound, migrations, cost, wall time, "
+                       "status)")
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
     audit.add_argument("--dry-run", action="store_true",
                        help="audit the period's dry run instead of its real cycle")
@@ -299,7 +349,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 #: Commands that write the stores under RECONF_HOME (checked, and created, before they start).
-_USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle", "fleet", "demo"}
+_USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle", "fleet", "demo",
+              "whatif"}
 
 
 def _internal_error(command: str, exc: BaseException) -> int:

@@ -56,6 +56,8 @@ _STRATEGY_KEYS = {
     "strategy_params",
     "topology",
     "units",
+    "shadow_strategies",
+    "shadow_time_budget_s",
 }
 # The strategies' names, from their one table (schemas/strategies.py, which the registry reads).
 STRATEGY_NAMES = frozenset(STRATEGIES)
@@ -184,6 +186,12 @@ class JobConfig:
     # query platform's queries) arrive and leave between periods (DESIGN.md, "Units may come
     # and go"; docs/operations.md).
     units: str = "fixed"
+    # What-if (jobs/whatif.py): the strategies that shadow-plan each published period's state
+    # after publish. None = every registered strategy whose facets the state provides, decided
+    # at plan time; () = no shadows. Their params come from `strategy_params` (else defaults).
+    shadow_strategies: tuple[str, ...] | None = None
+    # Wall time all shadow plans of one period may take together; 0 turns shadows off.
+    shadow_time_budget_s: float = 60.0
 
     @property
     def dynamic(self) -> bool:
@@ -365,6 +373,17 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
                                                      f"{where}.strategy_params")
     if "topology" in raw:
         kwargs["topology"] = _topology(raw["topology"], f"{where}.topology")
+    if "shadow_strategies" in raw:
+        kwargs["shadow_strategies"] = _shadow_strategies(raw["shadow_strategies"],
+                                                         f"{where}.shadow_strategies")
+    if "shadow_time_budget_s" in raw:
+        budget = _number(raw["shadow_time_budget_s"], f"{where}.shadow_time_budget_s")
+        spl = kwargs.get("spl", JobConfig.spl)
+        if budget > spl.total_seconds() / 2:
+            raise ConfigError(f"{where}.shadow_time_budget_s: {budget:g} s is more than half the "
+                              f"period ({spl}); shadow plans run after publish and must leave "
+                              "the next cycle room: lower it (0 turns shadows off)")
+        kwargs["shadow_time_budget_s"] = budget
     return JobConfig(**kwargs)
 
 
@@ -377,6 +396,20 @@ def _topology(raw: object, where: str) -> str:
         raise ConfigError(f"{where}: no topology file at {path}; give a .toml or .json file "
                           "(docs/algorithms.md, SPRAWL)")
     return str(path)
+
+
+def _shadow_strategies(raw: object, where: str) -> tuple[str, ...] | None:
+    """A list of strategy names ([] = no shadows), or "auto" (every strategy the state suits)."""
+    if raw == "auto":
+        return None
+    if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw):
+        raise ConfigError(f"{where}: must be a list of strategy names (e.g. [\"albic\", "
+                          f"\"greedy\"]), [] for none, or \"auto\"; got {raw!r}")
+    unknown = sorted(set(raw) - STRATEGY_NAMES)
+    if unknown:
+        raise ConfigError(f"{where}: unknown strategy {', '.join(map(repr, unknown))}; known: "
+                          f"{', '.join(sorted(STRATEGY_NAMES))}")
+    return tuple(dict.fromkeys(raw))
 
 
 @dataclass(frozen=True)

@@ -93,19 +93,28 @@ def test_one_dag_per_job_with_schedule_and_order(two_jobs: Path) -> None:
     assert beta.schedule == timedelta(hours=1)
     assert alpha.catchup is False
     order = {t.task_id: sorted(t.downstream_task_ids) for t in alpha.tasks}
-    assert order == {"collect": ["validate"], "validate": ["plan"], "plan": ["publish"], "publish": []}
+    assert order == {"collect": ["validate"], "validate": ["plan"], "plan": ["publish"],
+                     "publish": ["whatif"], "whatif": []}
+    whatif = alpha.get_task("whatif")  # a teardown: its failure never fails the run
+    assert whatif.is_teardown and not whatif.on_failure_fail_dagrun
+    assert whatif.trigger_rule == "all_done_setup_success"
 
 
 def test_each_cycle_depends_on_the_previous_and_retries_with_backoff(two_jobs: Path) -> None:
     beta = _bag(DAG_FILE).dags["reconfigure_beta"]
     for t in beta.tasks:
+        if t.task_id == "whatif":  # shadows: no retry, and one period's never blocks the next
+            assert t.depends_on_past is False and t.retries == 0
+            continue
         assert t.depends_on_past is True, t.task_id
         assert t.retries == 3 and t.retry_delay == timedelta(seconds=30)
         assert t.retry_exponential_backoff == 2.0 and t.max_retry_delay == timedelta(minutes=10)
     timeouts = {t.task_id: t.execution_timeout for t in beta.tasks}
-    # 2 SPL per stage (SPL 1h); plan adds twice the longest solver time a run may ask for.
+    # 2 SPL per stage (SPL 1h); plan adds twice the longest solver time a run may ask for; the
+    # what-if its shadow budget (default 60 s) and 5 minutes for logging.
     assert timeouts == {"collect": timedelta(hours=2), "validate": timedelta(hours=2),
-                        "plan": timedelta(hours=2, minutes=20), "publish": timedelta(hours=2)}
+                        "plan": timedelta(hours=2, minutes=20), "publish": timedelta(hours=2),
+                        "whatif": timedelta(minutes=6)}
 
 
 def test_publish_updates_the_jobs_assignment_asset(two_jobs: Path) -> None:

@@ -25,6 +25,7 @@ from cluster.fleet_kit import (
     sorted_rows,
     write_config,
 )
+from jobs.tracking import run_name
 from schemas.config import Paths, load_jobs
 from schemas.landing import format_period_end
 
@@ -74,7 +75,8 @@ def test_fleet_plans_equal_per_job_plans(spark: SparkSession,
     runs = runs_by_job(fleet_home, P1)
     assert {j: len(r) for j, r in runs.items()} == {j: 1 for j in JOB_IDS}
     for job_id, (run,) in runs.items():
-        assert run.info.run_name == f"{job_id}@{format_period_end(P1)}"
+        assert run.info.run_name == run_name(format_period_end(P1))  # the experiment is the job's
+        assert run.data.tags["reconf.job_id"] == job_id
         assert run.data.tags["reconf.planned_by"] == "fleet"
         assert "moves.csv" in {a.path for a in _artifacts(fleet_home, run.info.run_id)}
     per_job_runs = runs_by_job(per_job, P1)

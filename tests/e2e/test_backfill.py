@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pipeline_kit import CONFIG, JOB_ID, P1, P2, run_cycle, stamp, tree
 
+from jobs.tracking import run_name
 from reconf.services import Ports, down, up
 from reconf.settings import airflow_bin, airflow_env, make_source
 from schemas.config import Paths, resolve_job
@@ -135,7 +136,8 @@ def _mlflow_runs(paths: Paths) -> dict[str, Any]:
     client = MlflowClient(tracking_uri=paths.mlflow_uri)
     experiment = client.get_experiment_by_name(JOB_ID)
     assert experiment is not None
-    return {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
+    return {r.info.run_name: r for r in client.search_runs(  # cycle runs, not what-if children
+        [experiment.experiment_id], filter_string=f"tags.`reconf.job_id` = '{JOB_ID}'")}
 
 
 @pytest.fixture()
@@ -191,12 +193,12 @@ def test_backfill_twice_is_idempotent_historical_and_never_moves_latest(
     assert read_latest_version(paths.published, JOB_ID) == 1
     assert tree(paths.published) == published  # no new manifest, LATEST untouched
     runs = _mlflow_runs(paths)
-    assert sorted(runs) == [f"{JOB_ID}@{stamp(p)}" for p in (P1, P2)]
-    p1_run = runs[f"{JOB_ID}@{stamp(P1)}"]
+    assert sorted(runs) == [run_name(stamp(p)) for p in (P1, P2)]
+    p1_run = runs[run_name(stamp(P1))]
     assert p1_run.data.tags["reconf.airflow_run_id"] == first[_key(P1)]
     assert "reconf.assignment_version" not in p1_run.data.tags  # historical: nothing published
     assert p1_run.data.tags["reconf.publish_status"] == "historical"
-    assert runs[f"{JOB_ID}@{stamp(P2)}"].data.tags["reconf.publish_status"] == "published"
+    assert runs[run_name(stamp(P2))].data.tags["reconf.publish_status"] == "published"
     versions_first = _versions(spark, paths)
 
     second = _backfill(paths, P1, P1, "completed")  # redo the range
@@ -212,7 +214,7 @@ def test_backfill_twice_is_idempotent_historical_and_never_moves_latest(
     again = _mlflow_runs(paths)
     assert {name: r.info.run_id for name, r in again.items()} == {
         name: r.info.run_id for name, r in runs.items()}  # no new runs: the same ones, updated
-    p1_tags = again[f"{JOB_ID}@{stamp(P1)}"].data.tags
+    p1_tags = again[run_name(stamp(P1))].data.tags
     assert p1_tags["reconf.delta.keygroup_stats.version"] != p1_run.data.tags[
         "reconf.delta.keygroup_stats.version"]  # the rerun read the recollected stats
     assert "reconf.assignment_version" not in p1_tags

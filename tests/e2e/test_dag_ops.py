@@ -6,7 +6,7 @@ Delta, GE, MLflow and Airflow's metadata DB), in one Airflow home for the module
 2. two cycles publish v1 and v2 (the first through the tasks' stage functions, the second
    through the DAG; the runtime applies each; the Delta tables read back with time travel; one
    MLflow run per cycle) and the DAG's publish emits the assignment Asset, which queues the
-   downstream DAG;
+   downstream DAG; the what-if teardown after publish logs the shadow plans as child runs;
 3. a dry run with params plans and logs to MLflow tagged dry_run, and publishes nothing;
 4. a period whose stats fail validation fails the run at once (no retries), publish never runs,
    LATEST stays, and the log's last lines say what, where and how to fix;
@@ -235,16 +235,23 @@ def test_two_cycles_publish_v1_and_v2_and_emit_the_assignment_asset(ops_home) ->
     client = MlflowClient(tracking_uri=paths.mlflow_uri)
     experiment = client.get_experiment_by_name(JOB)
     assert experiment is not None
-    runs = client.search_runs([experiment.experiment_id])
-    assert sorted(r.info.run_name for r in runs) == [
-        f"{JOB}@2026-03-01T00:05:00Z", f"{JOB}@2026-03-01T00:10:00Z"]
+    runs = client.search_runs([experiment.experiment_id],  # cycle runs, not what-if children
+                              filter_string=f"tags.`reconf.job_id` = '{JOB}'")
+    assert sorted(r.info.run_name for r in runs) == ["2026-03-01 00:05", "2026-03-01 00:10"]
     for run in runs:
         assert run.data.tags["reconf.assignment_version"] in {"1", "2"}
         assert run.data.tags["reconf.publish_status"] == "published"
-        by_airflow = run.info.run_name.endswith("00:10:00Z")
+        by_airflow = run.info.run_name.endswith("00:10")
         assert run.data.tags.get("reconf.airflow_run_id", "").startswith("manual__") == by_airflow
         artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
         assert {"plan.json", "moves.csv", "node_loads.png", "validation.json"} <= artifacts
+    # The DAG's what-if teardown ran after publish: shadow strategies as child runs of P2's run.
+    assert _task_states(paths, P2)["whatif"][0] == "success"
+    (p2,) = [r for r in runs if r.info.run_name.endswith("00:10")]
+    assert p2.data.tags["reconf.whatif.status"] == "done"
+    children = client.search_runs([experiment.experiment_id], filter_string=(
+        f"tags.`mlflow.parentRunId` = '{p2.info.run_id}'"))
+    assert len(children) == int(p2.data.tags["reconf.whatif.shadows"]) > 0
 
 
 def test_a_dry_run_plans_and_logs_but_never_publishes(ops_home) -> None:

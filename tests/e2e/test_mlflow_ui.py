@@ -1,10 +1,12 @@
 """End to end: the plan audit in the real MLflow UI, in Debian's headless Chromium.
 
-Two real cycles (Spark, Delta, GE, MLflow) of the tiny job, then `mlflow server` on their store;
-selenium drives chromium from the experiments page to the run of the second period by its name,
-checks the run page shows the plan (description, Delta version tags) and that the artifacts
-view lists moves.csv and previews the moved key groups, and saves screenshots (the test's tmp
-dir, and `.reconf/reports/mlflow-ui-run.png` / `mlflow-ui-moves.png` for humans).
+Two real cycles (Spark, Delta, GE, MLflow) of the tiny job, the second followed by its what-if
+(shadow strategies on the same state), then `mlflow server` on their store; selenium drives
+chromium from the experiments page to the run of the second period by its name (the period),
+checks the run page shows the plan (its summary line first, the description, Delta version tags)
+and the what-if comparison, and that the artifacts view lists moves.csv and previews the moved
+key groups, and saves screenshots (the test's tmp dir, and `.reconf/reports/mlflow-ui-run.png` /
+`mlflow-ui-whatif.png` / `mlflow-ui-moves.png` for humans).
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mlflow import MlflowClient
 from pipeline_kit import JOB_ID, P1, P2, of_period, rows, stamp
 
 from jobs.plan import plan_period
 from jobs.publish import publish_period
+from jobs.tracking import run_name
 from jobs.validate_stats import read_report, validate_period
+from jobs.whatif import read_comparison, run_whatif
 from schemas.config import PROJECT_ROOT, Paths
 from schemas.tables import PLAN_MOVES, PLANS
 
@@ -59,6 +64,7 @@ def cycles(collected_home: Paths, spark: Any, job: Any) -> Paths:
         plan_period(job, period_end, paths=collected_home, spark=spark,
                     validation=read_report(collected_home, JOB_ID, period_end))
         publish_period(job, period_end, paths=collected_home, spark=spark)
+    assert run_whatif(job, stamp(P2), paths=collected_home).status == "done"
     return collected_home
 
 
@@ -179,15 +185,19 @@ def test_an_operator_finds_the_plan_of_a_period_in_the_mlflow_ui(
     plan = rows(spark, cycles, PLANS.name, of_period(P2)).iloc[0]
     moves = rows(spark, cycles, PLAN_MOVES.name, of_period(P2))
     assert len(moves) > 0, "the tiny job's second plan moves key groups"
-    name = f"{JOB_ID}@{stamp(P2)}"
+    name = run_name(stamp(P2))
+    whatif = read_comparison(MlflowClient(tracking_uri=cycles.mlflow_uri), plan["mlflow_run_id"])
+    assert [r["strategy"] for r in whatif] == ["milp", "greedy", "albic"]
 
     # Experiments page -> the job's experiment -> its runs table -> the run of the period.
     browser.get(f"{mlflow_server}/#/experiments")
     _wait_text(browser, "Model training").click()  # the UI opens on its GenAI views
     _wait_text(browser, JOB_ID).click()
-    _wait_body(browser, name, f"{JOB_ID}@{stamp(P1)}")  # both periods' runs are listed
+    _wait_body(browser, name, run_name(stamp(P1)))  # both periods' runs are listed
     _wait_text(browser, name).click()
-    _wait_body(browser, "Description", "Load distance", "reconf.delta.plans.version")
+    _wait_body(browser, "Description", "reconf.delta.plans.version",  # folded: the summary
+               f"LD {plan['load_distance_before']:.3f} → {plan['load_distance_after']:.3f}",
+               f"{plan['migrations']} migration(s)", "published v2")
     assert f"/runs/{plan['mlflow_run_id']}" in browser.current_url
     _close_assistant(browser)
     expand = _until(browser, ec.element_to_be_clickable(
@@ -195,7 +205,8 @@ def test_an_operator_finds_the_plan_of_a_period_in_the_mlflow_ui(
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", expand)
     expand.click()  # the description is folded after its first lines
     body = _wait_body(browser, "Show less", "Validation: passed")
-    assert f"Plan {name}" in body and "Strategy milp" in body
+    assert f"Plan of {JOB_ID} for the period ending {stamp(P2)}" in body
+    assert "Strategy milp" in body
     assert (f"Load distance {plan['load_distance_before']:.3f} -> "
             f"{plan['load_distance_after']:.3f}") in body
     assert f"{plan['migrations']} migration(s)" in body
@@ -205,6 +216,13 @@ def test_an_operator_finds_the_plan_of_a_period_in_the_mlflow_ui(
     browser.execute_script("arguments[0].scrollIntoView({block: 'start'})",
                            _wait_text(browser, "Description"))
     _screenshot(browser, tmp_path, "mlflow-ui-run.png")
+    # the what-if comparison, in the same description: each strategy with its status and LD
+    heading = _wait_text(browser, "What-if: other strategies on the same state")
+    for shadow in whatif:
+        strategy = shadow["strategy"] + (" (in force)" if shadow["role"] == "in force" else "")
+        assert f"{strategy} {shadow['status']} {float(shadow['load_distance_after']):.3f}" in body
+    browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", heading)
+    _screenshot(browser, tmp_path, "mlflow-ui-whatif.png")
 
     # Artifacts view: moves.csv is listed; its preview names every move of plan_moves.
     _wait_text(browser, "Artifacts").click()

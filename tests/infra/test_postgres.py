@@ -15,6 +15,7 @@ import pytest
 from pg_kit import PostgresServer, start_postgres
 from pipeline_kit import CONFIG, JOB_ID, P1, stamp
 
+from jobs.tracking import run_name
 from reconf.demo import ensure_airflow, run_dag
 from reconf.settings import airflow_env, make_source
 from schemas.config import ConfigError, Paths, resolve_job
@@ -76,10 +77,11 @@ def test_a_dag_run_on_postgresql(postgres: PostgresServer, tmp_path: Path,
     tasks = _rows(postgres, "airflow", "SELECT task_id, state FROM task_instance "
                   f"WHERE dag_id = 'reconfigure_{JOB_ID}' ORDER BY task_id")
     assert tasks == [("collect", "success"), ("plan", "success"), ("publish", "success"),
-                     ("validate", "success")]
+                     ("validate", "success"), ("whatif", "success")]
     # MLflow's store is database `mlflow`: the cycle's run, tagged with that Airflow run.
-    mlflow_runs = _rows(postgres, "mlflow", "SELECT run_uuid, name FROM runs")
-    assert [name for _, name in mlflow_runs] == [f"{JOB_ID}@{stamp(P1)}"]
+    mlflow_runs = _rows(postgres, "mlflow", "SELECT run_uuid, name FROM runs WHERE run_uuid NOT IN "
+                        "(SELECT run_uuid FROM tags WHERE key = 'mlflow.parentRunId')")
+    assert [name for _, name in mlflow_runs] == [run_name(stamp(P1))]
     tags = {str(k): str(v) for k, v in _rows(postgres, "mlflow", "SELECT key, value FROM tags "
                                               f"WHERE run_uuid = '{mlflow_runs[0][0]}'")}
     assert tags["reconf.airflow_run_id"] == runs[0][0]

@@ -38,6 +38,7 @@ start_date = 2026-01-01T00:00:00Z
 
 [jobs.{JOB_ID}]
 source = {{ kind = "synthetic", operators = {OPERATORS}, keygroups_per_operator = {KEYGROUPS_PER_OPERATOR}, nodes = {NODES}, seed = 7, varies = 30 }}
+shadow_strategies = ["greedy", "albic"]  # the what-if after publish: two, to keep DAG tests quick
 """
 
 

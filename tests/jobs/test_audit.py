@@ -15,7 +15,7 @@ from pipeline_kit import JOB_ID, P1, P2, P3, all_keygroups, of_period, rows, sta
 
 from jobs.plan import plan_period
 from jobs.publish import publish_period
-from jobs.tracking import read_csv_artifact
+from jobs.tracking import read_csv_artifact, run_name
 from jobs.validate_stats import read_report, validate_period
 from reconf.cli import main
 from schemas.config import Paths, resolve_job
@@ -77,7 +77,7 @@ def test_audit_reports_the_moves_of_the_plans_table(paths, spark, capsys):
                    for m in report["moves"])
         plan = rows(spark, paths, PLANS.name, of_period(period_end)).iloc[0]
         assert report["run"]["id"] == plan["mlflow_run_id"]
-        assert report["run"]["name"] == f"{JOB_ID}@{stamp(period_end)}"
+        assert report["run"]["name"] == run_name(stamp(period_end))
         assert report["strategy"] == plan["strategy"] == "milp"
         assert report["budget"]["max_migrations"] == 3
         assert report["load_distance"]["before"] == pytest.approx(plan["load_distance_before"])

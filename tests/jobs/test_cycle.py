@@ -26,6 +26,7 @@ from pipeline_kit import (
 )
 
 from jobs.stages import run_collect, run_plan, run_publish, run_validate
+from jobs.tracking import run_name
 from reconf.cli import main
 from schemas.manifest import assignment_checksum, read_latest_version, read_manifest
 from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLAN_MOVES, PLANS
@@ -93,7 +94,7 @@ def test_two_periods_publish_versions_1_and_2_and_reruns_add_nothing(home, spark
 
         # MLflow: the run of this cycle, its metrics, tags and artifacts
         run = client.get_run(planned.mlflow_run_id)
-        assert run.info.run_name == f"{JOB_ID}@{stamp(period_end)}"
+        assert run.info.run_name == run_name(stamp(period_end))  # the period, short
         assert run.data.metrics["load_distance_before"] == pytest.approx(plan_row["load_distance_before"])
         assert run.data.metrics["load_distance_after"] == pytest.approx(plan_row["load_distance_after"])
         assert run.data.tags["reconf.assignment_version"] == str(number)
@@ -111,7 +112,7 @@ def test_two_periods_publish_versions_1_and_2_and_reruns_add_nothing(home, spark
         running = manifest.assignment
 
     runs = mlflow_runs(paths)
-    assert sorted(r.info.run_name for r in runs) == [f"{JOB_ID}@{stamp(P1)}", f"{JOB_ID}@{stamp(P2)}"]
+    assert sorted(r.info.run_name for r in runs) == [run_name(stamp(P1)), run_name(stamp(P2))]
 
     # Rerun plan + publish of period 2: same MLflow run, no new version, LATEST stays.
     before_versions = delta_versions(paths)[ASSIGNMENT_VERSIONS.name]
@@ -155,7 +156,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(collected_home, spark, capsy
     assert tree(paths.published) == {}
     assert mlflow_runs(paths) == []  # no cycle run; the dry run is flagged as such
     assert [r.info.run_name for r in mlflow_runs(paths, dry_run=True)] == [
-        f"{JOB_ID}@{stamp(P1)} (dry run)"
+        f"{run_name(stamp(P1))} (dry run)"
     ]
 
 

@@ -28,6 +28,7 @@ from pipeline_kit import (
 from jobs.errors import StageError
 from jobs.plan import plan_period
 from jobs.publish import publish_period
+from jobs.tracking import run_name
 from jobs.validate_stats import read_report, report_path, validate_period
 from reconf.cli import main
 from runtime.source import write_period
@@ -102,7 +103,7 @@ def test_bad_stats_stop_the_cycle_and_keep_the_published_assignment(
     assert rows(spark, paths, PLANS.name, of_period(P2)).empty
     assert rows(spark, paths, PLAN_MOVES.name, of_period(P2)).empty
     assert sorted(rows(spark, paths, ASSIGNMENT_VERSIONS.name)["version"]) == [1]
-    assert [r.info.run_name for r in mlflow_runs(paths)] == [f"{JOB_ID}@{stamp(P1)}"]
+    assert [r.info.run_name for r in mlflow_runs(paths)] == [run_name(stamp(P1))]
 
     # The stage itself: a StageError that names the failed expectations and the key groups.
     with pytest.raises(StageError) as caught:

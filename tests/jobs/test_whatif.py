@@ -1,0 +1,244 @@
+"""What-if without Spark: which strategies shadow a plan, the isolated runner (a failing and a
+slow strategy are recorded as such), and the comparison logged to a real MLflow store, checked
+against the strategies run by hand on the same state; `reconf audit --compare` prints it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobs.shadow import (
+    SHADOW_FAULT_ENV,
+    ShadowTask,
+    choose_shadows,
+    hard_cap,
+    plan_one,
+    run_shadows,
+)
+from placement.model import Budget, ClusterState
+from placement.registry import get_strategy
+from placement.workloads.synthetic import synthetic_state
+from schemas.config import JobConfig, Paths
+from schemas.strategies import STRATEGIES
+
+STAMP = "2026-01-01T00:05:00Z"
+
+
+def _state(edges: bool = True) -> ClusterState:
+    state = synthetic_state(nodes=4, keygroups=16, operators=2, varies=40.0, seed=3)
+    return state if edges else replace(state, edges=())
+
+
+def test_shadows_default_to_every_strategy_the_states_facets_allow() -> None:
+    job = JobConfig("j")
+    chosen, left_out = choose_shadows(job, _state(edges=False), "milp")
+    needs_comm = {n for n, e in STRATEGIES.items() if "communication" in e.facets}
+    assert needs_comm and not needs_comm & set(chosen) and left_out == {}
+    assert "milp" not in chosen and "greedy" in chosen  # the strategy in force is the first row
+    with_comm, _ = choose_shadows(job, _state(), "milp")
+    assert needs_comm <= set(with_comm)
+    assert list(with_comm) == [n for n in STRATEGIES if n in with_comm]  # the table's order
+
+
+def test_named_shadows_say_which_facet_is_missing_and_a_zero_budget_turns_them_off() -> None:
+    job = JobConfig("j", shadow_strategies=("albic", "greedy"))
+    chosen, left_out = choose_shadows(job, _state(edges=False), "milp")
+    assert chosen == ["greedy"] and "communication" in left_out["albic"]
+    assert choose_shadows(replace(job, shadow_time_budget_s=0.0), _state(), "milp") == ([], {})
+    assert choose_shadows(JobConfig("j", shadow_strategies=()), _state(), "milp") == ([], {})
+
+
+@given(st.one_of(st.none(), st.floats(0.01, 600)), st.floats(0, 600))
+def test_a_shadows_cap_is_its_time_limit_plus_grace_never_past_the_budget(limit, remaining):
+    cap = hard_cap(limit, remaining)
+    assert 0 <= cap <= remaining
+    if limit is not None:
+        assert cap == remaining or cap > limit
+
+
+def test_a_failing_and_a_slow_shadow_are_recorded_and_the_others_still_plan(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SHADOW_FAULT_ENV, "flux:raise,random:hang")
+    state, budget = _state(), Budget(max_migrations=3)
+    tasks = [ShadowTask(s, {}, state, budget, 1.0) for s in ("greedy", "flux", "random", "milp")]
+    outcomes = run_shadows(tasks, budget_s=8.0)
+    by = {o.strategy: o for o in outcomes}
+    assert [o.strategy for o in outcomes] == ["greedy", "flux", "random", "milp"]
+    assert by["greedy"].status == "planned" and by["greedy"].plan is not None
+    assert by["flux"].status == "failed" and "fault injected" in by["flux"].message
+    assert by["random"].status == "timed_out" and by["random"].plan is None
+    assert 5.0 <= by["random"].wall_s < 8.0  # killed at its cap (1 s + 5 s grace)
+    assert by["milp"].status in ("planned", "skipped")  # ran, or the budget was used up
+    assert by["milp"].status == "planned" or "budget" in by["milp"].message
+
+
+def test_a_shadow_over_the_periods_budget_is_stopped_and_the_rest_skipped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SHADOW_FAULT_ENV, "greedy:hang")
+    state, budget = _state(), Budget(max_migrations=3)
+    outcomes = run_shadows([ShadowTask(s, {}, state, budget, 30.0) for s in ("greedy", "flux")],
+                           budget_s=2.0)
+    assert [o.status for o in outcomes] == ["timed_out", "skipped"]
+    assert "shadow time budget (2 s)" in outcomes[0].message
+
+
+def _logged_period(paths: Paths, job: JobConfig) -> tuple[str, ClusterState]:
+    """A period's run as the plan and publish stages leave it (MLflow only, no Spark)."""
+    from jobs.plan import job_budget, plan_to_dict
+    from jobs.tracking import CycleRecord, log_cycle, tag_run
+    from jobs.whatif import keep_input
+
+    state = _state()
+    plan = get_strategy(job.strategy)(state, job_budget(job), time_limit_s=job.solver_time_limit_s)
+    plan_json = {"job_id": job.job_id, "period_end": STAMP, **plan_to_dict(plan)}
+    run_id = log_cycle(paths, CycleRecord(job, STAMP, job.strategy, plan_json, None,
+                                          {"reconf.base_version": "None"}), state, plan)
+    keep_input(paths, run_id, job, STAMP, job.strategy, state, plan, job_budget(job))
+    tag_run(paths, run_id, {"reconf.publish_status": "published",
+                            "reconf.assignment_version": "1"})
+    return run_id, state
+
+
+def test_the_comparison_matches_the_strategies_run_by_hand_on_the_same_state(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from mlflow import MlflowClient
+
+    from jobs.whatif import load_input, read_comparison, run_whatif
+    from reconf.cli import main
+
+    paths = Paths(tmp_path / "home")
+    job = JobConfig("wi", max_migrations=3, solver_time_limit_s=5.0,
+                    shadow_strategies=("greedy", "albic", "cola", "flux"))
+    run_id, state = _logged_period(paths, job)
+    result = run_whatif(job, STAMP, paths=paths)
+    assert result.status == "done" and result.run_id == run_id
+
+    client = MlflowClient(tracking_uri=paths.mlflow_uri)
+    data = load_input(client, run_id)
+    assert data is not None and data.state == state and data.budget == Budget(max_migrations=3)
+    rows = read_comparison(client, run_id)
+    assert [(r["strategy"], r["role"]) for r in rows] == [
+        ("milp", "in force"), ("greedy", "shadow"), ("albic", "shadow"), ("cola", "shadow"),
+        ("flux", "shadow")]
+    for row in rows[1:]:  # each shadow row = the strategy run by hand on the stored input
+        by_hand = plan_one(ShadowTask(row["strategy"], {}, data.state, data.budget,
+                                      data.time_limit_s))
+        assert row["status"] == "planned" and by_hand.plan is not None
+        assert math.isclose(float(row["load_distance_after"]),
+                            by_hand.plan.after.load_distance, rel_tol=1e-5, abs_tol=1e-6)
+        assert int(row["migrations"]) == by_hand.plan.migrations
+        assert math.isclose(float(row["collocation_factor_after"]),
+                            by_hand.plan.after.collocation_factor, rel_tol=1e-5, abs_tol=1e-6)
+    assert int(rows[0]["migrations"]) <= 3 and rows[0]["status"] == "published"
+
+    children = client.search_runs([client.get_run(run_id).info.experiment_id],
+                                  filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'")
+    assert sorted(c.data.tags["reconf.shadow.strategy"] for c in children) == [
+        "albic", "cola", "flux", "greedy"]
+    for child in children:
+        row = next(r for r in rows if r["strategy"] == child.data.tags["reconf.shadow.strategy"])
+        assert child.data.metrics["load_distance_after"] == pytest.approx(
+            float(row["load_distance_after"]), rel=1e-5)  # the CSV keeps 6 digits
+        assert {a.path for a in client.list_artifacts(child.info.run_id)} >= {"moves.csv",
+                                                                            "plan.json"}
+    parent = client.get_run(run_id)
+    artifacts = {a.path for a in client.list_artifacts(run_id, "whatif")}
+    assert {"whatif/comparison.csv", "whatif/comparison.png"} <= artifacts
+    note = parent.data.tags["mlflow.note.content"]
+    assert note.startswith("**LD ") and "published v1" in note.splitlines()[0]
+    assert "## What-if" in note and "| greedy |" in note
+
+    again = run_whatif(job, STAMP, paths=paths)  # a rerun updates, never duplicates
+    assert again.status == "done" and len(client.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'")) == 4
+
+    # `reconf audit --compare` and `reconf compare` print the same rows, from MLflow only
+    monkeypatch.setenv("RECONF_HOME", str(paths.home))
+    capsys.readouterr()
+    assert main(["audit", "--job", "wi", "--period-end", STAMP, "--compare"]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("what-if:"):].splitlines()
+    assert table[1].split()[:3] == ["strategy", "role", "status"]
+    for row, line in zip(rows, table[2:], strict=True):
+        cells = line.replace("in force", "in-force").split()
+        assert cells[0] == row["strategy"] and cells[2] == row["status"]
+        assert cells[3] == f"{float(row['load_distance_after']):.3f}"
+    plot = tmp_path / "compare.png"
+    assert main(["compare", "--job", "wi", "--since", STAMP, "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "1 period(s)" in out and plot.read_bytes()[:4] == b"\x89PNG"
+    greedy = next(line for line in out.splitlines() if line.strip().startswith("greedy "))
+    assert greedy.split()[1:4] == ["1", "1", f"{float(rows[1]['load_distance_after']):.3f}"]
+
+
+
+def test_an_unpublished_period_gets_no_shadows(tmp_path: Path) -> None:
+    from jobs.tracking import tag_run
+    from jobs.whatif import run_whatif
+
+    paths = Paths(tmp_path / "home")
+    job = JobConfig("wi", shadow_strategies=("greedy",))
+    run_id, _ = _logged_period(paths, job)
+    tag_run(paths, run_id, {"reconf.publish_status": "stale"})
+    result = run_whatif(job, STAMP, paths=paths)
+    assert result.status == "skipped" and "stale" in result.reason
+
+
+def test_the_shadow_fields_are_checked_when_the_config_loads(tmp_path: Path) -> None:
+    from schemas.config import read_jobs
+
+    config = tmp_path / "jobs.toml"
+    config.write_text("""
+[defaults]
+spl = "2m"
+[jobs.auto]
+[jobs.off]
+shadow_strategies = []
+[jobs.named]
+shadow_strategies = ["albic", "greedy", "albic"]
+shadow_time_budget_s = 30
+[jobs.typo]
+shadow_strategies = ["greedy", "albik"]
+[jobs.notalist]
+shadow_strategies = "greedy"
+[jobs.toolong]
+shadow_time_budget_s = 61
+""")
+    loaded = read_jobs(config)
+    assert loaded.jobs["auto"].shadow_strategies is None
+    assert loaded.jobs["auto"].shadow_time_budget_s == 60.0
+    assert loaded.jobs["off"].shadow_strategies == ()
+    assert loaded.jobs["named"].shadow_strategies == ("albic", "greedy")
+    assert "jobs.typo.shadow_strategies: unknown strategy 'albik'" in str(loaded.errors["typo"])
+    assert "must be a list of strategy names" in str(loaded.errors["notalist"])
+    assert "more than half the period" in str(loaded.errors["toolong"])
+    assert set(loaded.errors) == {"typo", "notalist", "toolong"}
+
+
+def test_a_failed_shadow_is_a_failed_child_run_and_an_empty_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlflow import MlflowClient
+
+    from jobs.whatif import read_comparison, run_whatif
+
+    monkeypatch.setenv(SHADOW_FAULT_ENV, "flux:raise")
+    paths = Paths(tmp_path / "home")
+    job = JobConfig("wi", shadow_strategies=("flux", "greedy"))
+    run_id, _ = _logged_period(paths, job)
+    assert "1 failed, 1 planned" in run_whatif(job, STAMP, paths=paths).summary()
+    client = MlflowClient(tracking_uri=paths.mlflow_uri)
+    flux = next(r for r in read_comparison(client, run_id) if r["strategy"] == "flux")
+    assert flux["status"] == "failed" and flux["load_distance_after"] == ""
+    assert "fault injected" in flux["message"]
+    (child,) = client.search_runs([client.get_run(run_id).info.experiment_id], filter_string=(
+        f"tags.`mlflow.parentRunId` = '{run_id}' AND tags.`reconf.shadow.status` = 'failed'"))
+    assert child.info.status == "FAILED" and "load_distance_after" not in child.data.metrics
+    assert client.get_run(run_id).data.tags["reconf.whatif.best"] in ("milp", "greedy")
