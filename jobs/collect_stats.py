@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jobs.errors import StageError, job_lock
+from jobs.facet_tables import check_facet_landing, facet_frames
 from jobs.faults import failpoint
 from jobs.lake import ensure_tables, period_predicate, replace_rows
 from jobs.markers import clear_period_markers, write_collect_marker
@@ -202,6 +203,7 @@ def collect(
     from pyspark.sql import functions as F
 
     files = check_landing(paths, job.job_id, period_end)
+    facet_files = check_facet_landing(paths, job, period_end)
     period_start = period_end - job.spl
     period_ms = job.spl.total_seconds() * 1000.0
     in_window = (F.col("ts") >= F.lit(period_start)) & (F.col("ts") < F.lit(period_end))
@@ -242,13 +244,16 @@ def collect(
         "utilisation_pct", F.col("cpu_ms") * 100.0 / (F.col("capacity") * period_ms)
     )
 
+    facets = facet_frames(spark, facet_files, in_window, stamp)
+
     ensure_tables(spark, paths)
     where = period_predicate(job.job_id, period_end)
     rows, versions = {}, {}
     with job_lock(paths, job.job_id, "collect"):
         clear_period_markers(paths, job.job_id, period_end)
         # keygroup_stats last: a reader that finds no key groups says "run collect".
-        for table, df in ((NODE_STATS, nodes), (COMM_STATS, comm), (KEYGROUP_STATS, keygroups)):
+        for table, df in (*facets, (NODE_STATS, nodes), (COMM_STATS, comm),
+                          (KEYGROUP_STATS, keygroups)):
             df = df.cache()
             rows[table.name] = df.count()
             versions[table.name] = replace_rows(df, paths, table, where)
@@ -258,4 +263,5 @@ def collect(
                              read_runtime_report(landed))
         failpoint("collect.marker")
     ordered = {t.name: rows[t.name] for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS)}
+    ordered.update({t.name: rows[t.name] for t, _ in facets})
     return CollectResult(job.job_id, format_period_end(period_end), ordered, versions)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
 
+    from jobs.dynamic_units import Prepared
     from jobs.lake import Start
     from jobs.plan import PlanResult
 
@@ -202,6 +203,8 @@ class FleetInputs:
     collect_ids: dict[str, str | None]
     skipped: list[str]
     refused: dict[str, str]
+    #: each job's state made ready for its strategy (a dynamic job's arrivals, jobs/dynamic_units)
+    prepared: dict[str, Prepared] = field(default_factory=dict)
 
 
 def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
@@ -209,7 +212,9 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
                 dry_run: bool = False) -> FleetInputs:
     """Checks every job before anything runs: its period end, its strategy, its budget, and
     (unless a dry run) that the period passed validation for its current collect."""
+    from jobs.dynamic_units import prepare_units
     from jobs.errors import StageError
+    from jobs.facet_tables import read_facet_rows
     from jobs.lake import Start, ensure_tables, starting_point
     from jobs.markers import check_validated, read_collect_marker, runtime_of
     from jobs.plan import build_state, check_budget, job_budget, no_stats_error, resolve_strategy
@@ -234,7 +239,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
     if missing and (strict or len(missing) == len(ids)):
         raise no_stats_error(paths, missing[0], format_period_end(period_end))
     published = _published_by_job(spark, paths, ids, period_end)
-    tasks, starts, collect_ids, refused = [], {}, {}, {}
+    tasks, starts, collect_ids, refused, prepared = [], {}, {}, {}, {}
     for job in jobs:
         if job.job_id in missing:
             continue
@@ -254,6 +259,11 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         strat, params = resolved[job.job_id]
         state = build_state(job, kgs[job.job_id], nodes.get(job.job_id, []),
                             edges.get(job.job_id, []), start.assignment)
+        ready = prepared[job.job_id] = prepare_units(
+            job, strat, state, kgs[job.job_id], read_facet_rows(spark, paths, job, period_end,
+                                                                marker),
+            start.assignment, start.version)
+        state = ready.state
         sections = (tuple(earlier_sections(spark, paths, job.job_id, period_end))
                     if job.scaling is not None else ())
         tasks.append(FleetTask(job.job_id, strat, params, state, job_budget(job),
@@ -261,7 +271,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
                                None if runtime is None else frozenset(runtime.nodes)))
         starts[job.job_id] = start
         collect_ids[job.job_id] = None if marker is None else marker.get("collect_id")
-    return FleetInputs(tasks, starts, collect_ids, missing, refused)
+    return FleetInputs(tasks, starts, collect_ids, missing, refused, prepared)
 
 
 def run_fleet(period_end: str | datetime, *, job_ids: Iterable[str] | None = None,
@@ -291,12 +301,14 @@ def run_fleet(period_end: str | datetime, *, job_ids: Iterable[str] | None = Non
             failed[task.job_id] = out.error if out is not None else "no outcome returned"
             continue
         start = inputs.starts[task.job_id]
+        plan, logged, artifacts = inputs.prepared[task.job_id].finish(
+            with_note(out.plan, start), out.state)
         with (contextlib.nullcontext() if dry_run
               else job_lock(paths, task.job_id, "plan")):
             planned.append(record_plan(
-                spark, paths, by_id[task.job_id], end, task.strategy, out.state,
-                with_note(out.plan, start),
+                spark, paths, by_id[task.job_id], end, task.strategy, logged, plan,
                 out.scaling_extra, start, validation=read_report(paths, task.job_id, end),
+                artifacts=artifacts,
                 tags={"reconf.planned_by": "fleet", "reconf.fleet.executor": out.host},
                 dry_run=dry_run, collect_id=inputs.collect_ids[task.job_id]))
     return FleetResult(format_period_end(end), tuple(planned), failed, tuple(inputs.skipped),

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from jobs.dynamic_units import prepare_units
 from jobs.errors import StageError, job_lock
+from jobs.facet_tables import read_facet_rows
 from jobs.faults import failpoint
 from jobs.lake import (
     Start,
@@ -202,12 +205,17 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
     runtime = runtime_of(marker) if marker is not None else None
     start = starting_point(spark, paths, job.job_id, period_end, runtime)
     state = build_state(job, kg_rows, node_rows, edge_rows, start.assignment)
+    # a dynamic job's sources, subscriptions and arrivals (jobs/dynamic_units.py)
+    prepared = prepare_units(job, strategy, state, kg_rows,
+                             read_facet_rows(spark, paths, job, period_end, marker),
+                             start.assignment, start.version)
     sections = (earlier_sections(spark, paths, job.job_id, period_end)
                 if job.scaling is not None else ())
-    solved = solve(state, job_budget(job), strategy, params, job.solver_time_limit_s, job.scaling,
-                   sections, None if runtime is None else frozenset(runtime.nodes))
-    return record_plan(spark, paths, job, period_end, strategy, solved.state,
-                       with_note(solved.plan, start), solved.scaling_extra, start,
+    solved = solve(prepared.state, job_budget(job), strategy, params, job.solver_time_limit_s,
+                   job.scaling, sections, None if runtime is None else frozenset(runtime.nodes))
+    plan, logged, artifacts = prepared.finish(with_note(solved.plan, start), solved.state)
+    return record_plan(spark, paths, job, period_end, strategy, logged,
+                       plan, solved.scaling_extra, start, artifacts=artifacts,
                        validation=validation, tags=tags, dry_run=dry_run,
                        collect_id=None if marker is None else marker.get("collect_id"))
 
@@ -268,6 +276,7 @@ def record_plan(
     tags: dict[str, str] | None = None,
     dry_run: bool = False,
     collect_id: str | None = None,
+    artifacts: Mapping[str, str] | None = None,
 ) -> PlanResult:
     """Log a computed plan to MLflow and (unless a dry run) write it to plans / plan_moves.
 
@@ -293,7 +302,8 @@ def record_plan(
         paths,
         CycleRecord(job, stamp, strategy, plan_json, validation,
                     {**read_versions, "reconf.plan_id": pid,
-                     "reconf.base_version": str(base_version), **(tags or {})}, dry_run),
+                     "reconf.base_version": str(base_version), **(tags or {})}, dry_run,
+                    dict(artifacts or {})),
         state,
         plan,
     )

@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,8 @@ class CycleRecord:
     validation: Mapping[str, Any] | None
     tags: Mapping[str, str]
     dry_run: bool = False
+    #: more artifacts of the run, name -> text (e.g. a job with sources: placements.csv)
+    artifacts: Mapping[str, str] = field(default_factory=dict)
 
 
 def run_name(job_id: str, period_end: str) -> str:
@@ -299,6 +301,8 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         _load_chart(state, plan, folder / "node_loads.png")
         if state.edges:
             _comm_graph(state, plan, folder / "comm_graph.png")
+        for name, text in record.artifacts.items():
+            (folder / name).write_text(text)
         if record.validation is not None:
             (folder / "validation.json").write_text(
                 json.dumps(record.validation, indent=2, sort_keys=True, default=str)

@@ -3,7 +3,9 @@
 The job's key groups are those of the assignment the runtime ran (its report; without one, the
 newest published assignment): every one of them must be reported exactly once; before anything
 is published, those of the previous collected period; for a job's very first period, the reported
-ones (then only uniqueness can be checked). Known nodes are the nodes the runtime says it owns
+ones (then only uniqueness can be checked). A dynamic job's units come and go, so its key groups
+are the reported ones; its facet tables (source_stats, subscriptions) are checked by their own
+suites (jobs/facet_tables.py `validate_facets_of`). Known nodes are the nodes the runtime says it owns
 (without a report, the nodes it sent samples for), so a node the runtime does not have is refused
 here and never reaches a plan. The report is written to
 `reports/<job>/<period_end>/validation.json` whatever the verdict, naming the collect it checked;
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from jobs.errors import StageError, job_lock
+from jobs.facet_tables import validate_facets_of
 from jobs.lake import Start, ensure_tables, period_predicate, read_table, starting_point
 from jobs.markers import (
     collect_marker_path,
@@ -50,10 +53,12 @@ class ValidateResult:
 
 def _expected_keygroups(
     spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, reported: set[str],
-    start: Start, reported_by_runtime: bool,
+    start: Start, reported_by_runtime: bool, dynamic: bool = False,
 ) -> tuple[set[str], str]:
     from pyspark.sql import functions as F
 
+    if dynamic:
+        return reported, "this period (a dynamic job: units arrive and leave between periods)"
     if start.version is not None:
         ran = ", which the runtime ran" if reported_by_runtime else ""
         return set(start.assignment), f"{'' if ran else 'published '}assignment v{start.version}{ran}"
@@ -110,11 +115,13 @@ def _validate(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSe
     start = starting_point(spark, paths, job.job_id, period_end, runtime)
     expected, expected_from = _expected_keygroups(
         spark, paths, job.job_id, period_end, set(keygroups["keygroup"].dropna()), start,
-        runtime is not None,
+        runtime is not None, job.dynamic,
     )
     known_nodes = set(runtime.nodes) if runtime is not None else set(nodes["node"].dropna())
     report = validate_stats(keygroups, edges, nodes,
                             expected_keygroups=expected, known_nodes=known_nodes)
+    report = validate_facets_of(spark, paths, job, period_end, marker,
+                                set(keygroups["keygroup"].dropna()), known_nodes, report)
     document = {"job_id": job.job_id, "period_end": stamp, "expected_keygroups_from": expected_from,
                 "known_nodes_from": "the runtime's report" if runtime is not None
                 else "the nodes that sent samples",

@@ -26,15 +26,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS, Table
+from schemas.tables import (
+    COMM_STATS,
+    KEYGROUP_STATS,
+    NODE_STATS,
+    SOURCE_STATS,
+    SUBSCRIPTIONS,
+    Table,
+)
 
-__all__ = ["MAX_ROWS", "SUITE_DIR", "Failure", "ValidationReport", "load_suite", "validate_stats"]
+__all__ = ["MAX_ROWS", "SUITE_DIR", "Failure", "ValidationReport", "load_suite", "validate_facets",
+           "validate_stats"]
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "schemas" / "expectations"
 MAX_ROWS = 10  # offending rows kept per failure: enough to act on, small enough to print
 
 # The three tables in report order; their row key minus the partition columns names a bad row.
 _TABLES: tuple[Table, ...] = (KEYGROUP_STATS, COMM_STATS, NODE_STATS)
+# A dynamic job's facet tables (jobs/facet_tables.py), validated by `validate_facets`.
+_FACET_TABLES: tuple[Table, ...] = (SOURCE_STATS, SUBSCRIPTIONS)
 _PARTITION = ("job_id", "period_end")
 
 
@@ -132,6 +142,32 @@ def validate_stats(
     return ValidationReport(success=not failures, failures=tuple(failures))
 
 
+def validate_facets(
+    sources: pd.DataFrame,
+    subscriptions: pd.DataFrame,
+    *,
+    running_units: Collection[str],
+    known_nodes: Collection[str],
+) -> ValidationReport:
+    """Check a dynamic job's period of source rates and subscriptions (DESIGN.md, "Units may come
+    and go"): rates finite and >= 0, one per source; each running unit (``running_units``, the
+    period's keygroup_stats) listed exactly once per source it reads, on one node, reading at
+    least one source, and only sources of the period's ``sources``."""
+    subs = _with_all_columns(subscriptions, SUBSCRIPTIONS)
+    # derived, so GE can name the rows of a unit reported on two nodes
+    subs = subs.assign(nodes_of_keygroup=subs.groupby("keygroup", dropna=False)["node"]
+                       .transform("nunique") if len(subs) else pd.Series(dtype="int64"))
+    params = {
+        "known_sources": sorted({str(s) for s in sources.get("source", pd.Series()).dropna()}),
+        "running_units": sorted({str(u) for u in running_units}),
+        "known_nodes": sorted({str(n) for n in known_nodes}),
+    }
+    engine = _engine()
+    failures = engine.run(SOURCE_STATS, _with_all_columns(sources, SOURCE_STATS), params)
+    failures += engine.run(SUBSCRIPTIONS, subs, params)
+    return ValidationReport(success=not failures, failures=tuple(failures))
+
+
 # --- GE plumbing ---------------------------------------------------------------------------
 
 
@@ -160,7 +196,7 @@ class _Engine:
         self._definitions: dict[str, Any] = {}
         self._order: dict[str, dict[str, int]] = {}
         self._fix: dict[str, str] = {}
-        for table in _TABLES:
+        for table in (*_TABLES, *_FACET_TABLES):
             spec = load_suite(table.name)
             suite = gx.ExpectationSuite(**spec)
             # GE only logs (does not raise on) an invalid expectation: refuse a partial suite.
@@ -240,10 +276,14 @@ def _failure(
     elif res.get("partial_unexpected_list") and column:
         rows = [{column: v} for v in res["partial_unexpected_list"]]
     missing: list[Any] = []
-    if cfg.type == "expect_column_distinct_values_to_equal_set":
+    if cfg.type in ("expect_column_distinct_values_to_equal_set",
+                    "expect_column_distinct_values_to_contain_set"):
         # GE lists at most 20 missing values; the report keeps them all for the artifact.
         present = set(frame[column].dropna().astype(str)) if column in frame else set()
-        missing = [v for v in params["expected_keygroups"] if v not in present]
+        wanted = kwargs.get("value_set")
+        if isinstance(wanted, Mapping):  # the suite's {"$PARAMETER": name}, not yet resolved
+            wanted = params.get(str(wanted.get("$PARAMETER")), ())
+        missing = [str(v) for v in sorted(wanted or (), key=str) if str(v) not in present]
     elif cfg.type == "expect_table_columns_to_match_set":
         missing = list(((res.get("details") or {}).get("mismatched") or {}).get("missing") or [])
     return Failure(

@@ -103,8 +103,20 @@ def _num(value: str | float | None) -> float | None:
     return float(value)
 
 
+def _ids(text: str) -> list[str]:
+    return [part for part in text.split(";") if part]
+
+
+def _placement(row: dict[str, str]) -> dict[str, Any]:
+    """A placements.csv row (jobs/placement_audit.py) as the report shows it."""
+    return {"how": row["how"], "sources": _ids(row["sources"]),
+            "already_on_node": _ids(row["already_on_node"]),
+            "traffic_added": _num(row["traffic_added"]), "rule": row["rule"]}
+
+
 def _keygroup(query: str, keygroups: list[dict[str, str]], moves: list[dict[str, str]],
-              nodes: list[dict[str, str]], report: dict[str, Any]) -> dict[str, Any]:
+              nodes: list[dict[str, str]], report: dict[str, Any],
+              placements: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """The key group `query` (exact id, or its trailing number when that is unambiguous)."""
     ids = [k["keygroup"] for k in keygroups]
     if query not in ids:
@@ -125,9 +137,26 @@ def _keygroup(query: str, keygroups: list[dict[str, str]], moves: list[dict[str,
                            "state_bytes": _num(row["state_bytes"]),
                            "moved": move is not None, "from": row["node_before"],
                            "to": row["node_after"]}
+    placed = next((p for p in placements or () if p["keygroup"] == query), None)
+    if placed is not None:  # a job with sources: which of its sources were there, the traffic
+        out["placement"] = _placement(placed)
+    if placed is not None and placed["how"] == "arrival":
+        p = out["placement"]
+        out.update(arrived=True, reason=(
+            f"arrived this period (the runtime ran it on {row['node_before']} until a plan placed "
+            f"it); placed on {row['node_after']}, {p['rule']}: it reads "
+            f"{', '.join(p['sources']) or 'no source'}; already shipped there: "
+            f"{', '.join(p['already_on_node']) or 'none'}; traffic added "
+            f"{_fmt(p['traffic_added'])} tuples/s"))
+        return out
     if move is not None:
         out.update(reason=move["reason"], reason_codes=move["reason_codes"].split(";"),
                    cost=_num(move["cost"]))
+        if placed is not None:
+            p = out["placement"]
+            out["reason"] += (f"; reads {', '.join(p['sources'])}, of which already on "
+                              f"{row['node_after']}: {', '.join(p['already_on_node']) or 'none'}"
+                              f" (traffic added {_fmt(p['traffic_added'])} tuples/s)")
         return out
     node = load.get(row["node_before"], {})
     budget = report["budget"]["max_migrations"]
@@ -174,6 +203,12 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
         "collocation_factor": {"before": metrics.get("collocation_factor_before"),
                                "after": metrics.get("collocation_factor_after")},
         "migrations": len(moves), "migration_cost": metrics.get("migration_cost"),
+        # a job with sources (Herding): stream traffic, replication factor, balance, bound
+        "herding": ({name: {"before": metrics.get(f"{name}_before"),
+                            "after": metrics.get(f"{name}_after")}
+                     for name in ("stream_traffic", "replication_factor", "balance",
+                                  "traffic_lower_bound")}
+                    if "stream_traffic_after" in metrics else None),
         "moves": [{"keygroup": m["keygroup"], "from": m["src_node"], "to": m["dst_node"],
                    "load_pct": _num(m["load_pct"]), "state_bytes": _num(m["state_bytes"]),
                    "reason": m["reason"]} for m in moves],
@@ -200,7 +235,8 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
     }
     if keygroup is not None:
         report["keygroup"] = _keygroup(keygroup, read_csv_artifact(client, rid, "keygroups.csv"),
-                                       moves, read_csv_artifact(client, rid, "nodes.csv"), report)
+                                       moves, read_csv_artifact(client, rid, "nodes.csv"), report,
+                                       read_csv_artifact(client, rid, "placements.csv"))
     return report
 
 
@@ -215,6 +251,10 @@ def _resilience(metrics: dict[str, float]) -> dict[str, dict[str, float | None]]
                    and not k.endswith("_ci_after"))
     return {n: {"before": metrics.get(f"{n}_before"), "after": metrics[f"{n}_after"]}
             for n in names} or None
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else format(value, ".4g")
 
 
 def _f(value: float | None, fmt: str = ".3f") -> str:
@@ -239,6 +279,14 @@ def format_report(r: dict[str, Any]) -> str:
         + ("the initial allocation" if r["base_version"] in (None, "None")
            else f"assignment v{r['base_version']}"),
     ]
+    h = r.get("herding")
+    if h:
+        lines.append(
+            f"  stream traffic {_f(h['stream_traffic']['before'], '.4g')} -> "
+            f"{_f(h['stream_traffic']['after'], '.4g')} (lower bound "
+            f"{_f(h['traffic_lower_bound']['after'], '.4g')}); replication factor "
+            f"{_f(h['replication_factor']['before'])} -> {_f(h['replication_factor']['after'])};"
+            f" balance {_f(h['balance']['before'])} -> {_f(h['balance']['after'])}")
     lines += [f"    {m['keygroup']}: {m['from']} -> {m['to']} (load {_f(m['load_pct'], '.2f')}%, "
               f"state {_f(m['state_bytes'], '.0f')} B) because {m['reason']}" for m in r["moves"]]
     if r["scaling"]:
@@ -273,6 +321,7 @@ def format_report(r: dict[str, Any]) -> str:
     if k:
         head = (f"  key group {k['keygroup']} ({k['operator']}, load {_f(k['load_pct'], '.2f')}%,"
                 f" state {_f(k['state_bytes'], '.0f')} B): ")
-        lines.append(head + (f"MOVED {k['from']} -> {k['to']} because {k['reason']}"
+        lines.append(head + (f"ARRIVED, placed on {k['to']}: {k['reason']}" if k.get("arrived")
+                             else f"MOVED {k['from']} -> {k['to']} because {k['reason']}"
                              if k["moved"] else f"stayed on {k['from']}; {k['reason']}"))
     return "\n".join(lines)

@@ -19,6 +19,16 @@ def make_source(job: JobConfig, paths: Paths) -> MetricsSource:
     kind = "replay": the replay engine on real data (runtime/replay/), imported only then.
     """
     kind = job.source.get("kind", "synthetic")
+    if kind == "queries":  # the query platform (runtime/replay/queries.py), a dynamic job's
+        from runtime.replay.queries import QueryPlatform, QuerySpec
+
+        try:
+            queries = QuerySpec.from_mapping(
+                {"period_s": int(job.spl.total_seconds()), "start": job.start_date, **job.source},
+                job_id=job.job_id)
+        except ValueError as exc:
+            raise ConfigError(f"jobs.{job.job_id}.source: {exc}") from exc
+        return QueryPlatform(queries, paths.runtime)
     if kind == "replay":
         from runtime.replay import ReplayJob, ReplaySpec
 
@@ -32,7 +42,7 @@ def make_source(job: JobConfig, paths: Paths) -> MetricsSource:
         return ReplayJob(replay, paths.runtime)
     if kind != "synthetic":
         raise ConfigError(
-            f"jobs.{job.job_id}.source.kind: unknown source {kind!r}; known: synthetic, replay"
+            f"jobs.{job.job_id}.source.kind: unknown source {kind!r}; known: synthetic, replay, queries"
         )
     try:
         spec = SyntheticSpec.from_mapping(

@@ -2,7 +2,9 @@
 
 A manifest is applied only if it is intact (checksum recomputed from the assignment), newer than
 what runs, and covers exactly the key groups the job has, on nodes the runtime knows (its own plus
-the ones the manifest's scaling section adds). Anything else raises an `AssignmentRefused`
+the ones the manifest's scaling section adds). For a job whose units come and go (`dynamic`, a
+query platform) the unit set is the manifest's to change: units new to the runtime are placed,
+units it no longer lists have left; everything else is checked as strictly. Anything else raises an `AssignmentRefused`
 subclass whose message says what is wrong, where (the manifest path) and how to fix it; the caller
 keeps running its current assignment.
 """
@@ -125,10 +127,12 @@ class AssignmentClient:
         current_version: int | None,
         known_keygroups: set[str],
         known_nodes: set[str],
+        dynamic: bool = False,
     ) -> bool:
         """Check `manifest` against what runs; True = apply it, False = nothing new (same version).
 
-        Raises an `AssignmentRefused` subclass for anything unsafe to apply.
+        Raises an `AssignmentRefused` subclass for anything unsafe to apply. `dynamic`: the job's
+        units come and go, so the manifest's unit set may differ from `known_keygroups`.
         """
         path = self.path_of(manifest.version)
         if manifest.job_id != self.job_id:
@@ -153,14 +157,14 @@ class AssignmentClient:
         if current_version is not None and manifest.version == current_version:
             return False
         placed = set(manifest.assignment)
-        unknown = placed - known_keygroups
+        unknown = set() if dynamic else placed - known_keygroups
         if unknown:
             raise UnknownKeygroups(
                 path,
                 f"{len(unknown)} key group(s) not in job {self.job_id!r}: {_ids(unknown)}; "
                 "the plan was made for another job shape — re-run collect and plan for this job",
             )
-        missing = known_keygroups - placed
+        missing = set() if dynamic else known_keygroups - placed
         if missing:
             raise MissingKeygroups(
                 path,
@@ -185,12 +189,14 @@ class AssignmentClient:
         return True
 
 
-def next_state(published_root: Path, current: RuntimeState, known_keygroups: Iterable[str]
-               ) -> tuple[Manifest, RuntimeState] | ApplyResult:
+def next_state(published_root: Path, current: RuntimeState, known_keygroups: Iterable[str],
+               *, dynamic: bool = False) -> tuple[Manifest, RuntimeState] | ApplyResult:
     """What a runtime should run next: the accepted newest manifest and the state it leads to
     (nodes the manifest adds joined, nodes it terminates gone), or, when there is nothing to
     apply, the `unchanged`/`refused` result to return (a refusal is logged; the runtime keeps
-    its current assignment). Saving the state and moving the key groups are the caller's."""
+    its current assignment). Saving the state and moving the key groups are the caller's.
+    `dynamic`: the state's assignment is the manifest's, whatever units it lists (see
+    `AssignmentClient.accept`); a runtime reconciles it with the units it runs."""
     client = AssignmentClient(Path(published_root), current.job_id)
     try:
         manifest = client.fetch_latest()
@@ -199,7 +205,7 @@ def next_state(published_root: Path, current: RuntimeState, known_keygroups: Ite
                                f"nothing published yet under {published_root}")
         fresh = client.accept(manifest, current_version=current.version,
                               known_keygroups=set(known_keygroups),
-                              known_nodes=set(current.nodes))
+                              known_nodes=set(current.nodes), dynamic=dynamic)
     except AssignmentRefused as exc:
         log.warning("job %s keeps v%s: %s", current.job_id, current.version, exc)
         return ApplyResult("refused", current.version, str(exc))

@@ -31,7 +31,14 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.landing import RUNTIME_REPORT, SCHEMAS, SUCCESS_MARKER, RuntimeReport, period_dir
+from schemas.landing import (
+    FACET_SCHEMAS,
+    RUNTIME_REPORT,
+    SCHEMAS,
+    SUCCESS_MARKER,
+    RuntimeReport,
+    period_dir,
+)
 from schemas.manifest import atomic_write_bytes
 
 __all__ = [
@@ -178,10 +185,12 @@ def _same_tree(a: Path, b: Path) -> bool:
 
 def write_period(
     landing_root: Path, job_id: str, period_end: datetime, tables: Mapping[str, pa.Table],
-    running: RuntimeState | None = None,
+    running: RuntimeState | None = None, facets: Mapping[str, pa.Table] | None = None,
 ) -> Path:
     """Land one period all-or-nothing: `<kind>/part-0.parquet` for each kind, the runtime report
     of `running` (the version and nodes the runtime ran at the period's end), then `_SUCCESS`.
+    `facets` (a dynamic job's subscriptions and sources, schemas.landing.FACET_SCHEMAS) land the
+    same way, in the same directory, before `_SUCCESS`.
 
     Everything is written into a hidden temp sibling (``.period_end=…``, which collectors and Spark
     skip) and renamed into place, so a reader sees no period or a complete one. Re-landing a period
@@ -192,11 +201,18 @@ def write_period(
     kinds = sorted(SCHEMAS)
     if sorted(tables) != kinds:
         raise ValueError(f"tables must be exactly {kinds}, got {sorted(tables)}")
+    extra = dict(facets or {})
+    unknown = sorted(set(extra) - set(FACET_SCHEMAS))
+    if unknown:
+        raise ValueError(f"facets must be among {sorted(FACET_SCHEMAS)}, got {unknown}")
+    tables = {**tables, **extra}
+    contract = {**SCHEMAS, **FACET_SCHEMAS}
+    kinds = sorted(tables)
     for kind in kinds:
-        if not tables[kind].schema.equals(SCHEMAS[kind]):
+        if not tables[kind].schema.equals(contract[kind]):
             raise ValueError(
-                f"{kind} table does not match schemas.landing.SCHEMAS[{kind!r}]: "
-                f"got {tables[kind].schema}, expected {SCHEMAS[kind]}"
+                f"{kind} table does not match the landing contract (schemas/landing.py) "
+                f"for {kind!r}: got {tables[kind].schema}, expected {contract[kind]}"
             )
     final = period_dir(Path(landing_root), job_id, period_end)
     final.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ __all__ = [
     "MAX_MIGRATIONS",
     "PROJECT_ROOT",
     "STRATEGY_NAMES",
+    "UNIT_SETS",
     "ConfigError",
     "JobConfig",
     "JobsFile",
@@ -53,6 +54,7 @@ _STRATEGY_KEYS = {
     "source",
     "scaling",
     "strategy_params",
+    "units",
 }
 # The strategies' names, from their one table (schemas/strategies.py, which the registry reads).
 STRATEGY_NAMES = frozenset(STRATEGIES)
@@ -174,6 +176,18 @@ class JobConfig:
     # Per strategy name, keyword parameters of that strategy (e.g. albic: max_pl, s_f); only the
     # table of the strategy that runs is used, so a manual `--strategy` override stays valid.
     strategy_params: Mapping[str, Mapping[str, Scalar]] = field(default_factory=dict)
+    # "fixed": every key group present every period (the strict check); "dynamic": units (a
+    # query platform's queries) arrive and leave between periods (DESIGN.md, "Units may come
+    # and go"; docs/operations.md).
+    units: str = "fixed"
+
+    @property
+    def dynamic(self) -> bool:
+        return self.units == "dynamic"
+
+
+#: the values of a job's `units` field
+UNIT_SETS = ("fixed", "dynamic")
 
 
 def parse_duration(value: object, where: str) -> timedelta:
@@ -336,6 +350,12 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
         kwargs["source"] = dict(raw["source"])
     if "scaling" in raw:
         kwargs["scaling"] = _scaling(raw["scaling"], f"{where}.scaling")
+    if "units" in raw:
+        if raw["units"] not in UNIT_SETS:
+            raise ConfigError(f"{where}.units: must be \"fixed\" (every key group present "
+                              f"every period) or \"dynamic\" (units arrive and leave between "
+                              f"periods), got {raw['units']!r}")
+        kwargs["units"] = raw["units"]
     if "strategy_params" in raw:
         kwargs["strategy_params"] = _strategy_params(raw["strategy_params"],
                                                      f"{where}.strategy_params")

@@ -1,7 +1,10 @@
 """The landing zone: what the runtime writes and `collect` reads (DESIGN.md, "Landing zone").
 
 Layout: ``landing/<job_id>/period_end=<ISO-8601>/{keygroups,edges,nodes}/*.parquet``, the
-runtime's report ``_RUNTIME.json`` and a ``_SUCCESS`` marker written last. A period without
+runtime's report ``_RUNTIME.json`` and a ``_SUCCESS`` marker written last. A job whose units come
+and go (a query platform, ``units = "dynamic"``) also lands the facet datasets of
+`FACET_SCHEMAS`: ``subscriptions/`` (the sources each running unit reads, where it runs) and
+``sources/`` (each source's rate), a snapshot of the period's end, before ``_SUCCESS``. A period without
 ``_SUCCESS`` is incomplete and never collected.
 
 The runtime report says what the runtime ran at the end of the period: the assignment version it
@@ -23,10 +26,13 @@ import pyarrow as pa
 
 __all__ = [
     "EDGES",
+    "FACET_SCHEMAS",
     "KEYGROUPS",
     "NODES",
     "RUNTIME_REPORT",
     "SCHEMAS",
+    "SOURCES",
+    "SUBSCRIPTIONS",
     "SUCCESS_MARKER",
     "RuntimeReport",
     "format_period_end",
@@ -38,6 +44,7 @@ __all__ = [
 SUCCESS_MARKER = "_SUCCESS"
 RUNTIME_REPORT = "_RUNTIME.json"
 KEYGROUPS, EDGES, NODES = "keygroups", "edges", "nodes"
+SUBSCRIPTIONS, SOURCES = "subscriptions", "sources"
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -71,6 +78,27 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("node", pa.string()),
             ("capacity", pa.float64()),
             ("cpu_ms", pa.float64()),
+        ]
+    ),
+}
+
+#: The facet datasets of a dynamic job (Herding, Zong et al. 2015 §2): unit `keygroup`, running on
+#: `node`, reads `source` (one row per pair); a source's rate w(s) in tuples and bytes per second.
+FACET_SCHEMAS: dict[str, pa.Schema] = {
+    SUBSCRIPTIONS: pa.schema(
+        [
+            ("ts", _TS),
+            ("keygroup", pa.string()),
+            ("node", pa.string()),
+            ("source", pa.string()),
+        ]
+    ),
+    SOURCES: pa.schema(
+        [
+            ("ts", _TS),
+            ("source", pa.string()),
+            ("tuples_per_s", pa.float64()),
+            ("bytes_per_s", pa.float64()),
         ]
     ),
 }

@@ -37,6 +37,7 @@ class StrategyEntry:
 
 _MILP, _ALBIC, _BASE = "placement.milp", "placement.albic", "placement.baselines"
 _ROD = "placement.rod.strategy"
+_HERD = "placement.herding"
 
 STRATEGIES: Mapping[str, StrategyEntry] = {
     "milp": StrategyEntry(f"{_MILP}.core:plan_milp", f"{_MILP}.params:MilpParams", "exact"),
@@ -60,4 +61,11 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
                          ("load_model",)),
     "connected_lb": StrategyEntry(f"{_ROD}:plan_connected_lb", "placement.params:StrategyParams",
                                   "heuristic", ("load_model", "communication")),
+    "herding_offline": StrategyEntry(f"{_HERD}.strategies:plan_offline",
+                                     f"{_HERD}.params:OfflineParams", "heuristic", ("sources", "arrivals")),
+    "herding_online": StrategyEntry(f"{_HERD}.strategies:plan_online",
+                                    f"{_HERD}.params:OnlineParams", "heuristic",
+                                    ("sources", "arrivals")),
+    "herding_exact": StrategyEntry(f"{_HERD}.exact:plan_exact", f"{_HERD}.params:ExactParams",
+                                   "exact", ("sources", "arrivals")),
 }

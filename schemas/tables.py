@@ -61,6 +61,18 @@ ASSIGNMENTS = Table(
     "job_id STRING, version BIGINT, keygroup STRING, node STRING",
     ("job_id", "version", "keygroup"),
 )
+# Facet tables of a dynamic job (units = "dynamic"; Herding, Zong et al. 2015 §2): a source's rate
+# w(s), and which sources each running unit reads (where it ran at the period's end).
+SOURCE_STATS = Table(
+    "source_stats",
+    "job_id STRING, period_end TIMESTAMP, source STRING, tuples_per_s DOUBLE, bytes_per_s DOUBLE",
+    ("job_id", "period_end", "source"),
+)
+SUBSCRIPTIONS = Table(
+    "subscriptions",
+    "job_id STRING, period_end TIMESTAMP, keygroup STRING, node STRING, source STRING",
+    ("job_id", "period_end", "keygroup", "source"),
+)
 ASSIGNMENT_VERSIONS = Table(
     "assignment_versions",
     "job_id STRING, version BIGINT, plan_id STRING, period_end TIMESTAMP, checksum STRING, "
@@ -78,5 +90,7 @@ TABLES: dict[str, Table] = {
         PLAN_MOVES,
         ASSIGNMENTS,
         ASSIGNMENT_VERSIONS,
+        SOURCE_STATS,
+        SUBSCRIPTIONS,
     )
 }

@@ -62,7 +62,13 @@ source = { kind = "synthetic", operators = 2, keygroups_per_operator = 6, nodes 
 
 [jobs.broken]
 spl = "0m"
+
+[jobs.qops]
+units = "dynamic"
+strategy = "herding_online"
+source = { kind = "queries", nodes = 3, hours_per_period = 6, sample_every = 60 }
 """
+QJOB, QDAG_ID = "qops", "reconfigure_qops"  # a dynamic job (docs/operations.md)
 # The docs' example (docs/operations.md): a runtime deployer triggered by each new assignment.
 DEPLOYER = '''
 from airflow.sdk import DAG, Asset, task
@@ -116,11 +122,11 @@ def _json(done: subprocess.CompletedProcess[str], code: int = 0) -> list[dict[st
 
 
 def _dags_test(paths: Paths, env: dict[str, str], period_end: datetime,
-               conf: dict[str, object] | None = None) -> tuple[int, str]:
-    args = ["dags", "test", DAG_ID, period_end.isoformat()]
+               conf: dict[str, object] | None = None, dag_id: str = DAG_ID) -> tuple[int, str]:
+    args = ["dags", "test", dag_id, period_end.isoformat()]
     if conf is not None:
         args += ["--conf", json.dumps(conf)]
-    log = paths.home / "logs" / f"{period_end:%H%M}.log"
+    log = paths.home / "logs" / f"{dag_id}-{period_end:%H%M}.log"
     done = _airflow(env, *args, log=log)
     return done.returncode, log.read_text()
 
@@ -154,10 +160,10 @@ def test_a_bad_job_is_an_import_error_and_the_good_dags_stay_schedulable(ops_hom
     assert "jobs.broken.spl: must be a positive duration" in error["error"]
     assert str(Path(env["RECONF_CONFIG"])) in error["error"]
     dags = {d["dag_id"] for d in _json(_airflow(env, "dags", "list", "-o", "json"))}
-    assert dags == {DAG_ID, "deploy_ops"}
+    assert dags == {DAG_ID, "deploy_ops", QDAG_ID}
     # The import error is on its own file, so the good DAGs are neither stale nor in error.
     rows = _db(paths, "SELECT dag_id, is_stale, has_import_errors FROM dag ORDER BY dag_id")
-    assert rows == [("deploy_ops", 0, 0), (DAG_ID, 0, 0)]
+    assert rows == [("deploy_ops", 0, 0), (DAG_ID, 0, 0), (QDAG_ID, 0, 0)]
     # New DAGs start paused; an operator unpauses the deployer so that asset events queue it.
     assert _airflow(env, "dags", "unpause", "deploy_ops").returncode == 0
 
@@ -323,3 +329,17 @@ def test_an_invalid_param_is_refused_before_any_task(ops_home) -> None:
     assert code != 0
     assert "Invalid input for param strategy: 'nope' is not one of" in log
     assert _task_states(paths, P6) == {}
+
+
+def test_a_dynamic_job_runs_through_the_dag_with_herding(ops_home) -> None:
+    """The query platform (units come and go) through the real DAG with herding_online: its
+    queries collected with their subscriptions, validated, placed and published; the runtime
+    applies the version."""
+    paths, env = ops_home
+    source = make_source(resolve_job(QJOB), paths)
+    source.land_period(paths.landing, P1)
+    code, log = _dags_test(paths, env, P1, dag_id=QDAG_ID)
+    assert code == 0, log[-3000:]
+    manifest = read_manifest(paths.published, QJOB, 1)
+    assert set(manifest.assignment) == set(source.state.assignment)  # type: ignore[attr-defined]
+    assert source.apply_latest(paths.published).applied

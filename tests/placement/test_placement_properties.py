@@ -77,6 +77,11 @@ CONTRACTS: dict[str, Contract] = {
                                        "budget ignored (paper §5.3)"),
     **dict.fromkeys(("rod", "llf", "connected_lb"), Contract(
         why="needs the load-model facet, which these states lack: properties in test_rod.py")),
+    "herding_offline": Contract(why="minimises stream traffic, not load distance "
+                                    "(tests/placement/herding)"),
+    "herding_online": Contract(why="places arrivals, drains B; others stay (tests/placement/herding)"),
+    "herding_exact": Contract(why="minimises stream traffic, not load distance "
+                                  "(tests/placement/herding)"),
 }
 
 

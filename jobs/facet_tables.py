@@ -1,0 +1,129 @@
+"""collect, the facet part: a period's subscriptions and source rates -> Delta (DESIGN.md, "Facets").
+
+A job whose units come and go (``units = "dynamic"``, a query platform) lands, beside its key-group,
+edge and node samples, a snapshot of the period's end (schemas/landing.py `FACET_SCHEMAS`):
+``subscriptions/`` (unit, the node it ran on, a source it reads) and ``sources/`` (a source's rate in
+tuples and bytes per second). Collect copies the snapshot's rows inside the period's window into
+``subscriptions`` and ``source_stats`` as they are, partitioned by ``job_id`` and replaced per period
+like the other tables. Nothing is summed or deduplicated: a query listed twice, a subscription to an
+unknown source or a negative rate reaches validate, whose suites name the offending rows
+(schemas/expectations/subscriptions.json, source_stats.json), and planning stops there.
+
+A fixed job may land the facets too (they are collected when present); a dynamic job must.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+
+from jobs.errors import StageError
+from jobs.validation import ValidationReport
+from schemas.config import JobConfig, Paths
+from schemas.landing import FACET_SCHEMAS, SOURCES, SUBSCRIPTIONS, format_period_end, period_dir
+from schemas.tables import SOURCE_STATS, Table
+from schemas.tables import SUBSCRIPTIONS as SUBSCRIPTIONS_TABLE
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["FACET_TABLES", "check_facet_landing", "facet_frames", "read_facet_rows",
+           "validate_facets_of"]
+
+#: landing dataset -> its Delta table, in write order (both before keygroup_stats)
+FACET_TABLES: dict[str, Table] = {SOURCES: SOURCE_STATS, SUBSCRIPTIONS: SUBSCRIPTIONS_TABLE}
+
+
+def check_facet_landing(paths: Paths, job: JobConfig, period_end: datetime
+                        ) -> dict[str, list[Path]]:
+    """The period's facet Parquet files by kind ({} when a fixed job landed none), after checking
+    each has exactly the contract's columns; a dynamic job without them is refused. Runs before
+    Spark touches anything, so a bad period changes no table."""
+    where = period_dir(paths.landing, job.job_id, period_end)
+    land_cmd = f"reconf land --job {job.job_id} --period-end {format_period_end(period_end)}"
+    present = {kind: (where / kind).is_dir() for kind in FACET_SCHEMAS}
+    if not any(present.values()) and not job.dynamic:
+        return {}
+    files: dict[str, list[Path]] = {}
+    for kind, schema in FACET_SCHEMAS.items():
+        if not present[kind]:
+            raise StageError(
+                f"job {job.job_id!r} declares units = \"dynamic\" but the period has no {kind} "
+                "dataset" if job.dynamic else f"the period has a {'/'.join(k for k, p in present.items() if p)} dataset but no {kind}",
+                where=str(where / kind),
+                fix=f"the runtime of a dynamic job lands {', '.join(FACET_SCHEMAS)} every period "
+                    f"(schemas/landing.py FACET_SCHEMAS); land the period again (`{land_cmd}`)",
+            )
+        found = sorted((where / kind).glob("*.parquet"))
+        for file in found:
+            try:
+                got = pq.read_schema(file)
+            except Exception as exc:  # pyarrow raises several types for a damaged file
+                raise StageError(f"corrupt Parquet file ({exc})", where=str(file),
+                                 fix=f"land the period again (`{land_cmd}`)") from exc
+            for want in schema:
+                index = got.get_field_index(want.name)
+                have = got.field(index).type if index >= 0 else None
+                if have != want.type:
+                    problem = "is missing" if have is None else f"has type {have}"
+                    raise StageError(
+                        f"{kind} column {want.name!r} {problem}; the landing contract says "
+                        f"{want.type}", where=str(file),
+                        fix=f"fix the runtime's {kind} writer (schemas/landing.py FACET_SCHEMAS) "
+                            f"and land the period again (`{land_cmd}`)")
+        files[kind] = found
+    return files
+
+
+def facet_frames(spark: SparkSession, files: dict[str, list[Path]], in_window: Column,
+                 stamp: list[Column]) -> list[tuple[Table, DataFrame]]:
+    """(table, rows) of each landed facet: the snapshot rows inside the window, stamped with the
+    job and period, not aggregated (validate judges them row by row)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    out = []
+    for kind, table in FACET_TABLES.items():
+        if kind not in files:
+            continue
+        schema = from_arrow_schema(FACET_SCHEMAS[kind])
+        df = (spark.read.schema(schema).parquet(*map(str, files[kind])) if files[kind]
+              else spark.createDataFrame([], schema))
+        cols = [c for c in table.columns if c not in ("job_id", "period_end", "period_start")]
+        out.append((table, df.where(in_window).select(*stamp, *cols)))
+    return out
+
+
+def validate_facets_of(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
+                       marker: dict[str, Any], running: set[str], known_nodes: set[str],
+                       report: ValidationReport) -> ValidationReport:
+    """`report` with the facet tables' verdict added, for a period whose collect wrote them (a
+    dynamic job's always): jobs/validation.py `validate_facets`."""
+    from jobs.lake import period_predicate, read_table
+    from jobs.validation import validate_facets  # GE: imported when a period is validated
+
+    if not job.dynamic and SUBSCRIPTIONS_TABLE.name not in (marker.get("rows") or {}):
+        return report
+    where = period_predicate(job.job_id, period_end)
+    sources = read_table(spark, paths, SOURCE_STATS).where(where).toPandas()
+    subs = read_table(spark, paths, SUBSCRIPTIONS_TABLE).where(where).toPandas()
+    facets = validate_facets(sources, subs, running_units=running, known_nodes=known_nodes)
+    return ValidationReport(report.success and facets.success, report.failures + facets.failures)
+
+
+def read_facet_rows(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
+                    marker: dict[str, Any] | None
+                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """The period's source_stats and subscriptions rows, for a period whose collect wrote them
+    (a dynamic job's always); None otherwise, without reading a table."""
+    from jobs.lake import period_predicate, read_table
+
+    rows = (marker or {}).get("rows") or {}
+    if not job.dynamic and SUBSCRIPTIONS_TABLE.name not in rows:
+        return None
+    where = period_predicate(job.job_id, period_end)
+    return ([r.asDict() for r in read_table(spark, paths, SOURCE_STATS).where(where).collect()],
+            [r.asDict() for r in read_table(spark, paths, SUBSCRIPTIONS_TABLE).where(where)
+             .collect()])

@@ -1,0 +1,17 @@
+"""Herding: placing many small queries that share sources (Zong et al. 2015).
+
+Modules: `params` (typed parameters), `instance` (the array form of a QA instance, eq. 1's
+caps), `metrics` (traffic, replication factor, balance, lower bounds), `offline` (IC, MMS,
+MQP, Fig. 2, OffRand), `online` (Fig. 3 with eq. 4: LeastCost, LeastSource, LeastQT, OnRand,
+round robin), `migrate` (a target within the budget; the Plan), `strategies` (the registered
+`herding_offline` and `herding_online`), `exact` (the MILP, `herding_exact`).
+"""
+
+from placement.herding.metrics import (
+    query_balance,
+    replication_factor,
+    stream_traffic,
+    traffic_lower_bound,
+)
+
+__all__ = ["query_balance", "replication_factor", "stream_traffic", "traffic_lower_bound"]

@@ -1,0 +1,171 @@
+"""The array form of a query-assignment (QA) instance (Zong et al. 2015 §2), for speed.
+
+Units (queries q) are rows, sources s columns of a CSR incidence (S_q per row); nodes (servers)
+carry a capacity weight c_j and whether they may host (the set A: not marked for removal).
+Query types t = S_q (§2) are the distinct rows, with n_t and w(t) = Σ_{s∈t} w(s). Every
+algorithm and the benchmark work on this form; `from_state` builds it from a `ClusterState`
+(units sorted by id, which is also the online arrival order).
+
+The balance constraint (eq. 1) counts queries, the paper's unit query load (§2.1), made
+capacity-weighted: cap_j = max(⌊(1+ν)·n·c_j/C⌋, ⌈n·c_j/C⌉) on A (C = Σ_{j∈A} c_j), 0 on B.
+The ⌈·⌉ floor makes Σ_j cap_j ≥ n, so Fig. 2 and the greedy fills always terminate (with ν = 0
+and k ∤ n, ⌊(1+ν)n/k⌋·k < n).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from placement.model import ClusterState
+
+__all__ = ["Instance", "IntArray", "capacities", "from_arrays", "from_state", "node_counts"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """n units, m sources, k nodes; units' source sets as CSR, their types, current nodes."""
+
+    unit_ids: tuple[str, ...]
+    node_ids: tuple[str, ...]
+    source_ids: tuple[str, ...]
+    rates: FloatArray  # w(s), shape (m,)
+    indptr: IntArray  # CSR of S_q, shape (n+1,)
+    indices: IntArray  # source index per subscription, shape (nnz,)
+    unit_type: IntArray  # type index of each unit, shape (n,)
+    type_indptr: IntArray  # CSR of the types' source sets, shape (|T|+1,)
+    type_indices: IntArray
+    type_w: FloatArray  # w(t), shape (|T|,)
+    type_count: IntArray  # n_t, shape (|T|,)
+    capacity: FloatArray  # c_j, shape (k,)
+    in_a: npt.NDArray[np.bool_]  # j hosts (not marked for removal), shape (k,)
+    current: IntArray  # current node of each unit, -1 for an arrival, shape (n,)
+    migration_cost: FloatArray  # mc_q, shape (n,)
+    load: FloatArray  # the unit's load (for the load-based balance only), shape (n,)
+
+    @property
+    def n(self) -> int:
+        return len(self.unit_type)
+
+    @property
+    def k(self) -> int:
+        return len(self.capacity)
+
+    @property
+    def m(self) -> int:
+        return len(self.rates)
+
+    @property
+    def n_types(self) -> int:
+        return len(self.type_w)
+
+    def sources_of(self, q: int) -> IntArray:
+        return self.indices[self.indptr[q]:self.indptr[q + 1]]
+
+    def type_sources(self, t: int) -> IntArray:
+        return self.type_indices[self.type_indptr[t]:self.type_indptr[t + 1]]
+
+    def used_weight(self) -> float:
+        """w(sources used): every source some unit reads must be shipped at least once."""
+        used = np.zeros(self.m, dtype=bool)
+        used[self.indices] = True
+        return float(self.rates[used].sum())
+
+
+def _types(n: int, indptr: IntArray, indices: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """(unit_type, type_indptr, type_indices): the distinct sorted source sets, vectorised."""
+    deg = np.diff(indptr)
+    dmax = int(deg.max()) if n else 0
+    if dmax == 0:
+        return np.zeros(n, np.int64), np.zeros(2 if n else 1, np.int64), np.zeros(0, np.int64)
+    padded = np.full((n, dmax), -1, dtype=np.int64)
+    rows = np.repeat(np.arange(n), deg)
+    cols = np.arange(len(indices)) - np.repeat(indptr[:-1], deg)
+    order = np.lexsort((indices, rows))  # sort each row's sources
+    padded[rows[order], cols] = indices[order]
+    uniq, unit_type = np.unique(padded, axis=0, return_inverse=True)
+    tdeg = (uniq >= 0).sum(axis=1)
+    tptr = np.zeros(len(uniq) + 1, dtype=np.int64)
+    np.cumsum(tdeg, out=tptr[1:])
+    return unit_type.reshape(-1).astype(np.int64), tptr, uniq[uniq >= 0].astype(np.int64)
+
+
+def from_arrays(rates: FloatArray, indptr: IntArray, indices: IntArray, k: int, *,
+                capacity: FloatArray | None = None, in_a: npt.NDArray[np.bool_] | None = None,
+                current: IntArray | None = None, migration_cost: FloatArray | None = None,
+                unit_ids: tuple[str, ...] | None = None) -> Instance:
+    """An instance straight from arrays (the benchmark's generator); ids made up if absent."""
+    n = len(indptr) - 1
+    indptr = np.asarray(indptr, dtype=np.int64)
+    indices = np.asarray(indices, dtype=np.int64)
+    rates = np.asarray(rates, dtype=np.float64)
+    unit_type, tptr, tind = _types(n, indptr, indices)
+    type_w = np.add.reduceat(rates[tind], tptr[:-1]) if len(tind) else np.zeros(len(tptr) - 1)
+    type_w = np.where(np.diff(tptr) > 0, type_w, 0.0)
+    return Instance(
+        unit_ids=unit_ids if unit_ids is not None else tuple(f"q{i}" for i in range(n)),
+        node_ids=tuple(f"n{j}" for j in range(k)),
+        source_ids=tuple(f"s{s}" for s in range(len(rates))),
+        rates=rates, indptr=indptr, indices=indices, unit_type=unit_type,
+        type_indptr=tptr, type_indices=tind, type_w=type_w,
+        type_count=np.bincount(unit_type, minlength=len(tptr) - 1).astype(np.int64),
+        capacity=np.ones(k) if capacity is None else np.asarray(capacity, dtype=np.float64),
+        in_a=np.ones(k, dtype=bool) if in_a is None else np.asarray(in_a, dtype=bool),
+        current=np.full(n, -1, np.int64) if current is None else np.asarray(current, np.int64),
+        migration_cost=np.zeros(n) if migration_cost is None else np.asarray(migration_cost),
+        load=np.ones(n))
+
+
+def from_state(state: ClusterState) -> Instance:
+    """The instance of a `ClusterState`: units sorted by id, nodes and sources in state order.
+
+    A unit without subscriptions reads nothing (traffic 0 wherever it goes)."""
+    units = sorted(k.id for k in state.keygroups)
+    by_id = {k.id: k for k in state.keygroups}
+    src_index = {s.id: i for i, s in enumerate(state.sources)}
+    node_index = {nd.id: j for j, nd in enumerate(state.nodes)}
+    indptr = np.zeros(len(units) + 1, dtype=np.int64)
+    flat: list[int] = []
+    for i, u in enumerate(units):
+        flat.extend(sorted(src_index[s] for s in state.subscriptions.get(u, ())))
+        indptr[i + 1] = len(flat)
+    inst = from_arrays(
+        np.array([s.rate for s in state.sources], dtype=np.float64), indptr,
+        np.array(flat, dtype=np.int64), len(state.nodes),
+        capacity=np.array([nd.capacity for nd in state.nodes]),
+        in_a=np.array([not nd.marked_for_removal for nd in state.nodes]),
+        current=np.array([node_index[state.assignment[u]] if u in state.assignment else -1
+                          for u in units], dtype=np.int64),
+        migration_cost=np.array([by_id[u].migration_cost for u in units], dtype=np.float64),
+        unit_ids=tuple(units))
+    return Instance(**{**inst.__dict__, "node_ids": state.node_ids,
+                       "source_ids": tuple(s.id for s in state.sources),
+                       "load": np.array([by_id[u].load for u in units], dtype=np.float64)})
+
+
+def capacities(inst: Instance, nu: float, n: int | None = None) -> IntArray:
+    """cap_j = max(⌊(1+ν)·n·c_j/C⌋, ⌈n·c_j/C⌉) on A, 0 on B (eq. 1, capacity-weighted)."""
+    n = inst.n if n is None else n
+    c = np.where(inst.in_a, inst.capacity, 0.0)
+    share = n * c / c.sum()
+    eps = 1e-9
+    low = np.floor((1.0 + nu) * share + eps)
+    high = np.ceil(share - eps)
+    return np.where(inst.in_a, np.maximum(low, high), 0).astype(np.int64)
+
+
+def node_counts(inst: Instance, node_of: IntArray) -> IntArray:
+    """|Q_j| per node (units with node −1 are not counted)."""
+    placed = node_of[node_of >= 0]
+    return np.bincount(placed, minlength=inst.k).astype(np.int64)
+
+
+def check_nu(nu: float) -> None:
+    if not math.isfinite(nu) or nu < 0:
+        raise ValueError(f"ν must be a finite number >= 0, got {nu!r}")

@@ -1,0 +1,141 @@
+"""The offline algorithms' defining rules on hand-made instances, Thm 3 against brute force,
+and the budgeted migration towards a target."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from herding_testlib import brute_force, qa_state, tiny
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placement.herding.instance import capacities, from_state
+from placement.herding.metrics import stream_traffic
+from placement.herding.offline import (
+    Triples,
+    greedy_ic_mms,
+    mqp,
+    offrand,
+    run_offline,
+    single_source,
+)
+from placement.model import Budget, ClusterState
+from placement.registry import get_strategy
+
+
+def named(state: ClusterState, triples: Triples) -> list[tuple[tuple[str, ...], int, int]]:
+    inst = from_state(state)
+    return [(tuple(inst.source_ids[s] for s in inst.type_sources(int(t))), int(j), int(b))
+            for t, j, b in zip(*triples, strict=True)]
+
+
+def ic_vs_mms_state() -> ClusterState:
+    # P={s1} (w 1), Q={s0} (w 10), R={s0,s1} (w 11); caps ⌊1.5·3/2⌋ = 2
+    return qa_state([[1], [0], [0, 1]], [10.0, 1.0], 2)
+
+
+def test_ic_takes_the_pair_of_least_incremental_cost() -> None:
+    state = ic_vs_mms_state()
+    inst = from_state(state)
+    steps = named(state, greedy_ic_mms(inst, capacities(inst, 0.5), mms=False))
+    # lightest type on an empty server; an empty server wins a tie (Q: Δ 10 on n0 or n1);
+    # R then goes where it adds least: n1 already has s0, Δ = w(s1) = 1
+    assert steps == [(("s1",), 0, 1), (("s0",), 1, 1), (("s0", "s1"), 1, 1)]
+
+
+def test_mms_takes_the_pair_of_least_server_traffic() -> None:
+    state = ic_vs_mms_state()
+    inst = from_state(state)
+    steps = named(state, greedy_ic_mms(inst, capacities(inst, 0.5), mms=True))
+    # R: f(n0 ∪ R) = 1 + 10 = 11 = f(n1 ∪ R) = 10 + 1: a tie, the lower index wins
+    assert steps[-1] == (("s0", "s1"), 0, 1)
+
+
+def test_fig2_fills_the_emptiest_server_with_the_heaviest_source() -> None:
+    state = qa_state([[0]] * 3 + [[1]] * 2 + [[2]], [5.0, 3.0, 1.0], 2)
+    inst = from_state(state)
+    steps = named(state, single_source(inst, capacities(inst, 0.0)))
+    assert steps == [(("s0",), 0, 3), (("s1",), 1, 2), (("s2",), 1, 1)]
+
+
+def test_mqp_saturates_a_server_with_the_largest_types_first() -> None:
+    state = qa_state([[0]] * 3 + [[1]] * 2 + [[2]] * 1, [1.0, 1.0, 1.0], 2)
+    inst = from_state(state)
+    steps = named(state, mqp(inst, capacities(inst, 0.0)))
+    assert steps == [(("s0",), 0, 3), (("s1",), 1, 2), (("s2",), 1, 1)]
+    # eq. 3's θ = 6 − 1.05·6/2 < 0 is clamped to one query: server 0 takes the largest type
+    eq3 = named(state, mqp(inst, capacities(inst, 0.05), theta="eq3", nu=0.05))
+    assert eq3[0] == (("s0",), 0, 3)
+
+
+@settings(max_examples=80, deadline=None)
+@given(case=tiny(single=True, max_n=7, max_k=3), nu=st.sampled_from([0.0, 0.05, 0.5]))
+def test_single_source_is_within_twice_the_optimum(case: tuple, nu: float) -> None:
+    """Theorem 3: with one source per query, Fig. 2's traffic ≤ 2·OPT (brute force)."""
+    subs, rates, k = case
+    state = qa_state(subs, rates, k)
+    plan = get_strategy("herding_offline")(state, Budget(), algorithm="single_source", nu=nu)
+    opt = brute_force(state, nu)
+    assert plan.facet_metrics["stream_traffic"] <= 2 * opt + 1e-9
+    assert plan.facet_metrics["traffic_lower_bound"] <= opt + 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=tiny(max_n=12, max_k=4), algorithm=st.sampled_from(
+    ["ic", "mms", "mqp", "single_source", "offrand"]), nu=st.sampled_from([0.0, 0.05, 1.0]),
+    seed=st.integers(0, 3))
+def test_every_algorithm_places_every_query_within_the_caps(case: tuple, algorithm: str,
+                                                            nu: float, seed: int) -> None:
+    subs, rates, k = case
+    inst = from_state(qa_state(subs, rates, k))
+    caps = capacities(inst, nu)
+    node = run_offline(inst, caps, algorithm, seed=seed, nu=nu, theta="eq3")
+    assert (node >= 0).all()
+    assert (np.bincount(node, minlength=k) <= caps).all()
+    assert caps.sum() >= inst.n
+
+
+def test_offrand_is_seeded() -> None:
+    inst = from_state(qa_state([[i % 3] for i in range(30)], [1.0, 1.0, 1.0], 4))
+    caps = capacities(inst, 0.05)
+    a, b = offrand(inst, caps, 7), offrand(inst, caps, 7)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=tiny(max_n=12, max_k=4), homes=st.lists(st.integers(0, 3), min_size=12,
+                                                     max_size=12),
+       moves=st.integers(0, 4), algorithm=st.sampled_from(["ic", "mms", "offrand"]))
+def test_budgeted_moves_save_traffic_and_never_overfill(case: tuple, homes: list[int],
+                                                       moves: int, algorithm: str) -> None:
+    """Under a budget: within it, traffic never above the current one, and no node gets more
+    units than max(cap_j, its current count)."""
+    subs, rates, k = case
+    current = [h % k for h in homes[:len(subs)]]
+    state = qa_state(subs, rates, k, current=current)
+    budget = Budget(max_migrations=moves)
+    plan = get_strategy("herding_offline")(state, budget, algorithm=algorithm)
+    target_moves = get_strategy("herding_offline")(state, Budget(), algorithm=algorithm).moves
+    assert plan.migrations <= moves
+    if len(target_moves) > moves:
+        assert plan.facet_metrics["stream_traffic"] <= plan.facet_before["stream_traffic"] + 1e-9
+    inst = from_state(state)
+    caps = capacities(inst, 0.05)
+    before = np.bincount(inst.current, minlength=k)
+    after = np.bincount([int(plan.assignment[u][1:]) for u in inst.unit_ids], minlength=k)
+    assert (after <= np.maximum(caps, before)).all()
+
+
+def test_units_on_a_node_marked_for_removal_leave_first() -> None:
+    state = qa_state([[0], [0], [1], [1]], [1.0, 1.0], 3, current=[2, 2, 0, 1], marked=[2])
+    plan = get_strategy("herding_offline")(state, Budget(max_migrations=2), algorithm="ic")
+    assert {m.keygroup for m in plan.moves} == {"q00", "q01"}
+    assert all(m.dst != "n2" for m in plan.moves)
+
+
+def test_arrivals_are_placed_without_counting_as_migrations() -> None:
+    state = qa_state([[0], [0], [1], [1]], [1.0, 1.0], 2, current=[0, None, 1, None])
+    plan = get_strategy("herding_offline")(state, Budget(max_migrations=0), algorithm="ic")
+    assert plan.migrations == 0
+    assert plan.assignment["q01"] == "n0" and plan.assignment["q03"] == "n1"
+    assert stream_traffic(state, plan.assignment) == pytest.approx(2.0)
