@@ -30,6 +30,7 @@ from jobs.lake import (
     starting_point,
     table_version,
 )
+from jobs.load_model import with_load_model
 from jobs.markers import check_validated, read_collect_marker, runtime_of
 from jobs.scaling import earlier_sections, solve
 from jobs.tracking import CycleRecord, log_cycle, tag_run
@@ -205,6 +206,7 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
     runtime = runtime_of(marker) if marker is not None else None
     start = starting_point(spark, paths, job.job_id, period_end, runtime)
     state = build_state(job, kg_rows, node_rows, edge_rows, start.assignment)
+    state = with_load_model(spark, paths, job, period_end, strategy, state)  # declared streams
     # a dynamic job's sources, subscriptions and arrivals (jobs/dynamic_units.py)
     prepared = prepare_units(job, strategy, state, kg_rows,
                              read_facet_rows(spark, paths, job, period_end, marker),

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from schemas.strategies import PIPELINE_PARAMS, STRATEGIES
+from schemas.streams import LoadModelConfig, parse_load_model
 
 __all__ = [
     "MAX_MIGRATIONS",
@@ -55,6 +56,7 @@ _STRATEGY_KEYS = {
     "scaling",
     "strategy_params",
     "units",
+    "load_model",
 }
 # The strategies' names, from their one table (schemas/strategies.py, which the registry reads).
 STRATEGY_NAMES = frozenset(STRATEGIES)
@@ -180,6 +182,8 @@ class JobConfig:
     # query platform's queries) arrive and leave between periods (DESIGN.md, "Units may come
     # and go"; docs/operations.md).
     units: str = "fixed"
+    # declared input streams, rate lower bounds and K: the load-model facet (schemas/streams.py)
+    load_model: LoadModelConfig | None = None
 
     @property
     def dynamic(self) -> bool:
@@ -356,6 +360,11 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
                               f"every period) or \"dynamic\" (units arrive and leave between "
                               f"periods), got {raw['units']!r}")
         kwargs["units"] = raw["units"]
+    if "load_model" in raw:
+        try:
+            kwargs["load_model"] = parse_load_model(raw["load_model"])
+        except ValueError as exc:
+            raise ConfigError(f"{where}.load_model: {exc}") from exc
     if "strategy_params" in raw:
         kwargs["strategy_params"] = _strategy_params(raw["strategy_params"],
                                                      f"{where}.strategy_params")
