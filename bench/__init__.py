@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, str] = {
     "fleet": "bench.fleet",
     "cycle": "bench.cycle",
     "rod": "bench.rod",
+    "herding": "bench.herding",
 }
 
 

@@ -40,7 +40,7 @@ def load_current(inst: Instance, node: IntArray, metric: str = "least_cost", *,
     keep = rep >= 0
     np.add.at(placer.readers, (inst.indices[keep], rep[keep]), 1)
     placer.count = np.bincount(node[placed], minlength=inst.k).astype(np.int64)
-    placer.f = inst.rates @ (placer.readers > 0) if inst.m else np.zeros(inst.k)
+    placer.sync()
     if metric == "least_qt":
         for t, j in zip(inst.unit_type[placed].tolist(), node[placed].tolist(), strict=True):
             on = placer.type_on.setdefault(t, np.zeros(inst.k, np.int64))

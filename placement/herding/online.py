@@ -44,11 +44,29 @@ class OnlinePlacer:
         self.metric, self.nu, self.alpha = metric, float(nu), float(alpha)
         self.rng = np.random.default_rng(seed)
         self.readers = np.zeros((len(self.rates), k), dtype=np.int32)
+        self.present = np.zeros((len(self.rates), k))  # 1.0 where readers > 0 (for the dot)
         self.count = np.zeros(k, dtype=np.int64)  # |Q_j|
         self.f = np.zeros(k)  # f(Q_j)
         self.qt = np.zeros(k, dtype=np.int64)  # |T(Q_j)|
         self.type_on: dict[int, IntArray] = {}  # type -> queries of that type per server
         self.rr = -1  # round robin's last server
+        self.total = 0  # Σ_j |Q_j|, kept as a Python int
+        self._share()
+
+    def _share(self) -> None:
+        """c_j/C over the live servers; a scalar when they are all alike (the fast path)."""
+        c = np.where(self.live, self.capacity, 0.0)
+        self.c_share = c / c.sum()
+        live_caps = self.capacity[self.live]
+        self.uniform = bool(self.live.all() and np.all(live_caps == live_caps[0]))
+        self.norm_scale = 1.0 / self.capacity
+
+    def sync(self) -> None:
+        """After `readers`, `count` or `live` were set directly: refresh the derived arrays."""
+        self.present = (self.readers > 0).astype(np.float64)
+        self.f = self.rates @ self.present if len(self.rates) else np.zeros(self.k)
+        self.total = int(self.count.sum())
+        self._share()
 
     @property
     def k(self) -> int:
@@ -56,24 +74,30 @@ class OnlinePlacer:
 
     @property
     def n(self) -> int:
-        return int(self.count.sum())
+        return self.total
 
     def traffic(self) -> float:
-        return float(self.f[self.live].sum() + self.f[~self.live].sum())
+        return float(self.f.sum())
 
     def eligible(self, extra: int = 1) -> npt.NDArray[np.bool_]:
         """eq. 4 with n counting the incoming query: |Q_j| + 1 ≤ d_j(n)."""
-        n = self.n + extra
-        c = np.where(self.live, self.capacity, 0.0)
-        share = n * c / c.sum()
-        bound = np.maximum(share + self.alpha, (1.0 + self.nu) * share)
-        return self.live & (self.count + 1 <= bound + 1e-9)
+        n = self.total + extra
+        if self.uniform:
+            share = n / self.k
+            bound = max(share + self.alpha, (1.0 + self.nu) * share)
+            return self.count <= bound - 1 + 1e-9
+        share_v = n * self.c_share
+        bound_v = np.maximum(share_v + self.alpha, (1.0 + self.nu) * share_v)
+        return self.live & (self.count + 1 <= bound_v + 1e-9)
 
     def score(self, sources: IntArray, qtype: int) -> FloatArray:
         """M(Q_j, q) for every server j."""
         if self.metric in ("least_cost", "least_source"):
-            missing = self.readers[sources] == 0  # d × k
-            added = self.rates[sources] @ missing if len(sources) else np.zeros(self.k)
+            if not len(sources):
+                added = np.zeros(self.k)
+            else:
+                w = self.rates[sources]
+                added = float(w.sum()) - w @ self.present[sources]
             return added if self.metric == "least_cost" else self.f + added
         has = self.type_on.get(qtype)
         return (self.qt + 1 - (0 if has is None else (has > 0))).astype(np.float64)
@@ -81,26 +105,39 @@ class OnlinePlacer:
     def choose(self, sources: IntArray, qtype: int = -1) -> int:
         """Fig. 3: a candidate with the least M, then the least loaded, then the lowest index."""
         ok = self.eligible()
-        norm = self.count / self.capacity
-        if not ok.any():
-            return int(np.argmin(np.where(self.live, norm, np.inf)))
         if self.metric == "onrand":
-            return int(self.rng.choice(np.flatnonzero(ok)))
-        if self.metric == "round_robin":
             cand = np.flatnonzero(ok)
-            after = cand[cand > self.rr]
-            self.rr = int(after[0] if len(after) else cand[0])
-            return self.rr
-        m = np.where(ok, self.score(sources, qtype), np.inf)
-        tied = m <= m.min() + 1e-9 * max(1.0, abs(float(m.min())))
-        return int(np.argmin(np.where(tied, norm, np.inf)))
+            if len(cand):
+                return int(cand[self.rng.integers(len(cand))])
+        elif self.metric == "round_robin":
+            cand = np.flatnonzero(ok)
+            if len(cand):
+                after = cand[cand > self.rr]
+                self.rr = int(after[0] if len(after) else cand[0])
+                return self.rr
+        else:
+            m = np.where(ok, self.score(sources, qtype), np.inf)
+            best = m.min()
+            if best < np.inf:
+                tied = np.flatnonzero(m <= best + 1e-9 * max(1.0, abs(float(best))))
+                if len(tied) == 1:
+                    return int(tied[0])
+                load = self.count[tied] * self.norm_scale[tied]
+                return int(tied[np.argmin(load)])
+        norm = np.where(self.live, self.count * self.norm_scale, np.inf)
+        return int(np.argmin(norm))  # no candidate: the least loaded server
 
     def add(self, sources: IntArray, qtype: int, j: int) -> None:
         """Put one query (sources, type) on server j."""
-        rows = self.readers[sources, j]
-        self.f[j] += float(self.rates[sources[rows == 0]].sum())
-        self.readers[sources, j] = rows + 1
+        readers, present = self.readers, self.present
+        for s in sources.tolist():
+            r = int(readers[s, j])
+            if r == 0:
+                present[s, j] = 1.0
+                self.f[j] += self.rates[s]
+            readers[s, j] = r + 1
         self.count[j] += 1
+        self.total += 1
         if self.metric == "least_qt":
             on = self.type_on.setdefault(qtype, np.zeros(self.k, np.int64))
             if on[j] == 0:
@@ -109,10 +146,15 @@ class OnlinePlacer:
 
     def remove(self, sources: IntArray, qtype: int, j: int) -> None:
         """A departure: the query (sources, type) leaves server j."""
-        rows = self.readers[sources, j] - 1
-        self.readers[sources, j] = rows
-        self.f[j] -= float(self.rates[sources[rows == 0]].sum())
+        readers, present = self.readers, self.present
+        for s in sources.tolist():
+            r = int(readers[s, j]) - 1
+            readers[s, j] = r
+            if r == 0:
+                present[s, j] = 0.0
+                self.f[j] -= self.rates[s]
         self.count[j] -= 1
+        self.total -= 1
         if self.metric == "least_qt":
             on = self.type_on[qtype]
             on[j] -= 1
@@ -129,10 +171,13 @@ class OnlinePlacer:
         self.capacity = np.r_[self.capacity, capacity]
         self.live = np.r_[self.live, True]
         self.readers = np.hstack([self.readers, np.zeros((len(self.rates), 1), np.int32)])
+        self.present = np.hstack([self.present, np.zeros((len(self.rates), 1))])
         self.count, self.f, self.qt = np.r_[self.count, 0], np.r_[self.f, 0.0], np.r_[self.qt, 0]
         self.type_on = {t: np.r_[v, 0] for t, v in self.type_on.items()}
+        self._share()
         return self.k - 1
 
     def drop_server(self, j: int) -> None:
         """Server churn: j leaves; the caller re-places its queries (as new ones, §6.1.2)."""
         self.live[j] = False
+        self._share()

@@ -265,9 +265,11 @@ class QueryPlatform:
 
     def _placement(self, n: int, current: Mapping[str, str], nodes: tuple[str, ...]
                    ) -> dict[str, str]:
-        """Where each query running at period n's end ran: its current node, else provisional."""
+        """Where each query running at period n's end ran: its current node (if the runtime
+        still has it), else provisional."""
         ids = (self.trace.ids[q] for q in self.running(n).tolist())
-        return {q: current.get(q) or provisional_node(q, nodes) for q in ids}
+        return {q: node if (node := current.get(q)) in nodes else provisional_node(q, nodes)
+                for q in ids}
 
     def _calibrate(self) -> float:
         nodes = self.spec.node_names

@@ -33,8 +33,10 @@ def test_eq4_admits_the_first_query_and_then_bounds_each_server() -> None:
 def test_eq4_switches_to_the_relative_slack_for_many_queries() -> None:
     p = placer("least_cost", alpha=1.0, nu=0.5)
     p.count[:] = [60, 40]  # n = 101: d = max(50.5 + 1, 1.5·50.5 = 75.75)
+    p.sync()
     assert p.eligible().tolist() == [True, True]
     p.count[:] = [75, 25]
+    p.sync()
     assert p.eligible().tolist() == [False, True]
 
 
