@@ -260,7 +260,13 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         strat, params = resolved[job.job_id]
         state = build_state(job, kgs[job.job_id], nodes.get(job.job_id, []),
                             edges.get(job.job_id, []), start.assignment)
-        state = with_load_model(spark, paths, job, period_end, strat, state)
+        try:
+            state = with_load_model(spark, paths, job, period_end, strat, state)
+        except StageError as exc:  # e.g. a stream's lower bound above its observed rate
+            if strict:
+                raise
+            refused[job.job_id] = exc.what
+            continue
         ready = prepared[job.job_id] = prepare_units(
             job, strat, state, kgs[job.job_id], read_facet_rows(spark, paths, job, period_end,
                                                                 marker),

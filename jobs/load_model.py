@@ -16,6 +16,9 @@ Three steps, each called with a line from its stage:
   coefficients finite and ≥ 0, declared streams only), offending rows named.
 - **plan** (`with_load_model`): the state gains ``streams`` (the period's rates, the configured
   lower bounds) and ``load_model``, so `rod` runs and every strategy's plan gets its resilience.
+  Before the model is fitted (the first periods), a strategy needing it keeps the current
+  placement with a message saying why (`keep_until_fitted`, called by jobs/scaling.py `solve`),
+  so the cycle completes and the next one is not blocked.
 
 Why NNLS rather than costs and selectivities propagated along the dataflow (§3, §6.2): the
 pipeline sees key groups' loads and the streams' rates every period, not per-edge selectivities
@@ -26,6 +29,7 @@ own constraint (a load never falls when a rate grows).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -35,8 +39,9 @@ import numpy as np
 
 from jobs.errors import StageError
 from jobs.validation import ValidationReport
+from placement.common import make_plan
 from placement.facets import Stream
-from placement.model import ClusterState
+from placement.model import ClusterState, Plan, SolverStatus
 from placement.rod.fit import fit_load_model
 from placement.rod.model import LoadModelError
 from schemas.config import JobConfig, Paths
@@ -47,8 +52,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
 
-__all__ = ["Fitted", "fit_rows", "fit_stage", "validate_streams_of", "with_load_model",
-           "with_streams"]
+__all__ = ["Fitted", "fit_rows", "fit_stage", "keep_until_fitted", "validate_streams_of",
+           "with_load_model", "with_streams"]
 
 
 @dataclass(frozen=True)
@@ -140,8 +145,8 @@ def with_streams(state: ClusterState, job: JobConfig, strategy: str,
                  rates: Sequence[Mapping[str, Any]], model: Sequence[Mapping[str, Any]]
                  ) -> ClusterState:
     """`state` with the job's streams (the period's observed rates, the configured lower bounds)
-    and load model; a strategy needing the load model without one, or a lower bound above the
-    observed rate, is a StageError."""
+    and load model (none before it is fitted); a lower bound above the observed rate is a
+    StageError."""
     config = job.load_model
     if config is None:
         return state
@@ -165,17 +170,22 @@ def with_streams(state: ClusterState, job: JobConfig, strategy: str,
     coefficients: dict[str, dict[str, float]] = {}
     for r in model:
         coefficients.setdefault(str(r["keygroup"]), {})[str(r["stream"])] = float(r["coefficient"])
-    if not coefficients:
-        if "load_model" in STRATEGIES[strategy].facets:
-            raise StageError(
-                f"strategy {strategy!r} needs the job's load model, and none is fitted for this "
-                f"period: the rates of the last "
-                f"{config.periods} period(s) must span the {len(config.streams)} declared streams",
-                where=f"lake/{LOAD_MODEL.name} (job {job.job_id})",
-                fix="collect more periods (the collect result says what the fit lacked), or plan "
-                    "this period with a strategy that needs no load model (--strategy)")
+    if not coefficients:  # not fitted yet: `keep_until_fitted` keeps the placement
         return replace(state, streams=tuple(streams))
     return replace(state, streams=tuple(streams), load_model=coefficients)
+
+
+def keep_until_fitted(state: ClusterState, strategy: str) -> Plan | None:
+    """For a job whose streams are declared but whose load model is not fitted yet (its first
+    periods), a strategy needing the model keeps the current placement, saying why, so the cycle
+    completes and the next one is not blocked; None otherwise (then the strategy runs)."""
+    if not state.streams or state.load_model or "load_model" not in STRATEGIES[strategy].facets:
+        return None
+    return make_plan(strategy, state, state.assignment, status=SolverStatus.HEURISTIC,
+                     lower_bound=None, started=time.perf_counter(),
+                     message=f"{strategy}: the job's load model is not fitted yet (the stream "
+                             "rates collected so far do not span the declared streams; see "
+                             "docs/operations.md); the current placement is kept")
 
 
 def with_load_model(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,

@@ -3,7 +3,8 @@
 The NNLS fit recovers the synthetic runtime's true coefficients; GE refuses a bad load model or bad
 stream rates with the offending rows named; the plan state gains the streams and the model, and a
 `rod` plan made on it carries its resilience; bad input (a lower bound above the observed rate, a
-stream not declared, no model for `rod`, no landed rates) is a clear error.
+stream not declared, no landed rates) is a clear error; before the model is fitted `rod` keeps
+the placement and says why.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 from jobs.errors import StageError
 from jobs.facet_tables import check_facet_landing
 from jobs.load_model import fit_rows, with_streams
+from jobs.scaling import solve
 from jobs.validation import validate_streams
 from placement.model import Budget, ClusterState, KeyGroup, Node
 from placement.registry import get_strategy
@@ -117,10 +119,12 @@ def test_the_plan_state_gains_the_facets_and_a_rod_plan_its_resilience() -> None
     with pytest.raises(StageError, match=r"min_rate = 2000 is above its observed rate") as err:
         with_streams(_state(), high, "rod", rates, model)
     assert "load_model.min_rate.in1" in str(err.value)
-    # rod without a fitted model is refused; another strategy plans without the facet
-    with pytest.raises(StageError, match="needs the job's load model"):
-        with_streams(_state(), JOB, "rod", rates, [])
-    assert "load_model" not in with_streams(_state(), JOB, "greedy", rates, []).facets
+    # before the model is fitted, rod keeps the placement and says why; greedy plans as usual
+    early = with_streams(_state(), JOB, "rod", rates, [])
+    assert "load_model" not in early.facets and len(early.streams) == 3
+    kept = solve(early, Budget(max_migrations=6), "rod", {}, 2.0, None)
+    assert kept.plan.moves == () and "load model is not fitted yet" in kept.plan.message
+    assert solve(early, Budget(max_migrations=6), "greedy", {}, 2.0, None).plan.strategy == "greedy"
 
 
 def test_config_refuses_undeclared_streams_and_too_few_periods(tmp_path: Path) -> None:
