@@ -28,6 +28,7 @@ own constraint (a load never falls when a rate grows).
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -51,6 +52,8 @@ from schemas.tables import KEYGROUP_STATS, LOAD_MODEL, STREAM_STATS, Table
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Fitted", "fit_rows", "fit_stage", "keep_until_fitted", "validate_streams_of",
            "with_load_model", "with_streams"]
@@ -114,6 +117,7 @@ def fit_stage(spark: SparkSession, paths: Paths, job: JobConfig, period_end: dat
     rates = read_table(spark, paths, STREAM_STATS).where(window).select(
         "period_end", "stream", "tuples_per_s").toPandas()
     fitted = fit_rows(job, period_end, loads, rates)
+    log.info("job %s, period %s: load model %s", job.job_id, period_end, fitted.note)
     df = spark.createDataFrame(list(fitted.rows), LOAD_MODEL.ddl)
     version = replace_rows(df, paths, LOAD_MODEL, period_predicate(job.job_id, period_end))
     return [(LOAD_MODEL, len(fitted.rows), version)]
