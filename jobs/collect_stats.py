@@ -31,6 +31,7 @@ from jobs.errors import StageError, job_lock
 from jobs.facet_tables import check_facet_landing, facet_frames
 from jobs.faults import failpoint
 from jobs.lake import ensure_tables, period_predicate, replace_rows
+from jobs.load_model import fit_stage
 from jobs.markers import clear_period_markers, write_collect_marker
 from schemas.config import JobConfig, Paths
 from schemas.landing import (
@@ -43,7 +44,7 @@ from schemas.landing import (
     period_dir,
     read_runtime_report,
 )
-from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
+from schemas.tables import COMM_STATS, KEYGROUP_STATS, LOAD_MODEL, NODE_STATS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -259,9 +260,13 @@ def collect(
             versions[table.name] = replace_rows(df, paths, table, where)
             df.unpersist()
             failpoint(f"collect.{table.name}")
+        # a job declaring input streams: its load model, fitted on what was just written
+        for table, count, version in fit_stage(spark, paths, job, period_end):
+            rows[table.name], versions[table.name] = count, version
         write_collect_marker(paths, job.job_id, period_end, versions, rows,
                              read_runtime_report(landed))
         failpoint("collect.marker")
     ordered = {t.name: rows[t.name] for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS)}
     ordered.update({t.name: rows[t.name] for t, _ in facets})
+    ordered.update({LOAD_MODEL.name: rows[LOAD_MODEL.name]} if LOAD_MODEL.name in rows else {})
     return CollectResult(job.job_id, format_period_end(period_end), ordered, versions)

@@ -67,6 +67,8 @@ def with_sources(state: ClusterState, job: JobConfig, kg_rows: list[dict[str, An
 def check_strategy_facets(job: JobConfig, strategy: str, state: ClusterState) -> None:
     """Refuse a strategy whose required facets the period's data lack (a clear message)."""
     needed = set(STRATEGIES[strategy].facets) - _MAY_BE_EMPTY
+    if state.streams:  # declared streams, load model not fitted yet: jobs/load_model.py keeps
+        needed.discard("load_model")  # the placement until it is (`keep_until_fitted`)
     missing = sorted(needed - state.facets)
     if missing:
         raise StageError(

@@ -10,6 +10,9 @@ unknown source or a negative rate reaches validate, whose suites name the offend
 (schemas/expectations/subscriptions.json, source_stats.json), and planning stops there.
 
 A fixed job may land the facets too (they are collected when present); a dynamic job must.
+A job declaring its input streams (``[jobs.<id>.load_model]``) must land ``streams/`` (each
+stream's rate over the period), copied into ``stream_stats`` the same way; collect then fits the
+load model on it (jobs/load_model.py).
 """
 
 from __future__ import annotations
@@ -23,8 +26,16 @@ import pyarrow.parquet as pq
 from jobs.errors import StageError
 from jobs.validation import ValidationReport
 from schemas.config import JobConfig, Paths
-from schemas.landing import FACET_SCHEMAS, SOURCES, SUBSCRIPTIONS, format_period_end, period_dir
-from schemas.tables import SOURCE_STATS, Table
+from schemas.landing import (
+    FACET_GROUPS,
+    FACET_SCHEMAS,
+    SOURCES,
+    STREAMS,
+    SUBSCRIPTIONS,
+    format_period_end,
+    period_dir,
+)
+from schemas.tables import SOURCE_STATS, STREAM_STATS, Table
 from schemas.tables import SUBSCRIPTIONS as SUBSCRIPTIONS_TABLE
 
 if TYPE_CHECKING:
@@ -34,7 +45,8 @@ __all__ = ["FACET_TABLES", "check_facet_landing", "facet_frames", "read_facet_ro
            "validate_facets_of"]
 
 #: landing dataset -> its Delta table, in write order (both before keygroup_stats)
-FACET_TABLES: dict[str, Table] = {SOURCES: SOURCE_STATS, SUBSCRIPTIONS: SUBSCRIPTIONS_TABLE}
+FACET_TABLES: dict[str, Table] = {SOURCES: SOURCE_STATS, SUBSCRIPTIONS: SUBSCRIPTIONS_TABLE,
+                                  STREAMS: STREAM_STATS}
 
 
 def check_facet_landing(paths: Paths, job: JobConfig, period_end: datetime
@@ -45,18 +57,43 @@ def check_facet_landing(paths: Paths, job: JobConfig, period_end: datetime
     where = period_dir(paths.landing, job.job_id, period_end)
     land_cmd = f"reconf land --job {job.job_id} --period-end {format_period_end(period_end)}"
     present = {kind: (where / kind).is_dir() for kind in FACET_SCHEMAS}
-    if not any(present.values()) and not job.dynamic:
-        return {}
+    declared = {"dynamic": job.dynamic, "load_model": job.load_model is not None}
     files: dict[str, list[Path]] = {}
-    for kind, schema in FACET_SCHEMAS.items():
-        if not present[kind]:
+    for group, kinds in FACET_GROUPS.items():
+        if not any(present[k] for k in kinds) and not declared[group]:
+            continue
+        _check_group(where, kinds, present, declared[group], group, land_cmd)
+        files.update(_check_files(where, kinds, land_cmd))
+    return files
+
+
+def _check_group(where: Path, kinds: tuple[str, ...], present: dict[str, bool], declared: bool,
+                 group: str, land_cmd: str) -> None:
+    """A group's datasets land together; a job declaring the group must land it."""
+    for kind in kinds:
+        if present[kind]:
+            continue
+        if group == "load_model":
             raise StageError(
-                f"job {job.job_id!r} declares units = \"dynamic\" but the period has no {kind} "
-                "dataset" if job.dynamic else f"the period has a {'/'.join(k for k, p in present.items() if p)} dataset but no {kind}",
-                where=str(where / kind),
-                fix=f"the runtime of a dynamic job lands {', '.join(FACET_SCHEMAS)} every period "
-                    f"(schemas/landing.py FACET_SCHEMAS); land the period again (`{land_cmd}`)",
-            )
+                f"the job declares input streams ([jobs.<id>.load_model]) but the period has "
+                f"no {kind} dataset", where=str(where / kind),
+                fix=f"the runtime of a job with declared streams lands their rates every period "
+                    f"(schemas/landing.py FACET_SCHEMAS[{kind!r}]); land the period again "
+                    f"(`{land_cmd}`)")
+        raise StageError(
+            f"job declares units = \"dynamic\" but the period has no {kind} "
+            "dataset" if declared else f"the period has a {'/'.join(k for k in kinds if present[k])} dataset but no {kind}",
+            where=str(where / kind),
+            fix=f"the runtime of a dynamic job lands {', '.join(kinds)} every period "
+                f"(schemas/landing.py FACET_SCHEMAS); land the period again (`{land_cmd}`)",
+        )
+
+
+def _check_files(where: Path, kinds: tuple[str, ...], land_cmd: str) -> dict[str, list[Path]]:
+    """Each kind's Parquet files, after checking each has exactly the contract's columns."""
+    files: dict[str, list[Path]] = {}
+    for kind in kinds:
+        schema = FACET_SCHEMAS[kind]
         found = sorted((where / kind).glob("*.parquet"))
         for file in found:
             try:

@@ -216,6 +216,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
     from jobs.errors import StageError
     from jobs.facet_tables import read_facet_rows
     from jobs.lake import Start, ensure_tables, starting_point
+    from jobs.load_model import with_load_model
     from jobs.markers import check_validated, read_collect_marker, runtime_of
     from jobs.plan import build_state, check_budget, job_budget, no_stats_error, resolve_strategy
     from jobs.scaling import earlier_sections
@@ -259,6 +260,13 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         strat, params = resolved[job.job_id]
         state = build_state(job, kgs[job.job_id], nodes.get(job.job_id, []),
                             edges.get(job.job_id, []), start.assignment)
+        try:
+            state = with_load_model(spark, paths, job, period_end, strat, state)
+        except StageError as exc:  # e.g. a stream's lower bound above its observed rate
+            if strict:
+                raise
+            refused[job.job_id] = exc.what
+            continue
         ready = prepared[job.job_id] = prepare_units(
             job, strat, state, kgs[job.job_id], read_facet_rows(spark, paths, job, period_end,
                                                                 marker),

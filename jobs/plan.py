@@ -30,6 +30,7 @@ from jobs.lake import (
     starting_point,
     table_version,
 )
+from jobs.load_model import with_load_model
 from jobs.markers import check_validated, read_collect_marker, runtime_of
 from jobs.network_facet import attach_network
 from jobs.scaling import earlier_sections, solve
@@ -208,6 +209,7 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
     start = starting_point(spark, paths, job.job_id, period_end, runtime)
     state = build_state(job, kg_rows, node_rows, edge_rows, start.assignment)
     state, params = attach_network(job, state, strategy, params)
+    state = with_load_model(spark, paths, job, period_end, strategy, state)  # declared streams
     # a dynamic job's sources, subscriptions and arrivals (jobs/dynamic_units.py)
     prepared = prepare_units(job, strategy, state, kg_rows,
                              read_facet_rows(spark, paths, job, period_end, marker),

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.lake import read_table
+from jobs.load_model import keep_until_fitted
 from placement.model import Budget, ClusterState, Node, Plan
 from placement.registry import get_strategy
 from placement.scaling import ScalingOutcome, scaling_cycle
@@ -115,6 +116,8 @@ def solve(state: ClusterState, budget: Budget, strategy: str, params: Mapping[st
     """The one place that decides scale-or-not: Algorithm 1 for a job with a `[scaling]` table
     (`sections`: earlier published scaling sections), else the strategy alone. Pure: the plan
     stage and fleet planning's executors both call it."""
+    if (kept := keep_until_fitted(state, strategy)) is not None:  # no load model yet
+        return Solved(kept, state, None)
     if scaling is None:
         plan = get_strategy(strategy)(state, budget, time_limit_s=time_limit_s, **params)
         return Solved(plan, state, None)

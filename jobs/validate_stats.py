@@ -25,6 +25,7 @@ import pandas as pd
 from jobs.errors import StageError, job_lock
 from jobs.facet_tables import validate_facets_of
 from jobs.lake import Start, ensure_tables, period_predicate, read_table, starting_point
+from jobs.load_model import validate_streams_of
 from jobs.markers import (
     collect_marker_path,
     read_collect_marker,
@@ -122,6 +123,8 @@ def _validate(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSe
                             expected_keygroups=expected, known_nodes=known_nodes)
     report = validate_facets_of(spark, paths, job, period_end, marker,
                                 set(keygroups["keygroup"].dropna()), known_nodes, report)
+    report = validate_streams_of(spark, paths, job, period_end, marker or {},
+                                 set(keygroups["keygroup"].dropna()), report)
     document = {"job_id": job.job_id, "period_end": stamp, "expected_keygroups_from": expected_from,
                 "known_nodes_from": "the runtime's report" if runtime is not None
                 else "the nodes that sent samples",

@@ -29,14 +29,16 @@ import pandas as pd
 from schemas.tables import (
     COMM_STATS,
     KEYGROUP_STATS,
+    LOAD_MODEL,
     NODE_STATS,
     SOURCE_STATS,
+    STREAM_STATS,
     SUBSCRIPTIONS,
     Table,
 )
 
 __all__ = ["MAX_ROWS", "SUITE_DIR", "Failure", "ValidationReport", "load_suite", "validate_facets",
-           "validate_stats"]
+           "validate_stats", "validate_streams"]
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "schemas" / "expectations"
 MAX_ROWS = 10  # offending rows kept per failure: enough to act on, small enough to print
@@ -44,7 +46,7 @@ MAX_ROWS = 10  # offending rows kept per failure: enough to act on, small enough
 # The three tables in report order; their row key minus the partition columns names a bad row.
 _TABLES: tuple[Table, ...] = (KEYGROUP_STATS, COMM_STATS, NODE_STATS)
 # A dynamic job's facet tables (jobs/facet_tables.py), validated by `validate_facets`.
-_FACET_TABLES: tuple[Table, ...] = (SOURCE_STATS, SUBSCRIPTIONS)
+_FACET_TABLES: tuple[Table, ...] = (SOURCE_STATS, SUBSCRIPTIONS, STREAM_STATS, LOAD_MODEL)
 _PARTITION = ("job_id", "period_end")
 
 
@@ -165,6 +167,27 @@ def validate_facets(
     engine = _engine()
     failures = engine.run(SOURCE_STATS, _with_all_columns(sources, SOURCE_STATS), params)
     failures += engine.run(SUBSCRIPTIONS, subs, params)
+    return ValidationReport(success=not failures, failures=tuple(failures))
+
+
+def validate_streams(
+    streams: pd.DataFrame,
+    load_model: pd.DataFrame | None,
+    *,
+    declared_streams: Collection[str],
+    running_units: Collection[str],
+) -> ValidationReport:
+    """Check a period's input stream rates (``stream_stats``: one finite rate >= 0 per declared
+    stream, no other stream) and, when collect fitted one, its load model (``load_model``: every
+    running unit, every coefficient finite and >= 0, only declared streams)."""
+    params = {
+        "declared_streams": sorted({str(s) for s in declared_streams}),
+        "running_units": sorted({str(u) for u in running_units}),
+    }
+    engine = _engine()
+    failures = engine.run(STREAM_STATS, _with_all_columns(streams, STREAM_STATS), params)
+    if load_model is not None:
+        failures += engine.run(LOAD_MODEL, _with_all_columns(load_model, LOAD_MODEL), params)
     return ValidationReport(success=not failures, failures=tuple(failures))
 
 

@@ -14,6 +14,13 @@ papers/albic-milp-madsen2016.txt:
   node whose key groups cannot give up ``0.5 * varies`` drifts down by what they can.
 - the drift is fresh each period and targets the nodes of the CURRENT assignment, while loads
   belong to key groups: a planner that balanced the last period finds new imbalance in the next.
+With ``streams = d > 0`` the job reads d input streams ``in0``..``in<d-1>`` (ROD's linear load
+model, Xing et al. 2006 §2.2) and its loads are exactly linear in their rates, with known true
+coefficients (`true_coefficients`): a key group of operator o reads stream ``in<o mod d>``, and an
+odd-indexed one also ``in<(o+1) mod d>`` at half the weight, scaled so that its load at the mean
+rate ``STREAM_RATE`` is its base load. Each period every stream's rate is drawn uniformly in
+[0.5, 1.5] × ``STREAM_RATE`` (`stream_rates`) and landed as the ``streams/`` facet dataset; the
+§5.1 drift is off (``varies`` unused), so a fit over d periods recovers the coefficients exactly.
 Everything is a function of (spec, period_end, current assignment) — never of wall clock or call
 order — so re-landing a period gives byte-identical files.
 
@@ -45,12 +52,22 @@ from runtime.source import (
     save_state,
     write_period,
 )
-from schemas.landing import EDGES, KEYGROUPS, NODES, SCHEMAS, format_period_end, parse_period_end
+from schemas.landing import (
+    EDGES,
+    FACET_SCHEMAS,
+    KEYGROUPS,
+    NODES,
+    SCHEMAS,
+    STREAMS,
+    format_period_end,
+    parse_period_end,
+)
 
 __all__ = [
     "DRIFT_FRACTION",
     "MAX_CUT",
     "STATE_BYTES_PER_TUPLE",
+    "STREAM_RATE",
     "TUPLES_PER_LOAD_PCT_S",
     "TUPLE_BYTES",
     "PeriodLoads",
@@ -62,6 +79,9 @@ __all__ = [
     "keygroup_name",
     "node_name",
     "period_loads",
+    "stream_rates",
+    "stream_table",
+    "true_coefficients",
 ]
 
 
@@ -69,6 +89,7 @@ DRIFT_FRACTION = 0.2
 MAX_CUT = 0.9
 TUPLES_PER_LOAD_PCT_S = 20
 TUPLE_BYTES = 100
+STREAM_RATE = 1000.0  # mean rate of an input stream, tuples/s
 STATE_BYTES_PER_TUPLE = 64
 
 _INT_FIELDS = (
@@ -78,8 +99,9 @@ _INT_FIELDS = (
     "seed",
     "samples_per_period",
     "period_s",
+    "streams",
 )
-_LIMITS = {"keygroups_per_operator": 1000, "nodes": 100}
+_LIMITS = {"keygroups_per_operator": 1000, "nodes": 100, "streams": 20}
 _US = timedelta(microseconds=1)
 
 
@@ -104,6 +126,7 @@ class SyntheticSpec:
     seed: int = 7
     samples_per_period: int = 5
     period_s: int = 300
+    streams: int = 0
 
     def __post_init__(self) -> None:
         job = self.job_id
@@ -111,7 +134,7 @@ class SyntheticSpec:
             raise ValueError(f"job_id must be one path component, not hidden, got {job!r}")
         for name in _INT_FIELDS:
             value = getattr(self, name)
-            low, high = (0 if name == "seed" else 1), _LIMITS.get(name)
+            low, high = (0 if name in ("seed", "streams") else 1), _LIMITS.get(name)
             if type(value) is not int or value < low or (high is not None and value > high):
                 bound = f"between {low} and {high}" if high else f">= {low}"
                 raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
@@ -174,6 +197,10 @@ class SyntheticSpec:
     def node_names(self) -> tuple[str, ...]:
         return tuple(node_name(i) for i in range(self.nodes))
 
+    @property
+    def stream_names(self) -> tuple[str, ...]:
+        return tuple(f"in{k}" for k in range(self.streams))
+
 
 def initial_assignment(spec: SyntheticSpec) -> dict[str, str]:
     """Round-robin: every node gets the same number of key groups (±1), of every operator."""
@@ -194,6 +221,32 @@ def base_loads(spec: SyntheticSpec) -> dict[str, float]:
     return {kg: float(mean * (1.0 + f)) for kg, f in zip(kgs, factors, strict=True)}
 
 
+def true_coefficients(spec: SyntheticSpec) -> dict[str, dict[str, float]]:
+    """l_jk (% of a node per tuple/s) of every key group on every stream (module doc); {} when
+    the job reads no streams."""
+    if not spec.streams:
+        return {}
+    base, names = base_loads(spec), spec.stream_names
+    out: dict[str, dict[str, float]] = {}
+    for o in range(spec.operators):
+        for i in range(spec.keygroups_per_operator):
+            kg = keygroup_name(o, i)
+            weights = dict.fromkeys(names, 0.0)
+            weights[names[o % spec.streams]] += 1.0
+            if i % 2 and spec.streams > 1:
+                weights[names[(o + 1) % spec.streams]] += 0.5
+            total = sum(weights.values())
+            out[kg] = {k: base[kg] * w / total / STREAM_RATE for k, w in weights.items()}
+    return out
+
+
+def stream_rates(spec: SyntheticSpec, period_end: datetime) -> dict[str, float]:
+    """Each input stream's rate over the period ending at `period_end`, tuples/s."""
+    rng = _rng(spec.seed, "streams", format_period_end(period_end))
+    factors = rng.uniform(0.5, 1.5, size=spec.streams)
+    return {k: float(STREAM_RATE * f) for k, f in zip(spec.stream_names, factors, strict=True)}
+
+
 @dataclass(frozen=True)
 class PeriodLoads:
     """Key-group loads of one period, and the drift applied per node (for tests and debugging)."""
@@ -205,7 +258,13 @@ class PeriodLoads:
 def period_loads(
     spec: SyntheticSpec, period_end: datetime, assignment: Mapping[str, str]
 ) -> PeriodLoads:
-    """Base loads plus this period's §5.1 drift on the nodes `assignment` uses (see module doc)."""
+    """Base loads plus this period's §5.1 drift on the nodes `assignment` uses (see module doc);
+    for a job reading streams, the linear load of this period's rates."""
+    if spec.streams:
+        rates = stream_rates(spec, period_end)
+        linear = {kg: sum(c * rates[k] for k, c in row.items())
+                  for kg, row in true_coefficients(spec).items()}
+        return PeriodLoads(MappingProxyType(linear), MappingProxyType({}))
     loads = base_loads(spec)
     by_node: dict[str, list[str]] = {}
     for kg in sorted(assignment):
@@ -312,6 +371,21 @@ def build_tables(
     }
 
 
+def stream_table(spec: SyntheticSpec, period_end: datetime) -> dict[str, pa.Table]:
+    """The ``streams/`` facet dataset of a job reading streams: one row per stream, stamped at
+    the period's first sample ({} when the job reads none)."""
+    if not spec.streams:
+        return {}
+    end = parse_period_end(format_period_end(period_end))
+    rates = stream_rates(spec, end)
+    first = end - timedelta(seconds=spec.period_s)
+    schema = FACET_SCHEMAS[STREAMS]
+    columns = {"ts": [first] * len(rates), "stream": list(rates),
+               "tuples_per_s": list(rates.values())}
+    return {STREAMS: pa.Table.from_arrays([pa.array(columns[f.name], type=f.type)
+                                           for f in schema], schema=schema)}
+
+
 def _table(kind: str, columns: Mapping[str, object]) -> pa.Table:
     schema = SCHEMAS[kind]
     arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
@@ -357,7 +431,8 @@ class SyntheticJob:
 
     def land_period(self, landing_root: Path, period_end: datetime) -> Path:
         tables = build_tables(self.spec, period_end, self._state.assignment, self._state.nodes)
-        return write_period(Path(landing_root), self.spec.job_id, period_end, tables, self._state)
+        return write_period(Path(landing_root), self.spec.job_id, period_end, tables, self._state,
+                            facets=stream_table(self.spec, period_end))
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
         current = self._state

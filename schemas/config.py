@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from schemas.strategies import PIPELINE_PARAMS, STRATEGIES
+from schemas.streams import LoadModelConfig, parse_load_model
 
 __all__ = [
     "MAX_MIGRATIONS",
@@ -58,6 +59,7 @@ _STRATEGY_KEYS = {
     "units",
     "shadow_strategies",
     "shadow_time_budget_s",
+    "load_model",
 }
 # The strategies' names, from their one table (schemas/strategies.py, which the registry reads).
 STRATEGY_NAMES = frozenset(STRATEGIES)
@@ -192,6 +194,8 @@ class JobConfig:
     shadow_strategies: tuple[str, ...] | None = None
     # Wall time all shadow plans of one period may take together; 0 turns shadows off.
     shadow_time_budget_s: float = 60.0
+    # declared input streams, rate lower bounds and K: the load-model facet (schemas/streams.py)
+    load_model: LoadModelConfig | None = None
 
     @property
     def dynamic(self) -> bool:
@@ -368,6 +372,11 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
                               f"every period) or \"dynamic\" (units arrive and leave between "
                               f"periods), got {raw['units']!r}")
         kwargs["units"] = raw["units"]
+    if "load_model" in raw:
+        try:
+            kwargs["load_model"] = parse_load_model(raw["load_model"])
+        except ValueError as exc:
+            raise ConfigError(f"{where}.load_model: {exc}") from exc
     if "strategy_params" in raw:
         kwargs["strategy_params"] = _strategy_params(raw["strategy_params"],
                                                      f"{where}.strategy_params")

@@ -26,12 +26,14 @@ import pyarrow as pa
 
 __all__ = [
     "EDGES",
+    "FACET_GROUPS",
     "FACET_SCHEMAS",
     "KEYGROUPS",
     "NODES",
     "RUNTIME_REPORT",
     "SCHEMAS",
     "SOURCES",
+    "STREAMS",
     "SUBSCRIPTIONS",
     "SUCCESS_MARKER",
     "RuntimeReport",
@@ -45,6 +47,7 @@ SUCCESS_MARKER = "_SUCCESS"
 RUNTIME_REPORT = "_RUNTIME.json"
 KEYGROUPS, EDGES, NODES = "keygroups", "edges", "nodes"
 SUBSCRIPTIONS, SOURCES = "subscriptions", "sources"
+STREAMS = "streams"
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -101,7 +104,20 @@ FACET_SCHEMAS: dict[str, pa.Schema] = {
             ("bytes_per_s", pa.float64()),
         ]
     ),
+    #: a job with declared input streams (ROD, Xing et al. 2006 §2.2; schemas/streams.py): each
+    #: stream's rate over the period, one row per stream and period
+    STREAMS: pa.schema(
+        [
+            ("ts", _TS),
+            ("stream", pa.string()),
+            ("tuples_per_s", pa.float64()),
+        ]
+    ),
 }
+
+#: facet datasets that land together: a dynamic job's (both), a job declaring streams (its rates)
+FACET_GROUPS: dict[str, tuple[str, ...]] = {"dynamic": (SUBSCRIPTIONS, SOURCES),
+                                            "load_model": (STREAMS,)}
 
 
 def format_period_end(period_end: datetime) -> str:

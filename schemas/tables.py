@@ -73,6 +73,20 @@ SUBSCRIPTIONS = Table(
     "job_id STRING, period_end TIMESTAMP, keygroup STRING, node STRING, source STRING",
     ("job_id", "period_end", "keygroup", "source"),
 )
+# A job declaring its input streams (ROD, Xing et al. 2006 §2.2; schemas/streams.py): each
+# stream's rate r_k, and each unit's fitted load coefficient l_jk (% of a node per tuple/s) over
+# the last `periods` periods (jobs/load_model.py), with the fit's relative residual.
+STREAM_STATS = Table(
+    "stream_stats",
+    "job_id STRING, period_end TIMESTAMP, stream STRING, tuples_per_s DOUBLE",
+    ("job_id", "period_end", "stream"),
+)
+LOAD_MODEL = Table(
+    "load_model",
+    "job_id STRING, period_end TIMESTAMP, keygroup STRING, stream STRING, coefficient DOUBLE, "
+    "residual DOUBLE, periods BIGINT",
+    ("job_id", "period_end", "keygroup", "stream"),
+)
 ASSIGNMENT_VERSIONS = Table(
     "assignment_versions",
     "job_id STRING, version BIGINT, plan_id STRING, period_end TIMESTAMP, checksum STRING, "
@@ -92,5 +106,7 @@ TABLES: dict[str, Table] = {
         ASSIGNMENT_VERSIONS,
         SOURCE_STATS,
         SUBSCRIPTIONS,
+        STREAM_STATS,
+        LOAD_MODEL,
     )
 }
