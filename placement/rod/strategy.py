@@ -32,6 +32,7 @@ from placement.rod.baselines import connected_lb, llf
 from placement.rod.clustering import clustered_rod
 from placement.rod.model import LoadModel, weights
 from placement.rod.params import RodParams
+from placement.rod.resilience import plan_resilience
 
 __all__ = ["budgeted", "neighbours", "plan_connected_lb", "plan_llf", "plan_rod", "relabel"]
 
@@ -123,15 +124,28 @@ def _quartic(w: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _finish(name: str, state: ClusterState, model: LoadModel, bins: Bins, budget: Budget,
-            started: float, note: str = "") -> Plan:
+            started: float, note: str = "", *, never_worse: bool = False) -> Plan:
     target = relabel(state, model, bins)
     assignment, left = budgeted(state, model, target, budget)
     message = note
     if left:
         message = f"{note}; " if note else ""
         message += f"{left} move(s) toward the {name} target left out by the budget"
+    draining = {n.id for n in state.nodes if n.marked_for_removal} & set(state.assignment.values())
+    if (never_worse and not state.arrivals and not draining
+            and assignment != dict(state.assignment)):
+        now, then = _ratio(state, state.assignment), _ratio(state, assignment)
+        if then <= now:  # ROD is a heuristic: its target can be less resilient than today's
+            assignment = dict(state.assignment)
+            message = (f"the {name} placement's feasible-set ratio {then:.3f} is not above the "
+                       f"current placement's {now:.3f}: units stay where they are")
     return make_plan(name, state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
                      started=started, message=message)
+
+
+def _ratio(state: ClusterState, assignment: Mapping[str, str]) -> float:
+    """F/F* of `assignment`, as every plan reports it (placement/rod/resilience.py)."""
+    return plan_resilience(state, assignment).get("feasible_set_ratio", 0.0)
 
 
 def _allowed(state: ClusterState, model: LoadModel) -> NDArray[np.bool_]:
@@ -166,7 +180,7 @@ def plan_rod(state: ClusterState, budget: Budget, params: RodParams | None = Non
         safe = np.where(allowed, share, 1.0)  # never chosen: only to keep W finite
         bins = rod_assign(coef, norm, safe, lower=lower, class2=params.class2,
                           sort=params.sort, neighbours=near, allowed=allowed)
-    return _finish("rod", state, model, bins, budget, started, note)
+    return _finish("rod", state, model, bins, budget, started, note, never_worse=True)
 
 
 def _clustered(state: ClusterState, model: LoadModel, coef: NDArray[np.float64],

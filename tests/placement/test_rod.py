@@ -316,6 +316,9 @@ def test_rod_plans_are_valid_on_any_state(case: tuple[ClusterState, Budget]) -> 
     if "feasible_set_ratio" in metrics:
         assert 0.0 <= metrics["mmad_bound"] <= metrics["feasible_set_ratio"] + 0.05
         assert metrics["feasible_set_ratio"] <= 1.0 + 1e-9
+    if plan.moves and "feasible_set_ratio" in metrics and not marked & set(state.assignment.values()):
+        # ROD never proposes a placement less resilient than the one in force
+        assert metrics["feasible_set_ratio"] > plan.facet_before["feasible_set_ratio"]
     free = get_strategy("rod")(state, Budget())
     assert "left out" not in free.message
     assert not marked & set(free.assignment.values())
