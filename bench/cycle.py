@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO = 'source = { kind = "synthetic", operators = 4, keygroups_per_operator = 16, nodes = 8, seed = 7, varies = 30 }'
 SIZES_FULL, SIZES_QUICK = (100, 1_000, 10_000, 30_000), (100, 1_000)
 FLEET_FULL, FLEET_QUICK = (1, 2, 4), (1, 2)
-COLUMNS = ("proc_start", "import", "spark", "delta", "ge", "solver", "mlflow", "other")
+COLUMNS = ("proc_start", "import", "spark", "read", "delta", "ge", "solver", "mlflow", "other")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
