@@ -116,9 +116,13 @@ def run_stage(stage: str, job_id: str, period_end: str) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
-    if args[:1] == ["--serve"]:  # a long-lived worker: one "STAGE JOB PERIOD" line per stage
+    if args[:1] == ["--serve"]:  # a long-lived worker: one "STAGE JOB PERIOD [HOME]" per stage
+        import os
+
         for line in sys.stdin:
-            stage, job_id, period_end = line.split()
+            stage, job_id, period_end, *home = line.split()
+            if home:  # one worker can serve several RECONF_HOMEs (the bench's warm-up cycles)
+                os.environ["RECONF_HOME"] = home[0]
             print("BENCH-JSON " + json.dumps(run_stage(stage, job_id, period_end)), flush=True)
         return 0
     stage, job_id, period_end = args[:3]
