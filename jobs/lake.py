@@ -113,10 +113,7 @@ def replace_rows(df: DataFrame, paths: Paths, table: Table, where: str) -> int:
 
 
 def table_version(spark: SparkSession, paths: Paths, name: str) -> int:
-    """The table's newest Delta version (SQL, so it works over Spark Connect too).
-
-    One round trip: DESCRIBE HISTORY runs eagerly and its row comes back with the answer.
-    """
+    """The table's newest Delta version (SQL, so it works over Spark Connect too)."""
     rows = spark.sql(f"DESCRIBE HISTORY {delta_path(paths.table(name))} LIMIT 1").collect()
     return int(rows[0]["version"]) if rows else -1
 

@@ -65,15 +65,15 @@ _CLIENTS_LOCK = threading.Lock()
 
 
 def _client(paths: Paths) -> Any:
-    """The process's client of the store at `paths` (created once: creating one opens and checks
-    the tracking store, which costs more than a cycle's logging)."""
+    """The process's client of the store at `paths`, created once (with MLflow's import and the
+    store's opening and schema check, the first costs seconds; the stages log several times)."""
+    paths.mlflow.mkdir(parents=True, exist_ok=True)
     with _CLIENTS_LOCK:
         client = _CLIENTS.get(paths.mlflow_uri)
         if client is None:
             from mlflow import MlflowClient
 
             os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # no bars in logs
-            paths.mlflow.mkdir(parents=True, exist_ok=True)
             client = _CLIENTS[paths.mlflow_uri] = MlflowClient(tracking_uri=paths.mlflow_uri)
         return client
 
