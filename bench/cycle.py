@@ -3,22 +3,26 @@
 A cycle is: the runtime stand-in lands a period, collect, validate, plan, publish, the runtime
 applies the new version. Three ways to run the four stages, side by side in one run:
 
-- `process+jvm` (today): each stage in a fresh Python process with its own in-process Spark
-  (a JVM per stage), as an Airflow task runs it;
+- `process+jvm` (the old path): each stage in a fresh Python process with its own in-process
+  Spark (a JVM per stage), as an Airflow task ran it before Spark Connect;
 - `process+connect`: each stage in a fresh process as a thin client of one Spark Connect server
   (`RECONF_SPARK_REMOTE`), as an Airflow task runs it after `make up`;
 - `worker+connect`: the stages in one long-lived process (imports, GE context, MLflow client and
   the Connect session warm), the floor a resident worker reaches.
 
 Per stage: wall seconds and its layers (bench/cycle_stage.py: process start, imports, Spark
-session, Delta, GE, solver, MLflow, other). Every (job, mode) gets its own RECONF_HOME, runs one
-untimed warm-up cycle (period 1; the server's JIT, MLflow's schema) and times period 2, whose
-plan starts from period 1's published assignment. Growth: synthetic jobs of 10^2 .. 3*10^4 key
-groups (greedy strategy, so the solver does not hide the pipeline), and 1, 2, 4 demo-sized jobs
-cycled at once (one thread per job, Airflow-style). The Connect server is started on a free port
-(infra/spark-connect.sh) unless `--remote` names one, and stopped at the end. `--quick`: the old
-path for the demo job only, sizes 10^2 and 10^3, 1 and 2 jobs (about 15 minutes on 2 busy
-cores; most of it the old path's JVM starts).
+session, the concurrent reads, Delta, GE, solver, MLflow, other), and the machine's load average
+when the cycle ended. Every (job, mode) gets its own RECONF_HOME; its untimed warm-up cycle
+(period 1: table creation, MLflow's schema, the server's JIT) runs in one resident Connect worker
+shared by all homes (the tables are the same whichever path writes them,
+tests/jobs/test_connect_path.py), then period 2 is timed as the mode says; it plans from period
+1's published assignment. Growth: synthetic jobs of 10^2 .. 3*10^4 key groups (greedy strategy,
+so the solver does not hide the pipeline), and 1, 4, 16 demo-sized jobs cycled at once on the
+one server, each by its own resident worker (as Airflow runs DAGs side by side): the mean
+stage times, the wall until all are applied and the cycles per minute. The Connect server is
+started on a free port (infra/spark-connect.sh) unless `--remote` names one, and stopped at the
+end. `--quick` (a few minutes): the old path for the demo job only, sizes 10^2 and 10^3, 1 and 4
+jobs.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +47,9 @@ MODES = ("process+jvm", "process+connect", "worker+connect")
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = 'source = { kind = "synthetic", operators = 4, keygroups_per_operator = 16, nodes = 8, seed = 7, varies = 30 }'
 SIZES_FULL, SIZES_QUICK = (100, 1_000, 10_000, 30_000), (100, 1_000)
-FLEET_FULL, FLEET_QUICK = (1, 2, 4), (1, 2)
-COLUMNS = ("proc_start", "import", "spark", "delta", "ge", "solver", "mlflow", "other")
+FLEET_FULL, FLEET_QUICK = (1, 4, 16), (1, 4)
+COLUMNS = ("proc_start", "import", "spark", "read", "delta", "ge", "solver", "mlflow", "other")
+FLEET_MODE = "worker+connect"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,11 +99,12 @@ def _worker(env: dict[str, str]) -> subprocess.Popen[str]:
                             cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
 
-def _stage_in_worker(worker: subprocess.Popen[str], stage: str, job_id: str, period: str) -> dict[str, float]:
+def _stage_in_worker(worker: subprocess.Popen[str], stage: str, job_id: str, period: str,
+                     home: str | None = None) -> dict[str, float]:
     import json
 
     assert worker.stdin is not None and worker.stdout is not None
-    worker.stdin.write(f"{stage} {job_id} {period}\n")
+    worker.stdin.write(f"{stage} {job_id} {period}{' ' + home if home else ''}\n")
     worker.stdin.flush()
     while True:
         line = worker.stdout.readline()
@@ -108,9 +115,18 @@ def _stage_in_worker(worker: subprocess.Popen[str], stage: str, job_id: str, per
             return {"proc_start": 0.0, **{k: float(v) for k, v in row.items()}}
 
 
+def _load() -> float:
+    """The 1-minute load average (shown beside every figure: the machine is shared)."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
 def _cycle(mode: str, job_id: str, period: Any, env: dict[str, str],
-           worker: subprocess.Popen[str] | None) -> dict[str, Any]:
-    """Land, the four stages, apply: seconds per step and per layer."""
+           worker: subprocess.Popen[str] | None, home: str | None = None) -> dict[str, Any]:
+    """Land, the four stages, apply: seconds per step and per layer. `home`: the RECONF_HOME a
+    shared worker switches to (the warm-up worker)."""
     from reconf.settings import make_source
     from schemas.config import Paths, resolve_job
     from schemas.landing import format_period_end
@@ -124,7 +140,7 @@ def _cycle(mode: str, job_id: str, period: Any, env: dict[str, str],
                            "land": time.perf_counter() - t0}
     layers = dict.fromkeys(COLUMNS, 0.0)
     for stage in STAGES:
-        r = (_stage_in_worker(worker, stage, job_id, stamp) if worker is not None
+        r = (_stage_in_worker(worker, stage, job_id, stamp, home) if worker is not None
              else _stage_in_process(stage, job_id, stamp, env))
         row[stage] = r["wall"]
         for k in COLUMNS:
@@ -136,6 +152,7 @@ def _cycle(mode: str, job_id: str, period: Any, env: dict[str, str],
     row["applied"] = applied.status
     row["total"] = time.perf_counter() - t0
     row["layers"] = {k: round(v, 3) for k, v in layers.items()}
+    row["load"] = _load()
     return row
 
 
@@ -152,36 +169,71 @@ def _env(root: Path, mode: str, config: Path, remote: str | None) -> dict[str, s
     return env
 
 
-def _timed_cycles(mode: str, jobs: list[str], root: Path, config: Path, remote: str | None,
-                  ) -> list[dict[str, Any]]:
-    """Warm-up cycle (period 1) then the timed cycle (period 2) of each job, the jobs at once."""
-    from datetime import UTC, datetime, timedelta
+_P1 = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=5)
+_P2 = _P1 + timedelta(minutes=5)
 
+
+def _timed_cycle(mode: str, job_id: str, root: Path, config: Path, remote: str | None,
+                 warm: subprocess.Popen[str]) -> dict[str, Any]:
+    """The job's warm-up cycle (period 1), then its timed cycle (period 2) as `mode` runs the
+    stages. A resident worker warms up itself (its imports, GE context, MLflow client and
+    session stay warm); the per-process modes warm up in the shared warm-up worker, which
+    spares the old path four JVM starts of an untimed cycle."""
     env = _env(root, mode, config, remote)
-    p1 = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=5)
-    p2 = p1 + timedelta(minutes=5)
+    worker = _worker(env) if mode.startswith("worker") else None
+    try:
+        if worker is not None:
+            _cycle(mode, job_id, _P1, env, worker)
+        else:
+            _cycle("warm-up", job_id, _P1, env, warm, home=env["RECONF_HOME"])
+        row = _cycle(mode, job_id, _P2, env, worker)
+    finally:
+        _close(worker)
+    row["jobs_at_once"] = 1
+    _progress(row)
+    return row
 
-    def one(job_id: str) -> dict[str, Any]:
-        worker = _worker(env) if mode.startswith("worker") else None
-        try:
-            _cycle(mode, job_id, p1, env, worker)
-            return _cycle(mode, job_id, p2, env, worker)
-        finally:
-            if worker is not None and worker.stdin is not None:
-                worker.stdin.close()
-                worker.wait(timeout=120)
 
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        rows = list(pool.map(one, jobs))
-    for row in rows:
-        row["jobs_at_once"] = len(jobs)
-        _progress(row)
-    return rows
+def _close(worker: subprocess.Popen[str] | None) -> None:
+    if worker is not None and worker.stdin is not None:
+        worker.stdin.close()
+        worker.wait(timeout=120)
+
+
+def _fleet(k: int, root: Path, config: Path, remote: str | None) -> dict[str, Any]:
+    """k demo-sized jobs cycled at once on the one server, one resident worker each: the mean
+    of each step, the wall until every job's version is applied, cycles per minute."""
+    env = _env(root / f"fleet{k}", FLEET_MODE, config, remote)
+    jobs = ["demo"] + [f"demo{i}" for i in range(2, k + 1)]
+    workers = {job: _worker(env) for job in jobs}
+    try:
+        with ThreadPoolExecutor(max_workers=k) as pool:
+            # warm-up: the first job alone (it creates the tables and MLflow's schema), then the rest
+            _cycle(FLEET_MODE, jobs[0], _P1, env, workers[jobs[0]])
+            list(pool.map(lambda job: _cycle(FLEET_MODE, job, _P1, env, workers[job]), jobs[1:]))
+            started = time.perf_counter()
+            rows = list(pool.map(lambda job: _cycle(FLEET_MODE, job, _P2, env, workers[job]), jobs))
+            wall = time.perf_counter() - started
+    finally:
+        for worker in workers.values():
+            _close(worker)
+    mean = {step: sum(r[step] for r in rows) / k for step in ("land", *STAGES, "apply", "total")}
+    row: dict[str, Any] = {
+        "mode": FLEET_MODE, "job": "demo", "jobs_at_once": k, **mean,
+        "per_job_total": mean["total"], "total": wall, "cycles_per_min": 60.0 * k / wall,
+        "applied": ",".join(sorted({r["applied"] for r in rows})), "load": _load(),
+        "layers": {c: round(sum(r["layers"][c] for r in rows) / k, 3) for c in COLUMNS},
+    }
+    print(f"  {FLEET_MODE:>15} {k:>3} jobs at once: all applied after {wall:6.1f} s, "
+          f"{row['cycles_per_min']:.1f} cycles/min, load {row['load']:.1f}",
+          file=sys.stderr, flush=True)
+    return row
 
 
 def _progress(row: dict[str, Any]) -> None:
-    print(f"  {row['mode']:>15} {row['job']:>8} x{row['jobs_at_once']}: {row['total']:6.1f} s  "
-          + "  ".join(f"{s} {row[s]:.1f}" for s in STAGES), file=sys.stderr, flush=True)
+    print(f"  {row['mode']:>15} {row['job']:>8}: {row['total']:6.1f} s  "
+          + "  ".join(f"{s} {row[s]:.1f}" for s in STAGES) + f"  load {row['load']:.1f}",
+          file=sys.stderr, flush=True)
 
 
 def start_server(root: Path) -> tuple[str, Any]:
@@ -205,25 +257,38 @@ def _verdict(value: float, target: float) -> str:
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    print(f"\none cycle, land -> applied (seconds; timed period 2 after a warm-up period)\n"
-          f"{'mode':>15} {'job':>8} {'jobs':>4} {'land':>5} "
-          + " ".join(f"{s:>8}" for s in STAGES) + f" {'apply':>5} {'total':>6}  vs today  target")
-    today = {(r["job"], r["jobs_at_once"]): r["total"] for r in rows if r["mode"] == MODES[0]}
-    for r in rows:
-        base = today.get((r["job"], r["jobs_at_once"]))
+    """The cycles of single jobs (modes side by side, the ratio against the old path and the
+    target), their layers, then the jobs-at-once rows."""
+    single = [r for r in rows if r["jobs_at_once"] == 1 and "cycles_per_min" not in r]
+    print(f"\none cycle, land -> applied (seconds; timed period 2 after a warm-up period; load: "
+          f"1-min load average of the 2-core machine at the cycle's end)\n"
+          f"{'mode':>15} {'job':>8} {'land':>5} " + " ".join(f"{s:>8}" for s in STAGES)
+          + f" {'apply':>5} {'total':>6} {'load':>5}  vs old  target (<= {TARGET_S:.0f} s)")
+    old = {r["job"]: r["total"] for r in single if r["mode"] == MODES[0]}
+    for r in single:
+        base = old.get(r["job"])
         ratio = f"{base / r['total']:5.1f}x" if base and r["mode"] != MODES[0] else "     -"
-        target = (f"{_verdict(r['total'], TARGET_S)} (<= {TARGET_S:.0f} s)"
-                  if r["job"] == "demo" and r["jobs_at_once"] == 1 else "")
-        print(f"{r['mode']:>15} {r['job']:>8} {r['jobs_at_once']:>4} {r['land']:5.1f} "
+        print(f"{r['mode']:>15} {r['job']:>8} {r['land']:5.1f} "
               + " ".join(f"{r[s]:8.1f}" for s in STAGES)
-              + f" {r['apply']:5.1f} {r['total']:6.1f}  {ratio:>8}  {target}")
-    print(f"\nlayers of the demo job's cycle (seconds, summed over the four stages)\n"
-          f"{'mode':>15} " + " ".join(f"{c:>10}" for c in COLUMNS))
-    for r in rows:
-        if r["job"] == "demo" and r["jobs_at_once"] == 1:
-            print(f"{r['mode']:>15} " + " ".join(f"{r['layers'][c]:10.2f}" for c in COLUMNS))
-    print(f"{'':>15} proc_start: interpreter start; spark: getting the session (JVM start or "
-          "Connect handshake); other: Spark reads, pandas, Python")
+              + f" {r['apply']:5.1f} {r['total']:6.1f} {r['load']:5.1f}  {ratio:>6}  "
+              + _verdict(r["total"], TARGET_S))
+    print(f"\nlayers (seconds, summed over the four stages)\n{'mode':>15} {'job':>8} "
+          + " ".join(f"{c:>10}" for c in COLUMNS))
+    for r in single:
+        print(f"{r['mode']:>15} {r['job']:>8} " + " ".join(f"{r['layers'][c]:10.2f}" for c in COLUMNS))
+    print(f"{'':>24} proc_start: interpreter start; spark: getting the session (JVM start or "
+          "Connect handshake); read: the stage's concurrent reads (GE/MLflow imports overlap "
+          "them); other: pandas, Python, imports")
+    fleet = [r for r in rows if "cycles_per_min" in r]
+    if fleet:
+        print(f"\njobs cycled at once on one Spark Connect server ({FLEET_MODE}, demo-sized jobs;"
+              " stage columns: mean over the jobs)\n"
+              f"{'jobs':>4} " + " ".join(f"{s:>8}" for s in STAGES)
+              + f" {'cycle/job':>9} {'all applied':>11} {'cycles/min':>10} {'load':>5}")
+        for r in fleet:
+            print(f"{r['jobs_at_once']:>4} " + " ".join(f"{r[s]:8.1f}" for s in STAGES)
+                  + f" {r['per_job_total']:9.1f} {r['total']:11.1f} {r['cycles_per_min']:10.1f}"
+                  f" {r['load']:5.1f}")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -237,25 +302,27 @@ def main(args: argparse.Namespace) -> int:
     config = root / "jobs.toml"
     config.write_text(_config(sizes, max(fleet, default=1)))
     remote, record = (args.remote, None) if args.remote else start_server(root)
+    print(f"bench cycle: server {remote}, work in {root}, load {_load():.1f}", file=sys.stderr,
+          flush=True)
     rows: list[dict[str, Any]] = []
+    warm = _worker(_env(root, "worker+connect", config, remote))
     try:
-        # --quick: today's path only for the demo job
-        modes = tuple(m for m in chosen if not (quick and m == MODES[0]))
-        for mode in chosen:
-            rows += _timed_cycles(mode, ["demo"], root, config, remote)
-        for n in sizes:
+        # the old path at every size only in the full run (a JVM per stage is minutes a cycle)
+        sized = tuple(m for m in chosen if not (quick and m == MODES[0]))
+        for job, modes in [("demo", chosen), *((f"kg{n}", sized) for n in sizes)]:
             for mode in modes:
-                rows += _timed_cycles(mode, [f"kg{n}"], root, config, remote)
-        for k in (k for k in fleet if k > 1):
-            jobs = ["demo"] + [f"demo{i}" for i in range(2, k + 1)]
-            for mode in (m for m in chosen if m.startswith("process")):
-                rows += _timed_cycles(mode, jobs, root / f"fleet{k}", config, remote)
+                rows.append(_timed_cycle(mode, job, root, config, remote, warm))
+        _close(warm)
+        for k in fleet:
+            if FLEET_MODE in chosen:
+                rows.append(_fleet(k, root, config, remote))
     except SystemExit as exc:  # a failed stage: show what was measured before it
         print(exc, file=sys.stderr)
         print_table(rows)
         write_rows(args.json, rows)
         return 1
     finally:
+        _close(warm)
         if record is not None:
             from reconf.procs import stop
 

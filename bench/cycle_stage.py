@@ -4,10 +4,12 @@ Airflow runs a task) or in its own long-lived process (a worker).
 `python -m bench.cycle_stage STAGE JOB PERIOD_END` prints one `BENCH-JSON {...}` line: seconds
 per layer and when the interpreter reached this module (the parent subtracts its spawn time to
 get the process start). Layers are timed by wrapping the stages' own helpers (only the outermost
-wrapped call counts): `spark` = getting the session, `delta` = table creation, commits, the
-plans status update and version look-ups, `ge` = the Great Expectations run (its import
-included), `mlflow` = logging and tagging (the client and its import included), `solver` = the
-plan's own wall time; `other` = what is left: Spark reads, pandas, Python.
+wrapped call of the stage's own thread counts): `spark` = getting the session, `read` = the
+stage's round of concurrent reads (jobs.lake.concurrently: the period's tables, the starting
+point; GE's or MLflow's import overlaps it in a fresh process), `delta` = table creation,
+commits, the plans status update and version look-ups, `ge` = the Great Expectations run,
+`mlflow` = logging and tagging, `solver` = the plan's own wall time; `other` = what is left:
+pandas, Python, the imports not overlapped.
 """
 
 from __future__ import annotations
@@ -19,20 +21,23 @@ ENTERED = time.time()
 import functools  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
+import threading  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 __all__ = ["LAYERS", "STAGES", "run_stage"]
 
 STAGES = ("collect", "validate", "plan", "publish")
-LAYERS = ("spark", "delta", "ge", "mlflow", "solver")
+LAYERS = ("spark", "read", "delta", "ge", "mlflow", "solver")
 _STAGE_MODULES = {"collect": "jobs.collect_stats", "validate": "jobs.validate_stats",
                   "plan": "jobs.plan", "publish": "jobs.publish"}
 # layer -> (module, function) pairs whose calls count as that layer
 _TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
     "spark": (("jobs.spark", "get_spark"),),
+    "read": (("jobs.lake", "concurrently"),),
     "delta": (("jobs.lake", "ensure_tables"), ("jobs.lake", "replace_rows"),
-              ("jobs.lake", "table_version"), ("jobs.publish", "_set_plan_status")),
+              ("jobs.lake", "write_rows"), ("jobs.lake", "table_version"),
+              ("jobs.lake", "table_versions"), ("jobs.publish", "_set_plan_status")),
     "ge": (("jobs.validation", "validate_stats"),),
     "mlflow": (("jobs.tracking", "log_cycle"), ("jobs.tracking", "tag_run")),
 }
@@ -43,11 +48,13 @@ class _Clock:
 
     def __init__(self) -> None:
         self.spent: dict[str, float] = dict.fromkeys(LAYERS, 0.0)
-        self._depth = 0
+        self._depth = 0  # of the main thread: calls inside the stages' query threads are nested
 
     def wrap(self, layer: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread() is not threading.main_thread():
+                return fn(*args, **kwargs)
             self._depth += 1
             start = time.perf_counter()
             try:
@@ -109,9 +116,13 @@ def run_stage(stage: str, job_id: str, period_end: str) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
-    if args[:1] == ["--serve"]:  # a long-lived worker: one "STAGE JOB PERIOD" line per stage
+    if args[:1] == ["--serve"]:  # a long-lived worker: one "STAGE JOB PERIOD [HOME]" per stage
+        import os
+
         for line in sys.stdin:
-            stage, job_id, period_end = line.split()
+            stage, job_id, period_end, *home = line.split()
+            if home:  # one worker can serve several RECONF_HOMEs (the bench's warm-up cycles)
+                os.environ["RECONF_HOME"] = home[0]
             print("BENCH-JSON " + json.dumps(run_stage(stage, job_id, period_end)), flush=True)
         return 0
     stage, job_id, period_end = args[:3]

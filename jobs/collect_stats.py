@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from jobs.errors import StageError, job_lock
 from jobs.facet_tables import check_facet_landing, facet_frames
 from jobs.faults import failpoint
-from jobs.lake import ensure_tables, period_predicate, replace_rows
+from jobs.lake import concurrently, ensure_tables, period_predicate, table_versions, write_rows
 from jobs.load_model import fit_stage
 from jobs.markers import clear_period_markers, write_collect_marker
 from schemas.config import JobConfig, Paths
@@ -156,10 +156,11 @@ _COUNTERS = {KEYGROUPS: ("tuples_in", "tuples_out", "cpu_ms", "state_bytes"),
 
 def _check_samples(
     df: DataFrame, kind: str, in_window: Column, where: Path, window: str, land_cmd: str
-) -> None:
+) -> int:
     """Refuse samples that summing would hide: duplicates, negative counters, and a period with
     no samples in its window. (A NaN or a null survives the sums, and validate names it.) One
-    aggregate per kind; an example row only on failure."""
+    aggregate per kind; an example row only on failure. Returns the rows the kind's table gets
+    for the period: its distinct keys inside the window (what its `groupBy` makes)."""
     from pyspark.sql import functions as F
 
     keys, counters = _SAMPLE_KEYS[kind], _COUNTERS[kind]
@@ -173,6 +174,8 @@ def _check_samples(
         F.count(F.when(in_window, 1)).alias("inside"),
         F.count_distinct(F.when(in_window, key)).alias("distinct"),
         F.count(F.when(in_window & F.coalesce(bad, F.lit(False)), 1)).alias("bad"),
+        # a struct of the keys is never null, so a null key counts as one group, as in groupBy
+        F.count_distinct(F.when(in_window, F.struct(*keys))).alias("groups"),
     ).first()
     assert stats is not None
     fix = f"fix the runtime's {kind} samples and land the period again (`{land_cmd}`)"
@@ -196,6 +199,7 @@ def _check_samples(
             f"{duplicates} {kind} sample(s) repeat another sample's ({', '.join(keys)}, ts), e.g. "
             f"{example.asDict() if example else '?'}; summing them would inflate the load",
             where=str(where / kind), fix=fix)
+    return int(stats["groups"])
 
 
 def collect(
@@ -217,8 +221,10 @@ def collect(
     window = f"[{format_period_end(period_start)}, {format_period_end(period_end)})"
     land_cmd = f"reconf land --job {job.job_id} --period-end {format_period_end(period_end)}"
     raw = {kind: _read(spark, kind, files[kind]) for kind in (KEYGROUPS, EDGES, NODES)}
-    for kind, df in raw.items():
-        _check_samples(df, kind, in_window, landed, window, land_cmd)
+    # the three checks at once (jobs/lake.py `concurrently`); the first failing kind's error wins
+    groups = dict(zip(raw, concurrently(*(
+        lambda kind=kind, df=df: _check_samples(df, kind, in_window, landed, window, land_cmd)
+        for kind, df in raw.items())), strict=True))
 
     kg = raw[KEYGROUPS].where(in_window)
     keygroups = kg.groupBy("keygroup").agg(
@@ -249,17 +255,24 @@ def collect(
 
     ensure_tables(spark, paths)
     where = period_predicate(job.job_id, period_end)
-    rows, versions = {}, {}
+    rows = {KEYGROUP_STATS.name: groups[KEYGROUPS], COMM_STATS.name: groups[EDGES],
+            NODE_STATS.name: groups[NODES]}
     with job_lock(paths, job.job_id, "collect"):
         clear_period_markers(paths, job.job_id, period_end)
         # keygroup_stats last: a reader that finds no key groups says "run collect".
-        for table, df in (*facets, (NODE_STATS, nodes), (COMM_STATS, comm),
-                          (KEYGROUP_STATS, keygroups)):
+        # facet tables (a dynamic job's, declared streams) first: counted as they are written
+        for table, df in facets:
             df = df.cache()
             rows[table.name] = df.count()
-            versions[table.name] = replace_rows(df, paths, table, where)
+            write_rows(df, paths, table, where)
             df.unpersist()
             failpoint(f"collect.{table.name}")
+        for table, df in ((NODE_STATS, nodes), (COMM_STATS, comm), (KEYGROUP_STATS, keygroups)):
+            write_rows(df, paths, table, where)
+            failpoint(f"collect.{table.name}")
+        # the versions after the commits, asked at once
+        versions = table_versions(spark, paths, (*(t.name for t, _ in facets), NODE_STATS.name,
+                                                 COMM_STATS.name, KEYGROUP_STATS.name))
         # a job declaring input streams: its load model, fitted on what was just written
         for table, count, version in fit_stage(spark, paths, job, period_end):
             rows[table.name], versions[table.name] = count, version

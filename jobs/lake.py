@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jobs.errors import StageError
 from schemas.config import Paths
@@ -16,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Start",
+    "concurrently",
     "delta_path",
     "ensure_tables",
     "last_published",
@@ -27,6 +30,8 @@ __all__ = [
     "replace_rows",
     "starting_point",
     "table_version",
+    "table_versions",
+    "write_rows",
 ]
 
 
@@ -75,8 +80,22 @@ def read_table(spark: SparkSession, paths: Paths, table: Table | str) -> DataFra
     return spark.read.format("delta").load(paths.table(name))
 
 
-def replace_rows(df: DataFrame, paths: Paths, table: Table, where: str) -> int:
-    """Atomically replace the rows matching `where` with `df` (one Delta commit); the new version."""
+def concurrently(*calls: Callable[[], Any]) -> list[Any]:
+    """The calls' results, in order, the calls run at once.
+
+    Each small Spark query costs mostly latency (planning, a Delta snapshot update, scheduling,
+    a round trip), not cores, so independent queries of a stage overlap well. Both sessions take
+    queries from several threads: a Spark Connect client is thread-safe, and the in-process
+    session runs each thread's jobs in parallel (PySpark's pinned threads).
+    """
+    if len(calls) <= 1:
+        return [call() for call in calls]
+    with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="reconf-query") as pool:
+        return list(pool.map(lambda call: call(), calls))
+
+
+def write_rows(df: DataFrame, paths: Paths, table: Table, where: str) -> None:
+    """Atomically replace the rows matching `where` with `df` (one Delta commit)."""
     (
         df.select(*table.columns)
         .write.format("delta")
@@ -84,13 +103,26 @@ def replace_rows(df: DataFrame, paths: Paths, table: Table, where: str) -> int:
         .option("replaceWhere", where)
         .save(paths.table(table.name))
     )
+
+
+def replace_rows(df: DataFrame, paths: Paths, table: Table, where: str) -> int:
+    """`write_rows`, then the table's new version (a second query: a stage that writes several
+    tables writes them first and asks their versions at once, `table_versions`)."""
+    write_rows(df, paths, table, where)
     return table_version(df.sparkSession, paths, table.name)
 
 
 def table_version(spark: SparkSession, paths: Paths, name: str) -> int:
     """The table's newest Delta version (SQL, so it works over Spark Connect too)."""
-    row = spark.sql(f"DESCRIBE HISTORY {delta_path(paths.table(name))} LIMIT 1").select("version").first()
-    return int(row[0]) if row else -1
+    rows = spark.sql(f"DESCRIBE HISTORY {delta_path(paths.table(name))} LIMIT 1").collect()
+    return int(rows[0]["version"]) if rows else -1
+
+
+def table_versions(spark: SparkSession, paths: Paths, names: Iterable[str]) -> dict[str, int]:
+    """The newest Delta version of each table, looked up at once."""
+    names = list(names)
+    found = concurrently(*(lambda n=n: table_version(spark, paths, n) for n in names))
+    return dict(zip(names, found, strict=True))
 
 
 def published_assignment(spark: SparkSession, paths: Paths, job_id: str, version: int) -> dict[str, str]:

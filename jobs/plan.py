@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -23,18 +23,20 @@ from jobs.facet_tables import read_facet_rows
 from jobs.faults import failpoint
 from jobs.lake import (
     Start,
+    concurrently,
     ensure_tables,
     period_predicate,
     read_table,
-    replace_rows,
     starting_point,
     table_version,
+    table_versions,
+    write_rows,
 )
 from jobs.load_model import with_load_model
 from jobs.markers import check_validated, read_collect_marker, runtime_of
 from jobs.network_facet import attach_network
 from jobs.scaling import earlier_sections, solve
-from jobs.tracking import CycleRecord, log_cycle, tag_run
+from jobs.tracking import CycleRecord, log_cycle, prepare_client, tag_run
 from jobs.whatif import keep_input
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan
 from placement.registry import check_params, strategy_names
@@ -47,6 +49,7 @@ from schemas.tables import (
     NODE_STATS,
     PLAN_MOVES,
     PLANS,
+    Table,
 )
 
 if TYPE_CHECKING:
@@ -199,14 +202,30 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
           tags: dict[str, str] | None) -> PlanResult:
     where = period_predicate(job.job_id, period_end)
     stamp = format_period_end(period_end)
-    kg_rows = [r.asDict() for r in read_table(spark, paths, KEYGROUP_STATS).where(where).collect()]
-    if not kg_rows:
-        raise no_stats_error(paths, job.job_id, stamp)
-    node_rows = [r.asDict() for r in read_table(spark, paths, NODE_STATS).where(where).collect()]
-    edge_rows = [r.asDict() for r in read_table(spark, paths, COMM_STATS).where(where).collect()]
     marker = read_collect_marker(paths, job.job_id, period_end)
     runtime = runtime_of(marker) if marker is not None else None
-    start = starting_point(spark, paths, job.job_id, period_end, runtime)
+
+    def rows(table: Table) -> Callable[[], list[dict[str, Any]]]:
+        return lambda: [r.asDict() for r in read_table(spark, paths, table).where(where).collect()]
+
+    def start_or_error() -> Start | StageError:
+        try:
+            return starting_point(spark, paths, job.job_id, period_end, runtime)
+        except StageError as exc:  # raised after the check of the stats, as before
+            return exc
+
+    # one round of queries (the period's tables, the starting point) while MLflow is imported
+    kg_rows: list[dict[str, Any]]
+    node_rows: list[dict[str, Any]]
+    edge_rows: list[dict[str, Any]]
+    start: Start | StageError
+    kg_rows, node_rows, edge_rows, start, assignments_version, _ = concurrently(
+        rows(KEYGROUP_STATS), rows(NODE_STATS), rows(COMM_STATS), start_or_error,
+        lambda: table_version(spark, paths, ASSIGNMENTS.name), lambda: prepare_client(paths))
+    if not kg_rows:
+        raise no_stats_error(paths, job.job_id, stamp)
+    if isinstance(start, StageError):
+        raise start
     state = build_state(job, kg_rows, node_rows, edge_rows, start.assignment)
     state, params = attach_network(job, state, strategy, params)
     state = with_load_model(spark, paths, job, period_end, strategy, state)  # declared streams
@@ -219,10 +238,14 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
     solved = solve(prepared.state, job_budget(job), strategy, params, job.solver_time_limit_s,
                    job.scaling, sections, None if runtime is None else frozenset(runtime.nodes))
     plan, logged, artifacts = prepared.finish(with_note(solved.plan, start), solved.state)
+    # the versions the plan read: the stats tables' from the collect that wrote the period (the
+    # validation gate ties the plan to that collect), the assignments' from the round above
+    read = {**((marker or {}).get("versions") or {}), ASSIGNMENTS.name: assignments_version}
     return record_plan(spark, paths, job, period_end, strategy, logged,
                        plan, solved.scaling_extra, start, artifacts=artifacts,
                        validation=validation, tags=tags, dry_run=dry_run,
-                       collect_id=None if marker is None else marker.get("collect_id"))
+                       collect_id=None if marker is None else marker.get("collect_id"),
+                       read_versions=read)
 
 
 def with_note(plan: Plan, start: Start) -> Plan:
@@ -282,10 +305,13 @@ def record_plan(
     dry_run: bool = False,
     collect_id: str | None = None,
     artifacts: Mapping[str, str] | None = None,
+    read_versions: dict[str, int] | None = None,
 ) -> PlanResult:
     """Log a computed plan to MLflow and (unless a dry run) write it to plans / plan_moves.
 
-    Shared by the per-job path and fleet planning (jobs/fleet.py), so both record the same. The
+    Shared by the per-job path and fleet planning (jobs/fleet.py), so both record the same.
+    `read_versions`: table -> Delta version the plan read, where the caller knows it (the rest
+    are looked up). The
     rows are built (and their types checked by Spark) before the MLflow run is logged, so a value
     no table can hold fails before anything is written.
     """
@@ -299,14 +325,16 @@ def record_plan(
         plan_json["scaling"].update(scaling_extra)
     if not dry_run:
         _plan_frames(spark, job, period_end, pid, strategy, plan, base_version, "", plan_json)
-    read_versions = {
-        f"reconf.delta.{t.name}.version": str(table_version(spark, paths, t.name))
-        for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS, ASSIGNMENTS)
-    }
+    read = dict(read_versions or {})
+    missing = [t.name for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS, ASSIGNMENTS)
+               if t.name not in read]
+    read.update(table_versions(spark, paths, missing))  # those not known yet, asked at once
+    read_tags = {f"reconf.delta.{name}.version": str(version) for name, version in sorted(
+        read.items())}
     run_id = log_cycle(
         paths,
         CycleRecord(job, stamp, strategy, plan_json, validation,
-                    {**read_versions, "reconf.plan_id": pid,
+                    {**read_tags, "reconf.plan_id": pid,
                      "reconf.base_version": str(base_version), **(tags or {})}, dry_run,
                     dict(artifacts or {})),
         state,
@@ -319,12 +347,13 @@ def record_plan(
         where = period_predicate(job.job_id, period_end)
         # Moves first, plan row last: publish reads the plan row, so it only ever sees a plan
         # whose moves are already written.
-        replace_rows(moves, paths, PLAN_MOVES, where)
+        write_rows(moves, paths, PLAN_MOVES, where)
         failpoint("plan.moves")
-        replace_rows(row, paths, PLANS, where)
+        write_rows(row, paths, PLANS, where)
         failpoint("plan.row")
-        tag_run(paths, run_id, {f"reconf.delta.{t.name}.version": str(table_version(spark, paths, t.name))
-                                for t in (PLAN_MOVES, PLANS)})  # the versions holding this plan
+        written = table_versions(spark, paths, (PLAN_MOVES.name, PLANS.name))
+        tag_run(paths, run_id, {f"reconf.delta.{name}.version": str(version)
+                                for name, version in written.items()})  # the versions holding this plan
     return PlanResult(job.job_id, stamp, pid, plan, base_version, run_id, plan_json, dry_run)
 
 

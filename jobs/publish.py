@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from jobs.errors import StageError, job_lock
 from jobs.faults import failpoint
 from jobs.lake import (
+    concurrently,
     delta_path,
     ensure_tables,
     newest_version,
@@ -36,6 +37,7 @@ from jobs.lake import (
     read_table,
     replace_rows,
     table_version,
+    write_rows,
 )
 from jobs.markers import check_validated
 from jobs.tracking import tag_run
@@ -143,10 +145,13 @@ def publish_period(
 
 def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession
              ) -> PublishResult:
-    from pyspark.sql import functions as F
-
     stamp = format_period_end(period_end)
-    plan_row = read_table(spark, paths, PLANS).where(period_predicate(job.job_id, period_end)).first()
+    # one round of queries: the plan row, and what the version log says about this period
+    plan_row: Any
+    log: dict[str, Any]
+    plan_row, log = concurrently(
+        lambda: read_table(spark, paths, PLANS).where(period_predicate(job.job_id, period_end)).first(),
+        lambda: _version_log(spark, paths, job.job_id, period_end))
     if plan_row is None:
         raise StageError(
             f"no plan for job {job.job_id!r}, period ending {stamp}",
@@ -156,8 +161,7 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
     plan_json = json.loads(plan_row["plan_json"])
     pid = plan_row["plan_id"]
     latest = _check_latest(spark, paths, job.job_id)
-    versions = read_table(spark, paths, ASSIGNMENT_VERSIONS).where(F.col("job_id") == job.job_id)
-    mine = versions.where(F.col("period_end") == F.lit(period_end)).first()
+    mine = log["mine"]
     if mine is not None:  # a rerun: make sure the steps after the commit point happened
         version = int(mine["version"])
         if (latest or 0) < version:
@@ -171,8 +175,7 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
                 _set_plan_status(spark, paths, job.job_id, period_end, "published")
             _tag_published(spark, paths, plan_row["mlflow_run_id"], version, mine["manifest_path"])
         return PublishResult(job.job_id, stamp, version, "already_published", mine["manifest_path"])
-    newer = versions.where(F.col("period_end") > F.lit(period_end)).count()
-    if newer:
+    if log["newer"]:
         _set_plan_status(spark, paths, job.job_id, period_end, "historical")
         if plan_row["mlflow_run_id"]:
             tag_run(paths, plan_row["mlflow_run_id"], {"reconf.publish_status": "historical"})
@@ -180,8 +183,7 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
     check_validated(paths, job, period_end, collect_id=plan_json.get("collect_id"))
     _check_budget(plan_row, plan_json, job.job_id, stamp)
 
-    top = versions.agg(F.max("version")).first()
-    newest = int(top[0]) if top is not None and top[0] is not None else None
+    newest = None if log["newest"] is None else int(log["newest"])
     planned_at = plan_json.get("newest_version", plan_row["base_version"])
     if newest != planned_at:
         _set_plan_status(spark, paths, job.job_id, period_end, "stale")
@@ -211,7 +213,7 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
                          fix="inspect the published directory; versions are immutable") from exc
     failpoint("publish.manifest")
     version_where = f"job_id = {quote(job.job_id)} AND version = {version}"
-    replace_rows(
+    write_rows(
         spark.createDataFrame(
             [{"job_id": job.job_id, "version": version, "keygroup": kg, "node": node}
              for kg, node in sorted(assignment.items())],
@@ -220,7 +222,7 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
         paths, ASSIGNMENTS, version_where,
     )
     failpoint("publish.assignments")
-    replace_rows(
+    committed = replace_rows(
         spark.createDataFrame(
             [{"job_id": job.job_id, "version": version, "plan_id": pid, "period_end": period_end,
               "checksum": manifest.checksum, "status": "published", "manifest_path": str(path),
@@ -234,20 +236,40 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
     failpoint("publish.latest")
     _set_plan_status(spark, paths, job.job_id, period_end, "published")
     failpoint("publish.status")
-    _tag_published(spark, paths, plan_row["mlflow_run_id"], version, str(path))
+    _tag_published(spark, paths, plan_row["mlflow_run_id"], version, str(path), committed)
     return PublishResult(job.job_id, stamp, version, "published", str(path))
 
 
+def _version_log(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime
+                 ) -> dict[str, Any]:
+    """What publish needs of the job's version log, in one aggregate: this period's version row
+    (`mine`, or None), how many versions are of later periods (`newer`), the newest version."""
+    from pyspark.sql import functions as F
+
+    this = F.col("period_end") == F.lit(period_end)
+    row = read_table(spark, paths, ASSIGNMENT_VERSIONS).where(F.col("job_id") == job_id).agg(
+        F.max("version").alias("newest"),
+        F.count(F.when(F.col("period_end") > F.lit(period_end), 1)).alias("newer"),
+        F.max_by(F.when(this, F.struct("version", "checksum", "manifest_path")),
+                 F.when(this, F.col("version"))).alias("mine"),
+    ).first()
+    assert row is not None  # an aggregate without grouping has one row
+    return {"newest": row["newest"], "newer": int(row["newer"]), "mine": row["mine"]}
+
+
 def _tag_published(spark: SparkSession, paths: Paths, run_id: str | None, version: int,
-                   manifest: str) -> None:
-    """The plan's MLflow run learns its version (idempotent: a recovering rerun tags it again)."""
+                   manifest: str, log_version: int | None = None) -> None:
+    """The plan's MLflow run learns its version (idempotent: a recovering rerun tags it again).
+    `log_version`: the version log's Delta version after this publish's commit, if known."""
     if not run_id:
         return
+    if log_version is None:
+        log_version = table_version(spark, paths, ASSIGNMENT_VERSIONS.name)
     # the plan tagged the tables it read and wrote; publish adds the version log's version
     tag_run(paths, run_id, {
         "reconf.publish_status": "published", "reconf.assignment_version": str(version),
         "reconf.manifest": manifest, f"reconf.delta.{ASSIGNMENT_VERSIONS.name}.version":
-        str(table_version(spark, paths, ASSIGNMENT_VERSIONS.name)),
+        str(log_version),
     })
 
 

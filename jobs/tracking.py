@@ -11,6 +11,8 @@ import io
 import json
 import os
 import tempfile
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +36,7 @@ from placement.model import ClusterState, Plan
 from schemas.config import JobConfig, Paths
 
 __all__ = ["CycleRecord", "find_runs", "log_cycle", "open_experiment", "open_store", "plan_metrics",
-           "read_csv_artifact", "refresh_note", "run_name", "tag_run"]
+           "prepare_client", "read_csv_artifact", "refresh_note", "run_name", "tag_run"]
 
 _JOB_TAG, _PERIOD_TAG = "reconf.job_id", "reconf.period_end"
 _KIND_TAG, _KIND = "mlflow.experimentKind", "custom_model_development"
@@ -65,12 +67,33 @@ def run_name(period_end: str) -> str:
     return f"{day} {clock.removesuffix(':00') if clock.count(':') == 2 else clock}".strip()
 
 
-def _client(paths: Paths) -> Any:
-    from mlflow import MlflowClient
+_CLIENTS: dict[str, Any] = {}
+_CLIENTS_LOCK = threading.Lock()
 
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # no bars in task logs
+
+def _client(paths: Paths) -> Any:
+    """The process's client of the store at `paths`, created once (with MLflow's import and the
+    store's opening and schema check, the first costs seconds; the stages log several times)."""
     paths.mlflow.mkdir(parents=True, exist_ok=True)
-    return MlflowClient(tracking_uri=paths.mlflow_uri)
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(paths.mlflow_uri)
+        if client is None:
+            from mlflow import MlflowClient
+
+            os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # no bars in logs
+            client = _CLIENTS[paths.mlflow_uri] = MlflowClient(tracking_uri=paths.mlflow_uri)
+        return client
+
+
+def prepare_client(paths: Paths | None = None) -> None:
+    """Import MLflow and matplotlib and open the store now, e.g. in a thread while the stage's
+    Spark reads run: in a fresh process that is most of the logging's cost."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+    _client(paths or Paths.from_env())
 
 
 def _experiment_id(client: Any, paths: Paths, job_id: str) -> str:
@@ -270,6 +293,8 @@ def open_experiment(client: Any, paths: Paths, job_id: str) -> str:
 
 def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan) -> str:
     """Create or update the cycle's run with params, metrics, tags and artifacts; its run id."""
+    from mlflow.entities import Metric, Param, RunTag
+
     client = _client(paths)
     job = record.job
     experiment_id = _experiment_id(client, paths, job.job_id)
@@ -287,10 +312,10 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         **{f"{record.strategy}.{k}": v
            for k, v in job.strategy_params.get(record.strategy, {}).items()},
     }
-    existing = client.get_run(run_id).data.params
-    for key, value in params.items():
-        if key not in existing:  # params are write-once in MLflow; a rerun keeps the first
-            client.log_param(run_id, key, "none" if value is None else str(value))
+    before = client.get_run(run_id).data
+    # params are write-once in MLflow; a rerun keeps the first
+    new_params = [Param(key, "none" if value is None else str(value))
+                  for key, value in params.items() if key not in before.params]
     # ...so the settings of the newest run of the cycle are also tags, which a rerun updates.
     current = {f"reconf.param.{k}": "none" if v is None else str(v) for k, v in params.items()}
     metrics = plan_metrics(plan)
@@ -303,20 +328,24 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         for key in ("nodes_to_add", "nodes_to_mark", "nodes_to_terminate"):
             metrics[f"scaling_{key}"] = float(len(scaling.get(key) or ()))
         metrics["nodes_active"] = float(scaling.get("nodes_active", 0))
-    for key, value in metrics.items():
-        client.log_metric(run_id, key, float(value), step=0)
+    now = int(time.time() * 1000)
     provenance = airflow_tags()
     tags = {"reconf.solver_status": plan.status.value, **current,
             "reconf.trigger": "airflow" if provenance else "manual",
             **_validation_tags(record.validation), **provenance, **record.tags}
-    for stale in client.get_run(run_id).data.tags:  # a manual rerun of an Airflow cycle
+    for stale in before.tags:  # a manual rerun of an Airflow cycle
         if stale.startswith(AIRFLOW_TAG) and stale not in tags:
             client.delete_tag(run_id, stale)
     if "decision" in scaling:
         tags["reconf.scaling.decision"] = str(scaling["decision"])
         tags["reconf.scaling.reason"] = str(scaling.get("reason", ""))[:4900]
-    for key, value in tags.items():
-        client.set_tag(run_id, key, value)
+    # one batch (a few store transactions) instead of one call per value
+    client.log_batch(
+        run_id,
+        metrics=[Metric(key, float(value), now, 0) for key, value in metrics.items()],
+        params=new_params,
+        tags=[RunTag(key, str(value)) for key, value in tags.items()],
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "plan.json").write_text(json.dumps(record.plan_json, indent=2, sort_keys=True))
@@ -341,7 +370,8 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
 
 def tag_run(paths: Paths, run_id: str, tags: Mapping[str, str]) -> None:
     """Add tags a later step knows (plans table version, assignment version) and redo the note."""
+    from mlflow.entities import RunTag
+
     client = _client(paths)
-    for key, value in tags.items():
-        client.set_tag(run_id, key, value)
+    client.log_batch(run_id, tags=[RunTag(key, str(value)) for key, value in tags.items()])
     refresh_note(client, run_id)

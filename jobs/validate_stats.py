@@ -15,6 +15,7 @@ raises `StageError`, which stops the cycle before planning.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -24,7 +25,14 @@ import pandas as pd
 
 from jobs.errors import StageError, job_lock
 from jobs.facet_tables import validate_facets_of
-from jobs.lake import Start, ensure_tables, period_predicate, read_table, starting_point
+from jobs.lake import (
+    Start,
+    concurrently,
+    ensure_tables,
+    period_predicate,
+    read_table,
+    starting_point,
+)
 from jobs.load_model import validate_streams_of
 from jobs.markers import (
     collect_marker_path,
@@ -34,10 +42,10 @@ from jobs.markers import (
     runtime_of,
     write_report,
 )
-from jobs.validation import ValidationReport, validate_stats
+from jobs.validation import ValidationReport, prepare, validate_stats
 from schemas.config import JobConfig, Paths
-from schemas.landing import format_period_end
-from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
+from schemas.landing import RuntimeReport, format_period_end
+from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS, Table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -77,6 +85,28 @@ def _expected_keygroups(
     return reported, "this period (first period of the job)"
 
 
+def _read_period(
+    spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, where: str,
+    runtime: RuntimeReport | None,
+) -> tuple[list[pd.DataFrame], Start | StageError]:
+    """The period's three tables and where its plan starts, read at once (jobs/lake.py
+    `concurrently`), while GE is imported; a refused starting point comes back as its error, raised after the checks
+    of the tables (their messages come first, as when the reads ran one by one)."""
+
+    def start() -> Start | StageError:
+        try:
+            return starting_point(spark, paths, job_id, period_end, runtime)
+        except StageError as exc:
+            return exc
+
+    def frame(table: Table) -> Callable[[], pd.DataFrame]:
+        return lambda: read_table(spark, paths, table).where(where).toPandas()
+
+    *frames, begin, _ = concurrently(frame(KEYGROUP_STATS), frame(COMM_STATS), frame(NODE_STATS),
+                                     start, prepare)
+    return frames, begin
+
+
 def validate_period(
     job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession
 ) -> ValidateResult:
@@ -97,23 +127,24 @@ def _validate(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSe
             where=str(collect_marker_path(paths, job.job_id, period_end)),
             fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}` first",
         )
-    keygroups: pd.DataFrame = read_table(spark, paths, KEYGROUP_STATS).where(where).toPandas()
+    runtime = runtime_of(marker)
+    # one round of queries: each table of the period once, and the plan's starting point
+    frames, start = _read_period(spark, paths, job.job_id, period_end, where, runtime)
+    keygroups, edges, nodes = frames
     if keygroups.empty:
         raise StageError(
             f"no statistics collected for job {job.job_id!r}, period ending {stamp}",
             where=paths.table(KEYGROUP_STATS.name),
             fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}` first",
         )
-    edges: pd.DataFrame = read_table(spark, paths, COMM_STATS).where(where).toPandas()
-    nodes: pd.DataFrame = read_table(spark, paths, NODE_STATS).where(where).toPandas()
     if nodes.empty:
         raise StageError(
             f"the runtime reported no nodes for job {job.job_id!r}, period ending {stamp}",
             where=paths.table(NODE_STATS.name),
             fix="fix the runtime's node metrics and land the period again",
         )
-    runtime = runtime_of(marker)
-    start = starting_point(spark, paths, job.job_id, period_end, runtime)
+    if isinstance(start, StageError):
+        raise start
     expected, expected_from = _expected_keygroups(
         spark, paths, job.job_id, period_end, set(keygroups["keygroup"].dropna()), start,
         runtime is not None, job.dynamic,

@@ -37,8 +37,8 @@ from schemas.tables import (
     Table,
 )
 
-__all__ = ["MAX_ROWS", "SUITE_DIR", "Failure", "ValidationReport", "load_suite", "validate_facets",
-           "validate_stats", "validate_streams"]
+__all__ = ["MAX_ROWS", "SUITE_DIR", "Failure", "ValidationReport", "load_suite", "prepare",
+           "validate_facets", "validate_stats", "validate_streams"]
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "schemas" / "expectations"
 MAX_ROWS = 10  # offending rows kept per failure: enough to act on, small enough to print
@@ -271,6 +271,12 @@ def _engine() -> _Engine:
         if _ENGINE is None:
             _ENGINE = _Engine()
         return _ENGINE
+
+
+def prepare() -> None:
+    """Import GE and build the engine now, e.g. in a thread while the stage's Spark reads run:
+    in a fresh process that import is most of the validation's cost."""
+    _engine()
 
 
 def _with_all_columns(frame: pd.DataFrame, table: Table) -> pd.DataFrame:

@@ -1,0 +1,50 @@
+"""`jobs.lake.concurrently`: the stages' independent queries run at once, results in call order."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from bench.cycle import print_table
+from jobs.lake import concurrently
+
+
+def test_calls_overlap_and_results_keep_the_call_order() -> None:
+    meet = threading.Barrier(3, timeout=10)  # passes only if all three calls run at the same time
+
+    def call(value: int) -> int:
+        meet.wait()
+        return value
+
+    assert concurrently(lambda: call(1), lambda: call(2), lambda: call(3)) == [1, 2, 3]
+
+
+def test_the_first_failing_call_in_call_order_raises() -> None:
+    def fail(message: str) -> None:
+        raise ValueError(message)
+
+    with pytest.raises(ValueError, match="first"):
+        concurrently(lambda: 1, lambda: fail("first"), lambda: fail("second"))
+    assert concurrently() == [] and concurrently(lambda: "one") == ["one"]
+
+
+def test_the_cycle_table_gives_the_ratio_to_the_old_path_and_the_verdict(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    layers = dict.fromkeys(("proc_start", "import", "spark", "read", "delta", "ge", "solver",
+                            "mlflow", "other"), 0.0)
+    step = {"land": 0.1, "collect": 1.0, "validate": 1.0, "plan": 1.0, "publish": 1.0,
+            "apply": 0.0, "load": 2.0, "layers": layers, "jobs_at_once": 1}
+    rows = [{**step, "mode": "process+jvm", "job": "demo", "total": 40.0},
+            {**step, "mode": "worker+connect", "job": "demo", "total": 8.0},
+            {**step, "mode": "worker+connect", "job": "demo", "jobs_at_once": 4, "total": 20.0,
+             "per_job_total": 12.0, "cycles_per_min": 12.0}]
+    print_table(rows)
+    out = capsys.readouterr().out
+    first_table = out.split("\nlayers")[0].splitlines()
+    old = next(line for line in first_table if line.strip().startswith("process+jvm"))
+    new = next(line for line in first_table if line.strip().startswith("worker+connect"))
+    assert old.split()[-1] == "miss" and "-" in old.split()
+    assert new.split()[-2:] == ["5.0x", "beat"]
+    assert "   4 " in out and "12.0" in out  # the jobs-at-once row: 4 jobs, 12 cycles per minute
