@@ -41,8 +41,12 @@ def test_shadows_default_to_every_strategy_the_states_facets_allow() -> None:
     needs_comm = {n for n, e in STRATEGIES.items() if "communication" in e.facets}
     assert needs_comm and not needs_comm & set(chosen) and left_out == {}
     assert "milp" not in chosen and "greedy" in chosen  # the strategy in force is the first row
-    with_comm, _ = choose_shadows(job, _state(), "milp")
-    assert needs_comm <= set(with_comm)
+    state = _state()
+    with_comm, _ = choose_shadows(job, state, "milp")
+    assert needs_comm & set(with_comm)
+    # exactly the strategies whose facets the state provides, but the one in force
+    assert set(with_comm) == {n for n, e in STRATEGIES.items()
+                              if set(e.facets) <= state.facets} - {"milp"}
     assert list(with_comm) == [n for n in STRATEGIES if n in with_comm]  # the table's order
 
 
