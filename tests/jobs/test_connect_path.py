@@ -21,7 +21,10 @@ from pipeline_kit import JOB_ID, P1, P2, land, run_cycle, stamp
 from jobs.lake import delta_path, read_table, table_version
 from reconf.procs import free_port
 from schemas.config import PROJECT_ROOT, Paths
-from schemas.tables import TABLES
+from schemas.tables import LOAD_MODEL, SOURCE_STATS, STREAM_STATS, SUBSCRIPTIONS, TABLES
+
+#: the facet tables: this fixed job declares no sources or streams, so neither path writes them
+FACETS = {t.name for t in (SOURCE_STATS, SUBSCRIPTIONS, STREAM_STATS, LOAD_MODEL)}
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -86,6 +89,9 @@ def test_connect_and_in_process_paths_write_identical_tables(
 
     for name in TABLES:
         a, b = _frame(spark, classic, name), _frame(spark, remote, name)
+        if name in FACETS:
+            assert a.empty and b.empty, name
+            continue
         assert not a.empty, name
         assert list(a.columns) == list(b.columns), name
         assert a.equals(b), f"{name} differs:\n{a.compare(b) if a.shape == b.shape else (a, b)}"
