@@ -20,7 +20,7 @@ import socket
 import time
 import traceback
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from jobs.lake import Start
     from jobs.plan import PlanResult
 
-__all__ = ["FleetOutcome", "FleetResult", "FleetTask", "run_fleet", "solve_fleet", "solve_task"]
+__all__ = ["FleetOutcome", "FleetResult", "FleetTask", "run_fleet", "solve_fleet", "solve_task",
+           "spread_groups"]
 
 _OUT_SCHEMA = "job_id string, outcome binary"
 
@@ -94,6 +95,26 @@ def _solve_group(frame: pd.DataFrame) -> pd.DataFrame:
                          "outcome": [pickle.dumps(o) for o in outcomes]})
 
 
+@contextlib.contextmanager
+def spread_groups(spark: SparkSession, partitions: int) -> Iterator[None]:
+    """Within the block, a `groupBy(...).applyInPandas` spreads its groups over `partitions`
+    tasks: adaptive execution (which would coalesce a tiny shuffle into one partition, one core)
+    is off; the session's own settings come back afterwards."""
+    conf = spark.conf
+    keys = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
+    saved = {k: conf.get(k, None) for k in keys}
+    conf.set("spark.sql.adaptive.enabled", "false")
+    conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                conf.unset(key)
+            else:
+                conf.set(key, value)
+
+
 def solve_fleet(spark: SparkSession, tasks: Sequence[FleetTask],
                 partitions: int | None = None) -> dict[str, FleetOutcome]:
     """Solve every task on the executors, one group (one solver) per job; outcomes by job id.
@@ -108,21 +129,10 @@ def solve_fleet(spark: SparkSession, tasks: Sequence[FleetTask],
     if len(set(ids)) != len(ids):
         raise ValueError(f"fleet: duplicate job ids in the tasks: {sorted(ids)}")
     n = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
-    conf = spark.conf
-    saved = {k: conf.get(k, None) for k in ("spark.sql.adaptive.enabled",
-                                            "spark.sql.shuffle.partitions")}
-    conf.set("spark.sql.adaptive.enabled", "false")
-    conf.set("spark.sql.shuffle.partitions", str(min(n, len(tasks))))
-    try:
+    with spread_groups(spark, min(n, len(tasks))):
         frame = spark.createDataFrame([(t.job_id, pickle.dumps(t)) for t in tasks],
                                       "job_id string, task binary")
         rows = frame.groupBy("job_id").applyInPandas(_solve_group, _OUT_SCHEMA).collect()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                conf.unset(key)
-            else:
-                conf.set(key, value)
     return {r["job_id"]: pickle.loads(r["outcome"]) for r in rows}
 
 

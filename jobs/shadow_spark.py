@@ -15,6 +15,7 @@ import pickle
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from jobs.fleet import spread_groups
 from jobs.shadow import ShadowOutcome, ShadowTask, run_shadows
 
 if TYPE_CHECKING:
@@ -50,22 +51,11 @@ def run_shadows_on_spark(spark: SparkSession, tasks: Sequence[ShadowTask],
     nothing (a lost executor) is `failed`."""
     if not tasks:
         return []
-    conf = spark.conf
-    saved = {k: conf.get(k, None) for k in ("spark.sql.adaptive.enabled",
-                                            "spark.sql.shuffle.partitions")}
-    conf.set("spark.sql.adaptive.enabled", "false")  # one partition per strategy, not coalesced
-    conf.set("spark.sql.shuffle.partitions", str(len(tasks)))
-    try:
+    with spread_groups(spark, len(tasks)):  # one partition per strategy
         frame = spark.createDataFrame(
             [(t.strategy, pickle.dumps(t), float(budget_s)) for t in tasks],
             "strategy string, task binary, budget_s double")
         rows = frame.groupBy("strategy").applyInPandas(_solve_group, _OUT_SCHEMA).collect()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                conf.unset(key)
-            else:
-                conf.set(key, value)
     got = {r["strategy"]: pickle.loads(r["outcome"]) for r in rows}
     return [got.get(t.strategy) or ShadowOutcome(t.strategy, "failed", None, 0.0,
                                                  "no outcome came back from the executors")

@@ -44,6 +44,7 @@ import pyarrow as pa
 
 from runtime.client import next_state
 from runtime.replay.datasets import Datasets, load_datasets
+from runtime.replay.spec import check_job_fields
 from runtime.source import ApplyResult, RuntimeState, load_state, save_state, write_period
 from schemas.landing import (
     EDGES,
@@ -87,14 +88,7 @@ class QuerySpec:
     start: datetime = datetime(2026, 1, 1, tzinfo=UTC)
 
     def __post_init__(self) -> None:
-        job = self.job_id
-        if not isinstance(job, str) or not job or job[0] == "." or "/" in job or "\\" in job:
-            raise ValueError(f"job_id must be one path component, not hidden, got {job!r}")
-        for name, (low, high) in _INTS.items():
-            value = getattr(self, name)
-            if type(value) is not int or not low <= value <= high:
-                raise ValueError(f"{name} must be an integer between {low} and {high}, "
-                                 f"got {value!r}")
+        check_job_fields(self, _INTS)
         if self.lifetime_hours <= self.hours_per_period:
             raise ValueError(f"lifetime_hours ({self.lifetime_hours}) must exceed "
                              f"hours_per_period ({self.hours_per_period}): else no query outlives "

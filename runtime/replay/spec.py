@@ -20,8 +20,14 @@ from runtime.replay.capacity import CapacityChange, capacity_at, check_capacitie
 from runtime.routing import SPLITTING, canonical, check_epsilon
 from schemas.landing import format_period_end, parse_period_end
 
-__all__ = ["DEFAULT_KEYGROUPS_PER_NODE", "DEFAULT_WINDOW_HOURS", "JOB_OPERATORS", "ReplaySpec",
-           "ramp_profile"]
+__all__ = [
+    "DEFAULT_KEYGROUPS_PER_NODE",
+    "DEFAULT_WINDOW_HOURS",
+    "JOB_OPERATORS",
+    "ReplaySpec",
+    "check_job_fields",
+    "ramp_profile",
+]
 
 #: key groups per operator per node, by job: 5 as in the paper's Job 2 (20 nodes -> 100 per
 #: operator, also Job 1's 100); Job 4 has 7 operators, so 3 keeps planning affordable.
@@ -40,6 +46,19 @@ JOB_OPERATORS: dict[int, dict[str, bool]] = {
     4: {"extract": False, "sumdelay": True, "routedelay": True, "rainscore": False,
         "join": False, "courier": True, "store": False},
 }
+def check_job_fields(spec: object, ints: Mapping[str, tuple[int, int]]) -> None:
+    """A replay source's `job_id` is one path component (not hidden), and each of its integer
+    fields named in `ints` lies in its (low, high) range (ValueError otherwise)."""
+    job = getattr(spec, "job_id", None)
+    if not isinstance(job, str) or not job or job[0] == "." or "/" in job or "\\" in job:
+        raise ValueError(f"job_id must be one path component, not hidden, got {job!r}")
+    for name, (low, high) in ints.items():
+        value = getattr(spec, name)
+        if type(value) is not int or not low <= value <= high:
+            raise ValueError(f"{name} must be an integer between {low} and {high}, "
+                             f"got {value!r}")
+
+
 _INTS = {"job": (1, 4), "nodes": (1, 200),
          "periods": (1, 100_000), "period_s": (1, 86_400 * 365), "seed": (0, 2**31 - 1),
          "top_k": (1, 1000)}
@@ -77,14 +96,7 @@ class ReplaySpec:
     epsilon: float = 0.01
 
     def __post_init__(self) -> None:
-        job = self.job_id
-        if not isinstance(job, str) or not job or job[0] == "." or "/" in job or "\\" in job:
-            raise ValueError(f"job_id must be one path component, not hidden, got {job!r}")
-        for name, (low, high) in _INTS.items():
-            value = getattr(self, name)
-            if type(value) is not int or not low <= value <= high:
-                raise ValueError(f"{name} must be an integer between {low} and {high}, "
-                                 f"got {value!r}")
+        check_job_fields(self, _INTS)
         kpn = self.keygroups_per_node
         if type(kpn) is not int or not 0 <= kpn <= 50:
             raise ValueError(f"keygroups_per_node must be an integer between 1 and 50 "
