@@ -5,8 +5,9 @@ Airflow runs a task) or in its own long-lived process (a worker).
 per layer and when the interpreter reached this module (the parent subtracts its spawn time to
 get the process start). Layers are timed by wrapping the stages' own helpers (only the outermost
 wrapped call of the stage's own thread counts): `spark` = getting the session, `read` = the
-stage's round of concurrent reads (jobs.lake.concurrently: the period's tables, the starting
-point; GE's or MLflow's import overlaps it in a fresh process), `delta` = table creation,
+stage's reads of the lake (jobs/lake_read.py, by delta-rs unless RECONF_LAKE_READS=spark) and its
+rounds of concurrent queries (jobs.lake.concurrently: the period's tables, the starting point;
+GE's or MLflow's import overlaps it in a fresh process), `delta` = table creation,
 commits, the plans status update and version look-ups, `ge` = the Great Expectations run,
 `mlflow` = logging and tagging, `solver` = the plan's own wall time; `other` = what is left:
 pandas, Python, the imports not overlapped.
@@ -34,8 +35,10 @@ _STAGE_MODULES = {"collect": "jobs.collect_stats", "validate": "jobs.validate_st
 # layer -> (module, function) pairs whose calls count as that layer
 _TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
     "spark": (("jobs.spark", "get_spark"),),
-    "read": (("jobs.lake", "concurrently"),),
+    "read": (("jobs.lake", "concurrently"), ("jobs.lake_read", "fetch"),
+             ("jobs.lake_read", "fetch_records")),
     "delta": (("jobs.lake", "ensure_tables"), ("jobs.lake", "replace_rows"),
+              ("jobs.lake_read", "version_of"),
               ("jobs.lake", "write_rows"), ("jobs.lake", "table_version"),
               ("jobs.lake", "table_versions"), ("jobs.publish", "_set_plan_status")),
     "ge": (("jobs.validation", "validate_stats"),),

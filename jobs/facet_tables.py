@@ -138,14 +138,15 @@ def validate_facets_of(spark: SparkSession, paths: Paths, job: JobConfig, period
                        report: ValidationReport) -> ValidationReport:
     """`report` with the facet tables' verdict added, for a period whose collect wrote them (a
     dynamic job's always): jobs/validation.py `validate_facets`."""
-    from jobs.lake import period_predicate, read_table
+    from jobs.lake import concurrently, period_predicate
+    from jobs.lake_read import frame_where
     from jobs.validation import validate_facets  # GE: imported when a period is validated
 
     if not job.dynamic and SUBSCRIPTIONS_TABLE.name not in (marker.get("rows") or {}):
         return report
     where = period_predicate(job.job_id, period_end)
-    sources = read_table(spark, paths, SOURCE_STATS).where(where).toPandas()
-    subs = read_table(spark, paths, SUBSCRIPTIONS_TABLE).where(where).toPandas()
+    sources, subs = concurrently(lambda: frame_where(spark, paths, SOURCE_STATS.name, where),
+                                 lambda: frame_where(spark, paths, SUBSCRIPTIONS_TABLE.name, where))
     facets = validate_facets(sources, subs, running_units=running, known_nodes=known_nodes)
     return ValidationReport(report.success and facets.success, report.failures + facets.failures)
 
@@ -155,12 +156,13 @@ def read_facet_rows(spark: SparkSession, paths: Paths, job: JobConfig, period_en
                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
     """The period's source_stats and subscriptions rows, for a period whose collect wrote them
     (a dynamic job's always); None otherwise, without reading a table."""
-    from jobs.lake import period_predicate, read_table
+    from jobs.lake import concurrently, period_predicate
+    from jobs.lake_read import rows_where
 
     rows = (marker or {}).get("rows") or {}
     if not job.dynamic and SUBSCRIPTIONS_TABLE.name not in rows:
         return None
     where = period_predicate(job.job_id, period_end)
-    return ([r.asDict() for r in read_table(spark, paths, SOURCE_STATS).where(where).collect()],
-            [r.asDict() for r in read_table(spark, paths, SUBSCRIPTIONS_TABLE).where(where)
-             .collect()])
+    sources, subs = concurrently(lambda: rows_where(spark, paths, SOURCE_STATS.name, where),
+                                 lambda: rows_where(spark, paths, SUBSCRIPTIONS_TABLE.name, where))
+    return sources, subs

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.errors import StageError
+from jobs.lake_read import fetch_records, version_of
 from schemas.config import Paths
 from schemas.landing import RuntimeReport, format_period_end
 from schemas.tables import TABLES, Table
@@ -31,6 +32,7 @@ __all__ = [
     "starting_point",
     "table_version",
     "table_versions",
+    "timestamp",
     "write_rows",
 ]
 
@@ -40,8 +42,13 @@ def quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def timestamp(moment: datetime) -> str:
+    """A SQL timestamp literal (UTC, as every timestamp of the lake)."""
+    return f"TIMESTAMP {quote(format_period_end(moment))}"
+
+
 def period_predicate(job_id: str, period_end: datetime) -> str:
-    return f"job_id = {quote(job_id)} AND period_end = TIMESTAMP {quote(format_period_end(period_end))}"
+    return f"job_id = {quote(job_id)} AND period_end = {timestamp(period_end)}"
 
 
 def delta_path(location: str) -> str:
@@ -113,9 +120,8 @@ def replace_rows(df: DataFrame, paths: Paths, table: Table, where: str) -> int:
 
 
 def table_version(spark: SparkSession, paths: Paths, name: str) -> int:
-    """The table's newest Delta version (SQL, so it works over Spark Connect too)."""
-    rows = spark.sql(f"DESCRIBE HISTORY {delta_path(paths.table(name))} LIMIT 1").collect()
-    return int(rows[0]["version"]) if rows else -1
+    """The table's newest Delta version (jobs/lake_read.py: natively, or `DESCRIBE HISTORY`)."""
+    return version_of(spark, paths, name)
 
 
 def table_versions(spark: SparkSession, paths: Paths, names: Iterable[str]) -> dict[str, int]:
@@ -127,25 +133,19 @@ def table_versions(spark: SparkSession, paths: Paths, names: Iterable[str]) -> d
 
 def published_assignment(spark: SparkSession, paths: Paths, job_id: str, version: int) -> dict[str, str]:
     """keygroup -> node of one published version (empty if the version does not exist)."""
-    rows = (
-        read_table(spark, paths, "assignments")
-        .where(f"job_id = {quote(job_id)} AND version = {int(version)}")
-        .select("keygroup", "node")
-        .collect()
-    )
+    rows = fetch_records(spark, paths, "SELECT keygroup, node FROM {assignments} "
+                         f"WHERE job_id = {quote(job_id)} AND version = {int(version)}")
     return {r["keygroup"]: r["node"] for r in rows}
 
 
 def newest_version(spark: SparkSession, paths: Paths, job_id: str,
                    before: datetime | None = None) -> int | None:
     """The newest published version of the job (for a period before `before`, if given)."""
-    from pyspark.sql import functions as F
-
-    cond = (F.col("job_id") == job_id) & (F.col("status") == "published")
+    cond = f"job_id = {quote(job_id)} AND status = 'published'"
     if before is not None:
-        cond = cond & (F.col("period_end") < F.lit(before))
-    newest = read_table(spark, paths, "assignment_versions").where(cond).agg(F.max("version")).first()
-    return None if newest is None or newest[0] is None else int(newest[0])
+        cond += f" AND period_end < {timestamp(before)}"
+    rows = fetch_records(spark, paths, f"SELECT max(version) AS newest FROM {{assignment_versions}} WHERE {cond}")
+    return None if not rows or rows[0]["newest"] is None else int(rows[0]["newest"])
 
 
 def last_published(

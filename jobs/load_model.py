@@ -103,19 +103,19 @@ def fit_stage(spark: SparkSession, paths: Paths, job: JobConfig, period_end: dat
               ) -> list[tuple[Table, int, int]]:
     """collect's fit (module doc): [(load_model, rows, Delta version)], [] for a job declaring no
     streams. Call it with the job's collect lock held, after keygroup_stats is written."""
-    from pyspark.sql import functions as F
-
-    from jobs.lake import period_predicate, read_table, replace_rows
+    from jobs.lake import concurrently, period_predicate, quote, replace_rows, timestamp
+    from jobs.lake_read import frame_where
 
     if job.load_model is None:
         return []
     since = period_end - job.load_model.periods * job.spl
-    window = ((F.col("job_id") == job.job_id) & (F.col("period_end") > F.lit(since))
-              & (F.col("period_end") <= F.lit(period_end)))
-    loads = read_table(spark, paths, KEYGROUP_STATS).where(window).select(
-        "period_end", "keygroup", "load_pct").toPandas()
-    rates = read_table(spark, paths, STREAM_STATS).where(window).select(
-        "period_end", "stream", "tuples_per_s").toPandas()
+    window = (f"job_id = {quote(job.job_id)} AND period_end > {timestamp(since)} "
+              f"AND period_end <= {timestamp(period_end)}")
+    loads, rates = concurrently(
+        lambda: frame_where(spark, paths, KEYGROUP_STATS.name, window,
+                            "period_end, keygroup, load_pct"),
+        lambda: frame_where(spark, paths, STREAM_STATS.name, window,
+                            "period_end, stream, tuples_per_s"))
     fitted = fit_rows(job, period_end, loads, rates)
     log.info("job %s, period %s: load model %s", job.job_id, period_end, fitted.note)
     df = spark.createDataFrame(list(fitted.rows), LOAD_MODEL.ddl)
@@ -128,16 +128,17 @@ def validate_streams_of(spark: SparkSession, paths: Paths, job: JobConfig, perio
                         ) -> ValidationReport:
     """`report` with the stream rates' and load model's verdict added (jobs/validation.py
     `validate_streams`), for a period whose collect wrote stream_stats."""
-    from jobs.lake import period_predicate, read_table
+    from jobs.lake import period_predicate
+    from jobs.lake_read import frame_where
     from jobs.validation import validate_streams
 
     rows = marker.get("rows") or {}
     if STREAM_STATS.name not in rows:
         return report
     where = period_predicate(job.job_id, period_end)
-    streams: pd.DataFrame = read_table(spark, paths, STREAM_STATS).where(where).toPandas()
-    model: pd.DataFrame | None = (read_table(spark, paths, LOAD_MODEL).where(where).toPandas()
-             if rows.get(LOAD_MODEL.name) else None)
+    streams: pd.DataFrame = frame_where(spark, paths, STREAM_STATS.name, where)
+    model: pd.DataFrame | None = (frame_where(spark, paths, LOAD_MODEL.name, where)
+                                  if rows.get(LOAD_MODEL.name) else None)
     declared = (job.load_model.streams if job.load_model is not None
                 else sorted(set(streams["stream"].dropna())))
     verdict = validate_streams(streams, model, declared_streams=declared, running_units=running)
@@ -195,11 +196,12 @@ def keep_until_fitted(state: ClusterState, strategy: str) -> Plan | None:
 def with_load_model(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
                     strategy: str, state: ClusterState) -> ClusterState:
     """The plan stage's line: the period's stream_stats and load_model rows into `state`."""
-    from jobs.lake import period_predicate, read_table
+    from jobs.lake import concurrently, period_predicate
+    from jobs.lake_read import rows_where
 
     if job.load_model is None:
         return state
     where = period_predicate(job.job_id, period_end)
-    rates = [r.asDict() for r in read_table(spark, paths, STREAM_STATS).where(where).collect()]
-    model = [r.asDict() for r in read_table(spark, paths, LOAD_MODEL).where(where).collect()]
+    rates, model = concurrently(lambda: rows_where(spark, paths, STREAM_STATS.name, where),
+                                lambda: rows_where(spark, paths, LOAD_MODEL.name, where))
     return with_streams(state, job, strategy, rates, model)

@@ -26,12 +26,12 @@ from jobs.lake import (
     concurrently,
     ensure_tables,
     period_predicate,
-    read_table,
     starting_point,
     table_version,
     table_versions,
     write_rows,
 )
+from jobs.lake_read import rows_where
 from jobs.load_model import with_load_model
 from jobs.markers import check_validated, read_collect_marker, runtime_of
 from jobs.network_facet import attach_network
@@ -206,7 +206,7 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
     runtime = runtime_of(marker) if marker is not None else None
 
     def rows(table: Table) -> Callable[[], list[dict[str, Any]]]:
-        return lambda: [r.asDict() for r in read_table(spark, paths, table).where(where).collect()]
+        return lambda: rows_where(spark, paths, table.name, where)
 
     def start_or_error() -> Start | StageError:
         try:

@@ -34,11 +34,12 @@ from jobs.lake import (
     newest_version,
     period_predicate,
     quote,
-    read_table,
     replace_rows,
     table_version,
+    timestamp,
     write_rows,
 )
+from jobs.lake_read import fetch_records, rows_where
 from jobs.markers import check_validated
 from jobs.tracking import tag_run
 from schemas.config import JobConfig, Paths
@@ -150,7 +151,8 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
     plan_row: Any
     log: dict[str, Any]
     plan_row, log = concurrently(
-        lambda: read_table(spark, paths, PLANS).where(period_predicate(job.job_id, period_end)).first(),
+        lambda: next(iter(rows_where(spark, paths, PLANS.name,
+                                     period_predicate(job.job_id, period_end))), None),
         lambda: _version_log(spark, paths, job.job_id, period_end))
     if plan_row is None:
         raise StageError(
@@ -234,27 +236,31 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
     failpoint("publish.version")
     write_latest(paths.published, job.job_id, version)
     failpoint("publish.latest")
-    _set_plan_status(spark, paths, job.job_id, period_end, "published")
+    # bookkeeping after the runtime can see the version: the plan row's status and the run's
+    # tags, at once (a rerun mends either, see above)
+    concurrently(
+        lambda: _set_plan_status(spark, paths, job.job_id, period_end, "published"),
+        lambda: _tag_published(spark, paths, plan_row["mlflow_run_id"], version, str(path),
+                               committed))
     failpoint("publish.status")
-    _tag_published(spark, paths, plan_row["mlflow_run_id"], version, str(path), committed)
     return PublishResult(job.job_id, stamp, version, "published", str(path))
 
 
 def _version_log(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime
                  ) -> dict[str, Any]:
-    """What publish needs of the job's version log, in one aggregate: this period's version row
+    """What publish needs of the job's version log, in one round: this period's version row
     (`mine`, or None), how many versions are of later periods (`newer`), the newest version."""
-    from pyspark.sql import functions as F
-
-    this = F.col("period_end") == F.lit(period_end)
-    row = read_table(spark, paths, ASSIGNMENT_VERSIONS).where(F.col("job_id") == job_id).agg(
-        F.max("version").alias("newest"),
-        F.count(F.when(F.col("period_end") > F.lit(period_end), 1)).alias("newer"),
-        F.max_by(F.when(this, F.struct("version", "checksum", "manifest_path")),
-                 F.when(this, F.col("version"))).alias("mine"),
-    ).first()
-    assert row is not None  # an aggregate without grouping has one row
-    return {"newest": row["newest"], "newer": int(row["newer"]), "mine": row["mine"]}
+    table = "{" + ASSIGNMENT_VERSIONS.name + "}"
+    job, when = quote(job_id), timestamp(period_end)
+    counts, mine = concurrently(
+        lambda: fetch_records(spark, paths, "SELECT max(version) AS newest, count(CASE WHEN "
+                              f"period_end > {when} THEN 1 END) AS newer FROM {table} "
+                              f"WHERE job_id = {job}"),
+        lambda: fetch_records(spark, paths, "SELECT version, checksum, manifest_path FROM "
+                              f"{table} WHERE job_id = {job} AND period_end = {when} "
+                              "ORDER BY version DESC LIMIT 1"))
+    return {"newest": counts[0]["newest"], "newer": int(counts[0]["newer"]),
+            "mine": mine[0] if mine else None}
 
 
 def _tag_published(spark: SparkSession, paths: Paths, run_id: str | None, version: int,

@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from jobs.lake import read_table
+from jobs.lake import quote, timestamp
+from jobs.lake_read import fetch_records
 from jobs.load_model import keep_until_fitted
 from placement.model import Budget, ClusterState, Node, Plan
 from placement.registry import get_strategy
@@ -44,12 +45,10 @@ def policy_of(config: ScalingConfig) -> ScalingPolicy:
 def earlier_sections(spark: SparkSession, paths: Paths, job_id: str, before: datetime
                      ) -> list[dict[str, Any]]:
     """The scaling sections of the published plans of periods before `before`, oldest first."""
-    from pyspark.sql import functions as F
-
-    rows = (read_table(spark, paths, PLANS)
-            .where((F.col("job_id") == job_id) & (F.col("status") == "published")
-                   & (F.col("period_end") < F.lit(before)))
-            .select("period_end", "plan_json").orderBy("period_end").collect())
+    rows = fetch_records(
+        spark, paths, f"SELECT period_end, plan_json FROM {{{PLANS.name}}} WHERE job_id = "
+        f"{quote(job_id)} AND status = 'published' AND period_end < {timestamp(before)} "
+        "ORDER BY period_end")
     return [dict(json.loads(r["plan_json"]).get("scaling") or {}) for r in rows]
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,9 +30,11 @@ from jobs.lake import (
     concurrently,
     ensure_tables,
     period_predicate,
-    read_table,
+    quote,
     starting_point,
+    timestamp,
 )
+from jobs.lake_read import fetch_records, frame_where
 from jobs.load_model import validate_streams_of
 from jobs.markers import (
     collect_marker_path,
@@ -64,24 +66,19 @@ def _expected_keygroups(
     spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, reported: set[str],
     start: Start, reported_by_runtime: bool, dynamic: bool = False,
 ) -> tuple[set[str], str]:
-    from pyspark.sql import functions as F
-
     if dynamic:
         return reported, "this period (a dynamic job: units arrive and leave between periods)"
     if start.version is not None:
         ran = ", which the runtime ran" if reported_by_runtime else ""
         return set(start.assignment), f"{'' if ran else 'published '}assignment v{start.version}{ran}"
-    previous = (
-        read_table(spark, paths, KEYGROUP_STATS)
-        .where((F.col("job_id") == job_id) & (F.col("period_end") < F.lit(period_end)))
-        .agg(F.max("period_end"))
-        .first()
-    )
-    if previous is not None and previous[0] is not None:
-        rows = read_table(spark, paths, KEYGROUP_STATS).where(
-            (F.col("job_id") == job_id) & (F.col("period_end") == F.lit(previous[0]))
-        ).select("keygroup").collect()
-        return {r[0] for r in rows}, f"previous period {previous[0].isoformat()}"
+    table = "{" + KEYGROUP_STATS.name + "}"
+    latest = fetch_records(spark, paths, f"SELECT max(period_end) AS latest FROM {table} "
+                           f"WHERE job_id = {quote(job_id)} AND period_end < {timestamp(period_end)}")
+    previous = latest[0]["latest"] if latest else None
+    if previous is not None:
+        rows = fetch_records(spark, paths, f"SELECT keygroup FROM {table} WHERE "
+                             f"{period_predicate(job_id, previous.replace(tzinfo=UTC))}")
+        return {r["keygroup"] for r in rows}, f"previous period {previous.isoformat()}"
     return reported, "this period (first period of the job)"
 
 
@@ -100,7 +97,7 @@ def _read_period(
             return exc
 
     def frame(table: Table) -> Callable[[], pd.DataFrame]:
-        return lambda: read_table(spark, paths, table).where(where).toPandas()
+        return lambda: frame_where(spark, paths, table.name, where)
 
     *frames, begin, _ = concurrently(frame(KEYGROUP_STATS), frame(COMM_STATS), frame(NODE_STATS),
                                      start, prepare)
