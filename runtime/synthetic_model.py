@@ -21,6 +21,10 @@ odd-indexed one also ``in<(o+1) mod d>`` at half the weight, scaled so that its 
 rate ``STREAM_RATE`` is its base load. Each period every stream's rate is drawn uniformly in
 [0.5, 1.5] × ``STREAM_RATE`` (`stream_rates`) and landed as the ``streams/`` facet dataset; the
 §5.1 drift is off (``varies`` unused), so a fit over d periods recovers the coefficients exactly.
+With ``ramp_periods = P`` (≥ 6) the rates also follow a load ramp and bursts (ROD Fig. 18 in
+spirit): each rate is further multiplied by the replay's ramp profile (1x, up to 2.5x, down to
+0.6x over P periods, repeating; `ramp_factor`) and, with probability 0.2 per stream and period,
+by a burst ×U[1.5, 3]; the loads stay exactly linear in the rates.
 Everything is a function of (spec, period_end, current assignment) — never of wall clock or call
 order — so re-landing a period gives byte-identical files. The landing tables and the runtime
 itself are in runtime/synthetic.py.
@@ -40,6 +44,8 @@ import numpy as np
 from schemas.landing import format_period_end
 
 __all__ = [
+    "BURST",
+    "BURST_P",
     "DRIFT_FRACTION",
     "MAX_CUT",
     "STREAM_RATE",
@@ -50,6 +56,7 @@ __all__ = [
     "keygroup_name",
     "node_name",
     "period_loads",
+    "ramp_factor",
     "stream_rates",
     "true_coefficients",
 ]
@@ -58,6 +65,7 @@ __all__ = [
 DRIFT_FRACTION = 0.2
 MAX_CUT = 0.9
 STREAM_RATE = 1000.0  # mean rate of an input stream, tuples/s
+BURST_P, BURST = 0.2, (1.5, 3.0)  # with a ramp: a stream bursts w.p. 0.2 per period, ×U[1.5, 3]
 
 _INT_FIELDS = (
     "operators",
@@ -67,6 +75,7 @@ _INT_FIELDS = (
     "samples_per_period",
     "period_s",
     "streams",
+    "ramp_periods",
 )
 _LIMITS = {"keygroups_per_operator": 1000, "nodes": 100, "streams": 20}
 
@@ -93,6 +102,7 @@ class SyntheticSpec:
     samples_per_period: int = 5
     period_s: int = 300
     streams: int = 0
+    ramp_periods: int = 0
 
     def __post_init__(self) -> None:
         job = self.job_id
@@ -100,7 +110,7 @@ class SyntheticSpec:
             raise ValueError(f"job_id must be one path component, not hidden, got {job!r}")
         for name in _INT_FIELDS:
             value = getattr(self, name)
-            low, high = (0 if name in ("seed", "streams") else 1), _LIMITS.get(name)
+            low, high = (0 if name in ("seed", "streams", "ramp_periods") else 1), _LIMITS.get(name)
             if type(value) is not int or value < low or (high is not None and value > high):
                 bound = f"between {low} and {high}" if high else f">= {low}"
                 raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
@@ -113,6 +123,10 @@ class SyntheticSpec:
                     f"{name} must be a finite number {bound} (% of a node), got {value!r}"
                 )
             object.__setattr__(self, name, float(value))
+        if self.ramp_periods and (self.ramp_periods < 6 or not self.streams):
+            raise ValueError(f"ramp_periods must be 0 (no ramp) or >= 6 on a job with streams "
+                             f"> 0, got ramp_periods = {self.ramp_periods}, streams = "
+                             f"{self.streams}")
         if self.samples_per_period > self.period_s * 1_000_000:
             raise ValueError(
                 f"samples_per_period must be <= period_s * 1e6 (distinct µs timestamps), "
@@ -206,10 +220,27 @@ def true_coefficients(spec: SyntheticSpec) -> dict[str, dict[str, float]]:
     return out
 
 
+def ramp_factor(spec: SyntheticSpec, period_end: datetime) -> float:
+    """The ramp's common factor for the period ending at `period_end` (1 without a ramp): the
+    replay's `ramp_profile` over ``ramp_periods`` periods, repeating; the period whose end is
+    ``period_s`` after a multiple of ``ramp_periods * period_s`` since the epoch is its first."""
+    from runtime.replay.spec import ramp_profile
+
+    if not spec.ramp_periods:
+        return 1.0
+    index = int(period_end.timestamp()) // spec.period_s - 1
+    return ramp_profile(spec.ramp_periods)[index % spec.ramp_periods]
+
+
 def stream_rates(spec: SyntheticSpec, period_end: datetime) -> dict[str, float]:
-    """Each input stream's rate over the period ending at `period_end`, tuples/s."""
+    """Each input stream's rate over the period ending at `period_end`, tuples/s; with a ramp,
+    times `ramp_factor` and, with probability BURST_P per stream, a burst ×U[1.5, 3]."""
     rng = _rng(spec.seed, "streams", format_period_end(period_end))
     factors = rng.uniform(0.5, 1.5, size=spec.streams)
+    if spec.ramp_periods:
+        bursts = np.where(rng.random(spec.streams) < BURST_P,
+                          rng.uniform(*BURST, size=spec.streams), 1.0)
+        factors = factors * bursts * ramp_factor(spec, period_end)
     return {k: float(STREAM_RATE * f) for k, f in zip(spec.stream_names, factors, strict=True)}
 
 
