@@ -39,7 +39,8 @@ import pyarrow.parquet as pq
 from bench import write_rows
 from bench.closed_loop_kit import Period, available, landed_rows, publish_and_apply
 
-__all__ = ["RodRun", "deployment", "format_rod_table", "rod_targets", "run_rod", "run_rod_cli"]
+__all__ = ["RodRun", "deployment", "format_rod_table", "plot_rod", "rod_targets", "run_rod",
+           "run_rod_cli"]
 
 ROD_STRATEGIES = ("rod", "llf", "milp")
 ROD_PERIODS, QUICK_ROD_PERIODS = 36, 18  # K warm-up periods are part of the count
@@ -242,7 +243,7 @@ def format_rod_table(rows: list[dict[str, Any]]) -> str:
 
 
 def run_rod_cli(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """`reconf bench closed-loop --scenario rod`: the runs, the table, the targets, JSON."""
+    """`reconf bench closed-loop --scenario rod`: the runs, the table, the targets, JSON, plot."""
     import tempfile
 
     from bench.closed_loop_kit import parse_strategies
@@ -272,4 +273,33 @@ def run_rod_cli(args: argparse.Namespace) -> list[dict[str, Any]]:
     print(f"\nwall time {time.perf_counter() - started:.1f} s")
     if args.json is not None:
         print(f"rows written to {write_rows(args.json, rows)}")
+    if args.plot is not None:
+        plot_rod(rows, Path(args.plot))
+        print(f"figure written to {args.plot}")
     return rows
+
+
+def plot_rod(rows: list[dict[str, Any]], path: Path) -> None:
+    """Two panels over the periods: the most utilised node, and F/F* of the running placement."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for name in dict.fromkeys(r["strategy"] for r in rows):
+        mine = [r for r in rows if r["strategy"] == name]
+        x = [r["period"] for r in mine]
+        top.plot(x, [r["max_util_pct"] for r in mine], marker=".", label=name)
+        bottom.plot(x, [r["feasible_set_ratio"] if r["feasible_set_ratio"] is not None
+                        else float("nan") for r in mine], marker=".", label=name)
+    top.axhline(100.0, color="grey", linestyle="--", linewidth=0.8)
+    top.set_ylabel("most utilised node (%)")
+    bottom.set_ylabel("F/F* of the running placement")
+    bottom.set_xlabel("period (the first 6: warm-up)")
+    top.legend()
+    top.set_title("ROD vs LLF and the MILP, ramp with bursts (synthetic job, 5 streams)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
