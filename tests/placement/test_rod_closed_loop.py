@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,7 @@ from placement.facets import Stream
 from placement.model import Budget, ClusterState, KeyGroup, Node
 from placement.registry import get_strategy
 from placement.rod.model import LoadModel
+from placement.rod.strategy import balance_space, budgeted
 
 
 def test_deployment_is_contiguous_and_even() -> None:
@@ -89,3 +91,31 @@ def test_budgeted_load_balancers_never_raise_the_peak_load(case: tuple[ClusterSt
         if "left out by the budget" not in plan.message:
             continue  # the whole target fits: the target is taken as it is
         assert peak(dict(plan.assignment)) <= peak(dict(state.assignment)) + 1e-9
+
+
+def test_llf_spends_its_budget_on_balance_not_on_rods_resilience() -> None:
+    """Two nodes at loads 3.8 and 4.8 (rates s0 = 2, s1 = 1), LLF's target a swap (g0 <-> g2), a
+    budget of one move: ROD's weight energy would move g2 (an s0 unit) onto the s1 node, mixing
+    the streams but raising the peak to 6.8; ordered by load balance LLF makes no such move."""
+    coef = {"g0": (0.0, 2.8), "g1": (0.9, 0.0), "g2": (1.0, 0.0), "g3": (0.0, 2.0)}
+    state = ClusterState(
+        nodes=(Node("n0"), Node("n1")),
+        keygroups=tuple(KeyGroup(u, "op", 2 * a + b, migration_cost=1.0)
+                        for u, (a, b) in coef.items()),
+        assignment={"g0": "n1", "g1": "n0", "g2": "n0", "g3": "n1"},
+        streams=(Stream("s0", 2.0), Stream("s1", 1.0)),
+        load_model={u: {"s0": a, "s1": b} for u, (a, b) in coef.items()})
+    model = LoadModel.of(state)
+    load = dict(zip(model.units, model.coefficients @ model.rates, strict=True))
+
+    def peak(where: dict[str, str]) -> float:
+        return max(sum(load[u] for u in where if where[u] == n) for n in ("n0", "n1"))
+
+    target = dict(get_strategy("llf")(state, Budget()).assignment)
+    one = Budget(max_migrations=1)
+    by_resilience, _ = budgeted(state, model, target, one)
+    by_balance, _ = budgeted(state, model, target, one, balance_space(model))
+    assert peak(dict(state.assignment)) == pytest.approx(4.8)
+    assert peak(by_resilience) == pytest.approx(6.8)  # what the old order did
+    assert peak(by_balance) <= 4.8 + 1e-9
+    assert peak(dict(get_strategy("llf")(state, one).assignment)) <= 4.8 + 1e-9
