@@ -33,6 +33,7 @@ spl = "5m"
 strategy = "rod"
 max_migrations = 3
 solver_time_limit_s = 2
+shadow_time_budget_s = 0  # no what-if shadows: their plans are tests/jobs/test_whatif.py's
 start_date = 2026-03-01T00:00:00Z
 source = {{ kind = "synthetic", operators = 2, keygroups_per_operator = 3, nodes = 3, seed = 5, streams = 2 }}
 
