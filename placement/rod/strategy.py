@@ -13,6 +13,8 @@ can be, then moved toward under the migration budget.
    E = Σ_i (C_i/C_T)·‖W_i‖⁴, a smooth stand-in for the min plane distance (its minimum, d², is
    exactly the ideal W = 1 of Theorem 1: Jensen twice), since a single move rarely changes the
    min of r; moves that do not lower E are skipped. Arrivals take their target node (no move).
+   LLF and Connected-LB order their moves by the same energy in the space of the units' loads
+   at the observed rates (`balance_space`): load balance, their own goal, not ROD's.
 Status HEURISTIC; no lower bound.
 """
 
@@ -34,8 +36,9 @@ from placement.rod.model import LoadModel, weights
 from placement.rod.params import RodParams
 from placement.rod.resilience import plan_resilience
 
-__all__ = ["budgeted", "neighbours", "plan_connected_lb", "plan_llf", "plan_rod", "relabel"]
+__all__ = ["balance_space", "budgeted", "neighbours", "plan_connected_lb", "plan_llf", "plan_rod", "relabel"]
 
+Array = NDArray[np.float64]
 Bins = NDArray[np.int64]
 
 
@@ -72,9 +75,20 @@ def relabel(state: ClusterState, model: LoadModel, bins: Bins) -> dict[str, str]
     return {u: rename.get(n, n) for u, n in node_of.items()}
 
 
+def balance_space(model: LoadModel) -> Array:
+    """The units' loads at the observed rates R as shares of the total (m × 1): in this space
+    the weight energy is lowest when every node's load is proportional to its capacity, so
+    `budgeted` on it orders LLF's and Connected-LB's moves by load balance, their own goal."""
+    load = model.coefficients @ model.rates
+    total = float(load.sum())
+    return (load / total)[:, None] if total > 0 else model.normalised()
+
+
 def budgeted(state: ClusterState, model: LoadModel, target: Mapping[str, str],
-             budget: Budget) -> tuple[dict[str, str], int]:
-    """Step 3: the assignment reached under `budget`, and how many target moves were left."""
+             budget: Budget, space: Array | None = None) -> tuple[dict[str, str], int]:
+    """Step 3: the assignment reached under `budget`, and how many target moves were left.
+    `space`: the unit vectors whose weight energy orders the moves (ROD's normalised
+    coefficients by default; `balance_space` for the load balancers)."""
     out = {u: state.assignment.get(u, target[u]) for u in model.units}
     mc = {k.id: k.migration_cost for k in state.keygroups}
     todo = [u for u in model.units if out[u] != target[u]]
@@ -84,7 +98,7 @@ def budgeted(state: ClusterState, model: LoadModel, target: Mapping[str, str],
         return out, len(todo)
     index = {n: i for i, n in enumerate(model.nodes)}
     unit = {u: j for j, u in enumerate(model.units)}
-    norm, share = model.normalised(), model.share()
+    norm, share = model.normalised() if space is None else space, model.share()
     w = weights(norm, model.bins(out), share)
     src = np.array([index[out[u]] for u in todo])
     dst = np.array([index[target[u]] for u in todo])
@@ -126,7 +140,8 @@ def _quartic(w: NDArray[np.float64]) -> NDArray[np.float64]:
 def _finish(name: str, state: ClusterState, model: LoadModel, bins: Bins, budget: Budget,
             started: float, note: str = "", *, never_worse: bool = False) -> Plan:
     target = relabel(state, model, bins)
-    assignment, left = budgeted(state, model, target, budget)
+    space = None if name == "rod" else balance_space(model)
+    assignment, left = budgeted(state, model, target, budget, space)
     message = note
     if left:
         message = f"{note}; " if note else ""

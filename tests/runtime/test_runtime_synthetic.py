@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.replay.spec import ramp_profile
 from runtime.source import MetricsSource, load_state, state_path
 from runtime.synthetic import (
     SyntheticJob,
@@ -15,7 +16,10 @@ from runtime.synthetic import (
     base_loads,
     initial_assignment,
     period_loads,
+    stream_rates,
+    true_coefficients,
 )
+from runtime.synthetic_model import ramp_factor
 
 END = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
 SPEC = SyntheticSpec("demo")  # 4 operators x 16 key groups on 8 nodes, mean 60 %, varies 30
@@ -169,3 +173,33 @@ def test_state_is_persisted_and_checked_against_the_spec(tmp_path: Path) -> None
     state_path(tmp_path, "demo").write_text("{")
     with pytest.raises(ValueError, match="corrupt runtime state"):
         SyntheticJob(SPEC, tmp_path)
+
+
+def test_stream_ramp_scales_the_rates_and_keeps_the_loads_linear() -> None:
+    """With ramp_periods the rates follow the ramp (1x -> 2.5x -> 0.6x) times U[0.5, 1.5] and
+    bursts; without it they are exactly the plain draw; loads stay the true linear model."""
+    plain = SyntheticSpec("s", operators=3, keygroups_per_operator=4, nodes=3, streams=3)
+    ramp = SyntheticSpec("s", operators=3, keygroups_per_operator=4, nodes=3, streams=3,
+                         ramp_periods=12)
+    start = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=12 * 300 * 5000)
+    ends = [start + timedelta(seconds=300 * n) for n in range(1, 13)]
+    assert [ramp_factor(ramp, e) for e in ends] == list(ramp_profile(12))
+    assert ramp_factor(plain, ends[5]) == 1.0
+    truth = true_coefficients(ramp)
+    for end in ends:
+        base, rates = stream_rates(plain, end), stream_rates(ramp, end)
+        for s, r in rates.items():
+            burst = r / (base[s] * ramp_factor(ramp, end))
+            assert burst == pytest.approx(1.0) or 1.5 <= burst <= 3.0
+        loads = period_loads(ramp, end, initial_assignment(ramp)).keygroups
+        for kg, row in truth.items():
+            assert loads[kg] == pytest.approx(sum(c * rates[k] for k, c in row.items()))
+    bursts = sum(r / (stream_rates(plain, e)[s] * ramp_factor(ramp, e)) > 1.01
+                 for e in ends for s, r in stream_rates(ramp, e).items())
+    assert 0 < bursts < 3 * 12 / 2  # about one stream-period in five bursts
+
+
+@pytest.mark.parametrize(("periods", "streams"), [(5, 3), (12, 0)])
+def test_stream_ramp_needs_streams_and_six_periods(periods: int, streams: int) -> None:
+    with pytest.raises(ValueError, match="ramp_periods"):
+        SyntheticSpec("s", streams=streams, ramp_periods=periods)
