@@ -57,6 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", metavar="PATH", help="write the figures to this PNG")
     parser.add_argument("--speed", action="store_true",
                         help="also measure routing messages/s per policy (10^6 keys, 100 workers)")
+    parser.add_argument("--speed-only", action="store_true",
+                        help="measure only the routing speed (skips the figures)")
 
 
 @functools.lru_cache(maxsize=16)
@@ -294,19 +296,40 @@ def vws_figs(cfg: dict[str, Any], keys: np.ndarray, het: np.ndarray, rows: list,
                       strong >= 0.8 * alpha, f"{strong:.0f} of α* {alpha:.0f}"))
 
 
-def speed(rows: list) -> None:
-    """Routing messages/s per policy at 10^6 keys, 100 workers (x 10 VWs in the simulator)."""
-    keys = Workload("WP", 1_000_000, 0.0932).solved().keys(1_000_000, seed=9)
-    print("\n--speed: messages/s on one core, 10^6 keys (WP skew), 10^6 messages")
+def speed(rows: list, checks: list[Check], messages: int = 1_000_000) -> None:
+    """Routing messages/s per policy at 10^6 keys, 100 workers (x 10 VWs in the simulator).
+
+    The sequential policies' kernels are compiled (or loaded from numba's cache) first, and
+    that one-off cost is printed on its own; the rate is on the process's CPU time (the wall
+    rate, which also counts other jobs' turns on a shared core, is printed beside it). The
+    pure-Python loops (`compiled=False`, the kernels' reference) are timed on a tenth.
+    """
+    from runtime.routing.kernels import warm_up
+
+    jit = warm_up()
+    keys = Workload("WP", 1_000_000, 0.0932).solved().keys(messages, seed=9)
+    print(f"\n--speed: messages/s on one core, 10^6 keys (WP skew), {messages:,} messages; "
+          f"JIT compile / cache load of the kernels, once per process: {jit:.2f} s")
+    rows.append({"figure": "speed", "where": "jit", "seconds": jit})
     for bins, where in ((100, "engine: 100 key groups"), (1000, "simulator: 100 x 10 VWs")):
         table = KeyTable.build(1_000_000, bins)
         for pol in ("kg", "sg", "ch", "pkg", "potc_msg", "chbl", "porc"):
-            start = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             route(pol, keys, table, epsilon=0.01)
-            rate = len(keys) / (time.perf_counter() - start)
-            rows.append({"figure": "speed", "where": where, "policy": pol, "msgs_per_s": rate})
-            print(f"  {where:<26}{pol:<10}{rate / 1e6:>8.2f} M/s "
-                  f"{'(target 1 M/s met)' if rate >= 1e6 else '(below 1 M/s)'}")
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            rate, wall_rate = len(keys) / max(cpu, 1e-9), len(keys) / wall
+            pure = None
+            if pol in ("pkg", "potc_msg", "chbl", "porc"):
+                part = keys[:max(1, len(keys) // 10)]
+                t = time.process_time()
+                route(pol, part, table, epsilon=0.01, compiled=False)
+                pure = len(part) / max(time.process_time() - t, 1e-9)
+            rows.append({"figure": "speed", "where": where, "policy": pol, "msgs_per_s": rate,
+                         "msgs_per_wall_s": wall_rate, "pure_python_msgs_per_s": pure})
+            print(f"  {where:<26}{pol:<10}{rate / 1e6:>8.2f} M/s CPU {wall_rate / 1e6:>8.2f} "
+                  f"M/s wall" + (f"   (pure Python {pure / 1e6:.2f} M/s)" if pure else ""))
+            checks.append(yes("speed", f"{where.split(':')[0]} {pol} >= 10^6 msg/s on one core",
+                              rate >= 1e6, f"{rate / 1e6:.2f} M/s", ">= 1 M/s"))
 
 
 def main(args: argparse.Namespace) -> int:
@@ -329,12 +352,12 @@ def main(args: argparse.Namespace) -> int:
              ("fig. 10", lambda: fig10(cfg, wp, rows, checks)),
              ("memory", lambda: memory_q4(cfg, tw, rows, checks)),
              ("figs. 7-12", lambda: queue_figs(cfg, streams["WP"], rows, checks))]
-    for name, step in steps:
+    for name, step in [] if args.speed_only else steps:
         t = time.perf_counter()
         step()
         print(f"[{name}: {time.perf_counter() - t:.0f} s]")
-    if args.speed:
-        speed(rows)
+    if args.speed or args.speed_only:
+        speed(rows, checks)
     print_checks(checks)
     rows += [c.row() for c in checks]
     write_rows(args.json, rows)
