@@ -227,7 +227,11 @@ def cg_summary(rows: list[dict[str, Any]], count: int, speed: dict[str, float] |
                    f"phase, <= {VS_KG:.0%} of KG's): worst phase {worst:.1f}"
                    + (f" vs KG {max(kg):.1f}" if kg else ""))
         calm = df[(df["run"] != run) | (df["merge_tuples"] == 0)]
-        if len(calm) < len(df):
+        merging = df[(df["run"] == run) & (df["merge_tuples"] > 0)]
+        if len(merging) == len(df[df["run"] == run]):  # periodic aggregation: every period
+            out.append(f"  [info ] {run} merges split keys every period: "
+                       f"{merging['merge_tuples'].mean():.0f} tuples per period")
+        elif len(calm) < len(df):
             peak = df[(df["run"] == run) & (df["merge_tuples"] > 0)]["spread"].max()
             out.append(f"  [info ] {run} outside the periods where split keys merge (window "
                        f"end): worst phase max - min U "
