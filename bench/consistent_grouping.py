@@ -383,7 +383,9 @@ def main(args: argparse.Namespace) -> int:
     print_checks(checks)
     rows += [c.row() for c in checks]
     write_rows(args.json, rows)
-    if args.plot:
+    if args.plot and args.speed_only:
+        print("--plot ignored with --speed-only (no figures were run)")
+    elif args.plot:
         plot(args.plot, rows)
         print(f"plot written to {args.plot}")
     print(f"rows written to {args.json} ({time.perf_counter() - start:.0f} s)")
