@@ -14,7 +14,8 @@ paper's pairing has no budget; 10 per period leaves both planners budget-bound):
 - `kg`: key grouping, no planner; `pkg`: partial key grouping (reconf's `potc` routing), no
   planner; `milp`: key grouping, the MILP re-balancing utilisation; `cg`: key grouping, the
   VW pairing (`cg`, `CG_PARAMS`); `cg+porc`: PORC routing with the pairing, when the replay
-  engine has PORC (the routing branch), else left out with a note.
+  engine has PORC (the routing branch), else left out with a note; `cg+porc+agg`: the same with
+  the paper's periodic aggregation (split keys' partials merge every period, §5.3).
 
 Per period: utilisation imbalance I = max U − avg U and max − min U (measured, node_stats), the
 VWs away from α* (`vw_gap`), merge work (tuples between key groups of one operator), state
@@ -43,15 +44,18 @@ from bench.closed_loop_kit import periods, publish_and_apply
 if TYPE_CHECKING:
     from runtime.replay.datasets import Datasets
 
-__all__ = ["CG_PARAMS", "RUNS", "CgRun", "cg_summary", "pairing_speed", "run_cg",
-           "run_cg_cli"]
+__all__ = ["AGGREGATE_EVERY", "CG_PARAMS", "RUNS", "CgRun", "cg_summary", "pairing_speed",
+           "run_cg", "run_cg_cli"]
 
 NODES, STRONG, FACTOR, VWS_PER_NODE, LOAD_PCT, BUDGET, JOB = 10, 3, 5.0, 10, 80.0, 25, 2
 PERIODS, QUICK_PERIODS = 36, 18
 #: run name -> (replay routing, planner or None)
 RUNS: dict[str, tuple[str, str | None]] = {
     "kg": ("kg", None), "pkg": ("pkg", None), "milp": ("kg", "milp"), "cg": ("kg", "cg"),
-    "cg+porc": ("porc", "cg")}
+    "cg+porc": ("porc", "cg"), "cg+porc+agg": ("porc", "cg")}
+#: runs whose split keys also merge every this many periods (periodic aggregation, §5.3), not
+#: only at window end (Job 2's per-year window: once per phase here)
+AGGREGATE_EVERY: dict[str, int] = {"cg+porc+agg": 1}
 #: probe (§6.1.2): with 10 VWs per node no whole VW count keeps a reference node inside the
 #: 0.75-0.85 band, so idle-only destinations stall; 20 signalling rounds per period (the
 #: paper's t_0 is far shorter than a statistics period), the budget being the limit
@@ -84,6 +88,7 @@ def _spec(run: CgRun, routing: str) -> Any:
     return ReplaySpec(f"flights{JOB}-{run.name.replace('+', '-')}", job=JOB, nodes=NODES,
                       keygroups_per_node=VWS_PER_NODE, periods=max(1, run.periods // 3),
                       routing=routing, load_pct=LOAD_PCT,
+                      aggregate_every=AGGREGATE_EVERY.get(run.name, 0),
                       capacities=strong_nodes(NODES, STRONG, FACTOR),
                       capacity_changes=rotating_changes(NODES, STRONG, FACTOR,
                                                         changes_at(run.periods)))
@@ -222,7 +227,11 @@ def cg_summary(rows: list[dict[str, Any]], count: int, speed: dict[str, float] |
                    f"phase, <= {VS_KG:.0%} of KG's): worst phase {worst:.1f}"
                    + (f" vs KG {max(kg):.1f}" if kg else ""))
         calm = df[(df["run"] != run) | (df["merge_tuples"] == 0)]
-        if len(calm) < len(df):
+        merging = df[(df["run"] == run) & (df["merge_tuples"] > 0)]
+        if len(merging) == len(df[df["run"] == run]):  # periodic aggregation: every period
+            out.append(f"  [info ] {run} merges split keys every period: "
+                       f"{merging['merge_tuples'].mean():.0f} tuples per period")
+        elif len(calm) < len(df):
             peak = df[(df["run"] == run) & (df["merge_tuples"] > 0)]["spread"].max()
             out.append(f"  [info ] {run} outside the periods where split keys merge (window "
                        f"end): worst phase max - min U "

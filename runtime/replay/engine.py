@@ -103,8 +103,11 @@ class ReplayEngine:
         pending: Mapping[str, float] | None = None,
         pending_report: MigrationReport | None = None,
         capacity_at: Callable[[int], Mapping[str, float]] | None = None,
+        aggregate_every: int = 0,
     ) -> None:
         self.router = OperatorRouting(flow, layout, routing, operator_routing, epsilon=epsilon)
+        #: periodic aggregation (§5.3): every k-th period split partials of open windows merge
+        self.aggregate_every = int(aggregate_every)
         self._key_router = OperatorRouting(flow, layout, "key")
         if not np.isfinite(unit_ms) or unit_ms <= 0:
             raise ValueError(f"unit_ms must be a finite number > 0, got {unit_ms!r}")
@@ -233,8 +236,11 @@ class ReplayEngine:
         for s, rows, dst in self._streams(p, self.router, acc):
             if flow.operator(s.dst).stateful:
                 self._fold(dst, rnd * W + s.window[rows], s.entry[rows], s.value[rows])
+        periodic = self.aggregate_every > 0 and (n + 1) % self.aggregate_every == 0
         for op in flow.operators:
             if op.stateful:
+                if periodic and self.router.splits(op.name):
+                    self._aggregate(op, acc)
                 self._close(op, p, rnd, acc)
         units = keygroup_units(self._proc, acc.traffic, self.costs)
         extra = np.array([self._pending.get(node, 0.0) for node in self.nodes])
@@ -276,6 +282,17 @@ class ReplayEngine:
                     sink[(w, e)] = (old[0] + total, old[1] + count)
         if op.top_k and op.emit_to is not None:
             self._emit_top_k(op, popped, acc)
+
+    def _aggregate(self, op: Operator, acc: _Period) -> None:
+        """Periodic aggregation (Nasir et al. §5.3): the partials of split keys in windows still
+        open move to their principal key group now (counted as merge work), not at window end."""
+        base, k = self.layout.offset[op.name], self.layout.kgs_per_operator
+        popped = {gid: self.store.pop_windows(gid, lambda w: True) for gid in range(base, base + k)}
+        self._merge(op, popped, acc)
+        for gid, windows in popped.items():
+            for w, cells in windows.items():
+                for e, (total, count) in cells.items():
+                    self.store.add(gid, self._placement[gid], w, e, total, count)
 
     def _merge(self, op: Operator, popped: dict[int, dict[int, dict[int, list[float]]]],
                acc: _Period) -> None:

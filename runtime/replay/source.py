@@ -102,7 +102,8 @@ def new_engine(spec: ReplaySpec, *, data: Datasets | None = None, costs: CostMod
         flow, layout, assignment=assignment or start, nodes=nodes or spec.node_names,
         unit_ms=calibrate_unit_ms(probe, spec.load_pct), period_s=spec.period_s, costs=costs,
         routing=spec.routing, operator_routing=spec.operator_routing, epsilon=spec.epsilon,
-        cursor=cursor, pending=pending, pending_report=pending_report,
+        aggregate_every=spec.aggregate_every, cursor=cursor, pending=pending,
+        pending_report=pending_report,
         capacity=capacity, capacity_at=spec.capacity_at if varies else None)
 
 

@@ -61,7 +61,7 @@ def check_job_fields(spec: object, ints: Mapping[str, tuple[int, int]]) -> None:
 
 _INTS = {"job": (1, 4), "nodes": (1, 200),
          "periods": (1, 100_000), "period_s": (1, 86_400 * 365), "seed": (0, 2**31 - 1),
-         "top_k": (1, 1000)}
+         "top_k": (1, 1000), "aggregate_every": (0, 100_000)}
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,9 @@ class ReplaySpec:
     operator_routing: Mapping[str, str] = field(default_factory=dict, hash=False)
     #: ε of PORC and CH-BL: a key group takes a tuple while its count is below ⌈(1+ε)t/b⌉
     epsilon: float = 0.01
+    #: periodic aggregation (Nasir et al. §5.3): every this many periods the partials of split
+    #: keys' open windows also move to their principal key group (0 = only at window end)
+    aggregate_every: int = 0
 
     def __post_init__(self) -> None:
         check_job_fields(self, _INTS)
@@ -205,6 +208,8 @@ class ReplaySpec:
             del body["operator_routing"]  # likewise the routing options, at their defaults
         if body["epsilon"] == 0.01:
             del body["epsilon"]
+        if body["aggregate_every"] == 0:
+            del body["aggregate_every"]
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
     def capacity_at(self, period: int) -> dict[str, float]:

