@@ -44,7 +44,7 @@ from schemas.landing import (
     period_dir,
     read_runtime_report,
 )
-from schemas.tables import COMM_STATS, KEYGROUP_STATS, LOAD_MODEL, NODE_STATS
+from schemas.tables import COMM_STATS, KEYGROUP_STATS, LOAD_MODEL, NODE_STATS, Table
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -259,17 +259,24 @@ def collect(
             NODE_STATS.name: groups[NODES]}
     with job_lock(paths, job.job_id, "collect"):
         clear_period_markers(paths, job.job_id, period_end)
-        # keygroup_stats last: a reader that finds no key groups says "run collect".
-        # facet tables (a dynamic job's, declared streams) first: counted as they are written
-        for table, df in facets:
-            df = df.cache()
-            rows[table.name] = df.count()
+        # keygroup_stats last: a reader that finds no key groups says "run collect". The others
+        # in one round of commits; facet tables (a dynamic job's, declared streams) are counted
+        # as they are written.
+        def write(table: Table, df: DataFrame, counted: bool) -> None:
+            if counted:
+                df = df.cache()
+                rows[table.name] = df.count()
             write_rows(df, paths, table, where)
-            df.unpersist()
+            if counted:
+                df.unpersist()
+
+        first = [(table, df, True) for table, df in facets]
+        first += [(NODE_STATS, nodes, False), (COMM_STATS, comm, False)]
+        concurrently(*(lambda w=w: write(*w) for w in first))
+        for table, _, _ in first:
             failpoint(f"collect.{table.name}")
-        for table, df in ((NODE_STATS, nodes), (COMM_STATS, comm), (KEYGROUP_STATS, keygroups)):
-            write_rows(df, paths, table, where)
-            failpoint(f"collect.{table.name}")
+        write(KEYGROUP_STATS, keygroups, False)
+        failpoint(f"collect.{KEYGROUP_STATS.name}")
         # the versions after the commits, asked at once
         versions = table_versions(spark, paths, (*(t.name for t, _ in facets), NODE_STATS.name,
                                                  COMM_STATS.name, KEYGROUP_STATS.name))
