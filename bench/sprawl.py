@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", action="store_true",
                         help="also the speed checks: Algorithm 1 on 1,550 nodes, the distributed "
                         "DP's work per domain, 1,000 queries placed with sharing")
+    parser.add_argument("--cost-space", default="vivaldi2", choices=("vivaldi2", "mds3"),
+                        help="SBON relaxation's cost space: Vivaldi's 2-D latency coordinates "
+                        "(default) or the 3-D classical MDS of the first pass")
     parser.add_argument("--only", default=None,
                         help=f"comma list of sections to run ({', '.join(SECTIONS)})")
 
@@ -47,12 +50,13 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     from bench.sprawl_wan import connectivity, speed, wan
 
     cfg = QUICK if args.quick else FULL
+    space = getattr(args, "cost_space", "vivaldi2")
     only = set(args.only.split(",")) if getattr(args, "only", None) else set(SECTIONS)
     if bad := only - set(SECTIONS):
         raise SystemExit(f"--only: unknown sections {sorted(bad)}; choose from {SECTIONS}")
     steps = {
-        "wan": lambda: wan(cfg["networks"], cfg["per_size"]),
-        "connectivity": lambda: connectivity(cfg["trials"], cfg["per_trial"]),
+        "wan": lambda: wan(cfg["networks"], cfg["per_size"], space=space),
+        "connectivity": lambda: connectivity(cfg["trials"], cfg["per_trial"], space=space),
         "single": lambda: single_query(cfg["c_trials"], cfg["c_queries"], cfg["c_size"]),
         "runtimes": lambda: runtimes(cfg["measure_10"]),
         "multi": lambda: multi_query(cfg["mq_scale"], cfg["mq_size"], cfg["mq_stop"]),
