@@ -7,6 +7,8 @@ per connectivity, 40 single queries per constraint set on an 8-node cluster, the
 3 × 3 sites with a 10-failure stop, and the §6.2 simulation with 100 queries. Full: 5 networks
 × 10 queries per size, 10 trials, 5 × 200 single queries on 10 nodes, §6.4.2 on 3 × 4 sites
 until 20 failures in a row, and the 10-operator exhaustive search of Table 6.4 measured.
+`--thesis-size`: the full run with the thesis's 1,000 queries per §6.4.1 trial and 20 queries
+per size and network in §6.3.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ FULL: dict[str, Any] = {"networks": 5, "per_size": 10, "trials": 10, "per_trial"
                         "c_trials": 5, "c_queries": 200, "c_size": 10, "mq_scale": 48.0,
                         "mq_size": 4, "mq_stop": 20, "cloud": 100, "shared": 1000,
                         "measure_10": True}
+#: `--thesis-size`: the thesis's own counts where FULL is smaller (§6.4.1: 1,000 queries per
+#: trial; §6.3: 20 queries per size and network)
+THESIS: dict[str, Any] = {**FULL, "per_size": 20, "c_queries": 1000}
 SECTIONS = ("wan", "connectivity", "single", "runtimes", "multi", "cloud")
 
 
@@ -38,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", action="store_true",
                         help="also the speed checks: Algorithm 1 on 1,550 nodes, the distributed "
                         "DP's work per domain, 1,000 queries placed with sharing")
+    parser.add_argument("--thesis-size", action="store_true",
+                        help="the thesis's sizes where the full run is smaller (§6.4.1: 5 × "
+                        "1,000 queries; §6.3: 20 queries per size on each of 5 networks)")
+    parser.add_argument("--cost-space", default="vivaldi2", choices=("vivaldi2", "mds3"),
+                        help="SBON relaxation's cost space: Vivaldi's 2-D latency coordinates "
+                        "(default) or the 3-D classical MDS of the first pass")
     parser.add_argument("--only", default=None,
                         help=f"comma list of sections to run ({', '.join(SECTIONS)})")
 
@@ -46,13 +57,14 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     from bench.sprawl_constrained import cloud, multi_query, runtimes, single_query
     from bench.sprawl_wan import connectivity, speed, wan
 
-    cfg = QUICK if args.quick else FULL
+    cfg = THESIS if getattr(args, "thesis_size", False) else QUICK if args.quick else FULL
+    space = getattr(args, "cost_space", "vivaldi2")
     only = set(args.only.split(",")) if getattr(args, "only", None) else set(SECTIONS)
     if bad := only - set(SECTIONS):
         raise SystemExit(f"--only: unknown sections {sorted(bad)}; choose from {SECTIONS}")
     steps = {
-        "wan": lambda: wan(cfg["networks"], cfg["per_size"]),
-        "connectivity": lambda: connectivity(cfg["trials"], cfg["per_trial"]),
+        "wan": lambda: wan(cfg["networks"], cfg["per_size"], space=space),
+        "connectivity": lambda: connectivity(cfg["trials"], cfg["per_trial"], space=space),
         "single": lambda: single_query(cfg["c_trials"], cfg["c_queries"], cfg["c_size"]),
         "runtimes": lambda: runtimes(cfg["measure_10"]),
         "multi": lambda: multi_query(cfg["mq_scale"], cfg["mq_size"], cfg["mq_stop"]),

@@ -12,7 +12,8 @@ unknown source or a negative rate reaches validate, whose suites name the offend
 A fixed job may land the facets too (they are collected when present); a dynamic job must.
 A job declaring its input streams (``[jobs.<id>.load_model]``) must land ``streams/`` (each
 stream's rate over the period), copied into ``stream_stats`` the same way; collect then fits the
-load model on it (jobs/load_model.py).
+load model on it (jobs/load_model.py). A wide-area job may land ``links/`` (each link's measured
+latency and bandwidth), copied into ``network_links`` the same way (jobs/network_links.py).
 """
 
 from __future__ import annotations
@@ -24,18 +25,20 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 
 from jobs.errors import StageError
+from jobs.network_links import check_links_landing
 from jobs.validation import ValidationReport
 from schemas.config import JobConfig, Paths
 from schemas.landing import (
     FACET_GROUPS,
     FACET_SCHEMAS,
+    LINKS,
     SOURCES,
     STREAMS,
     SUBSCRIPTIONS,
     format_period_end,
     period_dir,
 )
-from schemas.tables import SOURCE_STATS, STREAM_STATS, Table
+from schemas.tables import NETWORK_LINKS, SOURCE_STATS, STREAM_STATS, Table
 from schemas.tables import SUBSCRIPTIONS as SUBSCRIPTIONS_TABLE
 
 if TYPE_CHECKING:
@@ -46,7 +49,7 @@ __all__ = ["FACET_TABLES", "check_facet_landing", "facet_frames", "read_facet_ro
 
 #: landing dataset -> its Delta table, in write order (both before keygroup_stats)
 FACET_TABLES: dict[str, Table] = {SOURCES: SOURCE_STATS, SUBSCRIPTIONS: SUBSCRIPTIONS_TABLE,
-                                  STREAMS: STREAM_STATS}
+                                  STREAMS: STREAM_STATS, LINKS: NETWORK_LINKS}
 
 
 def check_facet_landing(paths: Paths, job: JobConfig, period_end: datetime
@@ -57,13 +60,15 @@ def check_facet_landing(paths: Paths, job: JobConfig, period_end: datetime
     where = period_dir(paths.landing, job.job_id, period_end)
     land_cmd = f"reconf land --job {job.job_id} --period-end {format_period_end(period_end)}"
     present = {kind: (where / kind).is_dir() for kind in FACET_SCHEMAS}
-    declared = {"dynamic": job.dynamic, "load_model": job.load_model is not None}
+    declared = {"dynamic": job.dynamic, "load_model": job.load_model is not None,
+                "network": False}  # measured links are optional: the topology file holds
     files: dict[str, list[Path]] = {}
     for group, kinds in FACET_GROUPS.items():
         if not any(present[k] for k in kinds) and not declared[group]:
             continue
         _check_group(where, kinds, present, declared[group], group, land_cmd)
         files.update(_check_files(where, kinds, land_cmd))
+    check_links_landing(paths, job, period_end, files)
     return files
 
 

@@ -228,6 +228,8 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
     from jobs.lake import Start, ensure_tables, starting_point
     from jobs.load_model import with_load_model
     from jobs.markers import check_validated, read_collect_marker, runtime_of
+    from jobs.network_facet import attach_network
+    from jobs.network_links import read_link_rows
     from jobs.plan import build_state, check_budget, job_budget, no_stats_error, resolve_strategy
     from jobs.scaling import earlier_sections
     from schemas.landing import format_period_end
@@ -271,6 +273,8 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         state = build_state(job, kgs[job.job_id], nodes.get(job.job_id, []),
                             edges.get(job.job_id, []), start.assignment)
         try:
+            state, params = attach_network(job, state, strat, params,  # a wide-area job's
+                                           read_link_rows(spark, paths, job, period_end, marker))
             state = with_load_model(spark, paths, job, period_end, strat, state)
         except StageError as exc:  # e.g. a stream's lower bound above its observed rate
             if strict:

@@ -35,6 +35,7 @@ from jobs.lake_read import rows_where
 from jobs.load_model import with_load_model
 from jobs.markers import check_validated, read_collect_marker, runtime_of
 from jobs.network_facet import attach_network
+from jobs.network_links import read_link_rows
 from jobs.scaling import earlier_sections, solve
 from jobs.tracking import CycleRecord, log_cycle, prepare_client, tag_run
 from jobs.whatif import keep_input
@@ -227,7 +228,8 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
     if isinstance(start, StageError):
         raise start
     state = build_state(job, kg_rows, node_rows, edge_rows, start.assignment)
-    state, params = attach_network(job, state, strategy, params)
+    state, params = attach_network(job, state, strategy, params,  # with the measured links
+                                   read_link_rows(spark, paths, job, period_end, marker))
     state = with_load_model(spark, paths, job, period_end, strategy, state)  # declared streams
     # a dynamic job's sources, subscriptions and arrivals (jobs/dynamic_units.py)
     prepared = prepare_units(job, strategy, state, kg_rows,

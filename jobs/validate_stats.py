@@ -44,6 +44,7 @@ from jobs.markers import (
     runtime_of,
     write_report,
 )
+from jobs.network_links import validate_links_of
 from jobs.validation import ValidationReport, prepare, validate_stats
 from schemas.config import JobConfig, Paths
 from schemas.landing import RuntimeReport, format_period_end
@@ -153,6 +154,7 @@ def _validate(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSe
                                 set(keygroups["keygroup"].dropna()), known_nodes, report)
     report = validate_streams_of(spark, paths, job, period_end, marker or {},
                                  set(keygroups["keygroup"].dropna()), report)
+    report = validate_links_of(spark, paths, job, period_end, marker, report)  # measured links
     document = {"job_id": job.job_id, "period_end": stamp, "expected_keygroups_from": expected_from,
                 "known_nodes_from": "the runtime's report" if runtime is not None
                 else "the nodes that sent samples",

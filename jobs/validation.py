@@ -30,6 +30,7 @@ from schemas.tables import (
     COMM_STATS,
     KEYGROUP_STATS,
     LOAD_MODEL,
+    NETWORK_LINKS,
     NODE_STATS,
     SOURCE_STATS,
     STREAM_STATS,
@@ -38,7 +39,7 @@ from schemas.tables import (
 )
 
 __all__ = ["MAX_ROWS", "SUITE_DIR", "Failure", "ValidationReport", "load_suite", "prepare",
-           "validate_facets", "validate_stats", "validate_streams"]
+           "validate_facets", "validate_links", "validate_stats", "validate_streams"]
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "schemas" / "expectations"
 MAX_ROWS = 10  # offending rows kept per failure: enough to act on, small enough to print
@@ -46,7 +47,8 @@ MAX_ROWS = 10  # offending rows kept per failure: enough to act on, small enough
 # The three tables in report order; their row key minus the partition columns names a bad row.
 _TABLES: tuple[Table, ...] = (KEYGROUP_STATS, COMM_STATS, NODE_STATS)
 # A dynamic job's facet tables (jobs/facet_tables.py), validated by `validate_facets`.
-_FACET_TABLES: tuple[Table, ...] = (SOURCE_STATS, SUBSCRIPTIONS, STREAM_STATS, LOAD_MODEL)
+_FACET_TABLES: tuple[Table, ...] = (SOURCE_STATS, SUBSCRIPTIONS, STREAM_STATS, LOAD_MODEL,
+                                    NETWORK_LINKS)
 _PARTITION = ("job_id", "period_end")
 
 
@@ -188,6 +190,28 @@ def validate_streams(
     failures = engine.run(STREAM_STATS, _with_all_columns(streams, STREAM_STATS), params)
     if load_model is not None:
         failures += engine.run(LOAD_MODEL, _with_all_columns(load_model, LOAD_MODEL), params)
+    return ValidationReport(success=not failures, failures=tuple(failures))
+
+
+def validate_links(
+    links: pd.DataFrame,
+    *,
+    sites: Collection[str],
+    configured: Collection[tuple[str, str]],
+) -> ValidationReport:
+    """Check a wide-area job's measured links (``network_links``): both ends sites of its
+    topology file (``sites``), the link one of the file's (``configured``, in either direction),
+    measured at most once, latency > 0 and finite, bandwidth >= 0."""
+    frame = _with_all_columns(links, NETWORK_LINKS)
+    # derived, so GE can name a link measured twice (in either direction) or not configured
+    ends = frame[["a", "b"]].astype(object).where(frame[["a", "b"]].notna(), "")
+    frame = frame.assign(link=["|".join(sorted((str(a), str(b))))
+                               for a, b in zip(ends["a"], ends["b"], strict=True)])
+    params = {
+        "topology_sites": sorted({str(s) for s in sites}),
+        "topology_links": sorted({"|".join(sorted((str(a), str(b)))) for a, b in configured}),
+    }
+    failures = _engine().run(NETWORK_LINKS, frame, params)
     return ValidationReport(success=not failures, failures=tuple(failures))
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from runtime.source import MetricsSource
 from runtime.synthetic import SyntheticJob, SyntheticSpec
+from runtime.wan_links import LinkFeed, link_feed
 from schemas.config import PROJECT_ROOT, ConfigError, JobConfig, Paths
 
 __all__ = ["airflow_bin", "airflow_env", "make_source"]
@@ -44,13 +45,31 @@ def make_source(job: JobConfig, paths: Paths) -> MetricsSource:
         raise ConfigError(
             f"jobs.{job.job_id}.source.kind: unknown source {kind!r}; known: synthetic, replay, queries"
         )
+    source = dict(job.source)
+    links = source.pop("links", None)  # a wide-area job's link measurements
     try:
         spec = SyntheticSpec.from_mapping(
-            {"period_s": int(job.spl.total_seconds()), **job.source}, job_id=job.job_id
+            {"period_s": int(job.spl.total_seconds()), **source}, job_id=job.job_id
         )
+        feed = None if links is None else _link_feed(job, spec, links)
     except ValueError as exc:
         raise ConfigError(f"jobs.{job.job_id}.source: {exc}") from exc
-    return SyntheticJob(spec, paths.runtime)
+    return SyntheticJob(spec, paths.runtime, feed)
+
+
+def _link_feed(job: JobConfig, spec: SyntheticSpec, raw: object) -> LinkFeed:
+    """The stand-in's link measurements over the job's topology file (runtime/wan_links.py)."""
+    if job.topology is None:
+        raise ValueError("links: the job has no topology file to measure; add "
+                         f'`topology = "..."` to [jobs.{job.job_id}] or remove links')
+    from placement.sprawl.topology import TopologyError, load_topology
+
+    try:
+        network = load_topology(job.topology).network
+    except TopologyError as exc:
+        raise ValueError(f"links: {exc}") from None
+    return link_feed(raw, tuple((lk.a, lk.b, lk.latency_ms, lk.bandwidth) for lk in network.links),
+                     start=job.start_date, period_s=spec.period_s, seed=spec.seed)
 
 
 def airflow_env(paths: Paths) -> dict[str, str]:

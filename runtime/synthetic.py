@@ -42,6 +42,7 @@ from runtime.synthetic_model import (
     stream_rates,
     true_coefficients,
 )
+from runtime.wan_links import LinkFeed
 from schemas.landing import (
     EDGES,
     FACET_SCHEMAS,
@@ -183,8 +184,10 @@ class SyntheticJob:
     restarted runtime lands the placement it was running.
     """
 
-    def __init__(self, spec: SyntheticSpec, state_root: Path) -> None:
+    def __init__(self, spec: SyntheticSpec, state_root: Path,
+                 links: LinkFeed | None = None) -> None:
         self.spec = spec
+        self.links = links  # a wide-area job's link measurements (runtime/wan_links.py)
         self.state_root = Path(state_root)
         state = load_state(self.state_root, spec.job_id)
         if state is None:
@@ -215,8 +218,10 @@ class SyntheticJob:
 
     def land_period(self, landing_root: Path, period_end: datetime) -> Path:
         tables = build_tables(self.spec, period_end, self._state.assignment, self._state.nodes)
+        facets = {**stream_table(self.spec, period_end),
+                  **(self.links.table(period_end) if self.links is not None else {})}
         return write_period(Path(landing_root), self.spec.job_id, period_end, tables, self._state,
-                            facets=stream_table(self.spec, period_end))
+                            facets=facets)
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
         current = self._state

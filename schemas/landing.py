@@ -29,6 +29,7 @@ __all__ = [
     "FACET_GROUPS",
     "FACET_SCHEMAS",
     "KEYGROUPS",
+    "LINKS",
     "NODES",
     "RUNTIME_REPORT",
     "SCHEMAS",
@@ -48,6 +49,7 @@ RUNTIME_REPORT = "_RUNTIME.json"
 KEYGROUPS, EDGES, NODES = "keygroups", "edges", "nodes"
 SUBSCRIPTIONS, SOURCES = "subscriptions", "sources"
 STREAMS = "streams"
+LINKS = "links"
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -113,11 +115,24 @@ FACET_SCHEMAS: dict[str, pa.Schema] = {
             ("tuples_per_s", pa.float64()),
         ]
     ),
+    #: a wide-area job (a `topology` file; SPRAWL, Mei 2015 §3.2): each link's measured one-way
+    #: latency (ms) and available bandwidth (the rate unit of comm_stats, tuples/s; +inf: not
+    #: limited), one row per link (a, b: sites of the topology) and period
+    LINKS: pa.schema(
+        [
+            ("ts", _TS),
+            ("a", pa.string()),
+            ("b", pa.string()),
+            ("latency_ms", pa.float64()),
+            ("bandwidth", pa.float64()),
+        ]
+    ),
 }
 
-#: facet datasets that land together: a dynamic job's (both), a job declaring streams (its rates)
+#: facet datasets that land together: a dynamic job's (both), a job declaring streams (its rates),
+#: a wide-area job's measured links (optional: without them the topology file's values hold)
 FACET_GROUPS: dict[str, tuple[str, ...]] = {"dynamic": (SUBSCRIPTIONS, SOURCES),
-                                            "load_model": (STREAMS,)}
+                                            "load_model": (STREAMS,), "network": (LINKS,)}
 
 
 def format_period_end(period_end: datetime) -> str:

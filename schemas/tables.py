@@ -87,6 +87,14 @@ LOAD_MODEL = Table(
     "residual DOUBLE, periods BIGINT",
     ("job_id", "period_end", "keygroup", "stream"),
 )
+# A wide-area job's measured links (SPRAWL, Mei 2015; jobs/network_links.py): each link's one-way
+# latency and available bandwidth this period, overlaid on the topology file's links by plan.
+NETWORK_LINKS = Table(
+    "network_links",
+    "job_id STRING, period_end TIMESTAMP, a STRING, b STRING, latency_ms DOUBLE, "
+    "bandwidth DOUBLE",
+    ("job_id", "period_end", "a", "b"),
+)
 ASSIGNMENT_VERSIONS = Table(
     "assignment_versions",
     "job_id STRING, version BIGINT, plan_id STRING, period_end TIMESTAMP, checksum STRING, "
@@ -108,5 +116,6 @@ TABLES: dict[str, Table] = {
         SUBSCRIPTIONS,
         STREAM_STATS,
         LOAD_MODEL,
+        NETWORK_LINKS,
     )
 }

@@ -14,6 +14,9 @@ nodes are the border nodes. Random-graph edge probability inside a domain: `p_in
 `random_plane`: the §6.3.7 networks, n nodes on a 100×100 plane joined with probability
 `connectivity` (1.0: complete), made connected by adding the shortest missing links.
 
+`transit_stub_plane` and `random_plane_of` also return each site's position in the plane, the
+"network node coordinates" SBON's relaxation maps its cost space back to (§6.2.3, §6.3.4).
+
 `clusters`: the §6.2/§6.4 networks, `zones` clusters of `size` nodes (complete inside, latency
 5–20 ms), clusters joined by wide-area links between their border nodes (latency 60–200 ms).
 """
@@ -22,13 +25,23 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
 
 from placement.facets import Link, Network, Site
 
-__all__ = ["clusters", "random_plane", "transit_stub"]
+__all__ = ["PlaneNetwork", "clusters", "random_plane", "random_plane_of", "transit_stub",
+           "transit_stub_plane"]
+
+
+@dataclass(frozen=True, eq=False)
+class PlaneNetwork:
+    """A generated network and each site's (x, y) in the plane, in `network.site_ids` order."""
+
+    network: Network
+    coords: np.ndarray
 
 
 def _connected_gnp(nodes: list[str], p: float, rng: np.random.Generator) -> nx.Graph:
@@ -44,16 +57,23 @@ def _connected_gnp(nodes: list[str], p: float, rng: np.random.Generator) -> nx.G
 
 
 def _network(g: nx.Graph, pos: dict[str, np.ndarray], zone: dict[str, str],
-             border: set[str], bandwidth: float = math.inf) -> Network:
+             border: set[str], bandwidth: float = math.inf) -> PlaneNetwork:
     sites = tuple(Site(n, zone[n], n in border) for n in g.nodes)
     links = tuple(Link(a, b, max(1.0, float(np.linalg.norm(pos[a] - pos[b]))), bandwidth)
                   for a, b in g.edges)
-    return Network(sites, links)
+    return PlaneNetwork(Network(sites, links), np.array([pos[n] for n in g.nodes]))
 
 
 def transit_stub(seed: int, *, domains: int = 10, transit: int = 5, stubs: int = 3,
                  stub_size: int = 10, p_in: float = 0.5) -> Network:
     """A GT-ITM-like transit–stub network (see the module docstring)."""
+    return transit_stub_plane(seed, domains=domains, transit=transit, stubs=stubs,
+                              stub_size=stub_size, p_in=p_in).network
+
+
+def transit_stub_plane(seed: int, *, domains: int = 10, transit: int = 5, stubs: int = 3,
+                       stub_size: int = 10, p_in: float = 0.5) -> PlaneNetwork:
+    """`transit_stub` with its sites' positions in the plane."""
     rng = np.random.default_rng(seed)
     g = nx.Graph()
     pos: dict[str, np.ndarray] = {}
@@ -88,6 +108,12 @@ def transit_stub(seed: int, *, domains: int = 10, transit: int = 5, stubs: int =
 def random_plane(seed: int, *, n: int = 50, connectivity: float = 0.1,
                  size: float = 100.0) -> Network:
     """§6.3.7: n nodes on a size×size plane, each pair linked with prob. `connectivity`."""
+    return random_plane_of(seed, n=n, connectivity=connectivity, size=size).network
+
+
+def random_plane_of(seed: int, *, n: int = 50, connectivity: float = 0.1,
+                    size: float = 100.0) -> PlaneNetwork:
+    """`random_plane` with its sites' positions in the plane."""
     rng = np.random.default_rng(seed)
     nodes = [f"n{i}" for i in range(n)]
     pos = {v: rng.uniform(0, size, 2) for v in nodes}

@@ -21,10 +21,17 @@ from pipeline_kit import JOB_ID, P1, P2, land, run_cycle, stamp
 from jobs.lake import delta_path, read_table, table_version
 from reconf.procs import free_port
 from schemas.config import PROJECT_ROOT, Paths
-from schemas.tables import LOAD_MODEL, SOURCE_STATS, STREAM_STATS, SUBSCRIPTIONS, TABLES
+from schemas.tables import (
+    LOAD_MODEL,
+    NETWORK_LINKS,
+    SOURCE_STATS,
+    STREAM_STATS,
+    SUBSCRIPTIONS,
+    TABLES,
+)
 
 #: the facet tables: this fixed job declares no sources or streams, so neither path writes them
-FACETS = {t.name for t in (SOURCE_STATS, SUBSCRIPTIONS, STREAM_STATS, LOAD_MODEL)}
+FACETS = {t.name for t in (SOURCE_STATS, SUBSCRIPTIONS, STREAM_STATS, LOAD_MODEL, NETWORK_LINKS)}
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

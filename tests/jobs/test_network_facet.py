@@ -44,7 +44,7 @@ def test_the_topology_reaches_the_state_and_sprawl_plans_across_zones(tmp_path: 
     state = build_state(job, kgs, nodes, edges, {})
     state, params = attach_network(job, state, "sprawl", {})
     assert state.network is not None and "network" in state.facets
-    assert state.pinned == {"op0-kg000": "node-00"}
+    assert state.pinned == {"op0-kg000": "node-00", "op0-kg001": "node-02", "op0-kg002": "node-04"}
     plan = get_strategy("sprawl")(state, job_budget(job), **params)
     assert plan.assignment["op0-kg000"] == "node-00"
     assert plan.migrations <= 4

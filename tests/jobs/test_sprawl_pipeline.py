@@ -1,14 +1,33 @@
-"""SPRAWL through the pipeline: the tiny job on a three-zone topology, land → publish."""
+"""SPRAWL through the pipeline: the tiny job on a three-zone topology, land → publish; the
+runtime measures the links, a risen latency moves the plan, bad measurements stop validate."""
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
-from pipeline_kit import CONFIG, JOB_ID, MAX_MIGRATIONS, P1, land, mlflow_runs, stamp
+from pipeline_kit import (
+    CONFIG,
+    JOB_ID,
+    MAX_MIGRATIONS,
+    P1,
+    P2,
+    P3,
+    apply_latest,
+    land,
+    mlflow_runs,
+    of_period,
+    rows,
+    stamp,
+)
 
+from jobs.errors import StageError
 from jobs.stages import run_collect, run_plan, run_publish, run_validate
+from runtime.source import write_period
+from runtime.synthetic import SyntheticSpec, build_tables, initial_assignment
 from schemas.config import resolve_job
 
 pytestmark = pytest.mark.spark
@@ -25,29 +44,30 @@ cpu_cost = 1.5
 node = "node-02"
 zone = "asia"
 cpu_cost = 2.0
-[[sites]]
-node = "gw"
-zone = "eu"
-border = true
 
 [[links]]
 a = "node-00"
-b = "gw"
+b = "node-01"
 latency_ms = 80.0
 cost = 4.5
 [[links]]
 a = "node-01"
-b = "gw"
-latency_ms = 2.0
-[[links]]
-a = "node-02"
-b = "gw"
+b = "node-02"
 latency_ms = 160.0
+cost = 4.5
+[[links]]
+a = "node-00"
+b = "node-02"
+latency_ms = 180.0
 cost = 4.5
 
 [pinned]
 "op0-kg000" = "node-00"
+"op0-kg001" = "node-01"
+"op0-kg002" = "node-02"
 """
+# the runtime measures the links; from period 2 on the us–eu link takes 400 ms
+LINKS = 'links = { changes = [{ period = 2, a = "node-00", b = "node-01", latency_ms = 400.0 }] }'
 
 
 @pytest.fixture
@@ -56,13 +76,14 @@ def sprawl_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home) -> Path
     topology.write_text(TOPOLOGY)
     path = tmp_path / "sprawl.toml"
     path.write_text(CONFIG.replace('strategy = "milp"', 'strategy = "sprawl"')
+                    .replace("varies = 30 }", f"varies = 30, {LINKS} }}")
                     + f'topology = "{topology}"\n')
     monkeypatch.setenv("RECONF_CONFIG", str(path))
     return path
 
 
-def test_a_wide_area_job_is_planned_and_published_with_sprawl(home, sprawl_config,
-                                                              spark) -> None:
+def test_a_wide_area_job_is_planned_and_published_with_sprawl_following_its_links(
+        home, sprawl_config, spark) -> None:
     job = resolve_job(JOB_ID)
     assert job.strategy == "sprawl" and job.topology is not None
     land(home, P1, job)
@@ -83,3 +104,31 @@ def test_a_wide_area_job_is_planned_and_published_with_sprawl(home, sprawl_confi
     for name in ("cost_total", "cost_cpu", "cost_network", "wan_bytes", "max_node_util", "gap"):
         assert f"{name}_after" in metrics
     assert metrics["cost_total_after"] <= metrics["cost_total_before"] + 1e-9
+
+    # period 2: the runtime measured us–eu at 400 ms; collect twice (one copy), plan on it
+    assert apply_latest(home, job).applied
+    land(home, P2, job)
+    run_collect(JOB_ID, P2)
+    run_collect(JOB_ID, P2)
+    links = rows(spark, home, "network_links", of_period(P2))
+    assert len(links) == 3
+    assert links.set_index(["a", "b"]).loc[("node-00", "node-01"), "latency_ms"] == 400.0
+    run_validate(JOB_ID, P2)
+    later = run_plan(JOB_ID, P2).plan
+    on_asia = [sum(a[f"op1-kg{k:03d}"] == "node-02" for k in range(4))
+               for a in (plan.assignment, later.assignment)]
+    assert on_asia[1] > on_asia[0] and later.migrations > 0  # the joins leave the slow link
+
+    # period 3: a link measured twice and a negative latency stop the cycle at validate
+    spec = SyntheticSpec(JOB_ID, operators=2, keygroups_per_operator=4, nodes=3)
+    bad = pa.table({"ts": pa.array([P3 - timedelta(minutes=5)] * 3, pa.timestamp("us", "UTC")),
+                    "a": ["node-00", "node-01", "node-01"], "b": ["node-01", "node-00", "node-02"],
+                    "latency_ms": [80.0, 81.0, -1.0], "bandwidth": [1.0, 1.0, 1.0]})
+    write_period(home.landing, JOB_ID, P3, build_tables(spec, P3, initial_assignment(spec),
+                                                        spec.node_names), facets={"links": bad})
+    run_collect(JOB_ID, P3)
+    with pytest.raises(StageError) as err:
+        run_validate(JOB_ID, P3)
+    text = str(err.value)
+    assert "network_links.link: each link must be measured at most once" in text
+    assert "a=node-01 b=node-02" in text and "latency_ms=-1.0" in text

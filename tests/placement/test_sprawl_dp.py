@@ -197,3 +197,16 @@ def test_baselines_are_never_below_the_optimum() -> None:
         opt = algorithm1(inst).cost
         for x in (random_path(inst, rng), relaxation(inst, coords)):
             assert evaluate(inst, x).total >= opt - 1e-6
+
+
+def test_the_vivaldi_space_fits_latencies_no_worse_than_its_start() -> None:
+    from placement.sprawl.baselines import cost_space, vivaldi_space
+
+    def energy(x: np.ndarray, lat: np.ndarray) -> float:
+        d = np.linalg.norm(x[:, None, :] - x[None, :, :], axis=2)
+        return float(((d - lat) ** 2).sum())
+
+    sparse = routing_of(random_plane(5, n=30, connectivity=0.1)).latency
+    assert energy(vivaldi_space(sparse), sparse) <= energy(cost_space(sparse, 2), sparse) + 1e-6
+    full = routing_of(random_plane(5, n=30, connectivity=1.0)).latency  # Euclidean: fits exactly
+    assert energy(vivaldi_space(full), full) < 1e-6 * float((full ** 2).sum())

@@ -1,0 +1,86 @@
+"""A wide-area job's measured links through the pipeline (SPRAWL, Mei 2015 §3.2, §5.4.1).
+
+A job with a `topology` file may land, beside its samples, each link's measured one-way latency
+and available bandwidth over the period (schemas/landing.py ``links/``). Three steps, each called
+with a line from its stage:
+
+- **collect** copies the rows inside the period's window into Delta ``network_links`` as they
+  are (jobs/facet_tables.py, like the other facet tables: partitioned by ``job_id``, the period
+  replaced); `check_links_landing` refuses the dataset from a job without a topology file.
+- **validate** (`validate_links_of`): GE suite network_links.json against the job's topology
+  file (both ends are its sites, the link is one of its links, measured at most once in either
+  direction, latency > 0 and finite, bandwidth >= 0); a failure names the rows and stops the
+  cycle before planning.
+- **plan** (`read_link_rows`): the period's rows, which jobs/network_facet.py overlays on the
+  file's links (placement/sprawl/measured.py), so the plan follows the measured latencies.
+
+A period without the dataset is planned on the file's values, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jobs.errors import StageError
+from jobs.validation import ValidationReport
+from schemas.config import JobConfig, Paths
+from schemas.landing import LINKS, format_period_end, period_dir
+from schemas.tables import NETWORK_LINKS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["check_links_landing", "read_link_rows", "validate_links_of"]
+
+
+def check_links_landing(paths: Paths, job: JobConfig, period_end: datetime,
+                        files: Mapping[str, list[Path]]) -> None:
+    """A landed ``links/`` dataset needs the job's topology file (the links it measures)."""
+    if LINKS not in files or job.topology is not None:
+        return
+    where = period_dir(paths.landing, job.job_id, period_end) / LINKS
+    raise StageError(
+        f"the period has a {LINKS} dataset (measured network links) but job {job.job_id!r} has "
+        "no topology file", where=str(where),
+        fix=f"give the job its topology (`topology = \"...\"` in [jobs.{job.job_id}], "
+            "docs/algorithms.md \"SPRAWL\"), or stop the runtime landing links and land the "
+            f"period again (`reconf land --job {job.job_id} --period-end "
+            f"{format_period_end(period_end)}`)")
+
+
+def validate_links_of(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
+                      marker: Mapping[str, Any], report: ValidationReport) -> ValidationReport:
+    """`report` with the measured links' verdict added (jobs/validation.py `validate_links`),
+    for a period whose collect wrote network_links."""
+    if NETWORK_LINKS.name not in (marker.get("rows") or {}) or job.topology is None:
+        return report
+    from jobs.lake import period_predicate
+    from jobs.lake_read import frame_where
+    from jobs.validation import validate_links
+    from placement.sprawl.topology import TopologyError, load_topology
+
+    try:
+        topology = load_topology(job.topology)
+    except TopologyError as exc:
+        raise StageError(str(exc), where=f"job {job.job_id!r}: topology",
+                         fix="correct the topology file") from None
+    links = frame_where(spark, paths, NETWORK_LINKS.name, period_predicate(job.job_id, period_end))
+    verdict = validate_links(links, sites=topology.network.site_ids,
+                             configured=[(lk.a, lk.b) for lk in topology.network.links])
+    return ValidationReport(report.success and verdict.success,
+                            report.failures + verdict.failures)
+
+
+def read_link_rows(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
+                   marker: Mapping[str, Any] | None) -> list[dict[str, Any]] | None:
+    """The period's network_links rows, for a period whose collect wrote them; None otherwise,
+    without reading a table."""
+    if job.topology is None or NETWORK_LINKS.name not in ((marker or {}).get("rows") or {}):
+        return None
+    from jobs.lake import period_predicate
+    from jobs.lake_read import rows_where
+
+    return rows_where(spark, paths, NETWORK_LINKS.name, period_predicate(job.job_id, period_end))
