@@ -147,7 +147,9 @@ def greedy_ic_mms(inst: Instance, caps: IntArray, *, mms: bool, small: int = SMA
             if ref < 0:  # the shared run of source -ref-1
                 if alive[sp[i]]:
                     return e
-                i = find(i)
+                i = nxt[i]
+                if nxt[i] != i:
+                    i = find(i)
                 if i < start[-ref]:
                     heapreplace(h, (sv[i], sp[i], e[2], ref, i))
                 else:
@@ -173,7 +175,9 @@ def greedy_ic_mms(inst: Instance, caps: IntArray, *, mms: bool, small: int = SMA
         h, cs = heaps[j], cov_set[j]
         size = 0
         for s in new:
-            i = find(start[s])
+            i = start[s]
+            if nxt[i] != i:
+                i = find(i)
             if i < start[s + 1]:
                 heappush(h, (sv[i], sp[i], next(seq), -s - 1, i))
             size += start[s + 1] - start[s]
