@@ -15,15 +15,15 @@ allow it (fewest migrations for the same traffic). Server capacities cap_j come 
   of the largest rate; b = min(d_j, n_s).
 - OffRand (§6.1): a random type, a random server with room, fill until one runs out; repeat.
 
-Tie-breaks (the paper gives none): IC/MMS prefer, at equal score, the type with more queries
-(n_t, then type order), then the less loaded server, then the lower server index; an empty
-server wins a tie against a used one (so a type sharing nothing opens a new server).
+IC and MMS live in `placement.herding.greedy` (their tie-breaks and the incremental best-pair
+structure that makes them scale); they are re-exported here.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from placement.herding.greedy import greedy_ic_mms
 from placement.herding.instance import Instance, IntArray
 
 __all__ = ["Triples", "greedy_ic_mms", "mqp", "offrand", "realise", "run_offline",
@@ -31,8 +31,6 @@ __all__ = ["Triples", "greedy_ic_mms", "mqp", "offrand", "realise", "run_offline
 
 #: (type, server, count) arrays of equal length
 Triples = tuple[IntArray, IntArray, IntArray]
-#: how many best types an open server remembers between its rescans (IC, MMS)
-CACHE = 128
 
 
 def _triples(rows: list[tuple[int, int, int]]) -> Triples:
@@ -41,155 +39,6 @@ def _triples(rows: list[tuple[int, int, int]]) -> Triples:
         return z, z.copy(), z.copy()
     arr = np.asarray(rows, dtype=np.int64)
     return arr[:, 0], arr[:, 1], arr[:, 2]
-
-
-def greedy_ic_mms(inst: Instance, caps: IntArray, *, mms: bool) -> Triples:
-    """IC (Δ = w(t \\ S_j)) or MMS (w(S_j) + Δ), one (t*, j*) pair per round.
-
-    An open server j keeps a dense row Δ_j over the types, lowered source by source as it gains
-    sources (one slice of the source→type incidence per new source), and the list of the
-    types it touched (Δ_j(t) < w(t)); its best pair is re-found over that list only. An
-    untouched type costs its own weight anywhere, so the lightest live type (one sorted
-    pointer) is every server's untouched candidate; it goes to an empty server while there is
-    one (an empty server wins the tie), else to the open server where it scores least."""
-    n_types = inst.n_types
-    order = np.lexsort((np.arange(n_types), -inst.type_count))  # more queries first
-    rank = np.empty(n_types, np.int64)
-    rank[order] = np.arange(n_types)
-    w_t = inst.type_w[order]  # from here on a type is its priority index p
-    rem = inst.type_count[order].astype(np.int64)
-    tptr, tind = inst.type_indptr, inst.type_indices
-    owners = np.repeat(rank, np.diff(tptr))
-    src_ptr = np.zeros(inst.m + 1, np.int64)
-    np.cumsum(np.bincount(tind, minlength=inst.m), out=src_ptr[1:])
-    src_types = owners[np.argsort(tind, kind="stable")]
-    light = np.lexsort((np.arange(n_types), w_t))  # the untouched candidates, lightest first
-    head = 0
-    alive = rem > 0
-    k = inst.k
-    spare = caps.astype(np.int64).copy()
-    load = np.zeros(k, np.int64)
-    f = np.zeros(k)
-    rows: dict[int, np.ndarray] = {}
-    touched: dict[int, np.ndarray] = {}
-    covered: dict[int, np.ndarray] = {}
-    best_score = np.full(k, np.inf)
-    best_type = np.full(k, -1, np.int64)
-    out: list[tuple[int, int, int]] = []
-
-    compacted: dict[int, int] = {}
-    cache: dict[int, tuple[np.ndarray, np.ndarray, bool]] = {}  # j -> best few, complete?
-    ptr: dict[int, int] = {}
-
-    def rescan(j: int, wanted: int = CACHE) -> None:
-        """Server j's best few types by (Δ_j, p); they stay valid until j gains sources."""
-        row, idx = rows[j], touched[j]
-        dense = len(idx) > n_types // 4  # touches much: scan the whole row
-        if not dense and len(idx) > 2 * compacted.get(j, 32):  # drop dead types, repeats
-            idx = touched[j] = np.unique(idx[alive[idx]])
-            compacted[j] = len(idx)
-        vals = np.where(alive, row, np.inf) if dense else np.where(alive[idx], row[idx], np.inf)
-        size = len(vals)
-        few = min(wanted, size)
-        if few == 0:
-            cache[j], ptr[j] = (np.zeros(0, np.int64), np.zeros(0), True), 0
-        elif few == 1:  # the best only: least Δ, then lowest p
-            best = vals.min()
-            at = np.flatnonzero(vals == best)
-            p = int(at[0]) if dense else int(idx[at].min())
-            cache[j], ptr[j] = (np.array([p]), np.array([best]), size == 1), 0
-        else:
-            if few < size:  # the few smallest (Δ, p): ties at the cut by lowest p
-                cut = vals[np.argpartition(vals, few - 1)[few - 1]]
-                less = np.flatnonzero(vals < cut)
-                at = np.flatnonzero(vals == cut)
-                tie = at if dense else idx[at]
-                need = few - len(less)
-                tie = np.partition(tie, need - 1)[:need] if need < len(tie) else tie
-                top = np.concatenate([less if dense else idx[less], tie])
-                top_v = np.concatenate([vals[less], np.full(len(tie), cut)])
-            else:
-                top, top_v = (np.arange(size) if dense else idx), vals
-            srt = np.lexsort((top, top_v))
-            top, top_v = top[srt], top_v[srt]
-            finite = np.isfinite(top_v)
-            complete = few == size or not finite.all()  # every live candidate is here
-            cache[j], ptr[j] = (top[finite], top_v[finite], complete), 0
-        settle(j)
-
-    def settle(j: int) -> None:
-        """j's best is the first live type of its cache (a rescan when none is left)."""
-        types, vals, complete = cache[j]
-        i = ptr[j]
-        while i < len(types) and not alive[types[i]]:
-            i += 1
-        ptr[j] = i
-        if i == len(types):
-            if not complete:
-                rescan(j)
-                return
-            best_score[j], best_type[j] = np.inf, -1
-            return
-        best_type[j] = int(types[i])
-        best_score[j] = float(vals[i]) + (f[j] if mms else 0.0)
-
-    remaining = int(rem.sum())
-    while remaining > 0:
-        while not alive[light[head]]:
-            head += 1
-        ph = int(light[head])
-        empties = np.flatnonzero((load == 0) & (spare > 0))
-        mn = float(best_score.min())
-        if len(empties) and w_t[ph] <= mn + 1e-12:
-            j, p = int(empties[0]), ph
-        elif mn < np.inf and (len(empties) or mn <= w_t[ph] + (
-                float(f[spare > 0].min()) if mms else 0.0) + 1e-12):
-            tied = np.flatnonzero(best_score <= mn + 1e-12)
-            j = int(tied[np.lexsort((tied, load[tied]))[0]])
-            p = int(best_type[j])
-        else:  # the lightest untouched type on the open server where it scores least
-            open_ = np.flatnonzero(spare > 0)
-            key = (f[open_] if mms else np.zeros(len(open_)))
-            j = int(open_[np.lexsort((open_, load[open_], key))[0]])
-            p = ph
-        b = int(min(spare[j], rem[p]))
-        out.append((int(order[p]), j, b))
-        rem[p] -= b
-        remaining -= b
-        spare[j] -= b
-        load[j] += b
-        if j not in rows:  # open the server: its Δ row over the live types
-            rows[j] = np.where(alive, w_t, np.inf)
-            touched[j] = np.zeros(0, np.int64)
-            covered[j] = np.zeros(inst.m, dtype=bool)
-        o = int(order[p])
-        new = tind[tptr[o]:tptr[o + 1]]
-        new = new[~covered[j][new]]
-        if len(new):
-            covered[j][new] = True
-            f[j] += float(inst.rates[new].sum())
-            row = rows[j]
-            slices = [touched[j]]
-            for s in new.tolist():
-                sl = src_types[src_ptr[s]:src_ptr[s + 1]]
-                row[sl] -= inst.rates[s]
-                slices.append(sl)
-            if len(touched[j]) <= n_types // 4:  # past that the whole row is scanned
-                touched[j] = np.concatenate(slices)
-            np.maximum(row, 0.0, out=row)  # float drift: Δ ≥ 0
-        if rem[p] == 0:
-            alive[p] = False  # rows keep its Δ: rescans mask dead types
-        if spare[j] == 0:
-            del rows[j], touched[j], covered[j]
-            compacted.pop(j, None)
-            cache.pop(j, None)
-            best_score[j], best_type[j] = np.inf, -1
-        else:
-            rescan(j, 1)  # j changes again soon: its best only
-        if rem[p] == 0:
-            for jj in np.flatnonzero(best_type == p).tolist():
-                settle(jj)
-    return _triples(out)
 
 
 def mqp(inst: Instance, caps: IntArray, *, theta: str = "saturate", nu: float = 0.05

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from herding_testlib import brute_force, qa_state, tiny
+from herding_testlib import brute_force, greedy_reference, qa_state, tiny
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.herding_workload import workload
 from placement.herding.instance import capacities, from_state
 from placement.herding.metrics import stream_traffic
 from placement.herding.offline import (
@@ -49,6 +50,45 @@ def test_mms_takes_the_pair_of_least_server_traffic() -> None:
     steps = named(state, greedy_ic_mms(inst, capacities(inst, 0.5), mms=True))
     # R: f(n0 ∪ R) = 1 + 10 = 11 = f(n1 ∪ R) = 10 + 1: a tie, the lower index wins
     assert steps[-1] == (("s0", "s1"), 0, 1)
+
+
+@st.composite
+def exact_rates_case(draw: st.DrawFn) -> tuple[list[list[int]], list[float], int, float]:
+    """Up to 60 queries on up to 10 sources (the first ones popular), k ≤ 6, quarter rates
+    (0 included): every sum is exact in floating point, so a tie is a tie on both paths."""
+    m = draw(st.integers(1, 10))
+    rate = st.sampled_from([1.0, 1.0, 2.0, 0.5, 0.0]) | st.integers(0, 40).map(lambda x: x / 4)
+    rates = draw(st.lists(rate, min_size=m, max_size=m))
+    popular = st.integers(0, m - 1) | st.integers(0, min(m, 3) - 1)
+    subs = draw(st.lists(st.sets(popular, min_size=1, max_size=min(m, 4)).map(sorted),
+                         min_size=1, max_size=60))
+    return subs, rates, draw(st.integers(1, 6)), draw(st.sampled_from([0.0, 0.05, 0.5]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=exact_rates_case(), mms=st.booleans(), small=st.sampled_from([0, 2, 16]))
+def test_fast_ic_and_mms_follow_the_rule_by_the_letter(case: tuple, mms: bool,
+                                                       small: int) -> None:
+    """The incremental best-pair structure gives exactly the triples of the rule computed by
+    brute force every round (the oracle), in both its Python and numpy gains."""
+    subs, rates, k, nu = case
+    inst = from_state(qa_state(subs, rates, k))
+    caps = capacities(inst, nu)
+    t, j, b = (a.tolist() for a in greedy_ic_mms(inst, caps, mms=mms, small=small))
+    assert list(zip(t, j, b, strict=True)) == greedy_reference(inst, caps.tolist(), mms=mms)
+
+
+@pytest.mark.parametrize(("beta", "d"), [(2.0, 2), (1.5, 3)])
+def test_fast_ic_and_mms_follow_the_rule_on_the_generator(beta: float, d: int) -> None:
+    """The same on the §6.1 generator (n = 200, k = 12, unit rates: many exact ties, many
+    types covered on two sources at once, servers tied across both heaps)."""
+    inst = workload(200, d, beta, 3).instance(12)
+    caps = capacities(inst, 0.05)
+    for mms in (False, True):
+        want = greedy_reference(inst, caps.tolist(), mms=mms)
+        for small in (0, 16):
+            t, j, b = (a.tolist() for a in greedy_ic_mms(inst, caps, mms=mms, small=small))
+            assert list(zip(t, j, b, strict=True)) == want
 
 
 def test_fig2_fills_the_emptiest_server_with_the_heaviest_source() -> None:
