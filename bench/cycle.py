@@ -69,10 +69,13 @@ def _config(sizes: tuple[int, ...], fleet: int) -> str:
     for i in range(1, max(fleet, 1) + 1):
         lines += [f"[jobs.{'demo' if i == 1 else f'demo{i}'}]", DEMO, ""]
     for n in sizes:
-        nodes = max(8, n // 250)
+        # within the synthetic source's limits: ≤ 1000 key groups per operator, ≤ 100 nodes
+        operators = max(4, -(-n // 1000))
+        nodes = min(100, max(8, n // 250))
         lines += [f"[jobs.kg{n}]", 'strategy = "greedy"', "max_migrations = 20",
-                  f'source = {{ kind = "synthetic", operators = 4, keygroups_per_operator = {n // 4}, '
-                  f"nodes = {nodes}, seed = 7, varies = 30 }}", ""]
+                  f'source = {{ kind = "synthetic", operators = {operators}, '
+                  f"keygroups_per_operator = {n // operators}, nodes = {nodes}, seed = 7, "
+                  "varies = 30 }", ""]
     return "\n".join(lines)
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 
 from bench.cycle import print_table
 from jobs.lake import concurrently
+from schemas.config import Paths, resolve_job
 
 
 def test_calls_overlap_and_results_keep_the_call_order() -> None:
@@ -48,3 +50,22 @@ def test_the_cycle_table_gives_the_ratio_to_the_old_path_and_the_verdict(
     assert old.split()[-1] == "miss" and "-" in old.split()
     assert new.split()[-2:] == ["5.0x", "beat"]
     assert "   4 " in out and "12.0" in out  # the jobs-at-once row: 4 jobs, 12 cycles per minute
+
+
+def test_every_job_of_the_full_cycle_bench_is_a_valid_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The growth jobs up to 3·10^4 key groups and 16 demo jobs stay within the synthetic
+    source's limits (≤ 1000 key groups per operator, ≤ 100 nodes)."""
+    from bench.cycle import FLEET_FULL, SIZES_FULL, _config
+    from reconf.settings import make_source
+    from runtime.synthetic import SyntheticJob
+
+    config = tmp_path / "jobs.toml"
+    config.write_text(_config(SIZES_FULL, max(FLEET_FULL)))
+    monkeypatch.setenv("RECONF_CONFIG", str(config))
+    for n in SIZES_FULL:
+        source = make_source(resolve_job(f"kg{n}"), Paths(tmp_path))
+        assert isinstance(source, SyntheticJob)
+        assert source.spec.operators * source.spec.keygroups_per_operator == n
+    assert resolve_job(f"demo{max(FLEET_FULL)}").job_id == f"demo{max(FLEET_FULL)}"
