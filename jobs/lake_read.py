@@ -25,6 +25,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from jobs.errors import StageError
 from schemas.config import Paths
 
 if TYPE_CHECKING:
@@ -44,8 +45,10 @@ def native_reads() -> bool:
     """True when the lake's small reads go through delta-rs (see the module docstring)."""
     mode = os.environ.get(READS_ENV, "auto").strip().lower() or "auto"
     if mode not in _MODES:
-        raise ValueError(f"{READS_ENV}={mode!r} is not one of {', '.join(_MODES)}; unset it to "
-                         "read natively, or set it to spark to read through Spark")
+        raise StageError(f"{READS_ENV}={mode!r} is not one of {', '.join(_MODES)}",
+                         where=f"the environment variable {READS_ENV}",
+                         fix="unset it to read the lake natively, or set it to spark to read "
+                             "through the stage's Spark session")
     return mode != "spark"
 
 

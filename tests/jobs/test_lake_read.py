@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from pipeline_kit import JOB_ID, P1, P2
 
+from jobs.errors import StageError
 from jobs.lake import period_predicate, published_assignment, quote, timestamp
 from jobs.lake_read import READS_ENV, fetch, fetch_records, native_reads, version_of
 from schemas.config import Paths
@@ -63,7 +64,7 @@ def test_the_read_path_follows_the_setting(monkeypatch: pytest.MonkeyPatch) -> N
         monkeypatch.setenv(READS_ENV, value)
         assert native_reads() is native
     monkeypatch.setenv(READS_ENV, "fast")
-    with pytest.raises(ValueError, match="RECONF_LAKE_READS='fast' is not one of auto, native, spark"):
+    with pytest.raises(StageError, match="RECONF_LAKE_READS='fast' is not one of auto, native, spark"):
         native_reads()
 
 
