@@ -7,6 +7,10 @@ period (``replaceWhere``), so reruns leave one copy.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["TABLES", "Table"]
 
@@ -20,6 +24,15 @@ class Table:
     @property
     def columns(self) -> tuple[str, ...]:
         return tuple(part.strip().split()[0] for part in self.ddl.split(","))
+
+    def arrow_schema(self) -> pa.Schema:
+        """The DDL as Arrow types, as Delta stores them (timestamps in microseconds, UTC)."""
+        import pyarrow as pa
+
+        types = {"STRING": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(),
+                 "TIMESTAMP": pa.timestamp("us", tz="UTC")}
+        return pa.schema([(name, types[kind]) for name, kind in
+                          (part.strip().split()[:2] for part in self.ddl.split(","))])
 
 
 KEYGROUP_STATS = Table(
