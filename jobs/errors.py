@@ -83,10 +83,12 @@ def job_lock(paths: Paths, job_id: str, stage: str, *, wait_s: float = LOCK_WAIT
 
 def is_concurrent_write(exc: BaseException) -> bool:
     """Delta's optimistic-concurrency conflicts (another writer committed first), by name: they
-    reach Python as py4j or pyspark exceptions whose class names the Delta exception."""
+    reach Python as py4j or pyspark exceptions whose class names the Delta exception, or as
+    delta-rs's `CommitFailedError`."""
     text = f"{type(exc).__name__}: {exc}"[:2000]
     return any(name in text for name in (
         "ConcurrentAppendException", "ConcurrentDeleteReadException",
         "ConcurrentDeleteDeleteException", "ConcurrentTransactionException",
-        "MetadataChangedException", "ProtocolChangedException", "DELTA_CONCURRENT"))
+        "MetadataChangedException", "ProtocolChangedException", "DELTA_CONCURRENT",
+        "CommitFailedError"))  # delta-rs's conflict
 

@@ -9,12 +9,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.errors import StageError
-from jobs.lake_read import fetch_records, version_of
+from jobs.lake_read import fetch_records, native_io, version_of
+from jobs.lake_write import create_native, records_table, replace_native, update_native
 from schemas.config import Paths
 from schemas.landing import RuntimeReport, format_period_end
 from schemas.tables import TABLES, Table
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
@@ -33,6 +35,8 @@ __all__ = [
     "table_version",
     "table_versions",
     "timestamp",
+    "update_rows",
+    "write_records",
     "write_rows",
 ]
 
@@ -59,15 +63,19 @@ def delta_path(location: str) -> str:
 def ensure_tables(spark: SparkSession, paths: Paths) -> None:
     """Create every table of the contract (empty, partitioned by job_id) if it does not exist.
 
-    SQL rather than `DeltaTable` (py4j): the same statement runs in-process and over Spark
-    Connect. A table whose log already has a commit is skipped without asking Spark.
+    By delta-rs, or by Spark SQL rather than `DeltaTable` (py4j): the same statement runs
+    in-process and over Spark Connect. A table whose log already has a commit is skipped.
     """
     import time
 
+    native = native_io()
     for table in TABLES.values():
         location = paths.table(table.name)
         log = paths.lake / table.name / "_delta_log"
         if any(log.glob("*.json")):
+            continue
+        if native:
+            create_native(paths, table)
             continue
         try:
             spark.sql(f"CREATE TABLE IF NOT EXISTS {delta_path(location)} ({table.ddl}) "
@@ -101,15 +109,43 @@ def concurrently(*calls: Callable[[], Any]) -> list[Any]:
         return list(pool.map(lambda call: call(), calls))
 
 
-def write_rows(df: DataFrame, paths: Paths, table: Table, where: str) -> None:
-    """Atomically replace the rows matching `where` with `df` (one Delta commit)."""
-    (
-        df.select(*table.columns)
-        .write.format("delta")
-        .mode("overwrite")
-        .option("replaceWhere", where)
-        .save(paths.table(table.name))
-    )
+def write_rows(df: DataFrame | pa.Table, paths: Paths, table: Table, where: str) -> None:
+    """Atomically replace the rows matching `where` with `df` (one Delta commit): by delta-rs
+    (jobs/lake_write.py) unless `RECONF_LAKE_IO=spark`; an Arrow table only by delta-rs."""
+    import pyarrow as pa
+
+    if isinstance(df, pa.Table):
+        replace_native(df, paths, table, where)
+    elif native_io():
+        replace_native(df.select(*table.columns).toArrow(), paths, table, where)
+    else:
+        (
+            df.select(*table.columns)
+            .write.format("delta")
+            .mode("overwrite")
+            .option("replaceWhere", where)
+            .save(paths.table(table.name))
+        )
+
+
+def write_records(spark: SparkSession, records: list[dict[str, Any]], paths: Paths, table: Table,
+                  where: str) -> None:
+    """`write_rows` for rows made in Python (one dict per row; naive datetimes are UTC)."""
+    if native_io():
+        replace_native(records_table(records, table), paths, table, where)
+    else:
+        write_rows(spark.createDataFrame(records, table.ddl), paths, table, where)
+
+
+def update_rows(spark: SparkSession, paths: Paths, table: Table, values: dict[str, str],
+                where: str) -> None:
+    """`UPDATE table SET column = value … WHERE where` (values: SQL literals), one commit."""
+    if native_io():
+        update_native(paths, table, values, where)
+        return
+    # SQL, not DeltaTable (py4j): the same statement runs in-process and over Spark Connect
+    sets = ", ".join(f"{column} = {value}" for column, value in values.items())
+    spark.sql(f"UPDATE {delta_path(paths.table(table.name))} SET {sets} WHERE {where}").collect()
 
 
 def replace_rows(df: DataFrame, paths: Paths, table: Table, where: str) -> int:

@@ -4,17 +4,16 @@ A stage of a cycle reads a few thousand rows at a time. Through Spark each such 
 0.3–2 s however small it is (a Delta snapshot update, planning, a job or three, a round trip;
 docs/benchmarks.md, "cycle, third pass"), and a cycle makes a dozen of them one after another.
 delta-rs (the `deltalake` package: Delta's Rust implementation, with DataFusion for SQL) reads the
-same snapshot in milliseconds from the stage's own process. Writes stay with Spark: every commit
-of the lake is made by a Spark stage, so there is one writer implementation, and the tables are
-the same whichever path reads them.
+same snapshot in milliseconds from the stage's own process; its writes are jobs/lake_write.py.
 
 One SQL text serves both engines: `{table}` names a table of schemas/tables.py, the predicates
 are the plain SQL both Spark and DataFusion accept (comparisons, `TIMESTAMP '…'` literals,
 `CASE WHEN`, `max`/`count`, `ORDER BY … LIMIT`).
 
-`RECONF_LAKE_READS` chooses: `native` (the default, `auto` too) reads with delta-rs from the
-stage's process, `spark` through the stage's Spark session (for a stage whose process cannot
-open the lake's files itself, e.g. a driver on a cluster whose storage only Spark can reach).
+`RECONF_LAKE_IO` chooses for the reads and the writes alike: `native` (the default, `auto` too)
+with delta-rs from the stage's process, `spark` through the stage's Spark session (for a stage
+whose process cannot open the lake's files itself, e.g. a driver on a cluster whose storage only
+Spark can reach).
 Timestamps come back as naive UTC datetimes on both paths (the session time zone is UTC), as
 Spark's rows and frames give them.
 """
@@ -33,35 +32,35 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import SparkSession
 
-__all__ = ["READS_ENV", "fetch", "fetch_records", "frame_where", "native_reads", "rows_where",
+__all__ = ["IO_ENV", "fetch", "fetch_records", "frame_where", "native_io", "rows_where",
            "version_of"]
 
-READS_ENV = "RECONF_LAKE_READS"
+IO_ENV = "RECONF_LAKE_IO"
 _MODES = ("auto", "native", "spark")
 _TABLE = re.compile(r"\{([a-z_]+)\}")
 
 
-def native_reads() -> bool:
-    """True when the lake's small reads go through delta-rs (see the module docstring)."""
-    mode = os.environ.get(READS_ENV, "auto").strip().lower() or "auto"
+def native_io() -> bool:
+    """True when the lake's small reads and writes go through delta-rs (the module docstring)."""
+    mode = os.environ.get(IO_ENV, "auto").strip().lower() or "auto"
     if mode not in _MODES:
-        raise StageError(f"{READS_ENV}={mode!r} is not one of {', '.join(_MODES)}",
-                         where=f"the environment variable {READS_ENV}",
-                         fix="unset it to read the lake natively, or set it to spark to read "
-                             "through the stage's Spark session")
+        raise StageError(f"{IO_ENV}={mode!r} is not one of {', '.join(_MODES)}",
+                         where=f"the environment variable {IO_ENV}",
+                         fix="unset it to read and write the lake natively, or set it to spark "
+                             "to go through the stage's Spark session")
     return mode != "spark"
 
 
 def fetch(spark: SparkSession, paths: Paths, sql: str) -> pd.DataFrame:
     """The result of `sql` as a pandas frame (what `DataFrame.toPandas()` gives)."""
-    if native_reads():
+    if native_io():
         return _native(paths, sql).to_pandas(coerce_temporal_nanoseconds=True)
     return spark.sql(_spark_sql(paths, sql)).toPandas()
 
 
 def fetch_records(spark: SparkSession, paths: Paths, sql: str) -> list[dict[str, Any]]:
     """The result of `sql` as one dict per row (what `Row.asDict()` gives)."""
-    if native_reads():
+    if native_io():
         return _native(paths, sql).to_pylist()
     return [row.asDict(recursive=True) for row in spark.sql(_spark_sql(paths, sql)).collect()]
 
@@ -80,7 +79,7 @@ def rows_where(spark: SparkSession, paths: Paths, table: str, where: str,
 
 def version_of(spark: SparkSession, paths: Paths, name: str) -> int:
     """The table's newest Delta version (-1 if it has no commit)."""
-    if native_reads():
+    if native_io():
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 

@@ -29,9 +29,10 @@ from jobs.lake import (
     starting_point,
     table_version,
     table_versions,
-    write_rows,
+    write_records,
 )
 from jobs.lake_read import rows_where
+from jobs.lake_write import records_table
 from jobs.load_model import with_load_model
 from jobs.markers import check_validated, read_collect_marker, runtime_of
 from jobs.network_facet import attach_network
@@ -54,7 +55,7 @@ from schemas.tables import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "PlanResult",
@@ -325,8 +326,10 @@ def record_plan(
                  "collect_id": collect_id, **plan_to_dict(plan)}
     if scaling_extra is not None:
         plan_json["scaling"].update(scaling_extra)
-    if not dry_run:
-        _plan_frames(spark, job, period_end, pid, strategy, plan, base_version, "", plan_json)
+    if not dry_run:  # the rows' types checked before anything is logged or written
+        for rows, table in zip(_plan_rows(job, period_end, pid, strategy, plan, base_version, "",
+                                          plan_json), (PLAN_MOVES, PLANS), strict=True):
+            records_table(rows, table)
     read = dict(read_versions or {})
     missing = [t.name for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS, ASSIGNMENTS)
                if t.name not in read]
@@ -344,14 +347,14 @@ def record_plan(
     )
     if not dry_run:
         keep_input(paths, run_id, job, stamp, strategy, state, plan, job_budget(job))
-        moves, row = _plan_frames(spark, job, period_end, pid, strategy, plan, base_version, run_id,
-                                  plan_json)
+        moves, row = _plan_rows(job, period_end, pid, strategy, plan, base_version, run_id,
+                                plan_json)
         where = period_predicate(job.job_id, period_end)
         # Moves first, plan row last: publish reads the plan row, so it only ever sees a plan
         # whose moves are already written.
-        write_rows(moves, paths, PLAN_MOVES, where)
+        write_records(spark, moves, paths, PLAN_MOVES, where)
         failpoint("plan.moves")
-        write_rows(row, paths, PLANS, where)
+        write_records(spark, row, paths, PLANS, where)
         failpoint("plan.row")
         written = table_versions(spark, paths, (PLAN_MOVES.name, PLANS.name))
         tag_run(paths, run_id, {f"reconf.delta.{name}.version": str(version)
@@ -363,8 +366,7 @@ def _float(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
-def _plan_frames(
-    spark: SparkSession,
+def _plan_rows(
     job: JobConfig,
     period_end: datetime,
     pid: str,
@@ -373,8 +375,8 @@ def _plan_frames(
     base_version: int | None,
     run_id: str,
     plan_json: dict[str, Any],
-) -> tuple[DataFrame, DataFrame]:
-    """The plan_moves rows and the plans row of a plan, as typed DataFrames (not yet written)."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The plan_moves rows and the plans row of a plan (not yet written; `check_frames`)."""
     # DOUBLE columns get floats: Spark refuses an int (e.g. the migration cost of a plan with no
     # moves is sum(()) == 0, or a time limit of 2) in a DoubleType field.
     plan_row = {
@@ -395,5 +397,4 @@ def _plan_frames(
          "src_node": m.src, "dst_node": m.dst, "cost": _float(m.cost)}
         for m in plan.moves
     ]
-    return (spark.createDataFrame(move_rows, PLAN_MOVES.ddl),
-            spark.createDataFrame([plan_row], PLANS.ddl))
+    return move_rows, [plan_row]

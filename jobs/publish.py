@@ -29,15 +29,14 @@ from jobs.errors import StageError, job_lock
 from jobs.faults import failpoint
 from jobs.lake import (
     concurrently,
-    delta_path,
     ensure_tables,
     newest_version,
     period_predicate,
     quote,
-    replace_rows,
     table_version,
     timestamp,
-    write_rows,
+    update_rows,
+    write_records,
 )
 from jobs.lake_read import fetch_records, rows_where
 from jobs.markers import check_validated
@@ -215,24 +214,21 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
                          fix="inspect the published directory; versions are immutable") from exc
     failpoint("publish.manifest")
     version_where = f"job_id = {quote(job.job_id)} AND version = {version}"
-    write_rows(
-        spark.createDataFrame(
-            [{"job_id": job.job_id, "version": version, "keygroup": kg, "node": node}
-             for kg, node in sorted(assignment.items())],
-            ASSIGNMENTS.ddl,
-        ),
+    write_records(
+        spark,
+        [{"job_id": job.job_id, "version": version, "keygroup": kg, "node": node}
+         for kg, node in sorted(assignment.items())],
         paths, ASSIGNMENTS, version_where,
     )
     failpoint("publish.assignments")
-    committed = replace_rows(
-        spark.createDataFrame(
-            [{"job_id": job.job_id, "version": version, "plan_id": pid, "period_end": period_end,
-              "checksum": manifest.checksum, "status": "published", "manifest_path": str(path),
-              "published_at": datetime.now(UTC)}],
-            ASSIGNMENT_VERSIONS.ddl,
-        ),
+    write_records(
+        spark,
+        [{"job_id": job.job_id, "version": version, "plan_id": pid, "period_end": period_end,
+          "checksum": manifest.checksum, "status": "published", "manifest_path": str(path),
+          "published_at": datetime.now(UTC)}],
         paths, ASSIGNMENT_VERSIONS, version_where,
     )
+    committed = table_version(spark, paths, ASSIGNMENT_VERSIONS.name)
     failpoint("publish.version")
     write_latest(paths.published, job.job_id, version)
     failpoint("publish.latest")
@@ -280,6 +276,5 @@ def _tag_published(spark: SparkSession, paths: Paths, run_id: str | None, versio
 
 
 def _set_plan_status(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, status: str) -> None:
-    # SQL, not DeltaTable (py4j): the same statement runs in-process and over Spark Connect.
-    spark.sql(f"UPDATE {delta_path(paths.table(PLANS.name))} SET status = {quote(status)} "
-              f"WHERE {period_predicate(job_id, period_end)}").collect()
+    update_rows(spark, paths, PLANS, {"status": quote(status)},
+                period_predicate(job_id, period_end))

@@ -1,9 +1,12 @@
-"""The stages over Spark Connect write the same Delta tables as with an in-process session.
+"""The stages over Spark Connect write the same Delta tables as with an in-process session,
+and as delta-rs does.
 
-Home A runs two cycles of the tiny job in this process on the session's in-process Spark; home
-B runs the same two cycles in a subprocess whose stages are thin clients of a real Spark Connect
-server (`connect_url`, started by the test set-up). Every contract table must then hold the same
-rows, schema, partitioning and number of commits; only what names a run or a place differs.
+Home A runs two cycles of the tiny job in this process on the session's in-process Spark, its
+reads and writes by Spark (`RECONF_LAKE_IO=spark`); home B runs the same two cycles in a
+subprocess whose stages are thin clients of a real Spark Connect server (`connect_url`, started
+by the test set-up), by Spark too; home C runs them in this process with the default, the lake's
+small reads and writes by delta-rs (jobs/lake_write.py). Every contract table must then hold the
+same rows, schema, partitioning and number of commits; only what names a run or a place differs.
 """
 
 from __future__ import annotations
@@ -78,6 +81,13 @@ def test_connect_and_in_process_paths_write_identical_tables(
     monkeypatch.setenv("RECONF_CONFIG", str(config_file))
     classic, remote = Paths(tmp_path / "classic"), Paths(tmp_path / "connect")
 
+    native = Paths(tmp_path / "native")
+    monkeypatch.setenv("RECONF_LAKE_IO", "native")
+    monkeypatch.setenv("RECONF_HOME", str(native.home))
+    for period_end in (P1, P2):
+        land(native, period_end)
+        run_cycle(JOB_ID, period_end)
+    monkeypatch.setenv("RECONF_LAKE_IO", "spark")
     monkeypatch.setenv("RECONF_HOME", str(classic.home))
     for period_end in (P1, P2):
         land(classic, period_end)
@@ -87,28 +97,31 @@ def test_connect_and_in_process_paths_write_identical_tables(
         land(remote, period_end)
     script = tmp_path / "cycles.py"
     script.write_text(CYCLES)
-    env = {**os.environ, "RECONF_HOME": str(remote.home), "RECONF_SPARK_REMOTE": connect_url}
+    env = {**os.environ, "RECONF_HOME": str(remote.home), "RECONF_SPARK_REMOTE": connect_url,
+           "RECONF_LAKE_IO": "spark"}
     done = subprocess.run([sys.executable, str(script), stamp(P1), stamp(P2)], env=env,
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     assert "SESSION pyspark.sql.connect.session" in done.stdout  # really the Connect client
     assert done.stdout.count("STATUS published") == 2
 
-    for name in TABLES:
-        a, b = _frame(spark, classic, name), _frame(spark, remote, name)
-        if name in FACETS:
-            assert a.empty and b.empty, name
-            continue
-        assert not a.empty, name
-        assert list(a.columns) == list(b.columns), name
-        assert a.equals(b), f"{name} differs:\n{a.compare(b) if a.shape == b.shape else (a, b)}"
-        assert read_table(spark, classic, name).schema == read_table(spark, remote, name).schema
-        assert _partitioning(spark, classic, name) == _partitioning(spark, remote, name) == ["job_id"]
-        assert table_version(spark, classic, name) == table_version(spark, remote, name), name
-    for version in (1, 2):  # the manifests agree on what the runtime applies
-        ma = json.loads((classic.published / JOB_ID / f"v{version}.json").read_text())
-        mb = json.loads((remote.published / JOB_ID / f"v{version}.json").read_text())
-        assert ma["assignment"] == mb["assignment"] and ma["checksum"] == mb["checksum"]
+    for other in (remote, native):
+        for name in TABLES:
+            a, b = _frame(spark, classic, name), _frame(spark, other, name)
+            if name in FACETS:
+                assert a.empty and b.empty, name
+                continue
+            assert not a.empty, name
+            assert list(a.columns) == list(b.columns), name
+            assert a.equals(b), f"{name} differs:\n{a.compare(b) if a.shape == b.shape else (a, b)}"
+            assert read_table(spark, classic, name).schema == read_table(spark, other, name).schema
+            assert _partitioning(spark, classic, name) == _partitioning(spark, other, name) == [
+                "job_id"]
+            assert table_version(spark, classic, name) == table_version(spark, other, name), name
+        for version in (1, 2):  # the manifests agree on what the runtime applies
+            ma = json.loads((classic.published / JOB_ID / f"v{version}.json").read_text())
+            mb = json.loads((other.published / JOB_ID / f"v{version}.json").read_text())
+            assert ma["assignment"] == mb["assignment"] and ma["checksum"] == mb["checksum"]
 
 
 def _collect_with(remote: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ from pipeline_kit import JOB_ID, P1, P2
 
 from jobs.errors import StageError
 from jobs.lake import period_predicate, published_assignment, quote, timestamp
-from jobs.lake_read import READS_ENV, fetch, fetch_records, native_reads, version_of
+from jobs.lake_read import IO_ENV, fetch, fetch_records, native_io, version_of
 from schemas.config import Paths
 
 QUERIES = (
@@ -31,9 +31,9 @@ QUERIES = (
 
 
 def _both(monkeypatch: pytest.MonkeyPatch, read: Any) -> tuple[Any, Any]:
-    monkeypatch.setenv(READS_ENV, "native")
+    monkeypatch.setenv(IO_ENV, "native")
     native = read()
-    monkeypatch.setenv(READS_ENV, "spark")
+    monkeypatch.setenv(IO_ENV, "spark")
     spark = read()
     return native, spark
 
@@ -58,16 +58,16 @@ def test_native_and_spark_reads_give_the_same_rows_frames_and_versions(
 
 
 def test_the_read_path_follows_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(READS_ENV, raising=False)
-    assert native_reads()
+    monkeypatch.delenv(IO_ENV, raising=False)
+    assert native_io()
     for value, native in (("spark", False), (" Native ", True), ("auto", True), ("", True)):
-        monkeypatch.setenv(READS_ENV, value)
-        assert native_reads() is native
-    monkeypatch.setenv(READS_ENV, "fast")
-    with pytest.raises(StageError, match="RECONF_LAKE_READS='fast' is not one of auto, native, spark"):
-        native_reads()
+        monkeypatch.setenv(IO_ENV, value)
+        assert native_io() is native
+    monkeypatch.setenv(IO_ENV, "fast")
+    with pytest.raises(StageError, match="RECONF_LAKE_IO='fast' is not one of auto, native, spark"):
+        native_io()
 
 
 def test_a_missing_table_has_no_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(READS_ENV, "native")
+    monkeypatch.setenv(IO_ENV, "native")
     assert version_of(None, Paths(tmp_path), "plans") == -1  # type: ignore[arg-type]
