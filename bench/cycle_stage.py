@@ -5,10 +5,11 @@ Airflow runs a task) or in its own long-lived process (a worker).
 per layer and when the interpreter reached this module (the parent subtracts its spawn time to
 get the process start). Layers are timed by wrapping the stages' own helpers (only the outermost
 wrapped call of the stage's own thread counts): `spark` = getting the session, `read` = the
-stage's reads of the lake (jobs/lake_read.py, by delta-rs unless RECONF_LAKE_READS=spark) and its
+stage's reads of the lake (jobs/lake_read.py, by delta-rs unless RECONF_LAKE_IO=spark) and its
 rounds of concurrent queries (jobs.lake.concurrently: the period's tables, the starting point;
 GE's or MLflow's import overlaps it in a fresh process), `delta` = table creation,
-commits, the plans status update and version look-ups, `ge` = the Great Expectations run,
+commits (jobs/lake_write.py by delta-rs, or Spark's), the plans status update and version
+look-ups, `ge` = the Great Expectations run,
 `mlflow` = logging and tagging, `solver` = the plan's own wall time; `other` = what is left:
 pandas, Python, the imports not overlapped.
 """
@@ -39,7 +40,8 @@ _TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
              ("jobs.lake_read", "fetch_records")),
     "delta": (("jobs.lake", "ensure_tables"), ("jobs.lake", "replace_rows"),
               ("jobs.lake_read", "version_of"),
-              ("jobs.lake", "write_rows"), ("jobs.lake", "table_version"),
+              ("jobs.lake", "write_rows"), ("jobs.lake", "write_records"),
+              ("jobs.lake", "update_rows"), ("jobs.lake", "table_version"),
               ("jobs.lake", "table_versions"), ("jobs.publish", "_set_plan_status")),
     "ge": (("jobs.validation", "validate_stats"),),
     "mlflow": (("jobs.tracking", "log_cycle"), ("jobs.tracking", "tag_run")),
