@@ -19,7 +19,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from jobs.connect import classic_session_running, connect_session, remote_url
 from schemas.config import Paths
@@ -31,6 +31,7 @@ __all__ = [
     "delta_package",
     "fetch_jars",
     "get_spark",
+    "lazy_spark",
     "local_jars",
     "resolve_master",
     "session_conf",
@@ -96,6 +97,26 @@ def _extra_java_opts() -> str:
     `-XX:TieredStopAtLevel=1 -XX:+UseSerialGC`: a short stage on small data starts faster)."""
     extra = os.environ.get("RECONF_SPARK_JAVA_OPTS", "").strip()
     return f" {extra}" if extra else ""
+
+
+class _SessionOnUse:
+    """`get_spark(paths)`, called when the stage first uses the session (`lazy_spark`)."""
+
+    def __init__(self, paths: Paths | None) -> None:
+        self._paths = paths
+        self._session: SparkSession | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._session is None:
+            self._session = get_spark(self._paths)
+        return getattr(self._session, name)
+
+
+def lazy_spark(paths: Paths | None = None) -> SparkSession:
+    """The stage's session, made when first used: a stage whose reads and writes of the lake
+    all go through delta-rs (jobs/lake_read.py, jobs/lake_write.py) neither starts a JVM nor
+    connects to a Spark Connect server."""
+    return cast("SparkSession", _SessionOnUse(paths))
 
 
 def get_spark(paths: Paths | None = None, *, app_name: str = "reconf", master: str | None = None) -> SparkSession:

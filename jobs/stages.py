@@ -1,8 +1,8 @@
 """Entry points of the four stages, by job id and period end: what the DAG and the CLI call.
 
-Each resolves the job's config and the stores, gets the shared Spark session, runs one stage and
-returns a one-line summary; bad input surfaces as `StageError` or `ConfigError` with the what,
-where and how-to-fix, before anything is written.
+Each resolves the job's config and the stores, gets the shared Spark session (when the stage
+first uses it: `lazy_spark`), runs one stage and returns a one-line summary; bad input surfaces
+as `StageError` or `ConfigError` with the what, where and how-to-fix, before anything is written.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from jobs.errors import StageError, check_home, is_concurrent_write
-from jobs.spark import get_spark
+from jobs.spark import get_spark, lazy_spark
 from schemas.config import JobConfig, Paths, resolve_job
 from schemas.landing import parse_period_end
 from schemas.periods import PeriodError, check_period_end
@@ -76,7 +76,7 @@ def run_validate(job_id: str, period_end: str | datetime) -> str:
     from jobs.validate_stats import validate_period
 
     job, end, paths = _context(job_id, period_end)
-    result = validate_period(job, end, paths=paths, spark=get_spark(paths))
+    result = validate_period(job, end, paths=paths, spark=lazy_spark(paths))
     return (
         f"validate {job_id}: passed (key groups checked against {result.expected_from}); "
         f"report {result.report_path}"
@@ -103,7 +103,7 @@ def run_plan(
         job = replace(job, solver_time_limit_s=time_limit_s)
     with _concurrency("plan", job_id):
         return plan_period(
-            job, end, paths=paths, spark=get_spark(paths), strategy=strategy, dry_run=dry_run,
+            job, end, paths=paths, spark=lazy_spark(paths), strategy=strategy, dry_run=dry_run,
             validation=read_report(paths, job.job_id, end), tags=tags,
         )
 
@@ -113,7 +113,7 @@ def run_publish(job_id: str, period_end: str | datetime) -> PublishResult:
 
     job, end, paths = _context(job_id, period_end)
     with _concurrency("publish", job_id):
-        return publish_period(job, end, paths=paths, spark=get_spark(paths))
+        return publish_period(job, end, paths=paths, spark=lazy_spark(paths))
 
 
 def run_whatif(job_id: str, period_end: str | datetime, *, force: bool = False) -> str:

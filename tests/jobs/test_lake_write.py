@@ -14,6 +14,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pipeline_kit import JOB_ID, P1
 
 from jobs.errors import is_concurrent_write
 from jobs.lake import ensure_tables, period_predicate, quote, update_rows, write_records, write_rows
@@ -116,3 +117,30 @@ def test_a_commit_lost_to_another_writer_is_recognised_as_a_conflict(lake: Paths
         write_deltalake(stale, conform(records_table(_nodes("a", T1, "n3"), NODE_STATS),
                                        NODE_STATS), mode="overwrite", predicate=predicate(where))
     assert is_concurrent_write(lost.value)
+
+
+@pytest.mark.spark
+def test_with_native_io_validate_plan_and_publish_start_no_spark(
+    collected_home: Paths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    import jobs.spark
+    from jobs.lake import published_assignment
+    from jobs.stages import run_plan, run_publish, run_validate
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("a stage asked for a Spark session")
+
+    monkeypatch.setenv(IO_ENV, "native")
+    monkeypatch.setattr(jobs.spark, "get_spark", refuse)
+    run_validate(JOB_ID, P1)
+    planned = run_plan(JOB_ID, P1)
+    published = run_publish(JOB_ID, P1)
+    assert (published.status, published.version) == ("published", 1)
+    manifest = json.loads((collected_home.published / JOB_ID / "v1.json").read_text())
+    assert published_assignment(None, collected_home, JOB_ID, 1) == manifest["assignment"]  # type: ignore[arg-type]
+    assert manifest["assignment"] == {k: str(v) for k, v in planned.plan_json["assignment"].items()}
+    status = rows_where(None, collected_home, PLANS.name,  # type: ignore[arg-type]
+                        period_predicate(JOB_ID, P1), "status")
+    assert status == [{"status": "published"}]
