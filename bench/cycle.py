@@ -1,14 +1,18 @@
-"""One reconfiguration cycle end to end, today's path against a long-lived Spark Connect server.
+"""One reconfiguration cycle end to end: the old path, Spark Connect, and the lake by delta-rs.
 
 A cycle is: the runtime stand-in lands a period, collect, validate, plan, publish, the runtime
-applies the new version. Three ways to run the four stages, side by side in one run:
+applies the new version. Five ways to run the four stages, side by side in one run:
 
 - `process+jvm` (the old path): each stage in a fresh Python process with its own in-process
-  Spark (a JVM per stage), as an Airflow task ran it before Spark Connect;
+  Spark (a JVM per stage) reading and writing the lake, as an Airflow task ran it before Spark
+  Connect;
 - `process+connect`: each stage in a fresh process as a thin client of one Spark Connect server
-  (`RECONF_SPARK_REMOTE`), as an Airflow task runs it after `make up`;
-- `worker+connect`: the stages in one long-lived process (imports, GE context, MLflow client and
-  the Connect session warm), the floor a resident worker reaches.
+  (`RECONF_SPARK_REMOTE`) that reads and writes the lake (`RECONF_LAKE_IO=spark`);
+- `worker+connect`: the same stages in one long-lived process (imports, GE context, MLflow
+  client and the Connect session warm), the floor a resident worker reaches with Spark;
+- `process+native`, `worker+native`: the default, the lake read and written by delta-rs and the
+  samples aggregated by pyarrow in the stage's process (jobs/lake_read.py, jobs/lake_write.py,
+  jobs/collect_native.py): no Spark at all.
 
 Per stage: wall seconds and its layers (bench/cycle_stage.py: process start, imports, Spark
 session, the concurrent reads, Delta, GE, solver, MLflow, other), and the machine's load average
@@ -40,16 +44,17 @@ from typing import Any
 
 from bench.cycle_stage import STAGES
 
-DESCRIPTION = "one cycle land -> applied: stages with a JVM each (today) vs Spark Connect clients"
+DESCRIPTION = ("one cycle land -> applied: stages with a JVM each (the old path) vs Spark Connect "
+               "clients vs the lake by delta-rs")
 
 TARGET_S = 10.0  # one demo-job cycle, land -> applied
-MODES = ("process+jvm", "process+connect", "worker+connect")
+MODES = ("process+jvm", "process+connect", "worker+connect", "process+native", "worker+native")
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = 'source = { kind = "synthetic", operators = 4, keygroups_per_operator = 16, nodes = 8, seed = 7, varies = 30 }'
 SIZES_FULL, SIZES_QUICK = (100, 1_000, 10_000, 30_000), (100, 1_000)
 FLEET_FULL, FLEET_QUICK = (1, 4, 16), (1, 4)
 COLUMNS = ("proc_start", "import", "spark", "read", "delta", "ge", "solver", "mlflow", "other")
-FLEET_MODE = "worker+connect"
+FLEET_MODE = "worker+native"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="key-group counts of the growth jobs (default 100 1000 10000 30000; "
                              "--quick: 100 1000)")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=None,
-                        help="only these modes (default: all three)")
+                        help="only these modes (default: all five)")
 
 
 def _config(sizes: tuple[int, ...], fleet: int) -> str:
@@ -169,6 +174,7 @@ def _env(root: Path, mode: str, config: Path, remote: str | None) -> dict[str, s
     env.pop("RECONF_SPARK_REMOTE", None)
     if mode.endswith("connect") and remote:
         env["RECONF_SPARK_REMOTE"] = remote
+    env["RECONF_LAKE_IO"] = "native" if mode.endswith("native") else "spark"
     return env
 
 
@@ -284,7 +290,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
           "them); other: pandas, Python, imports")
     fleet = [r for r in rows if "cycles_per_min" in r]
     if fleet:
-        print(f"\njobs cycled at once on one Spark Connect server ({FLEET_MODE}, demo-sized jobs;"
+        print(f"\njobs cycled at once on the machine ({FLEET_MODE}, demo-sized jobs;"
               " stage columns: mean over the jobs)\n"
               f"{'jobs':>4} " + " ".join(f"{s:>8}" for s in STAGES)
               + f" {'cycle/job':>9} {'all applied':>11} {'cycles/min':>10} {'load':>5}")
@@ -304,11 +310,12 @@ def main(args: argparse.Namespace) -> int:
     root = Path(tempfile.mkdtemp(prefix="reconf-bench-cycle-"))
     config = root / "jobs.toml"
     config.write_text(_config(sizes, max(fleet, default=1)))
-    remote, record = (args.remote, None) if args.remote else start_server(root)
+    connect = any(mode.endswith("connect") for mode in chosen)
+    remote, record = (args.remote, None) if args.remote or not connect else start_server(root)
     print(f"bench cycle: server {remote}, work in {root}, load {_load():.1f}", file=sys.stderr,
           flush=True)
     rows: list[dict[str, Any]] = []
-    warm = _worker(_env(root, "worker+connect", config, remote))
+    warm = _worker(_env(root, "worker+connect" if remote else "worker+native", config, remote))
     try:
         # the old path at every size only in the full run (a JVM per stage is minutes a cycle)
         sized = tuple(m for m in chosen if not (quick and m == MODES[0]))

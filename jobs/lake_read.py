@@ -10,10 +10,11 @@ One SQL text serves both engines: `{table}` names a table of schemas/tables.py, 
 are the plain SQL both Spark and DataFusion accept (comparisons, `TIMESTAMP '…'` literals,
 `CASE WHEN`, `max`/`count`, `ORDER BY … LIMIT`).
 
-`RECONF_LAKE_IO` chooses for the reads and the writes alike: `native` (the default, `auto` too)
-with delta-rs from the stage's process, `spark` through the stage's Spark session (for a stage
-whose process cannot open the lake's files itself, e.g. a driver on a cluster whose storage only
-Spark can reach).
+`RECONF_LAKE_IO` chooses for the reads and the writes alike: `native` with delta-rs from the
+stage's process, `spark` through the stage's Spark session (for a stage whose process cannot
+open the lake's files itself, e.g. a driver on a cluster whose storage only Spark can reach), or
+`auto` (the default): native, but Spark's in a stage submitted as a Spark application
+(`spark-submit jobs/submit.py`, collect on a cluster).
 Timestamps come back as naive UTC datetimes on both paths (the session time zone is UTC), as
 Spark's rows and frames give them.
 """
@@ -48,7 +49,11 @@ def native_io() -> bool:
                          where=f"the environment variable {IO_ENV}",
                          fix="unset it to read and write the lake natively, or set it to spark "
                              "to go through the stage's Spark session")
-    return mode != "spark"
+    if mode == "auto":  # a Spark application (spark-submit on a cluster): Spark's I/O
+        from jobs.spark import under_spark_submit
+
+        return not under_spark_submit()
+    return mode == "native"
 
 
 def fetch(spark: SparkSession, paths: Paths, sql: str) -> pd.DataFrame:

@@ -103,7 +103,14 @@ def fit_stage(spark: SparkSession, paths: Paths, job: JobConfig, period_end: dat
               ) -> list[tuple[Table, int, int]]:
     """collect's fit (module doc): [(load_model, rows, Delta version)], [] for a job declaring no
     streams. Call it with the job's collect lock held, after keygroup_stats is written."""
-    from jobs.lake import concurrently, period_predicate, quote, replace_rows, timestamp
+    from jobs.lake import (
+        concurrently,
+        period_predicate,
+        quote,
+        table_version,
+        timestamp,
+        write_records,
+    )
     from jobs.lake_read import frame_where
 
     if job.load_model is None:
@@ -118,9 +125,9 @@ def fit_stage(spark: SparkSession, paths: Paths, job: JobConfig, period_end: dat
                             "period_end, stream, tuples_per_s"))
     fitted = fit_rows(job, period_end, loads, rates)
     log.info("job %s, period %s: load model %s", job.job_id, period_end, fitted.note)
-    df = spark.createDataFrame(list(fitted.rows), LOAD_MODEL.ddl)
-    version = replace_rows(df, paths, LOAD_MODEL, period_predicate(job.job_id, period_end))
-    return [(LOAD_MODEL, len(fitted.rows), version)]
+    write_records(spark, [dict(row) for row in fitted.rows], paths, LOAD_MODEL,
+                  period_predicate(job.job_id, period_end))
+    return [(LOAD_MODEL, len(fitted.rows), table_version(spark, paths, LOAD_MODEL.name))]
 
 
 def validate_streams_of(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,

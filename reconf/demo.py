@@ -5,8 +5,10 @@ logical date (`airflow dags test`: collect -> validate -> plan -> publish on rea
 and MLflow), and the runtime applies the published version. The demo continues after the newest
 period it already landed, so running it again extends the history instead of redoing it.
 
-The stages are thin clients of a Spark Connect server (jobs/connect.py): the one `make up`
-started, or `$RECONF_SPARK_REMOTE`, or else one the demo starts for its run and stops at the end.
+The stages read and write the lake with delta-rs in each task's process (jobs/lake_read.py,
+jobs/lake_write.py), so no Spark runs. With `RECONF_LAKE_IO=spark` they are thin clients of a
+Spark Connect server (jobs/connect.py) instead: the one `make up` started, or
+`$RECONF_SPARK_REMOTE`, or else one the demo starts for its run and stops at the end.
 Each step prints a line as it starts and completes it with its time when it ends (the DAG's
 tasks print `reconf-stage` markers; the demo relays them as they come).
 """
@@ -23,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 from jobs.errors import StageError
+from jobs.lake_read import native_io
 from reconf.settings import airflow_bin, airflow_env, make_source
 from runtime.source import MetricsSource
 from schemas.config import Paths, resolve_job
@@ -172,12 +175,17 @@ def run_demo(job_id: str, periods: int) -> int:
     spl_s = job.spl.total_seconds()
     print(f"demo: job {job_id}, {periods} period(s) of {job.spl}, strategy {job.strategy}, "
           f"budget {job.max_migrations} migrations; stores under {paths.home}", flush=True)
-    t0 = time.monotonic()
-    print("Spark Connect server ...", end="", flush=True)
-    remote, started_server = spark_connect_for(paths, Ports.from_env())
-    print(f" {remote} ({'started for this demo' if started_server else 'already running'}, "
-          f"{time.monotonic() - t0:.1f} s)", flush=True)
-    os.environ["RECONF_SPARK_REMOTE"] = remote  # the DAG's tasks inherit it (airflow_env)
+    started_server = None
+    if native_io():  # every read and write of the lake by delta-rs: no stage asks for Spark
+        print("lake reads and writes by delta-rs in each task (RECONF_LAKE_IO=spark: through "
+              "a Spark Connect server instead)", flush=True)
+    else:
+        t0 = time.monotonic()
+        print("Spark Connect server ...", end="", flush=True)
+        remote, started_server = spark_connect_for(paths, Ports.from_env())
+        print(f" {remote} ({'started for this demo' if started_server else 'already running'}, "
+              f"{time.monotonic() - t0:.1f} s)", flush=True)
+        os.environ["RECONF_SPARK_REMOTE"] = remote  # the DAG's tasks inherit it (airflow_env)
     try:
         for _ in range(periods):
             _period(paths, job_id, source, _next_period(paths, job_id, job.start_date, spl_s))

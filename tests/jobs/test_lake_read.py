@@ -63,6 +63,12 @@ def test_the_read_path_follows_the_setting(monkeypatch: pytest.MonkeyPatch) -> N
     for value, native in (("spark", False), (" Native ", True), ("auto", True), ("", True)):
         monkeypatch.setenv(IO_ENV, value)
         assert native_io() is native
+    monkeypatch.setenv(IO_ENV, "auto")
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # a driver spark-submit launched
+    assert not native_io()
+    monkeypatch.setenv(IO_ENV, "native")
+    assert native_io()
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT")
     monkeypatch.setenv(IO_ENV, "fast")
     with pytest.raises(StageError, match="RECONF_LAKE_IO='fast' is not one of auto, native, spark"):
         native_io()
