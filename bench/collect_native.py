@@ -32,11 +32,14 @@ class Job:
     spl = timedelta(seconds=300)
 Job.job_id = job_id
 files = {k: sorted((landed / k).glob("*.parquet")) for k in (KEYGROUPS, EDGES, NODES)}
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+usage = resource.getrusage(resource.RUSAGE_SELF)
+before, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 start = time.perf_counter()
 frames = collect_frames(Job, period_end, files, {}, landed)
 seconds = time.perf_counter() - start
+usage = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"seconds": seconds, "groups": frames.groups, "rss_before_mb": before / 1024,
+                  "cpu_s": usage.ru_utime + usage.ru_stime - cpu,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -68,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     root = Path(__file__).resolve().parents[1]
     print(f"{'key groups':>10} {'edge samples':>12} {'pairs':>10} {'seconds':>8} "
-          f"{'samples/s':>10} {'peak MB':>8}  target")
+          f"{'cpu s':>7} {'samples/s':>10} {'peak MB':>8}  target")
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix="bench-collect-") as tmp:
             where, job_id, samples = _land(n, Path(tmp))
@@ -82,11 +85,11 @@ def main(args: argparse.Namespace) -> int:
         verdict = "" if spark is None else (
             f"Spark {spark:.0f} s: {'beat' if got['seconds'] < spark else 'miss'}")
         row = {"keygroups": n, "edge_samples": samples, "pairs": got["groups"]["edges"],
-               "seconds": got["seconds"], "samples_per_s": samples / got["seconds"],
+               "seconds": got["seconds"], "cpu_s": got["cpu_s"], "samples_per_s": samples / got["seconds"],
                "peak_rss_mb": got["peak_rss_mb"], "rss_before_mb": got["rss_before_mb"],
                "spark_s": spark}
         rows.append(row)
-        print(f"{n:>10} {samples:>12} {row['pairs']:>10} {row['seconds']:>8.2f} "
+        print(f"{n:>10} {samples:>12} {row['pairs']:>10} {row['seconds']:>8.2f} {row['cpu_s']:>7.2f} "
               f"{row['samples_per_s']:>10.0f} {row['peak_rss_mb']:>8.0f}  {verdict}")
     path = write_rows(args.json or default_json_path("collect-native", args.quick), rows)
     print(f"rows: {path}")

@@ -219,6 +219,7 @@ def _check(kind: str, samples: pa.Table, total: int, period: _Period) -> _Groups
         raise period.refuse(kind, f"{duplicates} {kind} sample(s) repeat another sample's "
                                   f"({', '.join(keys)}, ts), e.g. {example}; summing them would "
                                   "inflate the load")
+    del codes, ts, sorted_codes, sorted_ts, repeats  # before the next 8 bytes per sample
     starts = np.flatnonzero(new_group)
     gid = np.empty(len(order), np.int64)
     gid[order] = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))

@@ -321,3 +321,12 @@ def test_the_frames_are_the_rows_spark_collect_writes(home, job, spark):
         collect_frames(job, P1, check_landing(home, JOB_ID, P1), {}, where)
     assert str(native_says.value) == str(spark_says.value)
 
+
+
+def test_the_sample_rules_are_collect_stats_rules():
+    """One rule set for both paths (collect_stats keeps its own copy until it imports these)."""
+    from jobs import collect_stats
+    from jobs.collect_native import COUNTERS, SAMPLE_KEYS
+
+    assert SAMPLE_KEYS == collect_stats._SAMPLE_KEYS
+    assert COUNTERS == collect_stats._COUNTERS
