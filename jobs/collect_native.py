@@ -235,10 +235,13 @@ def _as_row(row: dict[str, Any]) -> dict[str, Any]:
 def _codes(samples: pa.Table, keys: tuple[str, ...]) -> np.ndarray:
     """One int64 code per row for its key tuple (equal keys, equal codes; a null is a value)."""
     code = np.zeros(samples.num_rows, np.int64)
-    for name in keys:
+    for i, name in enumerate(keys):
         indices, size = _indices(samples.column(name))
-        code *= size + 1  # at most (rows + 1)^len(keys): no int64 overflow
-        code += indices
+        if i == 0:
+            code[:] = indices
+        else:
+            code *= size + 1  # at most (rows + 1)^len(keys): no int64 overflow
+            code += indices
     return code
 
 
