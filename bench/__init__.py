@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, str] = {
     "sprawl": "bench.sprawl",
     "herding": "bench.herding",
     "consistent-grouping": "bench.consistent_grouping",
+    "collect-native": "bench.collect_native",
 }
 
 
