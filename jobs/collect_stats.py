@@ -22,15 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from jobs.collect_native import COUNTERS, SAMPLE_KEYS, collect_frames
 from jobs.errors import StageError, job_lock
-from jobs.facet_tables import check_facet_landing, facet_frames
+from jobs.facet_tables import FACET_TABLES, check_facet_landing, facet_frames
 from jobs.faults import failpoint
 from jobs.lake import concurrently, ensure_tables, period_predicate, table_versions, write_rows
+from jobs.lake_read import native_io
 from jobs.load_model import fit_stage
 from jobs.markers import clear_period_markers, write_collect_marker
 from schemas.config import JobConfig, Paths
@@ -147,13 +149,6 @@ def _sum(column: str) -> Column:
     return F.when(complete, F.sum(column)).alias(column)
 
 
-#: Per sample kind: the columns that identify a sample (with ts) and the counters that must be
-#: finite and >= 0 (capacity must be > 0: it divides).
-_SAMPLE_KEYS = {KEYGROUPS: ("keygroup",), EDGES: ("src_keygroup", "dst_keygroup"), NODES: ("node",)}
-_COUNTERS = {KEYGROUPS: ("tuples_in", "tuples_out", "cpu_ms", "state_bytes"),
-             EDGES: ("tuples", "bytes"), NODES: ("cpu_ms", "capacity")}
-
-
 def _check_samples(
     df: DataFrame, kind: str, in_window: Column, where: Path, window: str, land_cmd: str
 ) -> int:
@@ -163,7 +158,7 @@ def _check_samples(
     for the period: its distinct keys inside the window (what its `groupBy` makes)."""
     from pyspark.sql import functions as F
 
-    keys, counters = _SAMPLE_KEYS[kind], _COUNTERS[kind]
+    keys, counters = SAMPLE_KEYS[kind], COUNTERS[kind]
     bad = F.lit(False)
     for name in counters:
         value = F.col(name).cast("double")
@@ -205,10 +200,72 @@ def _check_samples(
 def collect(
     job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession
 ) -> CollectResult:
-    from pyspark.sql import functions as F
-
     files = check_landing(paths, job.job_id, period_end)
     facet_files = check_facet_landing(paths, job, period_end)
+    landed = period_dir(paths.landing, job.job_id, period_end)
+    if native_io():  # pyarrow in this process (jobs/collect_native.py), the same rows
+        frames = collect_frames(job, period_end, files, facet_files, landed)
+        groups = frames.groups
+        stats: dict[Table, Any] = {t: frames.tables[t.name]
+                                   for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS)}
+        facets: list[tuple[Table, Any]] = [(t, frames.tables[t.name]) for t in FACET_TABLES.values()
+                                           if t.name in frames.tables]
+    else:
+        groups, stats, facets = _spark_frames(job, period_end, files, facet_files, landed, spark)
+
+    ensure_tables(spark, paths)
+    where = period_predicate(job.job_id, period_end)
+    rows = {KEYGROUP_STATS.name: groups[KEYGROUPS], COMM_STATS.name: groups[EDGES],
+            NODE_STATS.name: groups[NODES]}
+    with job_lock(paths, job.job_id, "collect"):
+        clear_period_markers(paths, job.job_id, period_end)
+        # keygroup_stats last: a reader that finds no key groups says "run collect". The others
+        # in one round of commits; facet tables (a dynamic job's, declared streams) are counted
+        # as they are written.
+        def write(table: Table, df: Any, counted: bool) -> None:
+            if isinstance(df, pa.Table):  # by pyarrow: counted already
+                if counted:
+                    rows[table.name] = df.num_rows
+                write_rows(df, paths, table, where)
+                return
+            if counted:
+                df = df.cache()
+                rows[table.name] = df.count()
+            write_rows(df, paths, table, where)
+            if counted:
+                df.unpersist()
+
+        first = [(table, df, True) for table, df in facets]
+        first += [(NODE_STATS, stats[NODE_STATS], False), (COMM_STATS, stats[COMM_STATS], False)]
+        concurrently(*(lambda w=w: write(*w) for w in first))
+        for table, _, _ in first:
+            failpoint(f"collect.{table.name}")
+        write(KEYGROUP_STATS, stats[KEYGROUP_STATS], False)
+        failpoint(f"collect.{KEYGROUP_STATS.name}")
+        # the versions after the commits, asked at once
+        versions = table_versions(spark, paths, (*(t.name for t, _ in facets), NODE_STATS.name,
+                                                 COMM_STATS.name, KEYGROUP_STATS.name))
+        # a job declaring input streams: its load model, fitted on what was just written
+        for table, count, version in fit_stage(spark, paths, job, period_end):
+            rows[table.name], versions[table.name] = count, version
+        write_collect_marker(paths, job.job_id, period_end, versions, rows,
+                             read_runtime_report(landed))
+        failpoint("collect.marker")
+    ordered = {t.name: rows[t.name] for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS)}
+    ordered.update({t.name: rows[t.name] for t, _ in facets})
+    ordered.update({LOAD_MODEL.name: rows[LOAD_MODEL.name]} if LOAD_MODEL.name in rows else {})
+    return CollectResult(job.job_id, format_period_end(period_end), ordered, versions)
+
+
+def _spark_frames(
+    job: JobConfig, period_end: datetime, files: dict[str, list[Path]],
+    facet_files: dict[str, list[Path]], landed: Path, spark: SparkSession,
+) -> tuple[dict[str, int], dict[Table, DataFrame], list[tuple[Table, DataFrame]]]:
+    """The period's samples checked and aggregated by Spark (`RECONF_LAKE_IO=spark`): the rows
+    each kind's table gets, the three tables' frames, the facet tables' frames."""
+    from pyspark.sql import functions as F
+
+    spark.version  # noqa: B018  # the session made now: the column functions below need it
     period_start = period_end - job.spl
     period_ms = job.spl.total_seconds() * 1000.0
     in_window = (F.col("ts") >= F.lit(period_start)) & (F.col("ts") < F.lit(period_end))
@@ -217,7 +274,6 @@ def collect(
         F.lit(period_end).cast("timestamp").alias("period_end"),
         F.lit(period_start).cast("timestamp").alias("period_start"),
     ]
-    landed = period_dir(paths.landing, job.job_id, period_end)
     window = f"[{format_period_end(period_start)}, {format_period_end(period_end)})"
     land_cmd = f"reconf land --job {job.job_id} --period-end {format_period_end(period_end)}"
     raw = {kind: _read(spark, kind, files[kind]) for kind in (KEYGROUPS, EDGES, NODES)}
@@ -250,43 +306,5 @@ def collect(
     ).select(*stamp, "*").withColumn(
         "utilisation_pct", F.col("cpu_ms") * 100.0 / (F.col("capacity") * period_ms)
     )
-
     facets = facet_frames(spark, facet_files, in_window, stamp)
-
-    ensure_tables(spark, paths)
-    where = period_predicate(job.job_id, period_end)
-    rows = {KEYGROUP_STATS.name: groups[KEYGROUPS], COMM_STATS.name: groups[EDGES],
-            NODE_STATS.name: groups[NODES]}
-    with job_lock(paths, job.job_id, "collect"):
-        clear_period_markers(paths, job.job_id, period_end)
-        # keygroup_stats last: a reader that finds no key groups says "run collect". The others
-        # in one round of commits; facet tables (a dynamic job's, declared streams) are counted
-        # as they are written.
-        def write(table: Table, df: DataFrame, counted: bool) -> None:
-            if counted:
-                df = df.cache()
-                rows[table.name] = df.count()
-            write_rows(df, paths, table, where)
-            if counted:
-                df.unpersist()
-
-        first = [(table, df, True) for table, df in facets]
-        first += [(NODE_STATS, nodes, False), (COMM_STATS, comm, False)]
-        concurrently(*(lambda w=w: write(*w) for w in first))
-        for table, _, _ in first:
-            failpoint(f"collect.{table.name}")
-        write(KEYGROUP_STATS, keygroups, False)
-        failpoint(f"collect.{KEYGROUP_STATS.name}")
-        # the versions after the commits, asked at once
-        versions = table_versions(spark, paths, (*(t.name for t, _ in facets), NODE_STATS.name,
-                                                 COMM_STATS.name, KEYGROUP_STATS.name))
-        # a job declaring input streams: its load model, fitted on what was just written
-        for table, count, version in fit_stage(spark, paths, job, period_end):
-            rows[table.name], versions[table.name] = count, version
-        write_collect_marker(paths, job.job_id, period_end, versions, rows,
-                             read_runtime_report(landed))
-        failpoint("collect.marker")
-    ordered = {t.name: rows[t.name] for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS)}
-    ordered.update({t.name: rows[t.name] for t, _ in facets})
-    ordered.update({LOAD_MODEL.name: rows[LOAD_MODEL.name]} if LOAD_MODEL.name in rows else {})
-    return CollectResult(job.job_id, format_period_end(period_end), ordered, versions)
+    return groups, {KEYGROUP_STATS: keygroups, COMM_STATS: comm, NODE_STATS: nodes}, facets

@@ -67,7 +67,7 @@ def run_collect(job_id: str, period_end: str | datetime) -> str:
 
     job, end, paths = _context(job_id, period_end)
     with _concurrency("collect", job_id):
-        result = collect(job, end, paths=paths, spark=get_spark(paths))
+        result = collect(job, end, paths=paths, spark=lazy_spark(paths))
     rows = ", ".join(f"{name} {count} rows (v{result.versions[name]})" for name, count in result.rows.items())
     return f"collect {job_id}@{result.period_end}: {rows}"
 

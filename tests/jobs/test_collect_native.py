@@ -254,11 +254,14 @@ def _normal(table: pa.Table, schema: pa.Schema) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.spark
-def test_the_frames_are_the_rows_spark_collect_writes(home, job, spark):
+def test_the_frames_are_the_rows_spark_collect_writes(home, job, spark, monkeypatch):
     from deltalake import DeltaTable
     from pipeline_kit import land as land_synthetic
 
     from jobs.collect_stats import collect
+    from jobs.lake_read import IO_ENV
+
+    monkeypatch.setenv(IO_ENV, "spark")  # collect's Spark part, and Spark's commits
 
     where = land_synthetic(home, P1, job)
     landed = {k: pq.read_table(where / k / "part-0.parquet") for k in (KEYGROUPS, EDGES, NODES)}
@@ -320,13 +323,3 @@ def test_the_frames_are_the_rows_spark_collect_writes(home, job, spark):
     with pytest.raises(StageError) as native_says:
         collect_frames(job, P1, check_landing(home, JOB_ID, P1), {}, where)
     assert str(native_says.value) == str(spark_says.value)
-
-
-
-def test_the_sample_rules_are_collect_stats_rules():
-    """One rule set for both paths (collect_stats keeps its own copy until it imports these)."""
-    from jobs import collect_stats
-    from jobs.collect_native import COUNTERS, SAMPLE_KEYS
-
-    assert SAMPLE_KEYS == collect_stats._SAMPLE_KEYS
-    assert COUNTERS == collect_stats._COUNTERS
