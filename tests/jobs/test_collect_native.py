@@ -186,6 +186,25 @@ def test_edges_sum_per_pair_and_facets_are_copied_inside_the_window(tmp_path, jo
     assert math.isnan(source["tuples_per_s"]) and source["bytes_per_s"] is None
 
 
+def test_several_files_and_row_groups_give_the_rows_of_one_file(tmp_path, job):
+    """Each file and row group has its own Parquet dictionary: the codes must unify them."""
+    keygroups = [kg(_at(t), key, cpu_ms=0.1 * t, node=f"n{t}") for t in range(1, 9)
+                 for key in (["a", "b", None] if t % 2 else ["c", "b"])]
+    edges = [edge(_at(t), src, dst) for t in range(1, 5) for src, dst in
+             (("a", "b"), ("b", "a"), (None, "a"), ("c", None))]
+    one = frames(tmp_path / "one", job, keygroups, edges, GOOD_NODES)
+    _, facet_files, where = land(tmp_path / "split", job, keygroups[:7], edges[:5], GOOD_NODES)
+    for kind, rest in ((KEYGROUPS, keygroups[7:]), (EDGES, edges[5:])):
+        pq.write_table(pa.Table.from_pylist(rest, schema=SCHEMAS[kind]),
+                       where / kind / "part-1.parquet", row_group_size=3)
+    split = collect_frames(job, P1, check_landing(Paths(tmp_path / "split"), JOB_ID, P1),
+                           facet_files, where)
+    assert split.groups == one.groups == {KEYGROUPS: 4, EDGES: 4, NODES: 1}
+    for name, table in one.tables.items():
+        assert sorted(map(repr, table.to_pylist())) == sorted(
+            map(repr, split.tables[name].to_pylist())), name
+
+
 # -- property: the sums, counts and max_by per key are a brute-force fold over the window --------
 
 _KEYS = st.sampled_from(["a", "b", "c", None])
