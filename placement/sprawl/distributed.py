@@ -29,7 +29,8 @@ correct (each operator in the zone the central optimum uses, §6.3.5), e.g. when
 optimum puts every free operator on a border node, and (b) routes decompose at borders: every
 intra-zone shortest route stays inside the zone and every inter-zone route passes border →
 border (`routes_decompose`). `work` counts each zone's inner-loop evaluations (the N_c·N_p
-terms of Θ(c·M_s·N_c²), §4.5.1): the zone that computes an edge's table is charged for it.
+terms of Θ(c·M_s·N_c²), §4.5.1): the zone that computes an edge's table is charged for it, and
+the root cluster for step 1.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ class Partition:
     zone_of_op: np.ndarray
     proxy: np.ndarray
     cost: float
+    work: int = 0  # inner-loop evaluations (the root cluster's)
 
 
 def partition(inst: Instance, zones: Zones, how: PartitionRule = "borders") -> Partition:
@@ -143,7 +145,7 @@ def partition(inst: Instance, zones: Zones, how: PartitionRule = "borders") -> P
     proxy = _tree_dp(inst, cost, w)
     est = float(sum(cost[op, proxy[op]] for op in range(inst.m))
                 + sum(rate * w[proxy[u], proxy[v]] for u, v, rate in inst.edges))
-    return Partition(zone[proxy], sites[proxy], est)
+    return Partition(zone[proxy], sites[proxy], est, len(inst.edges) * len(sites) ** 2)
 
 
 def _proxy_routes(inst: Instance, zones: Zones, sites: np.ndarray) -> np.ndarray:
@@ -196,7 +198,7 @@ def _formula47(inst: Instance, zones: Zones) -> Partition:
     w = zones.wan + 1e-6 * zones.zlat / max(1.0, float(zones.zlat.max()))
     z = _tree_dp(inst, cost, w)
     est = float(sum(rate * zones.wan[z[u], z[v]] for u, v, rate in inst.edges))
-    return Partition(z, np.full(inst.m, -1, dtype=np.int64), est)
+    return Partition(z, np.full(inst.m, -1, dtype=np.int64), est, len(inst.edges) * nz * nz)
 
 
 @dataclass(frozen=True)
@@ -276,6 +278,9 @@ def distributed_dp(inst: Instance, zones: Zones | None = None,
         vec[par] += best
         copt[op] = arg
         work[zones.names[zp]] += table.size
+    if part is not None:  # step 1 runs in each query's root cluster (its sink's)
+        for root in tree.roots:
+            work[zones.names[z[root]]] += part.work // len(tree.roots)
     local = np.full(inst.m, -1, dtype=np.int64)
     total = 0.0
     for root in tree.roots:
