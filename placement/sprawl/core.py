@@ -244,9 +244,7 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
     cost = ev.total
     gap = max(0.0, (cost - lower) / cost) if cost > 0 and math.isfinite(lower) else 0.0
     metrics["gap"] = gap
-    for q, lat in zip(params.queries, ev.latency, strict=True):  # the same order
-        if math.isfinite(q.latency_bound_ms):
-            metrics[f"latency_ratio_{q.id}"] = lat / q.latency_bound_ms
+    metrics.update(_ratios(params, ev))
     optimal = ev.feasible and math.isfinite(lower) and cost <= lower + 1e-9 * max(1.0, abs(cost))
     assignment = {u: r.sites[int(x[i])] for i, u in enumerate(units)}
     plan = make_plan("sprawl", state, assignment,
@@ -255,7 +253,15 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
                      message=message or ("" if ev.feasible else "; ".join(ev.violations[:3])))
     before = evaluate(inst, current) if (current >= 0).all() else None
     return dataclasses.replace(plan, facet_metrics=metrics,
-                               facet_before=_metrics(inst, before) if before else {})
+                               facet_before={**_metrics(inst, before), **_ratios(params, before)}
+                               if before else {})
+
+
+def _ratios(params: SprawlParams, ev: Evaluation) -> dict[str, float]:
+    """Lat_q / L_q of every bounded query, by its id (`ev.latency` is in the params' order)."""
+    return {f"latency_ratio_{q.id}": lat / q.latency_bound_ms
+            for q, lat in zip(params.queries, ev.latency, strict=True)
+            if math.isfinite(q.latency_bound_ms)}
 
 
 def _stay_on_ties(inst: Instance, x: np.ndarray, current: np.ndarray) -> np.ndarray:
