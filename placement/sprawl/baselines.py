@@ -8,9 +8,11 @@
   site; stages never go back towards the source (an operator's stage is at least its
   children's), transitions chosen at random.
 - Relaxation (SBON, Pietzuch et al. 2006, as in §6.3.3): sites embedded in SBON's latency cost
-  space, Vivaldi's 2-D Euclidean coordinates (`vivaldi_space`: the minimum of Vivaldi's spring
-  energy Σ (‖x_i − x_j‖ − Lat_ij)², computed centrally by SMACOF from the classical-MDS start;
-  no load dimension, as Formula 6.1 has no CPU term); unpinned operators relaxed as springs (each
+  space, Vivaldi's 2-D Euclidean coordinates (`vivaldi_samples`: Vivaldi's own decentralised
+  algorithm, each node sampling its neighbours; `vivaldi_space`: the minimum of Vivaldi's spring
+  energy Σ (‖x_i − x_j‖ − Lat_ij)², computed centrally by SMACOF from the classical-MDS start,
+  which no deployed Vivaldi reaches; no load dimension, as Formula 6.1 has no CPU term);
+  unpinned operators relaxed as springs (each
   moves to the rate-weighted centroid of its neighbours: the fixed point of Σ rate·dist²,
   Formula 6.1) until they move less than 1e-6; each is then mapped to the nearest site.
   `cost_space` (classical MDS, any dimension) is the embedding of the first pass (3-D), kept as
@@ -27,7 +29,8 @@ import numpy as np
 from placement.sprawl.dp import tree_of
 from placement.sprawl.instance import Instance
 
-__all__ = ["cost_space", "exhaustive", "random_path", "relaxation", "vivaldi_space"]
+__all__ = ["cost_space", "exhaustive", "random_path", "relaxation", "vivaldi_samples",
+           "vivaldi_space"]
 
 CHUNK = 200_000
 
@@ -227,6 +230,36 @@ def vivaldi_space(latency: np.ndarray, dims: int = 2, *, tol: float = 1e-4,
         np.fill_diagonal(b, 0.0)
         b[np.diag_indices(n)] = -b.sum(axis=1)
         x = b @ x / n
+    return x
+
+
+def vivaldi_samples(latency: np.ndarray, dims: int = 2, *, neighbours: int = 32,
+                    rounds: int = 2000, cc: float = 0.25, ce: float = 0.25, seed: int = 0
+                    ) -> np.ndarray:
+    """Vivaldi as deployed (Dabek et al. 2004, the adaptive timestep of its Figure 3): each
+    node samples the latency to one of its `neighbours` random neighbours per round and moves
+    along the spring by δ = cc·w (w = e_i / (e_i + e_j), its error weighted against the
+    neighbour's); its error e_i follows the sample's relative error with gain ce·w. All nodes
+    update at once per round, from the origin (a zero spring pushes in a random direction)."""
+    rng = np.random.default_rng(seed)
+    n = latency.shape[0]
+    k = min(neighbours, n - 1)
+    nbrs = np.array([rng.choice(np.delete(np.arange(n), i), k, replace=False)
+                     for i in range(n)])
+    x = np.zeros((n, dims))
+    err = np.ones(n)
+    rows = np.arange(n)
+    for _ in range(rounds):
+        j = nbrs[rows, rng.integers(0, k, n)]
+        rtt = latency[rows, j]
+        diff = x - x[j]
+        dist = np.linalg.norm(diff, axis=1)
+        away = rng.normal(size=(n, dims))
+        unit = np.where(dist[:, None] > 1e-9, diff / np.maximum(dist, 1e-9)[:, None],
+                        away / np.linalg.norm(away, axis=1)[:, None])
+        w = err / (err + err[j])
+        err = np.abs(dist - rtt) / rtt * ce * w + err * (1 - ce * w)
+        x = x + (cc * w * (rtt - dist))[:, None] * unit
     return x
 
 

@@ -14,7 +14,8 @@ A plan:
 3. The migration budget. `move_cost` (default): λ · m_k is added to CPUCost_{k,n} for every
    n ≠ k's current node (m_k = mc_k over the budget's cost cap, plus 1 over its count cap), a
    per-node term, so each DP stays exact for its λ; λ is bisected (doubling, then 24 halvings)
-   to the smallest that fits. `repair` (§5.4.1): units that break nothing stay where they are
+   to the smallest that fits; a move must gain more than TIE relative (so exact ties, at any λ
+   and with any budget, stay on the current node). `repair` (§5.4.1): units that break nothing stay where they are
    (pinned), and only the violating ones (on an overloaded host, sending over an overloaded
    link, in a query over its latency bound, and arrivals) are re-placed, λ as above.
 4. The exact MILP (placement/sprawl/milp.py, with the migration budget as a row) when the
@@ -46,7 +47,10 @@ from placement.sprawl.milp import solve_milp
 from placement.sprawl.params import SprawlParams
 from placement.sprawl.topology import Routing, routing_of
 
-__all__ = ["plan_sprawl", "state_instance"]
+__all__ = ["TIE", "plan_sprawl", "state_instance"]
+
+#: a move must gain more than TIE · (the optimum's cost) / M; exact ties (and float noise) stay
+TIE = 1e-10
 
 
 @lru_cache(maxsize=8)
@@ -206,7 +210,9 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
             return int(moved.sum()), float(sum(kgs[units[i]].migration_cost
                                                  for i in np.flatnonzero(moved)))
 
-        x = _bisect(base, current, weight, params, lambda s: fits(budget, *moves_of(s)))
+        tie = TIE * max(1.0, abs(lower)) / max(1, inst.m) if math.isfinite(lower) else 0.0
+        x = _bisect(base, current, weight, tie, params,
+                    lambda s: fits(budget, *moves_of(s)))
     use_milp = not tree_ok or (inst.constrained and params.milp_max_vars > 0)
     if use_milp:
         size = sum(np.isfinite(inst.cpu_cost[u]).sum() * np.isfinite(inst.cpu_cost[v]).sum()
@@ -224,7 +230,7 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
                 cost = float(sum(kgs[units[i]].migration_cost for i in np.flatnonzero(moved)))
                 better = x is None or res.cost < evaluate(inst, x).total - 1e-9
                 if better and fits(budget, int(moved.sum()), cost):
-                    x = res.x
+                    x = _stay_on_ties(inst, res.x, current)
             message = f"milp {res.status}"
     if x is None:
         assignment = dict(state.assignment)
@@ -238,9 +244,7 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
     cost = ev.total
     gap = max(0.0, (cost - lower) / cost) if cost > 0 and math.isfinite(lower) else 0.0
     metrics["gap"] = gap
-    for q, lat in zip(params.queries, ev.latency, strict=True):  # the same order
-        if math.isfinite(q.latency_bound_ms):
-            metrics[f"latency_ratio_{q.id}"] = lat / q.latency_bound_ms
+    metrics.update(_ratios(params, ev))
     optimal = ev.feasible and math.isfinite(lower) and cost <= lower + 1e-9 * max(1.0, abs(cost))
     assignment = {u: r.sites[int(x[i])] for i, u in enumerate(units)}
     plan = make_plan("sprawl", state, assignment,
@@ -249,7 +253,30 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
                      message=message or ("" if ev.feasible else "; ".join(ev.violations[:3])))
     before = evaluate(inst, current) if (current >= 0).all() else None
     return dataclasses.replace(plan, facet_metrics=metrics,
-                               facet_before=_metrics(inst, before) if before else {})
+                               facet_before={**_metrics(inst, before), **_ratios(params, before)}
+                               if before else {})
+
+
+def _ratios(params: SprawlParams, ev: Evaluation) -> dict[str, float]:
+    """Lat_q / L_q of every bounded query, by its id (`ev.latency` is in the params' order)."""
+    return {f"latency_ratio_{q.id}": lat / q.latency_bound_ms
+            for q, lat in zip(params.queries, ev.latency, strict=True)
+            if math.isfinite(q.latency_bound_ms)}
+
+
+def _stay_on_ties(inst: Instance, x: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """The MILP stops within its gap and breaks ties as HiGHS likes: put back, one at a time
+    (in unit order), every moved unit whose move gains no more than TIE and breaks nothing."""
+    x = x.copy()
+    ev = evaluate(inst, x)
+    for i in np.flatnonzero((current >= 0) & (x != current)):
+        back = x.copy()
+        back[i] = current[i]
+        alt = evaluate(inst, back)
+        if (alt.total <= ev.total + TIE * max(1.0, abs(ev.total))
+                and len(alt.violations) <= len(ev.violations)):
+            x, ev = back, alt
+    return x
 
 
 def _fix(cost: np.ndarray, at: np.ndarray, which: np.ndarray) -> np.ndarray:
@@ -287,16 +314,16 @@ def _repair_instance(inst: Instance, current: np.ndarray) -> Instance:
     return inst.with_cpu_cost(_fix(inst.cpu_cost, current, ~bad))
 
 
-def _bisect(inst: Instance, current: np.ndarray, weight: np.ndarray, params: SprawlParams,
-            ok: Callable[[np.ndarray], bool]) -> np.ndarray | None:
-    """The smallest λ whose DP plan fits the budget (λ · m_k off the current node)."""
+def _bisect(inst: Instance, current: np.ndarray, weight: np.ndarray, tie: float,
+            params: SprawlParams, ok: Callable[[np.ndarray], bool]) -> np.ndarray | None:
+    """The smallest λ whose DP plan fits the budget (λ · m_k + `tie` off the current node: a
+    move must gain more than `tie`, so a unit whose move gains nothing stays)."""
     movable = current >= 0
 
     def at(lam: float) -> np.ndarray | None:
         penalty = np.zeros_like(inst.cpu_cost)
-        if lam > 0:
-            penalty[movable] = lam * weight[movable, None]
-            penalty[movable, current[movable]] = 0.0
+        penalty[movable] = lam * weight[movable, None] + tie
+        penalty[movable, current[movable]] = 0.0
         return _solve(inst.with_cpu_cost(inst.cpu_cost + penalty), params)
 
     x = at(0.0)

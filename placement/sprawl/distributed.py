@@ -1,10 +1,16 @@
 """The distributed SPRAWL DP over network domains (§4.4).
 
-1. Partition (§4.4.1, Formula 4.7): the plan is placed over zones (clusters) with the same DP,
-   CPU cost 0 and an edge's cost rate · (Σ w^BW over the wide-area links between the zones):
-   wide-area links are the links whose ends are in different zones, and zone-to-zone costs are
-   shortest paths on the zone graph. Pinned operators stay in their site's zone. Ties (equal
-   wide-area cost) go to the zone whose border is nearer in latency (a 1e-6 tie-break).
+1. Partition (§4.4.1): the root cluster assigns every operator to a cluster by a DP "similar to
+   Algorithm 1" that knows only the clusters' border nodes (§4.4.1: "the control module in each
+   cluster only needs knowledge of its border nodes to compute partitioning"; §6.3.7: without
+   the border nodes' routing information a network cannot be partitioned). Each cluster is
+   represented by its border nodes, a pinned operator by its own site; edge costs are the
+   placement's own objective (Formula 3.1, or 6.1 in §6.3: §4.4.3 lets the partition's BWCost be
+   "adjusted accordingly") on the routes between those sites as the clusters see them (`_route`),
+   and an operator's CPUCost is its cluster's cheapest host. An operator's cluster is that of its
+   chosen site (`Partition.proxy`). `how="formula47"` is the literal Formula 4.7 (rate · Σ w^BW
+   over the wide-area links of the cheapest cluster path, no latency, CPU 0, ties to the nearer
+   cluster): the first reading, kept for comparison.
 2. Per zone (§4.4.2): each zone runs Algorithm 1 on its sub-plan over its own sites, with its
    own routes (shortest paths on its internal links). For an edge from a sub-plan root r in
    child zone C to its consumer o in parent zone P, C sends OPCost_{r,j} for each of its sites
@@ -15,11 +21,16 @@
    the whole route's latency, not a sum of squared parts.
 3. Deploy: P sends back the chosen root site; each zone deploys its sub-plan as in Algorithm 1.
 
-It equals the central Algorithm 1 when (a) the partition is correct (each operator in the zone
-the central optimum uses, §6.3.5) and (b) routes decompose at borders: every intra-zone shortest
-route stays inside the zone and every inter-zone route passes border → border; tests check
-this on networks built so. `work` counts each zone's inner-loop evaluations (the N_c·N_p terms of
-Θ(c·M_s·N_c²), §4.5.1): the zone that computes an edge's table is charged for it.
+Step 2 is exact for its partition, and the partition's proxy placement (every operator at its
+proxy site) is one of the placements step 2 searches, so the distributed DP's cost is never
+above the partition's estimate when every operator's CPUCost at its proxy is its cluster's
+cheapest (tested for all inputs). It equals the central Algorithm 1 when (a) the partition is
+correct (each operator in the zone the central optimum uses, §6.3.5), e.g. when the central
+optimum puts every free operator on a border node, and (b) routes decompose at borders: every
+intra-zone shortest route stays inside the zone and every inter-zone route passes border →
+border (`routes_decompose`). `work` counts each zone's inner-loop evaluations (the N_c·N_p
+terms of Θ(c·M_s·N_c²), §4.5.1): the zone that computes an edge's table is charged for it, and
+the root cluster for step 1.
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 import networkx as nx
 import numpy as np
@@ -37,8 +49,8 @@ from placement.sprawl.dp import tree_of
 from placement.sprawl.instance import Instance
 from placement.sprawl.topology import Routing, route_sums
 
-__all__ = ["DistributedResult", "Zones", "distributed_dp", "partition", "routes_decompose",
-           "zones_of"]
+__all__ = ["DistributedResult", "Partition", "PartitionRule", "Zones", "distributed_dp",
+           "partition", "routes_decompose", "zones_of"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,8 +63,8 @@ class Zones:
     borders: tuple[np.ndarray, ...]  # per zone: positions (into members) of its border sites
     inner_lat: tuple[np.ndarray, ...]  # per zone: route latency inside the zone
     inner_cost: tuple[np.ndarray, ...]  # per zone: route Σ w^BW·Lat inside the zone
-    wan: np.ndarray  # zone × zone: Σ w^BW of wide-area links on the cheapest zone path
-    zlat: np.ndarray  # zone × zone: min latency between their borders (tie-break)
+    wan: np.ndarray  # zone × zone: Σ w^BW of wide-area links on the cheapest zone path (4.7)
+    zlat: np.ndarray  # zone × zone: min latency between their borders (4.7's tie-break)
 
 
 def zones_of(r: Routing) -> Zones:
@@ -95,8 +107,87 @@ def zones_of(r: Routing) -> Zones:
                  zlat)
 
 
-def partition(inst: Instance, zones: Zones) -> np.ndarray:
-    """Step 1: the zone of every operator, by the DP of Formula 4.7 over zones."""
+PartitionRule = Literal["borders", "formula47"]
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Step 1's result: each operator's zone, the site that stood for it (a border node of its
+    zone, or its pinned site; -1 under Formula 4.7) and the DP's cost estimate."""
+
+    zone_of_op: np.ndarray
+    proxy: np.ndarray
+    cost: float
+    work: int = 0  # inner-loop evaluations (the root cluster's)
+
+
+def partition(inst: Instance, zones: Zones, how: PartitionRule = "borders") -> Partition:
+    """Step 1: the zone of every operator (see the module docstring)."""
+    if how == "formula47":
+        return _formula47(inst, zones)
+    nz = len(zones.names)
+    pinned = {op: int(a[0]) for op in range(inst.m)
+              if len(a := np.flatnonzero(np.isfinite(inst.cpu_cost[op]))) == 1}
+    border_sites = [zones.members[z][zones.borders[z]] for z in range(nz)]
+    sites = np.unique(np.concatenate([*border_sites, np.array(list(pinned.values()), dtype=int)]))
+    col = {int(s): i for i, s in enumerate(sites)}
+    zone = zones.of_site[sites]
+    cost = np.full((inst.m, len(sites)), np.inf)
+    for op in range(inst.m):
+        if op in pinned:
+            cost[op, col[pinned[op]]] = inst.cpu_cost[op, pinned[op]]
+            continue
+        for z in range(nz):
+            cheapest = float(inst.cpu_cost[op, zones.members[z]].min())
+            if np.isfinite(cheapest):  # the zone's borders stand for its cheapest host
+                cost[op, [col[int(b)] for b in border_sites[z]]] = cheapest
+    w = _proxy_routes(inst, zones, sites)
+    proxy = _tree_dp(inst, cost, w)
+    est = float(sum(cost[op, proxy[op]] for op in range(inst.m))
+                + sum(rate * w[proxy[u], proxy[v]] for u, v, rate in inst.edges))
+    return Partition(zone[proxy], sites[proxy], est, len(inst.edges) * len(sites) ** 2)
+
+
+def _proxy_routes(inst: Instance, zones: Zones, sites: np.ndarray) -> np.ndarray:
+    """Per unit of rate, the cost between the proxy sites as the zones see it (`_route`)."""
+    w = np.empty((len(sites), len(sites)))
+    of = zones.of_site[sites]
+    at = np.array([int(np.searchsorted(zones.members[z], s)) for s, z in zip(sites, of,
+                                                                            strict=True)])
+    for za in np.unique(of):
+        ia = np.flatnonzero(of == za)
+        for zb in np.unique(of):
+            ib = np.flatnonzero(of == zb)
+            w[np.ix_(ia, ib)] = _route(inst, zones, int(za), int(zb))[np.ix_(at[ia], at[ib])]
+    return w
+
+
+def _tree_dp(inst: Instance, cost: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Algorithm 1 on candidate columns: `cost[op]` per column (∞: not allowed), `w[a, b]` the
+    cost per unit of rate of data sent from column a to column b. The chosen column per op."""
+    cost = cost.copy()
+    tree = tree_of(inst.m, inst.edges, [q.sink for q in inst.queries])
+    copt: dict[int, np.ndarray] = {}
+    for op in tree.postorder:
+        if op in tree.parent:
+            par, e, is_src = tree.parent[op]
+            table = cost[op][:, None] + inst.edges[e][2] * (w if is_src else w.T)
+            cost[par] += table.min(axis=0)
+            copt[op] = table.argmin(axis=0)  # ties: the lowest column, deterministic
+    pick = np.zeros(inst.m, dtype=np.int64)
+    for root in tree.roots:
+        if not np.isfinite(cost[root]).any():
+            raise ValueError(f"operator {inst.ops[root]!r}'s tree has no zone assignment "
+                             "(an operator has no site it may run on)")
+        pick[root] = int(np.argmin(cost[root]))
+    for op in reversed(tree.postorder):
+        if op in tree.parent:
+            pick[op] = copt[op][pick[tree.parent[op][0]]]
+    return pick
+
+
+def _formula47(inst: Instance, zones: Zones) -> Partition:
+    """Formula 4.7 as printed: rate · Σ w^BW of wide-area links, no latency, CPU 0."""
     nz = len(zones.names)
     cost = np.zeros((inst.m, nz))
     for op in range(inst.m):
@@ -105,21 +196,9 @@ def partition(inst: Instance, zones: Zones) -> np.ndarray:
         ok[np.unique(zones.of_site[allowed])] = True
         cost[op, ~ok] = np.inf
     w = zones.wan + 1e-6 * zones.zlat / max(1.0, float(zones.zlat.max()))
-    tree = tree_of(inst.m, inst.edges, [q.sink for q in inst.queries])
-    copt: dict[int, np.ndarray] = {}
-    for op in tree.postorder:
-        if op in tree.parent:
-            par, e, is_src = tree.parent[op]
-            table = cost[op][:, None] + inst.edges[e][2] * (w if is_src else w.T)
-            cost[par] += table.min(axis=0)
-            copt[op] = table.argmin(axis=0)
-    z = np.zeros(inst.m, dtype=np.int64)
-    for root in tree.roots:
-        z[root] = int(np.argmin(cost[root]))
-    for op in reversed(tree.postorder):
-        if op in tree.parent:
-            z[op] = copt[op][z[tree.parent[op][0]]]
-    return z
+    z = _tree_dp(inst, cost, w)
+    est = float(sum(rate * zones.wan[z[u], z[v]] for u, v, rate in inst.edges))
+    return Partition(z, np.full(inst.m, -1, dtype=np.int64), est, len(inst.edges) * nz * nz)
 
 
 @dataclass(frozen=True)
@@ -128,6 +207,7 @@ class DistributedResult:
     cost: float  # the DP's own cost (routes through borders between zones)
     zone_of_op: np.ndarray
     work: Mapping[str, int]  # inner-loop evaluations per zone
+    partition: Partition | None = None  # step 1 (None when the zones were given)
 
 
 def _route(inst: Instance, zones: Zones, zc: int, zp: int) -> np.ndarray:
@@ -170,11 +250,13 @@ def routes_decompose(inst: Instance, zones: Zones) -> bool:
 
 def distributed_dp(inst: Instance, zones: Zones | None = None,
                    zone_of_op: np.ndarray | None = None,
-                   alternatives: Mapping[int, np.ndarray] | None = None) -> DistributedResult:
+                   alternatives: Mapping[int, np.ndarray] | None = None,
+                   how: PartitionRule = "borders") -> DistributedResult:
     """Steps 1–3 (see the module docstring); `zone_of_op` overrides step 1's partition;
     `alternatives` are §5.2.2's deployed providers, as in Algorithm 1 (§5.2.5)."""
     zones = zones if zones is not None else zones_of(inst.routing)
-    z = partition(inst, zones) if zone_of_op is None else np.asarray(zone_of_op)
+    part = partition(inst, zones, how) if zone_of_op is None else None
+    z = part.zone_of_op if part is not None else np.asarray(zone_of_op)
     tree = tree_of(inst.m, inst.edges, [q.sink for q in inst.queries])
     vec = {op: inst.cpu_cost[op, zones.members[z[op]]].astype(float) for op in tree.postorder}
     copt: dict[int, np.ndarray] = {}
@@ -196,6 +278,9 @@ def distributed_dp(inst: Instance, zones: Zones | None = None,
         vec[par] += best
         copt[op] = arg
         work[zones.names[zp]] += table.size
+    if part is not None:  # step 1 runs in each query's root cluster (its sink's)
+        for root in tree.roots:
+            work[zones.names[z[root]]] += part.work // len(tree.roots)
     local = np.full(inst.m, -1, dtype=np.int64)
     total = 0.0
     for root in tree.roots:
@@ -208,4 +293,4 @@ def distributed_dp(inst: Instance, zones: Zones | None = None,
                 local[op] = copt[op][at]
     x = np.array([zones.members[z[op]][local[op]] if local[op] >= 0 else -1
                   for op in range(inst.m)], dtype=np.int64)
-    return DistributedResult(x, total, z, work)
+    return DistributedResult(x, total, z, work, part)

@@ -70,3 +70,86 @@ def test_a_missing_topology_file_is_a_config_error(tmp_path: Path) -> None:
     assert "no topology file" in str(jobs.errors["wan"])
     with pytest.raises(ConfigError, match="no topology file"):
         raise jobs.errors["wan"]
+
+
+BOUNDED = """
+[[sites]]
+node = "node-00"
+zone = "us"
+border = true
+[[sites]]
+node = "node-01"
+zone = "us"
+[[sites]]
+node = "node-02"
+zone = "us"
+[[sites]]
+node = "node-03"
+zone = "eu"
+border = true
+[[sites]]
+node = "node-04"
+zone = "eu"
+[[sites]]
+node = "node-05"
+zone = "eu"
+
+[[links]]
+a = "node-00"
+b = "node-01"
+latency_ms = 5.0
+[[links]]
+a = "node-00"
+b = "node-02"
+latency_ms = 6.0
+[[links]]
+a = "node-03"
+b = "node-04"
+latency_ms = 5.0
+[[links]]
+a = "node-03"
+b = "node-05"
+latency_ms = 7.0
+[[links]]
+a = "node-00"
+b = "node-03"
+latency_ms = 90.0
+bandwidth = 400.0
+cost = 3.0
+
+[pinned]
+"op0-kg000" = "node-01"
+"op0-kg001" = "node-02"
+"op0-kg002" = "node-04"
+
+[[queries]]
+id = "eu"
+sink = "op1-kg000"
+latency_bound_ms = 300.0
+client = "node-05"
+"""
+
+
+def test_mlflow_gets_the_cost_split_wan_bytes_utilisations_latency_per_bound_and_gap(
+        tmp_path: Path) -> None:
+    """What the plan stage hands to MLflow (`plan_metrics`) for a SPRAWL plan: Formula 3.1's
+    two terms, WAN bytes, node and link utilisation, each bounded query's latency / L_q, the
+    certified gap, after and before."""
+    from jobs.tracking import plan_metrics
+
+    topo = tmp_path / "bounded.toml"
+    topo.write_text(BOUNDED)
+    job = read_jobs(_config(tmp_path, str(topo))).jobs["wan"]
+    state = build_state(job, *_rows(), {})
+    state, params = attach_network(job, state, "sprawl", {})
+    plan = get_strategy("sprawl")(state, job_budget(job), **params)
+    m = plan_metrics(plan)
+    for name in ("cost_total", "cost_cpu", "cost_network", "wan_bytes", "max_node_util",
+                 "max_link_util", "latency_violations", "max_latency_ratio",
+                 "latency_ratio_eu"):
+        assert f"{name}_after" in m and f"{name}_before" in m
+    assert "gap_after" in m and 0.0 <= m["gap_after"] < 1.0
+    assert m["cost_total_after"] == pytest.approx(m["cost_cpu_after"] + m["cost_network_after"])
+    assert m["latency_ratio_eu_after"] <= 1.0 + 1e-9  # the bound is met
+    assert 0.0 < m["max_link_util_after"] <= 1.0 + 1e-9  # the 400-wide WAN link carries data
+    assert m["wan_bytes_after"] > 0.0 and 0.0 < m["max_node_util_after"] <= 1.0 + 1e-9

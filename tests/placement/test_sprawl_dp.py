@@ -210,3 +210,23 @@ def test_the_vivaldi_space_fits_latencies_no_worse_than_its_start() -> None:
     assert energy(vivaldi_space(sparse), sparse) <= energy(cost_space(sparse, 2), sparse) + 1e-6
     full = routing_of(random_plane(5, n=30, connectivity=1.0)).latency  # Euclidean: fits exactly
     assert energy(vivaldi_space(full), full) < 1e-6 * float((full ** 2).sum())
+
+
+def test_vivaldi_as_deployed_converges_and_is_repeatable() -> None:
+    """Vivaldi's own algorithm (neighbour samples, adaptive timestep): on a complete plane (a
+    2-D metric) it finds the plane up to rotation; on a sparse one it fits as well as the
+    metric allows; the same seed gives the same coordinates."""
+    from placement.sprawl.baselines import vivaldi_samples
+
+    def median_error(x: np.ndarray, lat: np.ndarray) -> float:
+        d = np.linalg.norm(x[:, None, :] - x[None, :, :], axis=2)
+        iu = np.triu_indices(len(lat), 1)
+        return float(np.median(np.abs(d[iu] - lat[iu]) / lat[iu]))
+
+    full = routing_of(random_plane(5, n=30, connectivity=1.0)).latency
+    assert median_error(vivaldi_samples(full, rounds=5), full) > 0.3  # not yet converged
+    assert median_error(vivaldi_samples(full, rounds=500), full) < 1e-3
+    sparse = routing_of(random_plane(5, n=30, connectivity=0.1)).latency
+    x = vivaldi_samples(sparse, rounds=500)
+    assert median_error(x, sparse) < 0.25
+    assert np.array_equal(x, vivaldi_samples(sparse, rounds=500))

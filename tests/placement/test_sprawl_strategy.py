@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from placement.facets import Network
@@ -196,3 +197,57 @@ def test_a_topology_file_drives_the_strategy(tmp_path: Path) -> None:
     missing = ClusterState((Node("us-1"),), (KeyGroup("x", "op", 1.0),), {"x": "us-1"})
     with pytest.raises(TopologyError, match="does not fit"):
         with_topology(missing, topo, str(path))
+
+
+def _tie_state(at: str) -> ClusterState:
+    """A filter between a source on s1 and a sink on s2, on one of two equally good sites
+    (a and b: the same CPU weight, 10 ms from each end); s1 and s2 cost 5× the CPU."""
+    from placement.facets import Link, Site
+
+    net = Network((Site("s1", "z", cpu_cost=5.0), Site("a", "z"), Site("b", "z"),
+                   Site("s2", "z", cpu_cost=5.0)),
+                  (Link("s1", "a", 10.0), Link("s1", "b", 10.0), Link("a", "s2", 10.0),
+                   Link("b", "s2", 10.0)))
+    kgs = (KeyGroup("src", "src", 1.0), KeyGroup("f", "filter", 10.0),
+           KeyGroup("sink", "sink", 1.0))
+    return ClusterState(tuple(Node(s) for s in net.site_ids), kgs,
+                        {"src": "s1", "f": at, "sink": "s2"},
+                        (Edge("src", "f", 4.0), Edge("f", "sink", 2.0)), network=net,
+                        pinned={"src": "s1", "sink": "s2"})
+
+
+@pytest.mark.parametrize("mode", ["move_cost", "repair"])
+@pytest.mark.parametrize("budget", [Budget(), Budget(max_migrations=1)])
+@pytest.mark.parametrize("at", ["a", "b"])
+def test_an_exact_tie_stays_where_it_is(mode: str, budget: Budget, at: str) -> None:
+    """Staying and moving cost the same: no move (the budget would allow one)."""
+    plan = get_strategy("sprawl")(_tie_state(at), budget, budget_mode=mode)
+    assert plan.assignment["f"] == at and not plan.moves
+    assert plan.status is SolverStatus.OPTIMAL
+    assert plan.facet_metrics["cost_total"] == pytest.approx(plan.lower_bound)
+
+
+def test_a_strictly_better_site_is_still_taken() -> None:
+    plan = get_strategy("sprawl")(_tie_state("s2"), Budget(max_migrations=1))
+    assert plan.assignment["f"] in {"a", "b"} and len(plan.moves) == 1
+    assert plan.status is SolverStatus.OPTIMAL
+
+
+def test_the_milps_moves_that_gain_nothing_are_put_back() -> None:
+    """HiGHS may return either of two tied placements: a move that gains nothing is undone,
+    a move that gains is kept."""
+    from placement.sprawl.core import _stay_on_ties, state_instance
+    from placement.sprawl.params import SprawlParams
+
+    inst, units = state_instance(_tie_state("b"), SprawlParams())
+    site = {s: i for i, s in enumerate(inst.routing.sites)}
+    current = np.array([site[s] for s in ("b", "s2", "s1")])  # f, sink, src (unit order)
+    assert units == ["f", "sink", "src"]
+    tied = current.copy()
+    tied[0] = site["a"]
+    assert list(_stay_on_ties(inst, tied, current)) == list(current)
+    from_s2 = current.copy()
+    from_s2[0] = site["s2"]
+    gains = current.copy()
+    gains[0] = site["a"]
+    assert list(_stay_on_ties(inst, gains, from_s2)) == list(gains)
