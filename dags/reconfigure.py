@@ -1,9 +1,10 @@
 """One reconfiguration DAG per configured job: collect -> validate -> plan -> publish -> whatif.
 
 Thin by design (Airflow best practice): at import time it only reads the small TOML job config;
-every stage imports delta-rs or Spark, GE, the planner and MLflow inside its task. A run processes the
-statistics period [logical date - SPL, logical date): the window comes from the run's logical
-date, never from the wall clock, so reruns and backfills of a date redo exactly that period.
+every stage imports delta-rs or Spark, GE, the planner and MLflow inside its task. A run
+processes the statistics period [logical date - SPL, logical date): the window comes from the
+run's logical date, never from the wall clock, so reruns and backfills of a date redo exactly
+that period.
 
 Semantics (docs/operations.md, "Airflow DAGs"): schedule = SPL, one run at a time, and every task
 `depends_on_past` (a plan starts from the assignment the previous cycle published, so a cycle
