@@ -208,7 +208,9 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
     runtime = runtime_of(marker) if marker is not None else None
 
     def rows(table: Table) -> Callable[[], list[dict[str, Any]]]:
-        return lambda: rows_where(spark, paths, table.name, where)
+        # in key order: the plan must not depend on how a writer laid out the table's files
+        ordered = f"{where} ORDER BY {', '.join(table.key)}"
+        return lambda: rows_where(spark, paths, table.name, ordered)
 
     def start_or_error() -> Start | StageError:
         try:

@@ -113,7 +113,8 @@ def test_connect_and_in_process_paths_write_identical_tables(
                 continue
             assert not a.empty, name
             assert list(a.columns) == list(b.columns), name
-            assert a.equals(b), f"{name} differs:\n{a.compare(b) if a.shape == b.shape else (a, b)}"
+            assert a.equals(b), (f"{name} differs in {other.home.name}:\n"
+                                 f"{a.compare(b) if a.shape == b.shape else (a, b)}")
             assert read_table(spark, classic, name).schema == read_table(spark, other, name).schema
             assert _partitioning(spark, classic, name) == _partitioning(spark, other, name) == [
                 "job_id"]
@@ -125,7 +126,9 @@ def test_connect_and_in_process_paths_write_identical_tables(
 
 
 def _collect_with(remote: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RECONF_HOME": str(tmp_path), "RECONF_SPARK_REMOTE": remote}
+    # collect through Spark (by default it reads and writes with delta-rs and asks for none)
+    env = {**os.environ, "RECONF_HOME": str(tmp_path), "RECONF_SPARK_REMOTE": remote,
+           "RECONF_LAKE_IO": "spark"}
     land_args = ["--job", "demo", "--period-end", "2026-01-01T00:05:00Z"]
     subprocess.run([sys.executable, "-m", "reconf.cli", "land", *land_args], env=env,
                    cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, check=True)
