@@ -10,9 +10,10 @@ tables, the MLflow runs, the published versions and LATEST are read back: the se
 recomputes (new Delta table versions, the same MLflow run updated) and adds no rows and no runs.
 (Redoing an already published period is `already_published`: tests/jobs/test_cycle.py.)
 
-Each DAG run through the scheduler costs four task processes with a Spark JVM each (about 1-3
-minutes per run on 2 busy cores), hence two runs; the publish rules themselves are unit-tested
-in tests/jobs/test_publish_rules.py.
+The scheduler's tasks are thin clients of the session's Spark Connect server (`connect_url`), as
+under `make up`, which starts one: no task starts a JVM of its own (that cost 1-3 minutes per run
+on 2 busy cores). Still, each DAG run is five task processes, hence two runs; the publish rules
+themselves are unit-tested in tests/jobs/test_publish_rules.py.
 """
 
 from __future__ import annotations
@@ -141,8 +142,10 @@ def _mlflow_runs(paths: Paths) -> dict[str, Any]:
 
 
 @pytest.fixture()
-def forward(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spark: SparkSession) -> Iterator[Paths]:
-    """P1 and P2 landed; P2 reconfigured forward (v1); the services up; down at the end."""
+def forward(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spark: SparkSession,
+            connect_url: str) -> Iterator[Paths]:
+    """P1 and P2 landed; P2 reconfigured forward (v1); the services up, their tasks on Spark
+    Connect; down at the end."""
     config = tmp_path / "jobs.toml"
     config.write_text(CONFIG)
     monkeypatch.setenv("RECONF_CONFIG", str(config))
@@ -158,6 +161,8 @@ def forward(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spark: SparkSession
         source.land_period(paths.landing, period_end)
     run_cycle(JOB_ID, P2)
     assert read_latest_version(paths.published, JOB_ID) == 1
+    # Only now (this process holds the in-process session): the services' tasks inherit it.
+    monkeypatch.setenv("RECONF_SPARK_REMOTE", connect_url)
     up(paths, Ports(airflow=_free_port(), mlflow=_free_port()),
        names=("api-server", "scheduler", "dag-processor"), timeout_s=600)
     try:
