@@ -1,8 +1,8 @@
 """The stages over Spark Connect write the same Delta tables as with an in-process session.
 
 Home A runs two cycles of the tiny job in this process on the session's in-process Spark; home
-B runs the same two cycles in a subprocess whose stages are thin clients of a real Spark Connect
-server (`connect_url`, started by the test set-up). Every contract table must then hold the same
+B runs the same two cycles at the same time in a subprocess whose stages are thin clients of a
+real Spark Connect server (`connect_url`, started by the test set-up). Every contract table must then hold the same
 rows, schema, partitioning and number of commits; only what names a run or a place differs.
 """
 
@@ -78,21 +78,31 @@ def test_connect_and_in_process_paths_write_identical_tables(
     monkeypatch.setenv("RECONF_CONFIG", str(config_file))
     classic, remote = Paths(tmp_path / "classic"), Paths(tmp_path / "connect")
 
-    monkeypatch.setenv("RECONF_HOME", str(classic.home))
-    for period_end in (P1, P2):
-        land(classic, period_end)
-        run_cycle(JOB_ID, period_end)
-
     for period_end in (P1, P2):
         land(remote, period_end)
     script = tmp_path / "cycles.py"
     script.write_text(CYCLES)
     env = {**os.environ, "RECONF_HOME": str(remote.home), "RECONF_SPARK_REMOTE": connect_url}
-    done = subprocess.run([sys.executable, str(script), stamp(P1), stamp(P2)], env=env,
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, check=False)
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert "SESSION pyspark.sql.connect.session" in done.stdout  # really the Connect client
-    assert done.stdout.count("STATUS published") == 2
+    # The two homes share nothing: the Connect cycles run while this process runs the classic
+    # ones (their output to files: a full pipe would stall them while nobody reads it).
+    out, err = tmp_path / "connect.out", tmp_path / "connect.err"
+    with out.open("w") as o, err.open("w") as e, subprocess.Popen(
+            [sys.executable, str(script), stamp(P1), stamp(P2)], env=env, cwd=PROJECT_ROOT,
+            stdout=o, stderr=e) as connect:
+        try:
+            monkeypatch.setenv("RECONF_HOME", str(classic.home))
+            for period_end in (P1, P2):
+                land(classic, period_end)
+                run_cycle(JOB_ID, period_end)
+            connect.wait(timeout=900)
+        finally:
+            if connect.poll() is None:  # the classic side failed, or the Connect side hangs
+                connect.kill()
+                connect.wait()
+    stdout = out.read_text()
+    assert connect.returncode == 0, err.read_text()[-4000:]
+    assert "SESSION pyspark.sql.connect.session" in stdout  # really the Connect client
+    assert stdout.count("STATUS published") == 2
 
     for name in TABLES:
         a, b = _frame(spark, classic, name), _frame(spark, remote, name)
