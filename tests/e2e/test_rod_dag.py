@@ -3,7 +3,8 @@ test` on real Spark, Delta, GE and MLflow).
 
 The synthetic runtime lands two streams' rates; its loads are linear in them with known true
 coefficients. Period 1 runs through the stage functions the tasks call (one period cannot
-separate two streams: no model, `rod` keeps the placement); period 2 through the DAG: collect
+separate two streams: no model, `rod` keeps the placement); period 2 through the DAG (its tasks
+thin clients of the session's Spark Connect server, as under `make up`): collect
 fits the load model (NNLS over both periods) into ``load_model``, validate's GE suites pass, the
 plan is ROD's and the period's MLflow run carries its feasible-set ratio and headroom.
 """
@@ -62,8 +63,9 @@ def rod_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Paths, 
 
 
 def test_declared_streams_fit_the_load_model_and_log_resilience_through_the_dag(
-        rod_home: tuple[Paths, dict[str, str]]) -> None:
+        rod_home: tuple[Paths, dict[str, str]], connect_url: str) -> None:
     paths, env = rod_home
+    env = {**env, "RECONF_SPARK_REMOTE": connect_url}  # the DAG's tasks start no JVM of their own
     source = make_source(resolve_job(JOB), paths)
     assert isinstance(source, SyntheticJob)
     source.land_period(paths.landing, P1)
