@@ -5,8 +5,9 @@ migration budget and solver time limit as the plan in force (docs/algorithms.md,
 must never fail or stall the cycle, so each one runs in a worker subprocess (`python -m
 jobs.shadow`) that the parent kills at a hard cap: a strategy's own time limit cannot stop a
 solver stuck in C code, a leaked thread or a run-away heuristic, and a crash (a segfault in a
-solver, an OOM kill) takes down only the worker. One worker runs the shadows one after the other
-(the import of the planner is paid once); after a kill the next shadow gets a new worker.
+solver, an OOM kill) takes down only the worker. Up to `worker_count` workers plan side by side,
+each taking the next shadow as soon as it is free (the import of the planner is paid once per
+worker); after a kill the next shadow gets a new worker. A worker dies with its parent.
 
 The outcome of every shadow is recorded, whatever happens: `planned`, `failed` (the strategy
 raised, or its worker died), `timed_out` (killed at its cap) or `skipped` (the state lacks a
@@ -25,6 +26,7 @@ import pickle
 import select
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Mapping, Sequence
@@ -35,10 +37,12 @@ from placement.model import Budget, ClusterState, Plan
 from schemas.config import PROJECT_ROOT, JobConfig
 from schemas.strategies import STRATEGIES
 
-__all__ = ["SHADOW_FAULT_ENV", "STATUSES", "ShadowOutcome", "ShadowTask", "choose_shadows",
-           "hard_cap", "plan_one", "run_shadows"]
+__all__ = ["MAX_WORKERS", "SHADOW_FAULT_ENV", "STATUSES", "WORKERS_ENV", "ShadowOutcome",
+           "ShadowTask", "choose_shadows", "hard_cap", "plan_one", "run_shadows", "worker_count"]
 
 SHADOW_FAULT_ENV = "RECONF_SHADOW_FAULT"
+WORKERS_ENV = "RECONF_SHADOW_WORKERS"
+MAX_WORKERS = 4  # the default's ceiling (`worker_count`)
 STATUSES = ("planned", "failed", "timed_out", "skipped")
 #: a shadow may run this much past its solver time limit (model building, the worker's start)
 GRACE_S, GRACE_FRACTION = 5.0, 0.5
@@ -128,6 +132,30 @@ def plan_one(task: ShadowTask) -> ShadowOutcome:
                              f"{type(exc).__name__}: {exc}{at}"[:2000])
 
 
+def worker_count(tasks: int, workers: int | None = None) -> int:
+    """How many worker subprocesses plan `tasks` shadows side by side.
+
+    `workers`, else `RECONF_SHADOW_WORKERS`, else min(os.cpu_count(), 4): the machine's cores,
+    but at most 4, as the Airflow worker runs other tasks too and each worker holds its own
+    solver (more shadows at once belong on a cluster, jobs/shadow_spark.py). Never more than
+    the shadows, never fewer than one.
+    """
+    if workers is None:
+        raw = os.environ.get(WORKERS_ENV, "").strip()
+        if raw:
+            try:
+                workers = int(raw)
+            except ValueError:
+                workers = 0
+            if workers < 1:
+                raise ValueError(f"{WORKERS_ENV}={raw!r} is not a number of worker processes: "
+                                 f"set it to a whole number >= 1, or unset it for "
+                                 f"min(cores, {MAX_WORKERS})")
+        else:
+            workers = min(os.cpu_count() or 1, MAX_WORKERS)
+    return max(1, min(workers, tasks))
+
+
 class _Worker:
     """A `python -m jobs.shadow` subprocess: pickled tasks in on stdin, outcomes out on stdout."""
 
@@ -136,75 +164,143 @@ class _Worker:
             p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
         self.proc = subprocess.Popen([sys.executable, "-m", "jobs.shadow"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, start_new_session=True)
+        self._writer: threading.Thread | None = None
 
-    def run(self, task: ShadowTask, cap_s: float) -> ShadowOutcome | None:
-        """The outcome, or None when the cap passed first (the worker is then killed)."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        t0 = time.perf_counter()
-        try:
-            pickle.dump(task, self.proc.stdin)
+    @property
+    def out(self) -> IO[bytes]:
+        assert self.proc.stdout is not None
+        return self.proc.stdout
+
+    def send(self, blob: bytes) -> None:
+        """Hand the worker a pickled task, from a thread: a state larger than the pipe's buffer
+        must not hold the parent (and the other shadows' caps) until this worker reads it."""
+        self._writer = threading.Thread(target=self._write, args=(blob,), daemon=True)
+        self._writer.start()
+
+    def _write(self, blob: bytes) -> None:
+        with contextlib.suppress(OSError, ValueError):  # the worker died or was killed
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(blob)
             self.proc.stdin.flush()
-            ready, _, _ = select.select([self.proc.stdout], [], [], cap_s)
-            if not ready:
-                self.stop()
-                return None
-            outcome: ShadowOutcome = pickle.load(self.proc.stdout)
+
+    def receive(self, strategy: str, t0: float) -> ShadowOutcome:
+        """The outcome the worker wrote (its stdout is readable), or `failed` if it died."""
+        try:
+            outcome: ShadowOutcome = pickle.load(self.out)
             return outcome
-        except (EOFError, BrokenPipeError, pickle.UnpicklingError):
+        except (EOFError, pickle.UnpicklingError):
             code = self.proc.wait()
-            return ShadowOutcome(task.strategy, "failed", None, time.perf_counter() - t0,
+            return ShadowOutcome(strategy, "failed", None, time.perf_counter() - t0,
                                  f"the shadow worker died (exit code {code})")
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def close_input(self) -> None:
+        """The end of the tasks: an idle worker exits on it."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+
     def stop(self, *, kill: bool = True) -> None:
         """End this worker: kill it (at a cap), or close its input so that it exits."""
-        if not kill and self.proc.stdin is not None:
-            self.proc.stdin.close()
+        if not kill:
+            self.close_input()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        if self._writer is not None:
+            self._writer.join(timeout=5)  # its write fails once the worker is gone
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None and not stream.closed:
-                stream.close()
+                with contextlib.suppress(OSError):
+                    stream.close()
 
 
-def run_shadows(tasks: Sequence[ShadowTask], budget_s: float) -> list[ShadowOutcome]:
-    """Run `tasks` one after the other in worker subprocesses, within `budget_s` in all.
+@dataclass(frozen=True)
+class _Running:
+    index: int
+    worker: _Worker
+    t0: float
+    cap: float
+    remaining: float
 
-    Each shadow's cap is its solver time limit plus grace, cut to the budget left; a shadow
-    still running at its cap is killed (`timed_out`), and once the budget is used up the rest
-    are `skipped`. Always returns one outcome per task, in order.
+    @property
+    def deadline(self) -> float:
+        return self.t0 + self.cap
+
+
+def _timed_out(task: ShadowTask, run: _Running, budget_s: float) -> ShadowOutcome:
+    why = ("its time limit plus grace" if run.cap < run.remaining
+           else f"the period's shadow time budget ({budget_s:g} s)")
+    return ShadowOutcome(task.strategy, "timed_out", None, time.perf_counter() - run.t0,
+                         f"stopped after {run.cap:.1f} s ({why})")
+
+
+def run_shadows(tasks: Sequence[ShadowTask], budget_s: float, *,
+                workers: int | None = None) -> list[ShadowOutcome]:
+    """Run `tasks` in up to `workers` subprocesses side by side (`worker_count`), within
+    `budget_s` of wall time in all.
+
+    Each shadow's cap is its solver time limit plus grace, cut to the budget left when it
+    starts; a shadow still running at its cap is killed (`timed_out`) and the next one gets a
+    new worker; a shadow not started before the budget is used up is `skipped`. A worker takes
+    the next task in order as soon as it is free. Always returns one outcome per task, in the
+    tasks' order; every worker has exited when it returns or raises.
     """
     started = time.perf_counter()
-    outcomes: list[ShadowOutcome] = []
-    worker: _Worker | None = None
+    slots = worker_count(len(tasks), workers)
+    outcomes: list[ShadowOutcome | None] = [None] * len(tasks)
+    pending = list(range(len(tasks)))[::-1]  # popped from the end: the tasks' order
+    pool: list[_Worker] = []  # every worker started, whatever became of it
+    idle: list[_Worker] = []
+    running: list[_Running] = []
     try:
-        for task in tasks:
-            remaining = budget_s - (time.perf_counter() - started)
-            if remaining <= 0:
-                outcomes.append(ShadowOutcome(
-                    task.strategy, "skipped", None, 0.0,
-                    f"the period's shadow time budget ({budget_s:g} s) was used up"))
+        while pending or running:
+            while pending and len(running) < slots:
+                i = pending.pop()
+                remaining = budget_s - (time.perf_counter() - started)
+                if remaining <= 0:
+                    outcomes[i] = ShadowOutcome(
+                        tasks[i].strategy, "skipped", None, 0.0,
+                        f"the period's shadow time budget ({budget_s:g} s) was used up")
+                    continue
+                try:
+                    blob = pickle.dumps(tasks[i])
+                except Exception as exc:  # e.g. a param that cannot cross to a worker
+                    outcomes[i] = ShadowOutcome(tasks[i].strategy, "failed", None, 0.0,
+                                                f"{type(exc).__name__}: {exc}"[:2000])
+                    continue
+                if not idle:
+                    pool.append(_Worker())
+                worker = idle.pop() if idle else pool[-1]
+                running.append(_Running(i, worker, time.perf_counter(),
+                                        hard_cap(tasks[i].time_limit_s, remaining), remaining))
+                worker.send(blob)
+            if not running:
                 continue
-            cap = hard_cap(task.time_limit_s, remaining)
-            worker = worker if worker is not None and worker.alive() else _Worker()
-            t0 = time.perf_counter()
-            outcome = worker.run(task, cap)
-            if outcome is None:
-                why = ("its time limit plus grace" if cap < remaining
-                       else f"the period's shadow time budget ({budget_s:g} s)")
-                outcome = ShadowOutcome(task.strategy, "timed_out", None,
-                                        time.perf_counter() - t0,
-                                        f"stopped after {cap:.1f} s ({why})")
-            outcomes.append(outcome)
-    finally:
-        if worker is not None:
-            worker.stop(kill=False)
-    return outcomes
+            wait = min(r.deadline for r in running) - time.perf_counter()
+            ready, _, _ = select.select([r.worker.out for r in running], [], [], max(0.0, wait))
+            for run in list(running):
+                if run.worker.out in ready:
+                    outcomes[run.index] = run.worker.receive(tasks[run.index].strategy, run.t0)
+                elif time.perf_counter() >= run.deadline:
+                    run.worker.stop()
+                    outcomes[run.index] = _timed_out(tasks[run.index], run, budget_s)
+                else:
+                    continue
+                running.remove(run)
+                if run.worker.alive():
+                    idle.append(run.worker)
+    finally:  # idle workers exit at the end of their input, all at once; the rest (an
+        for worker in idle:  # exception, an interrupt) are killed: none outlives this call
+            worker.close_input()
+        for worker in pool:
+            worker.stop(kill=worker not in idle)
+    assert all(o is not None for o in outcomes)
+    return [o for o in outcomes if o is not None]
 
 
 def _serve(tasks_in: IO[bytes], outcomes_out: IO[bytes]) -> None:
@@ -217,7 +313,23 @@ def _serve(tasks_in: IO[bytes], outcomes_out: IO[bytes]) -> None:
         outcomes_out.flush()
 
 
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when its parent dies (even by SIGKILL, where the
+    parent's clean-up cannot run), so a hung solver never outlives the task that started it."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        parent = os.getppid()
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before prctl
+            os._exit(1)
+
+
 if __name__ == "__main__":
+    _die_with_parent()
     # The protocol owns the real stdout; whatever a solver prints goes to stderr (the task log).
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

@@ -2,7 +2,7 @@
 
 The fleet path's pattern (jobs/fleet.py): the tasks are pickled into a DataFrame, grouped by
 strategy and solved with `applyInPandas`, so the shadows of a period run in parallel on the
-executor cores instead of one after the other on the Airflow worker. Each group runs
+executor cores instead of a few at a time on the Airflow worker. Each group runs
 `jobs.shadow.run_shadows` for its one task, so an executor isolates and caps a shadow exactly as
 the local path does (a worker subprocess, killed at its cap); as they run side by side, each may
 take up to the period's whole budget.

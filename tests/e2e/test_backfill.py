@@ -10,9 +10,9 @@ tables, the MLflow runs, the published versions and LATEST are read back: the se
 recomputes (new Delta table versions, the same MLflow run updated) and adds no rows and no runs.
 (Redoing an already published period is `already_published`: tests/jobs/test_cycle.py.)
 
-Each DAG run through the scheduler costs four task processes with a Spark JVM each (about 1-3
-minutes per run on 2 busy cores), hence two runs; the publish rules themselves are unit-tested
-in tests/jobs/test_publish_rules.py.
+Each DAG run through the scheduler is five task processes (their lake reads and writes by
+delta-rs: no JVM of their own), hence two runs; the publish rules themselves are unit-tested in
+tests/jobs/test_publish_rules.py.
 """
 
 from __future__ import annotations

@@ -82,28 +82,34 @@ def test_connect_and_in_process_paths_write_identical_tables(
     classic, remote = Paths(tmp_path / "classic"), Paths(tmp_path / "connect")
 
     native = Paths(tmp_path / "native")
-    monkeypatch.setenv("RECONF_LAKE_IO", "native")
-    monkeypatch.setenv("RECONF_HOME", str(native.home))
-    for period_end in (P1, P2):
-        land(native, period_end)
-        run_cycle(JOB_ID, period_end)
-    monkeypatch.setenv("RECONF_LAKE_IO", "spark")
-    monkeypatch.setenv("RECONF_HOME", str(classic.home))
-    for period_end in (P1, P2):
-        land(classic, period_end)
-        run_cycle(JOB_ID, period_end)
-
     for period_end in (P1, P2):
         land(remote, period_end)
     script = tmp_path / "cycles.py"
     script.write_text(CYCLES)
     env = {**os.environ, "RECONF_HOME": str(remote.home), "RECONF_SPARK_REMOTE": connect_url,
            "RECONF_LAKE_IO": "spark"}
-    done = subprocess.run([sys.executable, str(script), stamp(P1), stamp(P2)], env=env,
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, check=False)
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert "SESSION pyspark.sql.connect.session" in done.stdout  # really the Connect client
-    assert done.stdout.count("STATUS published") == 2
+    # The homes share nothing: the Connect cycles run while this process runs the others (their
+    # output to files: a full pipe would stall them while nobody reads it).
+    out, err = tmp_path / "connect.out", tmp_path / "connect.err"
+    with out.open("w") as o, err.open("w") as e, subprocess.Popen(
+            [sys.executable, str(script), stamp(P1), stamp(P2)], env=env, cwd=PROJECT_ROOT,
+            stdout=o, stderr=e) as connect:
+        try:
+            for home, io in ((native, "native"), (classic, "spark")):
+                monkeypatch.setenv("RECONF_LAKE_IO", io)
+                monkeypatch.setenv("RECONF_HOME", str(home.home))
+                for period_end in (P1, P2):
+                    land(home, period_end)
+                    run_cycle(JOB_ID, period_end)
+            connect.wait(timeout=900)
+        finally:
+            if connect.poll() is None:  # a side in this process failed, or the Connect side hangs
+                connect.kill()
+                connect.wait()
+    stdout = out.read_text()
+    assert connect.returncode == 0, err.read_text()[-4000:]
+    assert "SESSION pyspark.sql.connect.session" in stdout  # really the Connect client
+    assert stdout.count("STATUS published") == 2
 
     for other in (remote, native):
         for name in TABLES:

@@ -1,11 +1,17 @@
 """What-if without Spark: which strategies shadow a plan, the isolated runner (a failing and a
-slow strategy are recorded as such), and the comparison logged to a real MLflow store, checked
-against the strategies run by hand on the same state; `reconf audit --compare` prints it.
+slow strategy are recorded as such; side by side it plans as one after the other; no worker is
+left behind), and the comparison logged to a real MLflow store, checked against the strategies
+run by hand on the same state; `reconf audit --compare` prints it.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,17 +20,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs.shadow import (
+    MAX_WORKERS,
     SHADOW_FAULT_ENV,
+    WORKERS_ENV,
+    ShadowOutcome,
     ShadowTask,
     choose_shadows,
     hard_cap,
     plan_one,
     run_shadows,
+    worker_count,
 )
 from placement.model import Budget, ClusterState
 from placement.registry import get_strategy
 from placement.workloads.synthetic import synthetic_state
-from schemas.config import JobConfig, Paths
+from schemas.config import PROJECT_ROOT, JobConfig, Paths
 from schemas.strategies import STRATEGIES
 
 STAMP = "2026-01-01T00:05:00Z"
@@ -86,12 +96,147 @@ def test_a_failing_and_a_slow_shadow_are_recorded_and_the_others_still_plan(
 
 def test_a_shadow_over_the_periods_budget_is_stopped_and_the_rest_skipped(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(SHADOW_FAULT_ENV, "greedy:hang")
+    monkeypatch.setenv(SHADOW_FAULT_ENV, "greedy:hang,flux:hang")
     state, budget = _state(), Budget(max_migrations=3)
-    outcomes = run_shadows([ShadowTask(s, {}, state, budget, 30.0) for s in ("greedy", "flux")],
-                           budget_s=2.0)
+    names = ("greedy", "flux", "cola")
+    outcomes = run_shadows([ShadowTask(s, {}, state, budget, 30.0) for s in names[::2]],
+                           budget_s=2.0, workers=1)  # one after the other
     assert [o.status for o in outcomes] == ["timed_out", "skipped"]
     assert "shadow time budget (2 s)" in outcomes[0].message
+    before = _children()
+    outcomes = run_shadows([ShadowTask(s, {}, state, budget, 30.0) for s in names],
+                           budget_s=2.0, workers=2)  # side by side: both hang to the budget
+    assert [o.status for o in outcomes] == ["timed_out", "timed_out", "skipped"]
+    assert all("shadow time budget (2 s)" in o.message for o in outcomes[:2])
+    assert _children() <= before
+
+
+def _children() -> set[int]:
+    """This process's child processes, zombies included (from /proc: no psutil needed)."""
+    return _children_of(os.getpid())
+
+
+def _children_of(pid: int) -> set[int]:
+    return {int(s.parent.name) for s in Path("/proc").glob("[0-9]*/stat") if _ppid(s) == pid}
+
+
+def _same(outcome: ShadowOutcome) -> tuple[object, ...]:
+    plan = outcome.plan and replace(outcome.plan, wall_s=0.0)
+    return outcome.strategy, outcome.status, plan
+
+
+def test_side_by_side_shadows_plan_what_one_after_the_other_plans_in_the_tasks_order() -> None:
+    state, budget = _state(), Budget(max_migrations=3)
+    tasks = [ShadowTask(s, {}, state, budget, 5.0) for s in ("greedy", "albic", "flux", "cola")]
+    before = _children()
+    one = run_shadows(tasks, budget_s=120.0, workers=1)
+    three = run_shadows(tasks, budget_s=120.0, workers=3)
+    assert [o.strategy for o in three] == ["greedy", "albic", "flux", "cola"]
+    assert all(o.status == "planned" for o in one)
+    assert [_same(o) for o in three] == [_same(o) for o in one]
+    assert _children() <= before  # every worker exited, and was reaped
+
+
+def test_a_hanging_shadow_is_stopped_at_its_cap_while_the_others_plan_beside_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SHADOW_FAULT_ENV, "random:hang,flux:hang")
+    state, budget = _state(), Budget(max_migrations=3)
+    tasks = [ShadowTask(s, {}, state, budget, 1.0) for s in ("random", "greedy", "flux")]
+    before, t0 = _children(), time.perf_counter()
+    outcomes = run_shadows(tasks, budget_s=60.0, workers=2)
+    took = time.perf_counter() - t0
+    assert [(o.strategy, o.status) for o in outcomes] == [
+        ("random", "timed_out"), ("greedy", "planned"), ("flux", "timed_out")]
+    assert all("its time limit plus grace" in o.message for o in outcomes[::2])
+    assert all(5.0 <= o.wall_s < 8.0 for o in outcomes[::2])  # 1 s + 5 s grace each
+    assert took < 12.0  # one after the other, the two caps alone are 12 s
+    assert _children() <= before  # the killed workers and greedy's, all gone
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_an_interrupt_or_an_error_mid_run_leaves_no_worker_behind(
+        monkeypatch: pytest.MonkeyPatch, error: type[BaseException]) -> None:
+    monkeypatch.setenv(SHADOW_FAULT_ENV, "greedy:hang,flux:hang")
+    state, budget = _state(), Budget(max_migrations=3)
+    tasks = [ShadowTask(s, {}, state, budget, 30.0) for s in ("greedy", "flux", "cola")]
+    before, during = _children(), set()
+
+    def interrupt(signum: int, frame: object) -> None:
+        during.update(_children() - before)
+        raise error("stop")
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1.5)
+        with pytest.raises(error):
+            run_shadows(tasks, budget_s=60.0, workers=2)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert len(during) == 2  # both workers were running, hanging, when it came
+    assert not during & _children() and _children() <= before
+
+
+def test_a_worker_dies_with_its_parent_even_killed(tmp_path: Path) -> None:
+    """SIGKILL leaves the parent no clean-up; the kernel ends its hanging worker all the same."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "from jobs.shadow import ShadowTask, run_shadows\n"
+        "from placement.model import Budget\n"
+        "from placement.workloads.synthetic import synthetic_state\n"
+        "state = synthetic_state(nodes=4, keygroups=16, operators=2, varies=40.0, seed=3)\n"
+        "run_shadows([ShadowTask('greedy', {}, state, Budget(3), 60.0)], 120.0)\n")
+    env = {**os.environ, SHADOW_FAULT_ENV: "greedy:hang", "PYTHONPATH": str(PROJECT_ROOT)}
+    parent = subprocess.Popen([sys.executable, str(script)], env=env)
+    try:
+        worker = None
+        for _ in range(300):  # until the worker has started
+            kids = _children_of(parent.pid)
+            if kids:
+                worker = kids.pop()
+                break
+            time.sleep(0.1)
+        assert worker is not None, "the parent never started its shadow worker"
+        time.sleep(1.0)  # past the worker's start-up, where it asks to die with its parent
+    finally:
+        parent.kill()
+        parent.wait()
+    for _ in range(100):
+        if _state_of(worker) in ("gone", "Z"):
+            break
+        time.sleep(0.1)
+    left = _state_of(worker) not in ("gone", "Z")
+    if left:  # do not leave it to hang after the test
+        os.kill(worker, signal.SIGKILL)
+    assert not left, "the shadow worker outlived its killed parent"
+
+
+def _ppid(stat: Path) -> int:
+    try:
+        return int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1  # it ended while we looked
+
+
+def _state_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def test_how_many_workers_by_default_by_setting_and_a_bad_setting(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
+    cores = os.cpu_count() or 1
+    assert worker_count(20) == min(cores, MAX_WORKERS)
+    assert worker_count(1) == 1 and worker_count(0) == 1 and worker_count(20, 3) == 3
+    monkeypatch.setenv(WORKERS_ENV, "3")
+    assert worker_count(20) == 3 and worker_count(2) == 2
+    for bad in ("0", "two"):
+        monkeypatch.setenv(WORKERS_ENV, bad)
+        with pytest.raises(ValueError, match=f"{WORKERS_ENV}='{bad}' is not a number"):
+            worker_count(5)
 
 
 def _logged_period(paths: Paths, job: JobConfig) -> tuple[str, ClusterState]:
