@@ -201,6 +201,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, help="the default number of queries (sweeps keep "
                         "their own axis)")
     parser.add_argument("--k", type=int, help="the default number of servers")
+    for flag, kind, what in (("betas", float, "beta"), ("ds", int, "d"), ("ks", int, "k"),
+                             ("ns", int, "n")):
+        parser.add_argument(f"--{flag}", type=kind, nargs="+", metavar=what.upper(),
+                            help=f"the {what} sweep's points (default: the mode's)")
     parser.add_argument("--report", metavar="JSON", nargs="+",
                         help="no run: print the tables and targets (and --plot) from rows "
                         "written earlier, e.g. two halves of a grid run with --only")
@@ -226,7 +230,7 @@ def main(args: argparse.Namespace) -> int:
         cfg = dict(QUICK if args.quick else MEDIUM if args.medium else FULL)
         if args.runs:
             cfg["runs"] = args.runs
-        for key in ("n", "k"):
+        for key in ("n", "k", *SWEEP_KEYS.values()):
             if getattr(args, key, None):
                 cfg[key] = getattr(args, key)
         mode = "quick" if args.quick else "medium" if args.medium else "full"
