@@ -189,6 +189,8 @@ def plot(rows: Sequence[Row], path: str) -> None:
         ax.set_ylabel("replication factor")
         if exp in ("k", "n"):
             ax.set_xscale("log")
+        if exp == "beta":  # RF spans 1 to 60 across β
+            ax.set_yscale("log")
         ax.set_title(f"RF vs {exp}")
     axes[0][0].legend(fontsize=7)
     for ax, exp in zip(axes[1][:2], ("dynamic", "churn"), strict=True):
@@ -199,7 +201,8 @@ def plot(rows: Sequence[Row], path: str) -> None:
         ax.set_xlabel("time step")
         ax.set_ylabel("replication factor")
         ax.set_title(f"RF over time ({exp})")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # a grid run without this experiment
+            ax.legend(fontsize=7)
     het = mean_rf(rows, "hetero")
     ax = axes[1][2]
     if het:
