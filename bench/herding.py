@@ -119,7 +119,8 @@ def points(cfg: dict[str, Any], only: Sequence[str] = EXPERIMENTS) -> list[Point
             memo[ident] = static_point(p["n"], p["k"], p["d"], p["beta"], seed)
         return [{**r, "experiment": exp, "x": x} for r in memo[ident]]
 
-    runs = range(1, cfg["runs"] + 1)
+    first = cfg.get("first_seed", 1)
+    runs = range(first, first + cfg["runs"])
     out: list[Point] = []
     for exp in only:
         if exp in SWEEP_KEYS:
@@ -130,12 +131,13 @@ def points(cfg: dict[str, Any], only: Sequence[str] = EXPERIMENTS) -> list[Point
                     for c in CORRELATIONS for g in cfg["rate_exps"] for s in runs]
         elif exp in ("dynamic", "churn"):
             out += [(exp, f"{exp} tau={cfg['dynamic']['steps']} seed {s}",
-                     partial(_dynamic, cfg, exp, s)) for s in range(1, min(cfg["runs"], 3) + 1)]
+                     partial(_dynamic, cfg, exp, s)) for s in runs[:3]]
         elif exp == "trace":
             out.append((exp, "trace k=100", partial(_trace, cfg)))
         elif exp == "gap":
             out += [(exp, f"MILP n={n} k={k} seed {s}", partial(_gap, cfg, n, k, d, b, s))
-                    for n, k, d, b in cfg["gap"] for s in range(1, cfg["gap_runs"] + 1)]
+                    for n, k, d, b in cfg["gap"]
+                    for s in range(first, first + cfg["gap_runs"])]
     return out
 
 
@@ -198,6 +200,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="EXP", nargs="+", choices=EXPERIMENTS,
                         help="run only these experiments, in this order (default: all)")
     parser.add_argument("--runs", type=int, help="runs per point (default 10; 1 with --quick)")
+    parser.add_argument("--first-seed", type=int, default=1, metavar="S",
+                        help="seeds S .. S+runs-1 (default 1): more runs of a grid run earlier")
     parser.add_argument("--n", type=int, help="the default number of queries (sweeps keep "
                         "their own axis)")
     parser.add_argument("--k", type=int, help="the default number of servers")
@@ -230,6 +234,7 @@ def main(args: argparse.Namespace) -> int:
         cfg = dict(QUICK if args.quick else MEDIUM if args.medium else FULL)
         if args.runs:
             cfg["runs"] = args.runs
+        cfg["first_seed"] = args.first_seed
         for key in ("n", "k", *SWEEP_KEYS.values()):
             if getattr(args, key, None):
                 cfg[key] = getattr(args, key)
