@@ -105,6 +105,11 @@ def targets(rows: Sequence[Row]) -> list[tuple[str, str, str]]:
         mms = [by["mms"] for by in d.values()]
         out.append(("RF grows with d, diminishing (Fig. 4 bottom)",
                     " < ".join(f"{v:.2f}" for v in mms), _verdict(all(np.diff(mms) > 0))))
+        top = max(d)
+        per_d = " ".join(f"{by['mms'] / by['ic']:.2f}" for by in d.values())
+        out.append(("MMS best offline at large d, IC as good at small d (Fig. 4 bottom)",
+                    f"MMS/IC {per_d} at d = {' '.join(str(x) for x in d)}",
+                    _verdict(d[top]["mms"] <= d[top]["ic"] and d[1]["ic"] <= 1.02 * d[1]["mms"])))
     if len(k) >= 3:
         xs = np.log(np.array(list(k), dtype=float))
         ys = np.array([by["ic"] for by in k.values()])
