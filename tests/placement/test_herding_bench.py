@@ -42,3 +42,25 @@ def test_static_dynamic_and_gap_experiments_run() -> None:
     gap = gap_point(10, 2, 2, 2.0, 1, 5.0)
     assert gap["bound"] <= gap["optimum"] + 1e-6 <= gap["ic"] + 1e-6
     assert targets(rows)  # the report reads its own rows
+
+
+def test_the_grid_runs_point_by_point_keeps_its_rows_and_reports_from_them(tmp_path) -> None:
+    import json
+
+    from bench.herding import QUICK, _loaded, points, run
+
+    cfg = {**QUICK, "n": 300, "k": 5, "runs": 2, "ks": [3, 5], "betas": [2.0, 3.0],
+           "gap": [(8, 2, 2, 2.0)], "gap_runs": 1}
+    grid = points(cfg, ("k", "beta", "gap"))
+    assert [label for _, label, _ in grid] == [
+        "k=3 seed 1", "k=3 seed 2", "k=5 seed 1", "k=5 seed 2", "beta=2.0 seed 1",
+        "beta=2.0 seed 2", "beta=3.0 seed 1", "beta=3.0 seed 2", "MILP n=8 k=2 seed 1"]
+    path = tmp_path / "rows.json"
+    rows = run(cfg, ("k", "beta", "gap"), checkpoint=str(path))
+    kept = json.loads(path.read_text())
+    assert len(kept) == len(rows) == 8 * 10 + 1  # 10 algorithms a point, one MILP row
+    # the default point (k = 5, beta = 2) is one computation shown under both sweeps
+    under = {r["experiment"]: r["rf"] for r in rows if r["seed"] == 1 and r.get("x") in (5, 2.0)
+             and r.get("algorithm") == "ic"}
+    assert under["k"] == under["beta"]
+    assert len(_loaded([str(path), str(path)])) == len(rows)  # a row held twice is kept once

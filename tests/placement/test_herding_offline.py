@@ -142,6 +142,20 @@ def test_offrand_is_seeded() -> None:
     assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
+def test_offrand_moves_a_type_on_only_when_its_server_is_full() -> None:
+    """§6.1: a random type goes to a random server with room until the server is saturated or
+    the type is placed; so a type spans several servers only through servers it filled."""
+    inst = from_state(qa_state([[i % 7, 7 + i % 5] for i in range(90)], [1.0] * 12, 4))
+    caps = capacities(inst, 0.05)
+    t_arr, j_arr, b_arr = offrand(inst, caps, 3)
+    assert int(b_arr.sum()) == inst.n
+    used = np.bincount(j_arr, weights=b_arr, minlength=inst.k)
+    for t in set(t_arr.tolist()):
+        servers = j_arr[t_arr == t].tolist()
+        assert len(servers) == len(set(servers))  # never back to a server it left
+        assert all(used[j] == caps[j] for j in servers[:-1])  # it left only full servers
+
+
 @settings(max_examples=60, deadline=None)
 @given(case=tiny(max_n=12, max_k=4), homes=st.lists(st.integers(0, 3), min_size=12,
                                                      max_size=12),
