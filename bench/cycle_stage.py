@@ -38,7 +38,7 @@ _TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
     "spark": (("jobs.spark", "get_spark"),),
     "read": (("jobs.lake", "concurrently"), ("jobs.lake_read", "fetch"),
              ("jobs.lake_read", "fetch_records")),
-    "delta": (("jobs.lake", "ensure_tables"), ("jobs.lake", "replace_rows"),
+    "delta": (("jobs.lake", "ensure_tables"),
               ("jobs.lake_read", "version_of"),
               ("jobs.lake", "write_rows"), ("jobs.lake", "write_records"),
               ("jobs.lake", "update_rows"), ("jobs.lake", "table_version"),

@@ -30,7 +30,6 @@ __all__ = [
     "published_assignment",
     "quote",
     "read_table",
-    "replace_rows",
     "starting_point",
     "table_version",
     "table_versions",
@@ -146,13 +145,6 @@ def update_rows(spark: SparkSession, paths: Paths, table: Table, values: dict[st
     # SQL, not DeltaTable (py4j): the same statement runs in-process and over Spark Connect
     sets = ", ".join(f"{column} = {value}" for column, value in values.items())
     spark.sql(f"UPDATE {delta_path(paths.table(table.name))} SET {sets} WHERE {where}").collect()
-
-
-def replace_rows(df: DataFrame, paths: Paths, table: Table, where: str) -> int:
-    """`write_rows`, then the table's new version (a second query: a stage that writes several
-    tables writes them first and asks their versions at once, `table_versions`)."""
-    write_rows(df, paths, table, where)
-    return table_version(df.sparkSession, paths, table.name)
 
 
 def table_version(spark: SparkSession, paths: Paths, name: str) -> int:

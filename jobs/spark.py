@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -100,15 +101,18 @@ def _extra_java_opts() -> str:
 
 
 class _SessionOnUse:
-    """`get_spark(paths)`, called when the stage first uses the session (`lazy_spark`)."""
+    """`get_spark(paths)`, called when the stage first uses the session (`lazy_spark`); once,
+    though a stage's concurrent queries (`jobs.lake.concurrently`) may all use it first."""
 
     def __init__(self, paths: Paths | None) -> None:
         self._paths = paths
         self._session: SparkSession | None = None
+        self._lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:
-        if self._session is None:
-            self._session = get_spark(self._paths)
+        with self._lock:
+            if self._session is None:
+                self._session = get_spark(self._paths)
         return getattr(self._session, name)
 
 

@@ -144,3 +144,31 @@ def test_with_native_io_validate_plan_and_publish_start_no_spark(
     status = rows_where(None, collected_home, PLANS.name,  # type: ignore[arg-type]
                         period_predicate(JOB_ID, P1), "status")
     assert status == [{"status": "published"}]
+
+
+def test_a_lazy_session_is_made_once_though_several_threads_use_it_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    import jobs.spark
+
+    made: list[int] = []
+
+    def slow_session(*_: object, **__: object) -> SimpleNamespace:
+        made.append(1)
+        time.sleep(0.05)  # long enough for the other threads to arrive while it is being made
+        return SimpleNamespace(version="4.x")
+
+    monkeypatch.setattr(jobs.spark, "get_spark", slow_session)
+    session = jobs.spark.lazy_spark()
+    assert made == []  # nothing until it is used
+    seen: list[str] = []
+    threads = [threading.Thread(target=lambda: seen.append(session.version)) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert made == [1] and seen == ["4.x"] * 8
