@@ -52,12 +52,15 @@ _EPS = 1e-9
 NOTE_MOVES = 25  # moves listed in the run description; moves.csv has them all
 
 
-def _partners(state: ClusterState) -> dict[str, dict[str, float]]:
-    """kg -> partner -> out(kg, p) + out(p, kg)."""
+def _partners(state: ClusterState, wanted: set[str]) -> dict[str, dict[str, float]]:
+    """kg -> partner -> out(kg, p) + out(p, kg), for the key groups in `wanted` (the moved
+    ones: a job of 10^4 key groups has millions of pairs, a plan a few dozen moves)."""
     out: dict[str, dict[str, float]] = {}
     for (src, dst), rate in pair_rates(state).items():
-        out.setdefault(src, {})[dst] = out.setdefault(src, {}).get(dst, 0.0) + rate
-        out.setdefault(dst, {})[src] = out.setdefault(dst, {}).get(src, 0.0) + rate
+        if src in wanted:
+            out.setdefault(src, {})[dst] = out.setdefault(src, {}).get(dst, 0.0) + rate
+        if dst in wanted:
+            out.setdefault(dst, {})[src] = out.setdefault(dst, {}).get(src, 0.0) + rate
     return out
 
 
@@ -76,7 +79,7 @@ def explain_moves(state: ClusterState, plan: Plan) -> list[dict[str, Any]]:
     hottest = max(active, key=lambda n: (before.get(n, 0.0), n)) if active else None
     marked = {n.id for n in state.nodes if n.marked_for_removal}
     added = set(plan.scaling.nodes_to_add)
-    partners = _partners(state)
+    partners = _partners(state, {move.keygroup for move in plan.moves})
     keygroups = {k.id: k for k in state.keygroups}
     rows = []
     for move in plan.moves:
