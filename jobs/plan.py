@@ -378,7 +378,8 @@ def _plan_rows(
     run_id: str,
     plan_json: dict[str, Any],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The plan_moves rows and the plans row of a plan (not yet written; `check_frames`)."""
+    """The plan_moves rows and the plans row of a plan (not yet written: `records_table` checks
+    their types before anything is logged)."""
     # DOUBLE columns get floats: Spark refuses an int (e.g. the migration cost of a plan with no
     # moves is sum(()) == 0, or a time limit of 2) in a DoubleType field.
     plan_row = {
