@@ -73,12 +73,12 @@ def ensure_tables(spark: SparkSession, paths: Paths) -> None:
         log = paths.lake / table.name / "_delta_log"
         if any(log.glob("*.json")):
             continue
-        if native:
-            create_native(paths, table)
-            continue
         try:
-            spark.sql(f"CREATE TABLE IF NOT EXISTS {delta_path(location)} ({table.ddl}) "
-                      "USING DELTA PARTITIONED BY (job_id)").collect()
+            if native:
+                create_native(paths, table)
+            else:
+                spark.sql(f"CREATE TABLE IF NOT EXISTS {delta_path(location)} ({table.ddl}) "
+                          "USING DELTA PARTITIONED BY (job_id)").collect()
         except Exception:
             # Another job's first run may be creating it right now (its directory exists, its
             # first commit not yet): wait for that commit rather than fail.

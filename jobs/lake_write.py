@@ -17,7 +17,6 @@ nanoseconds without a zone).
 from __future__ import annotations
 
 import re
-import time
 from typing import TYPE_CHECKING, Any
 
 from schemas.config import Paths
@@ -31,9 +30,6 @@ __all__ = ["conform", "create_native", "predicate", "records_table", "replace_na
 
 _TIMESTAMP = re.compile(r"TIMESTAMP\s+'([^']*)'")
 _AS_STORED = "'Timestamp(Microsecond, Some(\"UTC\"))'"
-
-#: how long a table's first commit by another job may take before creating it again fails
-_CREATE_WAIT_S = 60.0
 
 
 def conform(data: pa.Table, table: Table) -> pa.Table:
@@ -79,20 +75,9 @@ def update_native(paths: Paths, table: Table, values: dict[str, str], where: str
 
 
 def create_native(paths: Paths, table: Table) -> None:
-    """Create the table (empty, partitioned by job_id) unless it exists; another job's process
-    creating it at the same moment is waited for, not an error."""
+    """Create the table (empty, partitioned by job_id) unless it exists (jobs/lake.py
+    `ensure_tables` waits for another job's process creating it at the same moment)."""
     from deltalake import DeltaTable
-    from deltalake.exceptions import DeltaError
 
-    location = paths.table(table.name)
-    log = paths.lake / table.name / "_delta_log"
-    try:
-        DeltaTable.create(location, schema=table.arrow_schema(), mode="ignore",
-                          partition_by=["job_id"], name=table.name)
-    except DeltaError:
-        deadline = time.monotonic() + _CREATE_WAIT_S
-        while not any(log.glob("*.json")):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
+    DeltaTable.create(paths.table(table.name), schema=table.arrow_schema(), mode="ignore",
+                      partition_by=["job_id"], name=table.name)
