@@ -110,8 +110,10 @@ def _check_latest(spark: SparkSession, paths: Paths, job_id: str) -> int | None:
         return read_latest_version(paths.published, job_id)
     except ManifestError as exc:
         newest = newest_version(spark, paths, job_id)
-        restore = (f"printf '{newest}\\n' > {latest_path(paths.published, job_id)}"
-                   if newest is not None else f"rm {latest_path(paths.published, job_id)}")
+        path = latest_path(paths.published, job_id)
+        # rm first: LATEST may be a FIFO or a symbolic link, which `>` would block on or follow
+        restore = (f"rm {path}; printf '{newest}\\n' > {path}" if newest is not None
+                   else f"rm {path}")
         raise StageError(
             f"LATEST is unreadable ({exc}); the runtime ignores it and keeps its assignment",
             where=str(latest_path(paths.published, job_id)),

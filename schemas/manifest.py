@@ -18,10 +18,12 @@ the field, because a runtime must never guess at a placement.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,11 +46,17 @@ __all__ = [
     "manifest_path",
     "read_latest_version",
     "read_manifest",
+    "read_regular",
     "write_latest",
     "write_manifest",
 ]
 
 LATEST_FILE = "LATEST"
+#: The largest LATEST read: a version number and a newline fit many times over.
+LATEST_MAX_BYTES = 64
+#: The largest manifest read: ~5 million units at ~50 bytes each; a bigger file is refused, never
+#: read into memory (a file under published/ may be anything an operator or attacker put there).
+MANIFEST_MAX_BYTES = 256 * 1024 * 1024
 _CHECKSUM_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _FIELDS = (
     "job_id",
@@ -213,6 +221,9 @@ class Manifest:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ManifestError(f"{source}: not valid JSON ({exc})") from None
+        except (ValueError, RecursionError) as exc:  # a 5000-digit number, deep nesting
+            raise ManifestError(f"{source}: not a manifest ({type(exc).__name__}: "
+                                f"{str(exc)[:120]})") from None
         if not isinstance(data, dict):
             raise ManifestError(f"{source}: top level must be a JSON object")
         _check_keys(data, _FIELDS, source, "")
@@ -322,7 +333,7 @@ def write_manifest(root: Path, manifest: Manifest) -> Path:
 
 
 def _check_same(path: Path, data: bytes) -> None:
-    if path.read_bytes() != data:
+    if read_regular(path, MANIFEST_MAX_BYTES) != data:
         raise ManifestError(
             f"{path}: version already published with different content; versions are immutable, "
             "publish the new assignment as the next version instead"
@@ -346,18 +357,71 @@ def write_latest(root: Path, job_id: str, version: int) -> Path:
     return path
 
 
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of `path` if it is a regular file of at most `limit` bytes; else `ManifestError`.
+
+    Files under published/ are read as untrusted: the last path component must not be a symbolic
+    link (``O_NOFOLLOW``: LATEST pointing at /etc/passwd or /dev/zero is refused, not read), a FIFO
+    or device never blocks the reader (``O_NONBLOCK``, then ``fstat`` refuses anything but a
+    regular file), and at most `limit` + 1 bytes are read. Messages name the file and its kind,
+    never its content. A missing file raises `FileNotFoundError`.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ManifestError(f"{path}: is a symbolic link; only regular files written by "
+                                "`publish` are read there") from None
+        raise ManifestError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ManifestError(f"{path}: is a {_kind(info.st_mode)}, not a regular file; only "
+                                "regular files written by `publish` are read there")
+        if info.st_size > limit:
+            raise ManifestError(f"{path}: is {info.st_size} bytes, over the {limit}-byte limit "
+                                "for this file")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise ManifestError(f"{path}: grew past the {limit}-byte limit for this file while "
+                                "being read")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise ManifestError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+                       (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return "special file"
+
+
 def read_latest_version(root: Path, job_id: str) -> int | None:
     """The newest published version, or None when nothing has been published for the job."""
     path = latest_path(root, job_id)
     try:
-        text = path.read_text(encoding="ascii")
+        raw = read_regular(path, LATEST_MAX_BYTES)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{path}: unreadable ({exc})") from None
-    stripped = text.strip()
-    if not stripped.isdigit() or int(stripped) < 1:
-        raise ManifestError(f"{path}: must hold a version number >= 1 and a newline, got {text!r}")
+    stripped = raw.strip()
+    if not stripped.isdigit() or not stripped.isascii() or int(stripped) < 1:
+        # never echo the content: LATEST may have been replaced by any file
+        raise ManifestError(f"{path}: must hold a version number >= 1 and a newline; it holds "
+                            f"{len(raw)} byte(s) that are not one")
     return int(stripped)
 
 
@@ -365,11 +429,11 @@ def read_manifest(root: Path, job_id: str, version: int) -> Manifest:
     """Read and strictly parse one version; also checks it is filed under its own job and version."""
     path = manifest_path(root, job_id, version)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, MANIFEST_MAX_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise ManifestError(f"{path}: not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{path}: unreadable ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     manifest = Manifest.from_json(text, str(path))
     if manifest.job_id != job_id:
         raise _fail(

@@ -7,6 +7,8 @@ publishing for good, and checks the stage that must stop it.
 from __future__ import annotations
 
 import math
+import os
+import signal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -149,18 +151,36 @@ def test_a_runtime_report_of_a_version_never_published_is_refused(collected_home
         validate_period(job, P3, paths=paths, spark=spark)
 
 
-def test_garbage_latest_stops_publish_before_any_write(collected_home, job, spark):
+@pytest.mark.parametrize("kind", ["garbage", "fifo", "etc-passwd", "dev-zero"])
+def test_garbage_latest_stops_publish_before_any_write(collected_home, job, spark, kind):
+    """LATEST replaced by text, a FIFO (publish would block holding the job lock) or a link to
+    /etc/passwd or /dev/zero: refused at once, its content never echoed."""
     paths = collected_home
     plan_period(job, P1, paths=paths, spark=spark)
     path = latest_path(paths.published, JOB_ID)
     path.parent.mkdir(parents=True)
-    path.write_text("garbage\n")
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "garbage":
+        path.write_text("garbage\n")
+    else:
+        path.symlink_to("/etc/passwd" if kind == "etc-passwd" else "/dev/zero")
     before = (delta_versions(paths), tree(paths.published))
 
-    with pytest.raises(StageError) as caught:
-        publish_period(job, P1, paths=paths, spark=spark)
+    def blocked(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt("publish blocked on LATEST")  # nothing may catch it
+
+    previous = signal.signal(signal.SIGALRM, blocked)
+    signal.alarm(60)
+    try:
+        with pytest.raises(StageError) as caught:
+            publish_period(job, P1, paths=paths, spark=spark)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
     assert "LATEST is unreadable" in caught.value.what and str(path) == caught.value.where
+    assert "root:" not in str(caught.value)
     assert f"rm {path}" in caught.value.fix  # nothing was ever published: remove it
     assert (delta_versions(paths), tree(paths.published)) == before
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+import os
+import signal
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -233,3 +236,66 @@ def test_scaling_added_nodes_count_as_known(job: SyntheticJob, tmp_path: Path) -
     publish(pub, 2, empty_00, ScalingSection(nodes_to_terminate=("node-00",)))
     assert job.apply_latest(pub).applied
     assert job.state.nodes == ("node-01", "node-02", "node-03")
+
+
+class Blocked(BaseException):
+    """A read that blocked (raised by `_deadline`)."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: int) -> Iterator[None]:
+    """Fail (rather than hang the suite) when the body blocks, e.g. opening a FIFO."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise Blocked(f"blocked for over {seconds} s")  # not an OSError: nothing may catch it
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _plant(path: Path, kind: str) -> None:
+    """Put a special file where published/ holds a regular one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "etc-passwd":
+        path.symlink_to("/etc/passwd")
+    elif kind == "directory":
+        path.mkdir()
+    else:  # a regular file far past any version number
+        path.write_bytes(b"1" * 10_000)
+
+
+SPECIAL = ("fifo", "dev-zero", "etc-passwd", "directory", "huge")
+
+
+@pytest.mark.parametrize("kind", SPECIAL)
+def test_a_special_latest_is_refused_at_once_without_echoing_it(
+    job: SyntheticJob, tmp_path: Path, kind: str
+) -> None:
+    pub = tmp_path / "pub"
+    _plant(latest_path(pub, "demo"), kind)
+    with _deadline(10), pytest.raises(CorruptManifest, match="LATEST") as caught:
+        AssignmentClient(pub, "demo").fetch_latest()
+    assert "root:" not in str(caught.value)  # /etc/passwd's content is never printed
+    with _deadline(10):
+        result = job.apply_latest(pub)
+    assert result.refused and result.version is None and "root:" not in result.reason
+
+
+@pytest.mark.parametrize("kind", SPECIAL)
+def test_a_special_manifest_is_refused_at_once(job: SyntheticJob, tmp_path: Path, kind: str) -> None:
+    pub = tmp_path / "pub"
+    publish(pub, 1, dict(job.assignment))
+    _plant(manifest_path(pub, "demo", 1), kind)
+    with _deadline(10), pytest.raises(CorruptManifest, match=r"v1\.json") as caught:
+        AssignmentClient(pub, "demo").fetch_latest()
+    assert "root:" not in str(caught.value)
