@@ -4,7 +4,7 @@ At plan time (jobs/plan.py `record_plan`) the pipeline decides which strategies 
 (`choose_shadows`: by the facets the state provides) and stores, with the period's MLflow run,
 everything they need: the `ClusterState` the plan in force was made on (after Algorithm 1's
 node changes, if the job scales), the budget, the solver time limit, each shadow's params and
-the plan in force (`whatif/input.pkl`). Nothing is rebuilt later, so the shadows see exactly
+the plan in force (`whatif/input.json`, jobs/whatif_codec.py: data, never a pickle). Nothing is rebuilt later, so the shadows see exactly
 what the real strategy saw, whatever the lake holds by then.
 
 After publish, `run_whatif` (the DAG's `whatif` task, `reconf cycle`, `reconf whatif`) runs the
@@ -19,7 +19,6 @@ only: the Delta tables and the published manifests are never touched.
 from __future__ import annotations
 
 import json
-import pickle
 import tempfile
 import time
 from collections.abc import Mapping
@@ -39,7 +38,7 @@ __all__ = ["CHART_ARTIFACT", "COMPARISON_ARTIFACT", "INPUT_ARTIFACT", "WhatIfInp
            "WhatIfResult", "keep_input", "load_input", "read_comparison", "run_whatif", "save_input",
            "whatif_input"]
 
-INPUT_ARTIFACT = "whatif/input.pkl"
+INPUT_ARTIFACT = "whatif/input.json"
 COMPARISON_ARTIFACT = "whatif/comparison.csv"
 CHART_ARTIFACT = "whatif/comparison.png"
 TABLE_ARTIFACT = "whatif/comparison_table.json"
@@ -116,21 +115,28 @@ def _client(paths: Paths) -> Any:
 
 
 def save_input(paths: Paths, run_id: str, data: WhatIfInput) -> None:
-    """Store the shadows' input with the period's run (a pickle: the pipeline reads back only
-    what it wrote itself, into its own store; the state's facets need no codec of their own)."""
+    """Store the shadows' input with the period's run, as JSON (jobs/whatif_codec.py): the run's
+    artifacts may be read by anyone with access to the tracking store, so reading them back must
+    never run code, as unpickling a tampered artifact would."""
+    from jobs.whatif_codec import encode
+
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(tmp) / Path(INPUT_ARTIFACT).name
-        local.write_bytes(pickle.dumps(data))
+        local.write_text(encode(data, {WhatIfInput.__name__: WhatIfInput}), encoding="utf-8")
         _client(paths).log_artifact(run_id, str(local), str(Path(INPUT_ARTIFACT).parent))
 
 
 def load_input(client: Any, run_id: str) -> WhatIfInput | None:
+    """The run's what-if input, or None when it has none (a run from before the JSON format has
+    a `whatif/input.pkl`, which is never read). A damaged or tampered document is a ValueError."""
+    from jobs.whatif_codec import decode
+
     folder = str(Path(INPUT_ARTIFACT).parent)
     if INPUT_ARTIFACT not in {a.path for a in client.list_artifacts(run_id, folder)}:
         return None
     with tempfile.TemporaryDirectory() as tmp:
-        data = pickle.loads(Path(client.download_artifacts(run_id, INPUT_ARTIFACT, tmp))
-                            .read_bytes())
+        text = Path(client.download_artifacts(run_id, INPUT_ARTIFACT, tmp)).read_text("utf-8")
+    data = decode(text, {WhatIfInput.__name__: WhatIfInput})
     return data if isinstance(data, WhatIfInput) else None
 
 
@@ -251,7 +257,13 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
     if status != "published" and not force:
         return WhatIfResult(job.job_id, period_end, "skipped",
                             f"the period's plan is {status}, not published", run_id=run.info.run_id)
-    data = load_input(client, run.info.run_id)
+    try:
+        data = load_input(client, run.info.run_id)
+    except ValueError as exc:
+        return WhatIfResult(job.job_id, period_end, "skipped",
+                            f"its shadow input {INPUT_ARTIFACT} is not one the pipeline wrote "
+                            f"({exc}); plan the period again to store a new one",
+                            run_id=run.info.run_id)
     if data is None:
         return WhatIfResult(job.job_id, period_end, "skipped",
                             "no shadow strategies were chosen at plan time (shadows off, or "

@@ -354,15 +354,13 @@ _USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle"
 
 
 def _internal_error(command: str, exc: BaseException) -> int:
-    """Not bad input but a failure nobody foresaw: one message, the traceback in a file."""
-    import tempfile
+    """Not bad input but a failure nobody foresaw: one message, the traceback in a private file."""
     import traceback
 
-    log = Path(tempfile.gettempdir()) / f"reconf-{command}-error.log"
     try:
-        log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+        log = _save_traceback(command, "".join(traceback.format_exception(exc)))
         kept = f"the full traceback is in {log}"
-    except OSError:
+    except (OSError, ValueError):
         kept = "the traceback could not be saved"
     first = (str(exc).strip().splitlines() or [""])[0][:300]
     print(f"reconf {command}: unexpected error: {type(exc).__name__}: {first}\n"
@@ -370,6 +368,29 @@ def _internal_error(command: str, exc: BaseException) -> int:
           f"  fix:   nothing half-written is left for a rerun to trip on; run the command again, "
           f"and if it fails the same way, report it with the log ({kept})", file=sys.stderr)
     return 1
+
+
+def _save_traceback(command: str, text: str) -> Path:
+    """Write `text` to a new file under RECONF_HOME/logs/, readable by its owner only.
+
+    A traceback may quote paths, configuration and data, so it never goes to a shared, fixed
+    name such as /tmp/reconf-<cmd>-error.log: the directory is created 0700, the file with
+    ``O_CREAT | O_EXCL | O_NOFOLLOW`` and mode 0600 under a fresh name, so a planted file or
+    symbolic link is never written through.
+    """
+    import os
+    import time
+
+    from schemas.config import Paths
+
+    logs = Paths.from_env().home / "logs"
+    logs.mkdir(mode=0o700, parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path = logs / f"reconf-{command}-error-{stamp}-{os.getpid()}.log"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,110 @@
+"""The what-if input is data: written as JSON, read back by constructing known types only, so a
+tampered artifact can never run code (as unpickling one did)."""
+
+from __future__ import annotations
+
+import math
+import pickle
+from pathlib import Path
+
+import pytest
+
+from jobs.whatif import INPUT_ARTIFACT, WhatIfInput, load_input, run_whatif, whatif_input
+from jobs.whatif_codec import decode, encode
+from placement.facets import Link, Network, Site, Source, Stream
+from placement.model import Budget, ClusterState, KeyGroup, Node
+from placement.registry import get_strategy
+from schemas.config import JobConfig, Paths
+
+STAMP = "2026-01-01T00:05:00Z"
+EXTRA = {WhatIfInput.__name__: WhatIfInput}
+
+
+def _state() -> ClusterState:
+    """Every facet at once: sources and subscriptions, streams and a load model, a network with a
+    pinned unit and an infinite bandwidth, an arrival, unequal capacities, a node of B."""
+    nodes = (Node("n1", 1.0), Node("n2", 2.5), Node("n3", 1.0, marked_for_removal=True))
+    units = tuple(KeyGroup(f"u{i}", "op", 10.0 + i, state_bytes=1e6 * i, migration_cost=i,
+                           loads={"cpu": 1.0 + i}) for i in range(4))
+    return ClusterState(
+        nodes=nodes, keygroups=units,
+        assignment={"u0": "n1", "u1": "n2", "u2": "n3"},
+        sources=(Source("s1", 100.0, 1e3), Source("s2", 0.0)),
+        subscriptions={"u0": frozenset({"s1", "s2"}), "u1": frozenset({"s1"})},
+        streams=(Stream("in0", 500.0, 400.0),),
+        load_model={u.id: {"in0": 0.01 * (i + 1)} for i, u in enumerate(units)},
+        network=Network(sites=(Site("n1", "us", True), Site("n2", "eu"), Site("n3", "eu")),
+                        links=(Link("n1", "n2", 80.0), Link("n2", "n3", 1.0, 1e9, 0.5))),
+        pinned={"u0": "n1"},
+        arrivals=frozenset({"u3"}),
+    )
+
+
+def test_the_input_round_trips_exactly_with_every_facet() -> None:
+    state = _state()
+    ready = ClusterState(nodes=state.nodes, keygroups=state.keygroups[:3],
+                         assignment=state.assignment)
+    plan = get_strategy("greedy")(ready, Budget(max_migrations=2))
+    job = JobConfig("wi", max_migrations=2, shadow_strategies=("greedy", "milp"))
+    data = whatif_input(job, STAMP, "greedy", state, plan, Budget(max_migrations=2))
+    assert data is not None
+    text = encode(data, EXTRA)
+    back = decode(text, EXTRA)
+    assert back == data and isinstance(back.state.subscriptions["u0"], frozenset)
+    assert math.isinf(back.state.network.links[0].bandwidth)
+    assert encode(back, EXTRA) == text  # stable bytes
+
+
+@pytest.mark.parametrize("document", [
+    '{"$type": "system", "fields": {"command": "touch /tmp/x"}}',  # not a known type
+    '{"$type": "Node", "fields": {"id": "n", "__class__": "x"}}',  # not one of its fields
+    '{"$enum": "Signals", "value": 9}',
+    '{"$weird": 1}',
+    "[" * 5000 + "]" * 5000,
+])
+def test_a_document_of_unknown_types_is_refused(document: str) -> None:
+    with pytest.raises(ValueError, match="what-if input"):
+        decode(document, EXTRA)
+
+
+class _Planted:
+    """What a tampered pickle runs when loaded: here, it creates a file."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (str(self.marker), "w"))  # unpickling opens (creates) the marker
+
+
+def test_a_tampered_artifact_never_runs_code(tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
+    from jobs.plan import job_budget, plan_to_dict
+    from jobs.tracking import CycleRecord, log_cycle, tag_run
+    from jobs.whatif import keep_input
+
+    paths = Paths(tmp_path / "home")
+    job = JobConfig("wi", max_migrations=3, shadow_strategies=("greedy",))
+    state = ClusterState(nodes=_state().nodes[:2], keygroups=_state().keygroups[:3],
+                         assignment={"u0": "n1", "u1": "n2", "u2": "n1"})
+    plan = get_strategy(job.strategy)(state, job_budget(job))
+    plan_json = {"job_id": job.job_id, "period_end": STAMP, **plan_to_dict(plan)}
+    run_id = log_cycle(paths, CycleRecord(job, STAMP, job.strategy, plan_json, None,
+                                          {"reconf.base_version": "None"}), state, plan)
+    keep_input(paths, run_id, job, STAMP, job.strategy, state, plan, job_budget(job))
+    tag_run(paths, run_id, {"reconf.publish_status": "published",
+                            "reconf.assignment_version": "1"})
+    client = MlflowClient(tracking_uri=paths.mlflow_uri)
+    assert load_input(client, run_id) is not None  # the pipeline's own input reads back
+
+    marker = tmp_path / "pwned"
+    for name in ("input.pkl", Path(INPUT_ARTIFACT).name):  # both the old and the current name
+        planted = tmp_path / "planted" / name
+        planted.parent.mkdir(exist_ok=True)
+        planted.write_bytes(pickle.dumps(_Planted(marker)))
+        client.log_artifact(run_id, str(planted), "whatif")
+
+    result = run_whatif(job, STAMP, paths=paths)
+    assert not marker.exists()
+    assert result.status == "skipped" and "is not one the pipeline wrote" in result.reason
