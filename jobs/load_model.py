@@ -7,7 +7,8 @@ Three steps, each called with a line from its stage:
   and fit, per unit, l_j ≥ 0 minimising ‖R·l_j − y_j‖ (NNLS, placement/rod/fit.py): R is the
   K' × d matrix of the declared streams' rates, y_j the unit's measured ``load_pct``. Only the
   periods where every running unit and every declared stream has a finite row (rates ≥ 0) are
-  used (K' ≤ K). Written to ``load_model`` (one row per unit and stream: the coefficient, the
+  used (K' ≤ K), and only those within validate's bounds (schemas/limits.py: a period refused for
+  a rate of 1e300 must not switch the fit off for the periods after it). Written to ``load_model`` (one row per unit and stream: the coefficient, the
   unit's relative residual, K'), replacing the period. Until the rates of K' periods span the d
   streams (rank d) nothing is fitted: the period's ``load_model`` is empty and the collect result
   says why.
@@ -46,6 +47,7 @@ from placement.model import ClusterState, Plan, SolverStatus
 from placement.rod.fit import fit_load_model
 from placement.rod.model import LoadModelError
 from schemas.config import JobConfig, Paths
+from schemas.limits import LOAD_PCT_MAX, RATE_MAX
 from schemas.strategies import STRATEGIES
 from schemas.tables import KEYGROUP_STATS, LOAD_MODEL, STREAM_STATS, Table
 
@@ -82,21 +84,33 @@ def fit_rows(job: JobConfig, period_end: datetime, loads: pd.DataFrame, rates: p
     r = rates.pivot_table(index="period_end", columns="stream", values="tuples_per_s",
                           aggfunc="first").reindex(columns=streams)
     both = y.join(r, how="inner", lsuffix="_load")
-    usable = both[np.isfinite(both.to_numpy(dtype=float)).all(axis=1)
-                  & (r.reindex(both.index).to_numpy(dtype=float) >= 0).all(axis=1)]
+    finite = np.isfinite(both.to_numpy(dtype=float)).all(axis=1)
+    rate_values = r.reindex(both.index).to_numpy(dtype=float)
+    load_values = y.reindex(both.index).to_numpy(dtype=float)
+    # a period whose rates or loads pass the bounds validate enforces (schemas/limits.py) never
+    # enters the fit: one rate of 1e300 would make the system singular in floating point and
+    # switch the fit off for every period whose window holds it
+    in_bounds = ((rate_values >= 0) & (rate_values <= RATE_MAX)).all(axis=1) & (
+        (load_values >= 0) & (load_values <= LOAD_PCT_MAX)).all(axis=1)
+    usable = both[finite & in_bounds]
+    outside = [end.isoformat() for end in both.index[finite & ~in_bounds]]
+    left_out = (f"; left out period(s) {', '.join(outside)}: a rate above {RATE_MAX:g} "
+                f"tuples/s or a load above {LOAD_PCT_MAX:g} % (schemas/limits.py)"
+                if outside else "")
     if not units or usable.empty:
         return Fitted((), f"no period among the last {config.periods} has a rate for every "
-                          f"declared stream ({', '.join(streams)}) and a load for every unit")
+                          f"declared stream ({', '.join(streams)}) and a load for every unit"
+                          f"{left_out}")
     try:
         fit = fit_load_model(units, streams, usable[y.columns].to_numpy(dtype=float),
                              usable[r.columns].to_numpy(dtype=float))
     except LoadModelError as exc:
-        return Fitted((), f"not fitted yet: {exc}")
+        return Fitted((), f"not fitted yet: {exc}{left_out}")
     stamp = {"job_id": job.job_id, "period_end": period_end, "periods": len(usable)}
     rows = tuple({**stamp, "keygroup": u, "stream": s, "coefficient": c,
                   "residual": fit.residual[u]}
                  for u in units for s, c in fit.coefficients[u].items())
-    return Fitted(rows, f"fitted over {len(usable)} period(s)")
+    return Fitted(rows, f"fitted over {len(usable)} period(s){left_out}")
 
 
 def fit_stage(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime

@@ -147,3 +147,18 @@ def test_a_job_declaring_streams_must_land_their_rates(tmp_path: Path) -> None:
     write_period(paths.landing, "streams", end, tables)
     with pytest.raises(StageError, match=r"declares input streams .* no streams dataset"):
         check_facet_landing(paths, JOB, end)
+
+
+def test_a_period_with_a_huge_rate_is_left_out_of_the_fit_not_switching_it_off() -> None:
+    """A rate of 1e300 (refused at validate for its own period) stays in the next periods' fit
+    window: the fit leaves that period out, says so, and still recovers the coefficients."""
+    loads, rates = _history(6)
+    bad = T0 + 3 * SPL
+    rates.loc[(rates["period_end"] == bad) & (rates["stream"] == "in1"), "tuples_per_s"] = 1e300
+    fitted = fit_rows(JOB, T0 + 6 * SPL, loads, rates)
+    truth = true_coefficients(SPEC)
+    assert len(fitted.rows) == len(truth) * 3, fitted.note
+    assert "fitted over 5 period(s)" in fitted.note and "left out period(s) 2026-01-01T00:15:00+00:00" in fitted.note
+    for row in fitted.rows:
+        assert row["coefficient"] == pytest.approx(truth[row["keygroup"]][row["stream"]],
+                                                   rel=1e-6, abs=1e-12)
