@@ -18,7 +18,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
+import stat
 import tomllib
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +35,13 @@ from scipy.sparse.csgraph import dijkstra
 
 from placement.facets import Link, Network, Site
 from placement.model import ClusterState
+from schemas.limits import (
+    TOPOLOGY_MAX_BYTES,
+    TOPOLOGY_MAX_LINKS,
+    TOPOLOGY_MAX_QUERIES,
+    TOPOLOGY_MAX_SITES,
+    id_problem,
+)
 
 __all__ = ["QuerySpec", "Routing", "Topology", "TopologyError", "load_topology",
            "parse_topology", "query_params", "route_sums", "routing_of", "with_topology"]
@@ -95,16 +105,23 @@ class Topology:
 
 def parse_topology(doc: Mapping[str, Any], where: str = "topology") -> Topology:
     """A `Topology` from a parsed document; TopologyError (never a traceback) when it is bad."""
+    _check_size(doc, where)
     try:
         raw = _TopologyFile.model_validate(dict(doc))
     except ValidationError as exc:
         lines = []
-        for err in exc.errors(include_url=False):
+        for err in exc.errors(include_url=False)[:10]:
             loc = ".".join(str(p) for p in err["loc"])
-            lines.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
+            # the value's type only, never the value: a `topology` path pointing at another
+            # file (credentials, say) must not print what that file holds
+            lines.append(f"{loc}: {err['msg']} (got a {type(err.get('input')).__name__})")
         raise TopologyError(f"{where}: " + "; ".join(lines)) from None
     ids = [s.node for s in raw.sites]
-    if dup := sorted({i for i in ids if ids.count(i) > 1}):
+    if bad := [(i, p) for i in ids if (p := id_problem(i))][:1]:
+        raise TopologyError(f"{where}: site id {bad[0][0][:60]!r} {bad[0][1]}; use letters, "
+                            "digits, '_', '.', ':' or '-' (schemas/limits.py ID_PATTERN)")
+    counts = Counter(ids)
+    if dup := sorted(i for i, n in counts.items() if n > 1):
         raise TopologyError(f"{where}: site ids {dup} appear more than once; give each site "
                             "one [[sites]] entry")
     known = set(ids)
@@ -140,11 +157,33 @@ def parse_topology(doc: Mapping[str, Any], where: str = "topology") -> Topology:
     return Topology(network, dict(raw.pinned), queries)
 
 
+def _check_size(doc: Mapping[str, Any], where: str) -> None:
+    """The size limits of schemas/limits.py, before anything costs more than a count: routing
+    is all-pairs over the sites (module docstring), so an unbounded file is an unbounded plan."""
+    for key, limit in (("sites", TOPOLOGY_MAX_SITES), ("links", TOPOLOGY_MAX_LINKS),
+                       ("queries", TOPOLOGY_MAX_QUERIES), ("pinned", TOPOLOGY_MAX_SITES * 100)):
+        entries = doc.get(key)
+        if isinstance(entries, list | dict) and len(entries) > limit:
+            raise TopologyError(f"{where}: {len(entries)} {key}, over the limit of {limit} "
+                                f"(schemas/limits.py); plan a network this size in parts, e.g. "
+                                "one job per region")
+
+
 def load_topology(path: str | Path) -> Topology:
     """Read a topology file (.toml or .json) and validate it (see the module docstring)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the stage
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise TopologyError(f"topology file {path}: not a regular file")
+            data = handle.read(TOPOLOGY_MAX_BYTES + 1)
+        if len(data) > TOPOLOGY_MAX_BYTES:
+            raise TopologyError(f"topology file {path}: over the {TOPOLOGY_MAX_BYTES}-byte "
+                                "limit (schemas/limits.py)")
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TopologyError(f"topology file {path}: not UTF-8 text") from None
     except OSError as exc:
         raise TopologyError(f"topology file {path}: cannot be read ({exc.strerror})") from None
     try:
