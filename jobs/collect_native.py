@@ -118,6 +118,8 @@ class _Groups:
 
     def last_rows(self) -> np.ndarray:
         """Each group's newest sample (ts is unique within a group once duplicates are refused)."""
+        if not len(self.starts):  # no samples (a dynamic job every unit of which has left)
+            return self.order[:0]
         return self.order[np.append(self.starts[1:], len(self.order)) - 1]
 
     def counts(self) -> np.ndarray:
@@ -140,7 +142,7 @@ def collect_frames(job: JobConfig, period_end: datetime, files: dict[str, list[P
     for kind, table, aggregate in ((KEYGROUPS, KEYGROUP_STATS, _keygroups), (EDGES, COMM_STATS, _comm),
                                    (NODES, NODE_STATS, _nodes)):
         samples, total = _in_window(kind, files.get(kind, []), period)
-        grouped = _check(kind, samples, total, period)
+        grouped = _check(kind, samples, total, period, job.dynamic)
         tables[table.name] = period.stamped(table, aggregate(samples, grouped, period),
                                             grouped.size)
         groups[kind] = grouped.size
@@ -186,10 +188,12 @@ def _window(table: pa.Table, period: _Period) -> pa.Table:
     return table.filter(inside)
 
 
-def _check(kind: str, samples: pa.Table, total: int, period: _Period) -> _Groups:
+def _check(kind: str, samples: pa.Table, total: int, period: _Period, dynamic: bool = False
+           ) -> _Groups:
     """`_check_samples`: refuse what summing would hide; the samples grouped by key."""
     keys, counters = SAMPLE_KEYS[kind], COUNTERS[kind]
-    if kind != EDGES and samples.num_rows == 0:
+    if kind != EDGES and samples.num_rows == 0 and not (
+            dynamic and kind == KEYGROUPS and total == 0):  # every unit of a dynamic job left
         raise period.refuse(kind, f"the period has no {kind} samples inside its window "
                                   f"{period.window} ({total} sample(s) lie outside it)")
     bad = pa.chunked_array([pa.array(np.zeros(samples.num_rows, bool))])

@@ -150,12 +150,15 @@ def _sum(column: str) -> Column:
 
 
 def _check_samples(
-    df: DataFrame, kind: str, in_window: Column, where: Path, window: str, land_cmd: str
+    df: DataFrame, kind: str, in_window: Column, where: Path, window: str, land_cmd: str,
+    dynamic: bool = False,
 ) -> int:
     """Refuse samples that summing would hide: duplicates, negative counters, and a period with
     no samples in its window. (A NaN or a null survives the sums, and validate names it.) One
     aggregate per kind; an example row only on failure. Returns the rows the kind's table gets
-    for the period: its distinct keys inside the window (what its `groupBy` makes)."""
+    for the period: its distinct keys inside the window (what its `groupBy` makes). A dynamic
+    job's period may have no key-group samples at all: every unit has left (DESIGN.md, "Units
+    may come and go"); it is planned and published as an empty assignment."""
     from pyspark.sql import functions as F
 
     keys, counters = SAMPLE_KEYS[kind], COUNTERS[kind]
@@ -174,7 +177,8 @@ def _check_samples(
     ).first()
     assert stats is not None
     fix = f"fix the runtime's {kind} samples and land the period again (`{land_cmd}`)"
-    if kind != EDGES and stats["inside"] == 0:
+    if kind != EDGES and stats["inside"] == 0 and not (
+            dynamic and kind == KEYGROUPS and stats["total"] == 0):
         raise StageError(
             f"the period has no {kind} samples inside its window {window} "
             f"({stats['total']} sample(s) lie outside it)",
@@ -279,7 +283,8 @@ def _spark_frames(
     raw = {kind: _read(spark, kind, files[kind]) for kind in (KEYGROUPS, EDGES, NODES)}
     # the three checks at once (jobs/lake.py `concurrently`); the first failing kind's error wins
     groups = dict(zip(raw, concurrently(*(
-        lambda kind=kind, df=df: _check_samples(df, kind, in_window, landed, window, land_cmd)
+        lambda kind=kind, df=df: _check_samples(df, kind, in_window, landed, window, land_cmd,
+                                                job.dynamic)
         for kind, df in raw.items())), strict=True))
 
     kg = raw[KEYGROUPS].where(in_window)

@@ -226,7 +226,9 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
     kg_rows, node_rows, edge_rows, start, assignments_version, _ = concurrently(
         rows(KEYGROUP_STATS), rows(NODE_STATS), rows(COMM_STATS), start_or_error,
         lambda: table_version(spark, paths, ASSIGNMENTS.name), lambda: prepare_client(paths))
-    if not kg_rows:
+    everyone_left = job.dynamic and ((marker or {}).get("rows") or {}).get(
+        KEYGROUP_STATS.name) == 0  # a dynamic job's units may all have left: an empty plan
+    if not kg_rows and not everyone_left:
         raise no_stats_error(paths, job.job_id, stamp)
     if isinstance(start, StageError):
         raise start

@@ -15,6 +15,7 @@ which are exactly what the manifests told the runtime.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -23,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from jobs.lake import quote, timestamp
 from jobs.lake_read import fetch_records
 from jobs.load_model import keep_until_fitted
-from placement.model import Budget, ClusterState, Node, Plan
+from placement.common import make_plan
+from placement.model import Budget, ClusterState, Node, Plan, SolverStatus
 from placement.registry import get_strategy
 from placement.scaling import ScalingOutcome, scaling_cycle
 from placement.scaling.policy import DECISIONS, ScalingHistory, ScalingPolicy
@@ -115,6 +117,11 @@ def solve(state: ClusterState, budget: Budget, strategy: str, params: Mapping[st
     """The one place that decides scale-or-not: Algorithm 1 for a job with a `[scaling]` table
     (`sections`: earlier published scaling sections), else the strategy alone. Pure: the plan
     stage and fleet planning's executors both call it."""
+    if not state.keygroups:  # a dynamic job every unit of which has left: nothing to place
+        return Solved(make_plan(strategy, state, {}, status=SolverStatus.OPTIMAL, lower_bound=0.0,
+                                started=time.perf_counter(),
+                                message=f"{strategy}: no unit runs this period (every unit has "
+                                        "left); the assignment is empty"), state, None)
     if (kept := keep_until_fitted(state, strategy)) is not None:  # no load model yet
         return Solved(kept, state, None)
     if scaling is None:

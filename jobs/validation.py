@@ -127,12 +127,13 @@ def validate_stats(
 
     ``expected_keygroups`` is every key group of the job, ``known_nodes`` every node id of the
     cluster; both are GE suite parameters. An empty ``edges`` frame is valid (no traffic); an
-    empty ``keygroups`` frame fails (every key group is missing).
+    empty ``keygroups`` frame fails (every key group is missing), unless no key group is
+    expected: a dynamic job's period after every unit has left.
     """
     if isinstance(expected_keygroups, str) or isinstance(known_nodes, str):
         raise TypeError("expected_keygroups and known_nodes are collections of ids, not a str")
-    if not expected_keygroups or not known_nodes:
-        raise ValueError("expected_keygroups and known_nodes must be non-empty")
+    if not known_nodes:
+        raise ValueError("known_nodes must be non-empty")
     params = {
         "expected_keygroups": sorted({str(k) for k in expected_keygroups}),
         "known_nodes": sorted({str(n) for n in known_nodes}),

@@ -144,3 +144,34 @@ def test_bad_facets_stop_at_validate_with_the_rows_named(spark, dynamic_home: Pa
         run_publish(JOB, period_end)
     assert snapshot(paths) == before and delta_versions(paths) == before["delta_versions"]
     assert tree(paths.published) == {}
+
+
+def _everyone_leaves(where: Path) -> None:
+    """The runtime lands a period in which no query runs: no key-group, edge or subscription
+    rows (the files are there, empty, as the landing contract has them)."""
+    for kind in ("keygroups", "edges", SUBSCRIPTIONS):
+        for file in (where / kind).glob("*.parquet"):
+            pq.write_table(pq.read_table(file).slice(0, 0), file)
+
+
+def test_a_period_every_unit_has_left_publishes_an_empty_manifest(spark, dynamic_home: Paths
+                                                                  ) -> None:
+    """Not bad input but a state to plan for: collect, validate, plan and publish it, and the
+    runtime accepts the empty assignment; the next period's arrivals are placed as usual."""
+    paths = dynamic_home
+    job = resolve_job(JOB)
+    make_source(job, paths).land_period(paths.landing, T0 + SPL)
+    assert run_cycle(JOB, T0 + SPL).version == 1
+    assert make_source(job, paths).apply_latest(paths.published).applied
+    where = make_source(job, paths).land_period(paths.landing, T0 + 2 * SPL)
+    _everyone_leaves(where)
+
+    result = run_cycle(JOB, T0 + 2 * SPL)
+
+    assert (result.status, result.version) == ("published", 2)
+    manifest = read_manifest(paths.published, JOB, 2)
+    assert dict(manifest.assignment) == {}
+    row = read_table(spark, paths, PLANS).where(period_predicate(JOB, T0 + 2 * SPL)).first()
+    assert row is not None and "every unit has left" in row["message"]
+    applied = make_source(job, paths).apply_latest(paths.published)
+    assert applied.applied and applied.version == 2, applied.reason

@@ -269,8 +269,16 @@ def test_parameters_must_be_given(frames: Frames) -> None:
     with pytest.raises(ValueError, match="non-empty"):
         validate_stats(
             frames["keygroups"], frames["edges"], frames["nodes"],
-            expected_keygroups=[], known_nodes=NODES,
+            expected_keygroups=KEYGROUPS, known_nodes=[],
         )  # fmt: skip
+    # no key group expected (a dynamic job every unit of which has left): the reported ones are
+    # unexpected, and an empty period passes
+    report = validate_stats(frames["keygroups"], frames["edges"], frames["nodes"],
+                            expected_keygroups=[], known_nodes=NODES)
+    assert not report.success and "kg-000" in report.summary()
+    empty = validate_stats(frames["keygroups"].iloc[:0], frames["edges"].iloc[:0],
+                           frames["nodes"], expected_keygroups=[], known_nodes=NODES)
+    assert empty.success, empty.summary()
 
 
 def test_engine_is_reused_and_keeps_no_results(frames: Frames) -> None:
