@@ -132,3 +132,24 @@ def test_a_wide_area_job_is_planned_and_published_with_sprawl_following_its_link
     text = str(err.value)
     assert "network_links.link: each link must be measured at most once" in text
     assert "a=node-01 b=node-02" in text and "latency_ms=-1.0" in text
+
+
+def test_a_zone_cut_off_by_links_measured_down_is_refused_at_validate_naming_it(
+        home, sprawl_config, spark) -> None:
+    """Every link of zone asia measured with bandwidth 0: validate names the zone and its links
+    (before, validate passed and plan failed with "network is not connected", every cycle)."""
+    spec = SyntheticSpec(JOB_ID, operators=2, keygroups_per_operator=4, nodes=3)
+    down = pa.table({"ts": pa.array([P1 - timedelta(minutes=4)] * 3, pa.timestamp("us", "UTC")),
+                     "a": ["node-00", "node-01", "node-00"], "b": ["node-01", "node-02", "node-02"],
+                     "latency_ms": [80.0, 160.0, 180.0], "bandwidth": [5.0, 0.0, 0.0]})
+    write_period(home.landing, JOB_ID, P1, build_tables(spec, P1, initial_assignment(spec),
+                                                        spec.node_names), facets={"links": down})
+    run_collect(JOB_ID, P1)
+    with pytest.raises(StageError) as err:
+        run_validate(JOB_ID, P1)
+    text = str(err.value)
+    assert "zone 'asia' (sites node-02) cut off" in text
+    assert "a=node-01 b=node-02 bandwidth=0.0" in text and "a=node-00 b=node-02" in text
+    assert err.value.where and "bring a link to zone 'asia'" in text
+    with pytest.raises(StageError, match="failed validation"):
+        run_plan(JOB_ID, P1)
