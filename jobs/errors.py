@@ -64,7 +64,8 @@ def job_lock(paths: Paths, job_id: str, stage: str, *, wait_s: float = LOCK_WAIT
             except BlockingIOError:
                 if not told:
                     print(f"{stage} {job_id}: waiting for another collect, plan or publish of "
-                          f"this job to finish (lock {path})", file=sys.stderr, flush=True)
+                          f"this job to finish ({_holder(path)}; lock {path})", file=sys.stderr,
+                          flush=True)
                     told = True
                 if time.monotonic() > deadline:
                     raise StageError(
@@ -75,10 +76,28 @@ def job_lock(paths: Paths, job_id: str, stage: str, *, wait_s: float = LOCK_WAIT
                             "releases the lock by itself)",
                     ) from None
                 time.sleep(0.2)
+        try:  # who holds it, for the message of a stage that waits
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{stage} pid {os.getpid()} since "
+                         f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
+            handle.flush()
+        except OSError:
+            pass  # the lock holds without the note
         try:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _holder(path: os.PathLike[str]) -> str:
+    """The holder's note (stage, pid, since when), or a plain phrase without one."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as note:
+            text = note.read(200).strip()
+    except OSError:
+        text = ""
+    return f"held by {text}" if text else "held by another run"
 
 
 def is_concurrent_write(exc: BaseException) -> bool:
