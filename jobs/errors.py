@@ -13,7 +13,8 @@ from collections.abc import Iterator
 
 from schemas.config import Paths
 
-__all__ = ["LOCK_WAIT_S", "StageError", "check_home", "is_concurrent_write", "job_lock"]
+__all__ = ["LOCK_WAIT_S", "StageError", "check_home", "is_concurrent_write", "job_lock",
+           "lake_rows_refused"]
 
 #: How long a stage waits for another run of a writing stage of the same job before giving up.
 LOCK_WAIT_S = 600.0
@@ -111,3 +112,23 @@ def is_concurrent_write(exc: BaseException) -> bool:
         "MetadataChangedException", "ProtocolChangedException", "DELTA_CONCURRENT",
         "CommitFailedError"))  # delta-rs's conflict
 
+
+
+@contextlib.contextmanager
+def lake_rows_refused(job_id: str, stamp: str, tables: str) -> Iterator[None]:
+    """Turn the planner model's own checks (a ValueError from a Node, KeyGroup, Source, Stream or
+    ClusterState built from the lake's rows) into a StageError: they meet a period that skipped
+    validate (a dry run) or rows written after it, and must say where and how to fix like any
+    other refusal."""
+    try:
+        yield
+    except StageError:
+        raise
+    except ValueError as exc:
+        raise StageError(
+            f"the period's rows do not make a valid cluster state: {exc}",
+            where=f"lake tables {tables} of job {job_id!r}, period ending {stamp}",
+            fix=f"run `reconf validate --job {job_id} --period-end {stamp}`: its suites name the "
+                "offending rows; fix them at the runtime and land and collect the period again "
+                "(rows changed after validate are planned as they are now)",
+        ) from None

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.dynamic_units import prepare_units
-from jobs.errors import StageError, job_lock
+from jobs.errors import StageError, job_lock, lake_rows_refused
 from jobs.facet_tables import read_facet_rows
 from jobs.faults import failpoint
 from jobs.lake import (
@@ -232,14 +232,16 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
         raise no_stats_error(paths, job.job_id, stamp)
     if isinstance(start, StageError):
         raise start
-    state = build_state(job, kg_rows, node_rows, edge_rows, start.assignment)
-    state, params = attach_network(job, state, strategy, params,  # with the measured links
-                                   read_link_rows(spark, paths, job, period_end, marker))
-    state = with_load_model(spark, paths, job, period_end, strategy, state)  # declared streams
-    # a dynamic job's sources, subscriptions and arrivals (jobs/dynamic_units.py)
-    prepared = prepare_units(job, strategy, state, kg_rows,
-                             read_facet_rows(spark, paths, job, period_end, marker),
-                             start.assignment, start.version)
+    with lake_rows_refused(job.job_id, stamp, "keygroup_stats, node_stats, comm_stats and the "
+                           "job's facet tables"):
+        state = build_state(job, kg_rows, node_rows, edge_rows, start.assignment)
+        state, params = attach_network(job, state, strategy, params,  # with the measured links
+                                       read_link_rows(spark, paths, job, period_end, marker))
+        state = with_load_model(spark, paths, job, period_end, strategy, state)  # its streams
+        # a dynamic job's sources, subscriptions and arrivals (jobs/dynamic_units.py)
+        prepared = prepare_units(job, strategy, state, kg_rows,
+                                 read_facet_rows(spark, paths, job, period_end, marker),
+                                 start.assignment, start.version)
     sections = (earlier_sections(spark, paths, job.job_id, period_end)
                 if job.scaling is not None else ())
     solved = solve(prepared.state, job_budget(job), strategy, params, job.solver_time_limit_s,

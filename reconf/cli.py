@@ -353,6 +353,26 @@ _USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle"
               "whatif"}
 
 
+def _bad_input(args: argparse.Namespace, exc: Exception) -> str:
+    """A bad-input error that is not a StageError (a config, manifest or argument check), as
+    what/where/fix like every other exit 2: where is the file or field the message starts with
+    (config and manifest errors name it first), else the command and its job and period."""
+    text = str(exc).strip() or type(exc).__name__
+    if "\n  where:" in text and "\n  fix:" in text:
+        return text
+    head, sep, rest = text.partition(": ")
+    located = sep and rest and " " not in head.strip()  # "path: problem" or "jobs.x.y: problem"
+    where = head if located else " ".join(
+        [f"reconf {args.command}"] + [f"--{k.replace('_', '-')} {v}" for k, v in
+                                      (("job", getattr(args, "job", None)),
+                                       ("period_end", getattr(args, "period_end", None))) if v])
+    what = rest if located else text
+    help_cmd = f"reconf {args.command} --help"
+    return (f"{what}\n  where: {where}\n  fix:   correct what is named there and run the "
+            f"command again (`{help_cmd}` lists its arguments; docs/operations.md, \"Bad "
+            f"input\")")
+
+
 def _internal_error(command: str, exc: BaseException) -> int:
     """Not bad input but a failure nobody foresaw: one message, the traceback in a private file."""
     import traceback
@@ -405,8 +425,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in _USES_HOME:
             check_home(Paths.from_env())
         return int(args.func(args))
-    except (StageError, ManifestError, ValueError) as exc:
+    except StageError as exc:
         print(f"reconf {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except (ManifestError, ValueError) as exc:
+        print(f"reconf {args.command}: error: {_bad_input(args, exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"reconf {args.command}: interrupted", file=sys.stderr)

@@ -212,7 +212,27 @@ def _wrong_type(paths, tmp_path, monkeypatch):
     ]
 
 
+def _rows_changed_after_validate(paths, tmp_path, monkeypatch):
+    """A node's capacity made negative in the lake after the period passed validate: the
+    planner's own check (Node) refuses it, and says where and how to fix like any refusal."""
+    from jobs.lake import period_predicate, update_rows
+    from jobs.spark import get_spark
+    from schemas.tables import NODE_STATS
+
+    end = period(11)
+    land(paths, end)
+    assert main(["collect", "--job", JOB_ID, "--period-end", stamp(end)]) == 0
+    assert main(["validate", "--job", JOB_ID, "--period-end", stamp(end)]) == 0
+    update_rows(get_spark(paths), paths, NODE_STATS, {"capacity": "-1.0"},
+                period_predicate(JOB_ID, end))
+    return ["plan", "--job", JOB_ID, "--period-end", stamp(end), "--dry-run"], [
+        "the period's rows do not make a valid cluster state", "capacity",
+        "lake tables keygroup_stats, node_stats", f"reconf validate --job {JOB_ID}",
+    ]
+
+
 CASES: dict[str, Callable] = {
+    "rows-changed-after-validate": _rows_changed_after_validate,
     "off-grid-period": _off_grid,
     "far-future-period": _far_future,
     "beyond-storable-period": _beyond_storable,
@@ -251,7 +271,6 @@ def test_bad_input_exits_2_with_one_message_and_changes_nothing(
     assert err.count("error:") == 1 and "Traceback" not in err
     for part in expected:  # what, where, and how to fix it
         assert part in err, f"{part!r} not in {err!r}"
-    if case not in ("unknown-job", "negative-budget"):  # StageError: labelled where/fix lines
-        assert "\n  where: " in err and "\n  fix:   " in err
+    assert "\n  where: " in err and "\n  fix:   " in err  # every exit 2: labelled where/fix
     assert snapshot(paths) == before
     assert latest(paths) == "1\n"

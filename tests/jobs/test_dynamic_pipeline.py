@@ -175,3 +175,25 @@ def test_a_period_every_unit_has_left_publishes_an_empty_manifest(spark, dynamic
     assert row is not None and "every unit has left" in row["message"]
     applied = make_source(job, paths).apply_latest(paths.published)
     assert applied.applied and applied.version == 2, applied.reason
+
+
+def test_an_inf_source_rate_under_a_dry_run_is_refused_with_where_and_fix(
+        spark, dynamic_home: Paths, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dry run plans a period validate never saw: the planner's own checks refuse the row with
+    the same what/where/fix as every other exit 2."""
+    from reconf.cli import main
+
+    paths = dynamic_home
+    period_end = T0 + SPL
+    where = make_source(resolve_job(JOB), paths).land_period(paths.landing, period_end)
+    rates = pq.read_table(where / SOURCES / "part-0.parquet").to_pylist()
+    rates[0]["tuples_per_s"] = float("inf")
+    pq.write_table(pa.Table.from_pylist(rates, schema=pq.read_schema(
+        where / SOURCES / "part-0.parquet")), where / SOURCES / "part-0.parquet")
+    run_collect(JOB, period_end)
+    capsys.readouterr()
+    code = main(["plan", "--job", JOB, "--period-end", format_period_end(period_end),
+                 "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and "inf" in err
+    assert "\n  where: lake tables" in err and f"reconf validate --job {JOB}" in err
