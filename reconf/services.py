@@ -121,9 +121,28 @@ def service_specs(paths: Paths, ports: Ports, spark_connect: bool = False) -> di
         "api-server": Service("api-server", (airflow, "api-server"), env, api,
                               f"{api}/api/v2/monitor/health"),
     }
+    # The scheduler (LocalExecutor) and the triggerer would each start Airflow's log server,
+    # which binds every interface (0.0.0.0 / [::], ports 8793 and 8794: Airflow 3.3's serve_logs
+    # has a port setting but no host setting). The api-server runs on this machine and reads the
+    # task logs from AIRFLOW_HOME/logs itself, so they run without it: nothing listens beyond
+    # 127.0.0.1.
     for name in ("scheduler", "dag-processor", "triggerer"):
-        specs[name] = Service(name, (airflow, name), env, None, None)
+        skip = () if name == "dag-processor" else ("--skip-serve-logs",)
+        specs[name] = Service(name, (airflow, name, *skip), env, None, None)
     return specs
+
+
+def keep_private(paths: Paths) -> None:
+    """AIRFLOW_HOME and the services' logs readable by their owner only: the api-server writes
+    the generated admin password to its password file and prints it in api-server.log."""
+    for directory in (paths.airflow, log_dir(paths)):
+        directory.mkdir(parents=True, exist_ok=True)
+        directory.chmod(0o700)
+    secrets = [paths.airflow / "simple_auth_manager_passwords.json.generated",
+               *log_dir(paths).glob("*.log")]
+    for path in secrets:
+        if path.is_file() and not path.is_symlink():
+            path.chmod(0o600)
 
 
 def _get(url: str, timeout: float = 3.0) -> bytes | None:
@@ -208,6 +227,7 @@ def up(paths: Paths, ports: Ports, names: Sequence[str] = SERVICES, timeout_s: f
             raise StageError(f"make up: port {port} (for {name}) is in use by another program",
                              where=f"127.0.0.1:{port}",
                              fix=f"stop that program, or choose another port: make up {knob}=<port>")
+    keep_private(paths)
     if any(n not in ("mlflow", "spark-connect") for n in todo):  # an Airflow part
         _migrate(paths)
     if any(n == "mlflow" for n in todo):
@@ -228,6 +248,7 @@ def up(paths: Paths, ports: Ports, names: Sequence[str] = SERVICES, timeout_s: f
             _abort(paths, started, f"{', '.join(waiting)} not ready after {timeout_s:.0f} s",
                    next(iter(waiting.values())))
         time.sleep(1.0)
+    keep_private(paths)  # the password file the api-server generated, the new logs
     _print_summary(paths, {**running, **{r.name: r for r in started}})
     return 0
 
