@@ -353,71 +353,12 @@ _USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle"
               "whatif"}
 
 
-def _bad_input(args: argparse.Namespace, exc: Exception) -> str:
-    """A bad-input error that is not a StageError (a config, manifest or argument check), as
-    what/where/fix like every other exit 2: where is the file or field the message starts with
-    (config and manifest errors name it first), else the command and its job and period."""
-    text = str(exc).strip() or type(exc).__name__
-    if "\n  where:" in text and "\n  fix:" in text:
-        return text
-    head, sep, rest = text.partition(": ")
-    located = sep and rest and " " not in head.strip()  # "path: problem" or "jobs.x.y: problem"
-    where = head if located else " ".join(
-        [f"reconf {args.command}"] + [f"--{k.replace('_', '-')} {v}" for k, v in
-                                      (("job", getattr(args, "job", None)),
-                                       ("period_end", getattr(args, "period_end", None))) if v])
-    what = rest if located else text
-    help_cmd = f"reconf {args.command} --help"
-    return (f"{what}\n  where: {where}\n  fix:   correct what is named there and run the "
-            f"command again (`{help_cmd}` lists its arguments; docs/operations.md, \"Bad "
-            f"input\")")
-
-
-def _internal_error(command: str, exc: BaseException) -> int:
-    """Not bad input but a failure nobody foresaw: one message, the traceback in a private file."""
-    import traceback
-
-    try:
-        log = _save_traceback(command, "".join(traceback.format_exception(exc)))
-        kept = f"the full traceback is in {log}"
-    except (OSError, ValueError):
-        kept = "the traceback could not be saved"
-    first = (str(exc).strip().splitlines() or [""])[0][:300]
-    print(f"reconf {command}: unexpected error: {type(exc).__name__}: {first}\n"
-          f"  where: reconf {command}\n"
-          f"  fix:   nothing half-written is left for a rerun to trip on; run the command again, "
-          f"and if it fails the same way, report it with the log ({kept})", file=sys.stderr)
-    return 1
-
-
-def _save_traceback(command: str, text: str) -> Path:
-    """Write `text` to a new file under RECONF_HOME/logs/, readable by its owner only.
-
-    A traceback may quote paths, configuration and data, so it never goes to a shared, fixed
-    name such as /tmp/reconf-<cmd>-error.log: the directory is created 0700, the file with
-    ``O_CREAT | O_EXCL | O_NOFOLLOW`` and mode 0600 under a fresh name, so a planted file or
-    symbolic link is never written through.
-    """
-    import os
-    import time
-
-    from schemas.config import Paths
-
-    logs = Paths.from_env().home / "logs"
-    logs.mkdir(mode=0o700, parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = logs / f"reconf-{command}-error-{stamp}-{os.getpid()}.log"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    return path
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     import os
 
     from jobs.errors import StageError, check_home
+    from reconf.cli_errors import bad_input, internal_error
     from schemas.config import Paths
     from schemas.manifest import ManifestError
 
@@ -429,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"reconf {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except (ManifestError, ValueError) as exc:
-        print(f"reconf {args.command}: error: {_bad_input(args, exc)}", file=sys.stderr)
+        print(f"reconf {args.command}: error: {bad_input(args, exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"reconf {args.command}: interrupted", file=sys.stderr)
@@ -437,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("RECONF_DEBUG") == "1":
             raise
-        return _internal_error(args.command, exc)
+        return internal_error(args.command, exc)
 
 
 if __name__ == "__main__":

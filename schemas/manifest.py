@@ -18,12 +18,10 @@ the field, because a runtime must never guess at a placement.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
 import re
-import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ from types import MappingProxyType
 from typing import Any
 
 from schemas.landing import format_period_end, parse_period_end
+from schemas.safe_read import read_regular as _read_regular
 
 __all__ = [
     "LATEST_FILE",
@@ -358,56 +357,8 @@ def write_latest(root: Path, job_id: str, version: int) -> Path:
 
 
 def read_regular(path: Path, limit: int) -> bytes:
-    """The bytes of `path` if it is a regular file of at most `limit` bytes; else `ManifestError`.
-
-    Files under published/ are read as untrusted: the last path component must not be a symbolic
-    link (``O_NOFOLLOW``: LATEST pointing at /etc/passwd or /dev/zero is refused, not read), a FIFO
-    or device never blocks the reader (``O_NONBLOCK``, then ``fstat`` refuses anything but a
-    regular file), and at most `limit` + 1 bytes are read. Messages name the file and its kind,
-    never its content. A missing file raises `FileNotFoundError`.
-    """
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise ManifestError(f"{path}: is a symbolic link; only regular files written by "
-                                "`publish` are read there") from None
-        raise ManifestError(f"{path}: unreadable ({exc.strerror or exc})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ManifestError(f"{path}: is a {_kind(info.st_mode)}, not a regular file; only "
-                                "regular files written by `publish` are read there")
-        if info.st_size > limit:
-            raise ManifestError(f"{path}: is {info.st_size} bytes, over the {limit}-byte limit "
-                                "for this file")
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:
-            raise ManifestError(f"{path}: grew past the {limit}-byte limit for this file while "
-                                "being read")
-        return b"".join(chunks)
-    except OSError as exc:
-        raise ManifestError(f"{path}: unreadable ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"),
-                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
-                       (stat.S_ISSOCK, "socket")):
-        if test(mode):
-            return name
-    return "special file"
+    """`schemas.safe_read.read_regular`, its refusals as `ManifestError`."""
+    return _read_regular(path, limit, ManifestError)
 
 
 def read_latest_version(root: Path, job_id: str) -> int | None:
