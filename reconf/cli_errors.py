@@ -23,7 +23,7 @@ def bad_input(args: argparse.Namespace, exc: Exception) -> str:
         [f"reconf {args.command}"] + [f"--{k.replace('_', '-')} {v}" for k, v in
                                       (("job", getattr(args, "job", None)),
                                        ("period_end", getattr(args, "period_end", None))) if v])
-    what = rest if located else text
+    what = text  # whole: the field or file it starts with is also the where line
     help_cmd = f"reconf {args.command} --help"
     return (f"{what}\n  where: {where}\n  fix:   correct what is named there and run the "
             f"command again (`{help_cmd}` lists its arguments; docs/operations.md, \"Bad "

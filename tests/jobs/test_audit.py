@@ -171,7 +171,8 @@ def test_bad_input_exits_2_with_one_clear_message(paths, capsys, args, message):
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert err.startswith("reconf audit: error: ") and message in err
-    assert len(err.strip().splitlines()) == 1
+    lines = err.strip().splitlines()  # what, where, fix: like every exit 2
+    assert len(lines) == 3 and lines[1].startswith("  where: ") and lines[2].startswith("  fix:   ")
     assert sorted(p.name for p in paths.mlflow.rglob("*")) == before
 
 
