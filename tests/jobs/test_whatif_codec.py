@@ -8,12 +8,15 @@ import pickle
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jobs.whatif import INPUT_ARTIFACT, WhatIfInput, load_input, run_whatif, whatif_input
 from jobs.whatif_codec import decode, encode
 from placement.facets import Link, Network, Site, Source, Stream
 from placement.model import Budget, ClusterState, KeyGroup, Node
 from placement.registry import get_strategy
+from placement.workloads.synthetic import synthetic_state
 from schemas.config import JobConfig, Paths
 
 STAMP = "2026-01-01T00:05:00Z"
@@ -108,3 +111,19 @@ def test_a_tampered_artifact_never_runs_code(tmp_path: Path) -> None:
     result = run_whatif(job, STAMP, paths=paths)
     assert not marker.exists()
     assert result.status == "skipped" and "is not one the pipeline wrote" in result.reason
+
+
+@settings(deadline=None, max_examples=30)
+@given(nodes=st.integers(1, 6), units=st.integers(1, 20), seed=st.integers(0, 10_000),
+       params=st.dictionaries(st.text(min_size=1, max_size=8),
+                              st.one_of(st.floats(allow_nan=False), st.integers(), st.booleans(),
+                                        st.none(), st.lists(st.integers(), max_size=3)),
+                              max_size=4))
+def test_any_state_and_params_round_trip(nodes: int, units: int, seed: int,
+                                         params: dict[str, object]) -> None:
+    state = synthetic_state(nodes=nodes, keygroups=max(units, nodes), operators=1, varies=30.0,
+                            seed=seed)
+    plan = get_strategy("greedy")(state, Budget(max_migrations=2))
+    data = WhatIfInput("j", STAMP, "greedy", plan, state, Budget(max_migrations=2), None, 10.0,
+                       (("milp", params),), {"cg": "no utilisation facet"})
+    assert decode(encode(data, EXTRA), EXTRA) == data
