@@ -45,6 +45,23 @@ __all__ = ["B_NOTE", "PIPELINE_PARAMS", "ParamsError", "PostConditionError", "Sp
 #: the words a plan's message uses when units stay on nodes marked for removal
 B_NOTE = "marked for removal"
 
+#: the strategies that weigh draining B against their own objective, and why a unit may stay
+#: on B although the budget covers its move; every other strategy drains B whenever the
+#: budget allows (the post-check holds it to that, unless its message says why not)
+B_TRADE_OFF: Mapping[str, str] = {
+    "milp": "the MILP weighs the load left on B (w_b) against d, so a unit whose move would "
+            "raise d more, or that carries no load, may stay",
+    "albic": "ALBIC's MILP weighs the load left on B (w_b) against d and collocation, so a "
+             "unit whose move would not pay, or that carries no load, may stay",
+    "albic_many": "ALBIC's MILP weighs the load left on B (w_b) against d and collocation, so "
+                  "a unit whose move would not pay, or that carries no load, may stay",
+    "greedy": "greedy moves only to lower d, so a unit on B whose move would not lower d "
+              "stays (drain_then_balance drains first)",
+    "random": "random moves are a floor every planner must beat: they do not aim at B",
+    "sprawl": "SPRAWL minimises its cost (Formula 3.1): a unit pinned to a node of B, or one "
+              "whose move would raise the cost, stays",
+}
+
 Strategy = Callable[..., Plan]
 
 
@@ -95,7 +112,8 @@ def check_plan(spec: Spec, state: ClusterState, budget: Budget, plan: Plan) -> N
     if spec.guarantee == "heuristic" and plan.status is SolverStatus.OPTIMAL:
         raise PostConditionError(f"{where}: a heuristic reported OPTIMAL")
     left = left_on_b(state, plan.assignment)
-    if left and B_NOTE not in plan.message and can_drain(state, budget):
+    if (left and B_NOTE not in plan.message and spec.name not in B_TRADE_OFF
+            and can_drain(state, budget)):
         raise PostConditionError(f"{where}: leaves {', '.join(left)} on nodes marked for "
                                  "removal although the budget covers draining them, and its "
                                  "message does not say why")
@@ -114,15 +132,17 @@ def can_drain(state: ClusterState, budget: Budget) -> bool:
     return fits(budget, len(on_b), cost)
 
 
-def explain_b(state: ClusterState, budget: Budget, plan: Plan) -> Plan:
-    """The plan, its message saying which units stay on B because the budget cannot cover
-    draining B (when the strategy did not say so itself)."""
+def explain_b(spec: Spec, state: ClusterState, budget: Budget, plan: Plan) -> Plan:
+    """The plan, its message saying which units stay on B and why (when the strategy did not
+    say so itself): the budget cannot cover draining B, or the strategy's trade-off."""
     left = left_on_b(state, plan.assignment)
     if not left or B_NOTE in plan.message:
         return plan
     shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
-    note = (f"{len(left)} unit(s) stay on nodes marked for removal ({shown}): the budget "
-            f"({_budget_text(budget)}) does not cover draining them all this round")
+    why = (B_TRADE_OFF[spec.name] if spec.name in B_TRADE_OFF and can_drain(state, budget)
+           else f"the budget ({_budget_text(budget)}) does not cover draining them all this "
+                "round")
+    note = f"{len(left)} unit(s) stay on nodes marked for removal ({shown}): {why}"
     return dataclasses.replace(plan, message=f"{plan.message}; {note}" if plan.message else note)
 
 
@@ -183,7 +203,7 @@ def register(name: str, params: type[StrategyParams], fn: Callable[..., Plan], *
         precheck(spec, state, budget)
         plan = fn(canonical_state(state), budget, built)
         check_plan(spec, state, budget, plan)
-        plan = explain_b(state, budget, plan)
+        plan = explain_b(spec, state, budget, plan)
         return with_resilience(state, plan)  # F/F* and headroom, where there is a load model
 
     _SPECS[name], _WRAPPED[name] = spec, wrapper

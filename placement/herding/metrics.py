@@ -126,10 +126,12 @@ def facet_metrics(inst: Instance, node: IntArray, caps: npt.ArrayLike | None = N
     used = inst.used_weight()
     counts = np.bincount(node[node >= 0], minlength=inst.k).astype(np.int64)
     upper = counts if caps is None else np.maximum(np.asarray(caps, dtype=np.int64), counts)
-    return {
+    out = {
         "stream_traffic": traffic,
         "replication_factor": traffic / used if used > 0 else 1.0,
         "balance": query_balance_arrays(inst, node),
         "load_balance": query_balance_arrays(inst, node, inst.load),
-        "traffic_lower_bound": max(used, capacity_bound(inst, upper)),
     }
+    if (node >= 0).all():  # a bound on complete assignments: arrivals not yet placed ship nothing
+        out["traffic_lower_bound"] = max(used, capacity_bound(inst, upper))
+    return out
