@@ -38,7 +38,7 @@ __all__ = [
 
 def node_of(inst: Instance, state: ClusterState, assignment: Mapping[str, str]) -> IntArray:
     """The assignment as an array over `inst.unit_ids` (−1 for a unit it does not place)."""
-    index = {nd: j for j, nd in enumerate(state.node_ids)}
+    index = {nd: j for j, nd in enumerate(inst.node_ids)}
     return np.array([index[assignment[u]] if u in assignment else -1 for u in inst.unit_ids],
                     dtype=np.int64)
 

@@ -10,7 +10,8 @@ allow it (fewest migrations for the same traffic). Server capacities cap_j come 
   incremental cost Δ = w(t \\ S_j); assign min(spare_j, rem_t).
 - MMS (§4.1.2): the same, minimising the server's traffic after it, w(S_j ∪ t).
 - MQP (§4.1.1, eq. 3, Lemma 3): k rounds, each fills an empty server with whole types, largest
-  n_t first, until ≥ θ queries, trimming the last type to the capacity.
+  n_t first (ties: the heavier w(t), then the type index), until ≥ θ queries, trimming the
+  last type to the capacity.
 - single_source (Fig. 2, Thm 3): the server with the most spare room takes the source (type)
   of the largest rate; b = min(d_j, n_s).
 - OffRand (§6.1): a random type, a random server with room, fill until one runs out; repeat.
@@ -20,6 +21,8 @@ structure that makes them scale); they are re-exported here.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -55,8 +58,8 @@ def mqp(inst: Instance, caps: IntArray, *, theta: str = "saturate", nu: float = 
     out: list[tuple[int, int, int]] = []
 
     def fill(j: int, target: int) -> None:
-        live = np.flatnonzero(rem > 0)
-        live = live[np.lexsort((live, -rem[live]))]
+        live = np.flatnonzero(rem > 0)  # most queries first, then heavier w(t), then index
+        live = live[np.lexsort((live, -inst.type_w[live], -rem[live]))]
         taken = 0
         for t in live.tolist():
             if taken >= target or room[j] <= 0:
@@ -159,11 +162,25 @@ def realise(inst: Instance, triples: Triples) -> IntArray:
     return node
 
 
+def _smallest_first(inst: Instance, caps: IntArray, *, mms: bool) -> Triples:
+    """IC / MMS with the servers in ascending capacity (the instance lists them largest
+    first): an empty server opens with the lightest type, and on unequal clusters opening
+    the small servers first keeps the large ones for the types that share sources (measured
+    against herding_exact in docs/algorithms.md, "Herding on unequal capacities")."""
+    order = np.lexsort((np.arange(inst.k), inst.capacity))
+    if np.array_equal(order, np.arange(inst.k)):
+        return greedy_ic_mms(inst, caps, mms=mms)
+    view = dataclasses.replace(inst, capacity=inst.capacity[order], in_a=inst.in_a[order],
+                               node_ids=tuple(inst.node_ids[j] for j in order))
+    t, j, b = greedy_ic_mms(view, caps[order], mms=mms)
+    return t, order[j], b
+
+
 def run_offline(inst: Instance, caps: IntArray, algorithm: str, *, seed: int = 0,
                 theta: str = "saturate", nu: float = 0.05) -> IntArray:
     """The target node of every unit under `algorithm` (one of OfflineParams.algorithm)."""
     if algorithm in ("ic", "mms"):
-        triples = greedy_ic_mms(inst, caps, mms=algorithm == "mms")
+        triples = _smallest_first(inst, caps, mms=algorithm == "mms")
     elif algorithm == "mqp":
         triples = mqp(inst, caps, theta=theta, nu=nu)
     elif algorithm == "single_source":

@@ -20,6 +20,8 @@ Status HEURISTIC; no lower bound.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from collections.abc import Mapping
 
@@ -195,7 +197,30 @@ def plan_rod(state: ClusterState, budget: Budget, params: RodParams | None = Non
         safe = np.where(allowed, share, 1.0)  # never chosen: only to keep W finite
         bins = rod_assign(coef, norm, safe, lower=lower, class2=params.class2,
                           sort=params.sort, neighbours=near, allowed=allowed)
-    return _finish("rod", state, model, bins, budget, started, note, never_worse=True)
+    plan = _finish("rod", state, model, bins, budget, started, note, never_worse=True)
+    return _lower_bound_overload(model, allowed, plan)
+
+
+def _lower_bound_overload(model: LoadModel, allowed: NDArray[np.bool_], plan: Plan) -> Plan:
+    """The plan with `lower_bound_load` (the load at the streams' lower bounds B over the
+    capacity of A, Σ_i L^o_i·B / C_A) among its facet metrics when some b_k > 0, and its
+    message saying so when that is above 1: B itself overloads the cluster, so every plan's
+    F/F* measured from B is 0 and ROD's §6.1 goal cannot be met (lower the bounds or add
+    capacity)."""
+    if not np.any(model.lower > 0):
+        return plan
+    load = float((model.coefficients @ model.lower).sum())
+    cap_a = float(model.capacity[allowed].sum())
+    ratio = load / cap_a if cap_a > 0 else math.inf
+    metrics = {**plan.facet_metrics, "lower_bound_load": ratio}
+    message = plan.message
+    if ratio > 1 + EPS:
+        note = (f"the streams' lower bounds B already overload the cluster: at B the units "
+                f"load {100 * ratio:.0f}% of the capacity of the nodes in A, so every "
+                "placement's feasible-set ratio from B is 0; lower the streams' min_rate or "
+                "add capacity")
+        message = f"{message}; {note}" if message else note
+    return dataclasses.replace(plan, facet_metrics=metrics, message=message)
 
 
 def _clustered(state: ClusterState, model: LoadModel, coef: NDArray[np.float64],
