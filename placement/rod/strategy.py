@@ -9,7 +9,7 @@ can be, then moved toward under the migration budget.
    (`scipy.optimize.linear_sum_assignment`) keeping the most migration cost in place (a unit
    kept counts mc_k + ε, so with mc = 0 the most units stay).
 3. Budget: if the moves to the target exceed it, they are applied greedily by resilience gain
-   per migration cost (moves costing 0 first): the gain is the drop of the weight energy
+   per migration cost (moves off nodes of B first, then moves costing 0): the gain is the drop of the weight energy
    E = Σ_i (C_i/C_T)·‖W_i‖⁴, a smooth stand-in for the min plane distance (its minimum, d², is
    exactly the ideal W = 1 of Theorem 1: Jensen twice), since a single move rarely changes the
    min of r; moves that do not lower E are skipped. Arrivals take their target node (no move).
@@ -108,13 +108,15 @@ def budgeted(state: ClusterState, model: LoadModel, target: Mapping[str, str],
     costs = np.array([mc[u] for u in todo], dtype=float)
     alive = np.ones(len(todo), dtype=bool)
     order = np.arange(len(todo))
+    marked = {n.id for n in state.nodes if n.marked_for_removal}
+    off_b = np.array([out[u] in marked for u in todo], dtype=bool)  # drained first, gain or not
     count, cost = 0, 0.0
     while np.any(alive):
         before = share[src] * _quartic(w[src]) + share[dst] * _quartic(w[dst])
         after = (share[src] * _quartic(w[src] - vec / share[src, None])
                  + share[dst] * _quartic(w[dst] + vec / share[dst, None]))
         gain = before - after
-        ok = alive & (gain > 1e-15)
+        ok = alive & ((gain > 1e-15) | off_b)
         if budget.max_migrations is not None and count + 1 > budget.max_migrations:
             break
         if budget.max_migration_cost is not None:
@@ -125,7 +127,7 @@ def budgeted(state: ClusterState, model: LoadModel, target: Mapping[str, str],
         with np.errstate(over="ignore"):  # a denormal cost: an infinite ratio, taken first
             score = np.where(free, gain, gain / np.where(free, 1.0, costs))
         cand = np.flatnonzero(ok)
-        pick = int(cand[np.lexsort((order[cand], -score[cand], ~free[cand]))[0]])
+        pick = int(cand[np.lexsort((order[cand], -score[cand], ~free[cand], ~off_b[cand]))[0]])
         w[src[pick]] -= vec[pick] / share[src[pick]]
         w[dst[pick]] += vec[pick] / share[dst[pick]]
         out[todo[pick]] = target[todo[pick]]
