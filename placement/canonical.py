@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from placement.facets import Network
 from placement.model import ClusterState
@@ -32,8 +32,8 @@ def natural_key(text: str) -> tuple[tuple[int, str], ...]:
     return (*key, (0, text))
 
 
-def _sorted(items: Iterable[T], key_of: object) -> tuple[T, ...]:
-    return tuple(sorted(items, key=key_of))  # type: ignore[arg-type]
+def _sorted(items: Iterable[T], key_of: Callable[[T], Any]) -> tuple[T, ...]:
+    return tuple(sorted(items, key=key_of))
 
 
 def _by_key(mapping: Mapping[str, V]) -> dict[str, V]:
