@@ -22,8 +22,6 @@ structure that makes them scale); they are re-exported here.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from placement.herding.greedy import greedy_ic_mms
@@ -162,25 +160,11 @@ def realise(inst: Instance, triples: Triples) -> IntArray:
     return node
 
 
-def _smallest_first(inst: Instance, caps: IntArray, *, mms: bool) -> Triples:
-    """IC / MMS with the servers in ascending capacity (the instance lists them largest
-    first): an empty server opens with the lightest type, and on unequal clusters opening
-    the small servers first keeps the large ones for the types that share sources (measured
-    against herding_exact in docs/algorithms.md, "Herding on unequal capacities")."""
-    order = np.lexsort((np.arange(inst.k), inst.capacity))
-    if np.array_equal(order, np.arange(inst.k)):
-        return greedy_ic_mms(inst, caps, mms=mms)
-    view = dataclasses.replace(inst, capacity=inst.capacity[order], in_a=inst.in_a[order],
-                               node_ids=tuple(inst.node_ids[j] for j in order))
-    t, j, b = greedy_ic_mms(view, caps[order], mms=mms)
-    return t, order[j], b
-
-
 def run_offline(inst: Instance, caps: IntArray, algorithm: str, *, seed: int = 0,
                 theta: str = "saturate", nu: float = 0.05) -> IntArray:
     """The target node of every unit under `algorithm` (one of OfflineParams.algorithm)."""
     if algorithm in ("ic", "mms"):
-        triples = _smallest_first(inst, caps, mms=algorithm == "mms")
+        triples = greedy_ic_mms(inst, caps, mms=algorithm == "mms")
     elif algorithm == "mqp":
         triples = mqp(inst, caps, theta=theta, nu=nu)
     elif algorithm == "single_source":

@@ -38,8 +38,8 @@ __all__ = [
     "RouterState",
     "canonical",
     "cap",
-    "check_keys",
     "check_epsilon",
+    "check_keys",
     "route",
     "splitmix64",
 ]
