@@ -171,7 +171,7 @@ def precheck(spec: Spec, state: ClusterState, budget: Budget) -> None:
     missing = sorted(set(spec.facets) - state.facets - {"arrivals", "communication"})
     if missing:
         raise StrategyInputError(
-            f"strategy {spec.name!r} needs the facet(s) {', '.join(missing)}, which the state "
+            f"strategy {spec.name!r} needs the {', '.join(missing)} facet(s), which the state "
             "lacks", where=f"the state's facets: {', '.join(sorted(state.facets))}",
             fix="give the job the statistics these facets come from (docs/algorithms.md, "
                 "\"Facets\"), or choose a strategy that needs only what the state has")

@@ -76,7 +76,7 @@ def test_a_missing_facet_is_refused_by_the_pre_check(name: str) -> None:
     state = ClusterState((Node("n0"),), (KeyGroup("k1", "op", 1.0),), {"k1": "n0"})
     with pytest.raises(StrategyInputError) as err:
         get_strategy(name)(state, Budget())
-    assert "needs the facet" in str(err.value) and "fix:" in str(err.value)
+    assert "facet(s), which the state lacks" in str(err.value) and "fix:" in str(err.value)
 
 
 @pytest.mark.parametrize("name", ["milp", "cg", "herding_online"])
