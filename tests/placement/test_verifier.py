@@ -35,7 +35,7 @@ def test_every_facet_has_a_generator() -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_every_plan_keeps_every_promise(name: str, data: st.DataObject) -> None:
