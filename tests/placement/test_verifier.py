@@ -28,7 +28,8 @@ NAMES = strategy_names()
 
 
 def test_every_facet_has_a_generator() -> None:
-    assert len(NAMES) == 16, NAMES
+    """A strategy registered with a facet `states` cannot draw fails here (and every
+    registered strategy is a parameter of the verifier: NAMES is the registry's list)."""
     assert set(FACET_NAMES) <= GENERATED
     for name in NAMES:
         assert set(get_spec(name).facets) <= GENERATED, name
