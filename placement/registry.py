@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from placement.canonical import canonical_state, natural_key
-from placement.common import fits
+from placement.common import StrategyInputError, fits
 from placement.metrics import check_assignment
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 from placement.params import ParamsError, StrategyParams, build_params
@@ -69,12 +69,6 @@ class PostConditionError(AssertionError):
     """A strategy returned a plan that breaks a hard constraint: a bug in the strategy."""
 
 
-class StrategyInputError(ValueError):
-    """The shared pre-check refused an input the strategy cannot handle (what, where, fix)."""
-
-    def __init__(self, what: str, *, where: str, fix: str) -> None:
-        self.what, self.where, self.fix = what, where, fix
-        super().__init__(f"{what}\n  where: {where}\n  fix:   {fix}")
 
 
 @dataclass(frozen=True)

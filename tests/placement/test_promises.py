@@ -154,3 +154,12 @@ def test_cg_and_rod_place_arrivals(name: str) -> None:
                          load_model={f"k{i}": {"i": 1.0} for i in range(3)})
     plan = get_strategy(name)(state, Budget(max_migrations=0))
     assert plan.assignment["k2"] in {"n0", "n1"} and plan.moves == ()
+
+
+def test_a_sprawl_query_on_an_unknown_unit_is_refused_with_where_and_fix() -> None:
+    from placement.registry import StrategyInputError
+
+    state, _ = _sprawl_state(2.0)
+    with pytest.raises(StrategyInputError, match="names unknown sink unit 'nope'") as err:
+        get_strategy("sprawl")(state, Budget(), queries=[{"id": "q", "sink": "nope"}])
+    assert "where:" in str(err.value) and "fix:" in str(err.value)
