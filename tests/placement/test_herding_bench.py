@@ -67,17 +67,17 @@ def test_the_grid_runs_point_by_point_keeps_its_rows_and_reports_from_them(tmp_p
 
 
 def test_the_capacities_experiment_measures_the_gap_on_unequal_servers(tmp_path) -> None:
-    """`reconf bench herding --quick --only capacities` (docs/algorithms.md)."""
+    """`reconf bench herding --medium --only capacities` (docs/algorithms.md's table)."""
     import json
 
     from reconf.cli import main
 
     out = tmp_path / "rows.json"
-    assert main(["bench", "herding", "--quick", "--only", "capacities", "--json",
+    assert main(["bench", "herding", "--medium", "--only", "capacities", "--json",
                  str(out)]) == 0
 
     rows = json.loads(out.read_text())
-    assert len(rows) == 5 and all(r["experiment"] == "capacities" for r in rows)
+    assert len(rows) == 20 and all(r["experiment"] == "capacities" for r in rows)
     for r in rows:
         assert r["caps"] == [1.0, 2.0, 5.0] and r["bound"] <= r["optimum"] + 1e-6
         assert min(r["ic"], r["mms"], r["mqp"]) >= r["optimum"] - 1e-6
