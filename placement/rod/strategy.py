@@ -205,22 +205,25 @@ def plan_rod(state: ClusterState, budget: Budget, params: RodParams | None = Non
 
 def _lower_bound_overload(model: LoadModel, allowed: NDArray[np.bool_], plan: Plan) -> Plan:
     """The plan with `lower_bound_load` (the load at the streams' lower bounds B over the
-    capacity of A, Σ_i L^o_i·B / C_A) among its facet metrics when some b_k > 0, and its
-    message saying so when that is above 1: B itself overloads the cluster, so every plan's
-    F/F* measured from B is 0 and ROD's §6.1 goal cannot be met (lower the bounds or add
-    capacity)."""
+    capacity of the nodes that run the plan, A and any node of B still hosting a unit:
+    Σ_i L^o_i·B / C, as placement/rod/resilience.py measures F/F* from B) among its facet
+    metrics when some b_k > 0, and its message saying so when that is above 1: B itself
+    overloads the cluster, so every plan's F/F* from B is 0 and ROD's §6.1 goal cannot be met
+    (lower the bounds or add capacity)."""
     if not np.any(model.lower > 0):
         return plan
+    used = set(plan.assignment.values())
+    running = allowed | np.array([n in used for n in model.nodes])
     load = float((model.coefficients @ model.lower).sum())
-    cap_a = float(model.capacity[allowed].sum())
-    ratio = load / cap_a if cap_a > 0 else math.inf
+    cap = float(model.capacity[running].sum())
+    ratio = load / cap if cap > 0 else math.inf
     metrics = {**plan.facet_metrics, "lower_bound_load": ratio}
     message = plan.message
     if ratio > 1 + EPS:
         note = (f"the streams' lower bounds B already overload the cluster: at B the units "
-                f"load {100 * ratio:.0f}% of the capacity of the nodes in A, so every "
-                "placement's feasible-set ratio from B is 0; lower the streams' min_rate or "
-                "add capacity")
+                f"load {100 * ratio:.0f}% of the capacity of the nodes that run the plan, so "
+                "every placement's feasible-set ratio from B is 0; lower the streams' min_rate "
+                "or add capacity")
         message = f"{message}; {note}" if message else note
     return dataclasses.replace(plan, facet_metrics=metrics, message=message)
 

@@ -181,6 +181,8 @@ def check_facet_metrics(plan: Plan) -> None:
                  and k not in ("headroom_all", "headroom_min")]
         if "headroom_min" in fm:
             assert _close(fm["headroom_min"], min(heads)), fm
+        if fm.get("lower_bound_load", 0.0) > 1 + REL and "feasible_set_ratio_lb" in fm:
+            assert fm["feasible_set_ratio_lb"] <= REL, fm  # B overloads every placement
 
 
 def verify(spec: Spec, case: Case, plan: Plan) -> None:
