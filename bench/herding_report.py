@@ -65,12 +65,12 @@ def tables(rows: Sequence[Row]) -> str:
     if caps:
         out.append(f"unequal capacities {tuple(caps[0]['caps'])} (cycled over the servers): "
                    "traffic / the exact MILP's, mean and worst over the runs")
-        by: dict[tuple[int, int], list[Row]] = defaultdict(list)
+        groups: dict[tuple[int, int], list[Row]] = defaultdict(list)
         for r in caps:
-            by[r["n"], r["k"]].append(r)
-        for (n, k), group in sorted(by.items()):
+            groups[r["n"], r["k"]].append(r)
+        for (n, k), group in sorted(groups.items()):
             cells = ", ".join(
-                f"{a} {np.mean([g[a] / g['optimum'] for g in group]):.3f} / "
+                f"{a} {np.mean([g[a] / max(g['optimum'], 1e-12) for g in group]):.3f} / "
                 f"{max(g[a] / max(g['optimum'], 1e-12) for g in group):.2f}"
                 for a in ("ic", "mms", "mqp", "least_cost"))
             out.append(f"  n={n} k={k} ({len(group)} runs): {cells}")
