@@ -42,24 +42,28 @@ FULL: dict[str, Any] = {
     "ks": [10, 30, 100, 300, 1000], "ns": [10_000, 30_000, 100_000, 300_000, 1_000_000],
     "dynamic": {"steps": 1_000_000, "lifetime": 100_000.0, "churn_every": 10_000},
     "rate_exps": [1.0, 2.0, 3.0], "trace_days": None,
-    "gap": [(40, 4, 2, 2.0), (60, 5, 2, 2.0)], "gap_runs": 3, "gap_limit_s": 60.0}
+    "gap": [(40, 4, 2, 2.0), (60, 5, 2, 2.0)], "gap_runs": 3, "gap_limit_s": 60.0,
+    "capacities": [(12, 3, 2, 2.0), (16, 4, 2, 2.0)], "caps": (1.0, 2.0, 5.0), "caps_runs": 20}
 MEDIUM: dict[str, Any] = {
     "n": 20_000, "k": 100, "d": 2, "beta": 2.0, "runs": 2,
     "betas": [1.0, 1.5, 2.0, 2.5, 3.0], "ds": [1, 2, 3, 4, 6], "ks": [10, 30, 100, 300],
     "ns": [5_000, 10_000, 20_000, 50_000],
     "dynamic": {"steps": 100_000, "lifetime": 20_000.0, "churn_every": 10_000},
     "rate_exps": [1.0, 2.0, 3.0], "trace_days": None,
-    "gap": [(24, 3, 2, 2.0), (40, 4, 2, 2.0)], "gap_runs": 3, "gap_limit_s": 30.0}
+    "gap": [(24, 3, 2, 2.0), (40, 4, 2, 2.0)], "gap_runs": 3, "gap_limit_s": 30.0,
+    "capacities": [(12, 3, 2, 2.0), (16, 4, 2, 2.0)], "caps": (1.0, 2.0, 5.0), "caps_runs": 10}
 QUICK: dict[str, Any] = {
     "n": 5_000, "k": 50, "d": 2, "beta": 2.0, "runs": 1,
     "betas": [1.0, 1.5, 2.0, 3.0], "ds": [1, 2, 4], "ks": [10, 25, 50],
     "ns": [2_500, 5_000, 10_000],
     "dynamic": {"steps": 20_000, "lifetime": 5_000.0, "churn_every": 2_000},
     "rate_exps": [2.0], "trace_days": 30,
-    "gap": [(24, 3, 2, 2.0)], "gap_runs": 2, "gap_limit_s": 10.0}
+    "gap": [(24, 3, 2, 2.0)], "gap_runs": 2, "gap_limit_s": 10.0,
+    "capacities": [(12, 3, 2, 2.0)], "caps": (1.0, 2.0, 5.0), "caps_runs": 5}
 
 
-EXPERIMENTS = ("beta", "d", "k", "n", "hetero", "dynamic", "churn", "trace", "gap")
+EXPERIMENTS = ("beta", "d", "k", "n", "hetero", "dynamic", "churn", "trace", "gap",
+               "capacities")
 SWEEP_KEYS = {"beta": "betas", "d": "ds", "k": "ks", "n": "ns"}
 ROW_KEY = ("experiment", "x", "seed", "algorithm", "n", "k", "d", "beta", "correlation",
            "rate_exp", "steps")
@@ -104,6 +108,14 @@ def _gap(cfg: dict[str, Any], n: int, k: int, d: int, beta: float, seed: int
     return [{**gap_point(n, k, d, beta, seed, cfg["gap_limit_s"]), "experiment": "gap"}]
 
 
+def _capacities(cfg: dict[str, Any], n: int, k: int, d: int, beta: float, seed: int
+                ) -> list[dict[str, Any]]:
+    from bench.herding_sim import gap_point
+
+    return [{**gap_point(n, k, d, beta, seed, cfg["gap_limit_s"], cfg["caps"]),
+             "experiment": "capacities"}]
+
+
 def points(cfg: dict[str, Any], only: Sequence[str] = EXPERIMENTS) -> list[Point]:
     """The grid as (experiment, label, thunk) in run order; each thunk returns its rows.
 
@@ -139,6 +151,11 @@ def points(cfg: dict[str, Any], only: Sequence[str] = EXPERIMENTS) -> list[Point
             out += [(exp, f"MILP n={n} k={k} seed {s}", partial(_gap, cfg, n, k, d, b, s))
                     for n, k, d, b in cfg["gap"]
                     for s in range(first, first + cfg["gap_runs"])]
+        elif exp == "capacities":
+            out += [(exp, f"MILP n={n} k={k} caps {cfg['caps']} seed {s}",
+                     partial(_capacities, cfg, n, k, d, b, s))
+                    for n, k, d, b in cfg["capacities"]
+                    for s in range(first, first + cfg["caps_runs"])]
     return out
 
 

@@ -61,6 +61,20 @@ def tables(rows: Sequence[Row]) -> str:
                        f"optimum {g['optimum']:.0f}, bound {g['bound']:.0f} "
                        f"({g['wall_s']:.1f} s); {cells}")
         out.append("")
+    caps = [r for r in rows if r.get("experiment") == "capacities"]
+    if caps:
+        out.append(f"unequal capacities {tuple(caps[0]['caps'])} (cycled over the servers): "
+                   "traffic / the exact MILP's, mean and worst over the runs")
+        groups: dict[tuple[int, int], list[Row]] = defaultdict(list)
+        for r in caps:
+            groups[r["n"], r["k"]].append(r)
+        for (n, k), group in sorted(groups.items()):
+            cells = ", ".join(
+                f"{a} {np.mean([g[a] / max(g['optimum'], 1e-12) for g in group]):.3f} / "
+                f"{max(g[a] / max(g['optimum'], 1e-12) for g in group):.2f}"
+                for a in ("ic", "mms", "mqp", "least_cost"))
+            out.append(f"  n={n} k={k} ({len(group)} runs): {cells}")
+        out.append("")
     return "\n".join(out)
 
 

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -194,9 +195,10 @@ def trace_run(k: int, days: int | None, metrics: tuple[str, ...] = (
     return rows
 
 
-def gap_point(n: int, k: int, d: int, beta: float, seed: int, time_limit_s: float
-              ) -> dict[str, Any]:
-    """The exact MILP (herding_exact) against IC, MMS, LeastCost on a small instance."""
+def gap_point(n: int, k: int, d: int, beta: float, seed: int, time_limit_s: float,
+              caps: Sequence[float] = ()) -> dict[str, Any]:
+    """The exact MILP (herding_exact) against IC, MMS, MQP, LeastCost on a small instance;
+    `caps`: the servers' capacity weights, cycled over the k servers (equal when empty)."""
     from placement.facets import Source
     from placement.model import Budget, ClusterState, KeyGroup, Node
     from placement.registry import get_strategy
@@ -204,7 +206,7 @@ def gap_point(n: int, k: int, d: int, beta: float, seed: int, time_limit_s: floa
     w = workload(n, d, beta, seed)
     units = [f"q{i:04d}" for i in range(n)]
     state = ClusterState(
-        tuple(Node(f"n{j}") for j in range(k)),
+        tuple(Node(f"n{j}", float(caps[j % len(caps)]) if caps else 1.0) for j in range(k)),
         tuple(KeyGroup(u, "queries", 1.0) for u in units), {},
         sources=tuple(Source(f"s{s}", float(r)) for s, r in enumerate(w.rates)),
         subscriptions={u: frozenset(f"s{s}" for s in w.indices[w.indptr[i]:w.indptr[i + 1]])
@@ -216,7 +218,9 @@ def gap_point(n: int, k: int, d: int, beta: float, seed: int, time_limit_s: floa
                            "optimum": exact.facet_metrics["stream_traffic"],
                            "bound": exact.facet_metrics["traffic_lower_bound"],
                            "wall_s": exact.wall_s}
-    for alg in ("ic", "mms", "offrand"):
+    if caps:
+        row["caps"] = list(caps)
+    for alg in ("ic", "mms", "mqp", "offrand"):
         row[alg] = get_strategy("herding_offline")(state, Budget(), algorithm=alg
                                                    ).facet_metrics["stream_traffic"]
     for metric in ("least_cost", "onrand"):

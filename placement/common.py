@@ -10,6 +10,17 @@ from dataclasses import dataclass
 from placement.metrics import check_assignment, mean_load, plan_metrics
 from placement.model import Budget, ClusterState, Plan, SolverStatus, moves_between
 
+
+class StrategyInputError(ValueError):
+    """An input the strategy cannot handle, refused before solving (what, where, fix): by the
+    registry's shared pre-check, or by a strategy for what only it can check (SPRAWL's queries
+    against the units and sites)."""
+
+    def __init__(self, what: str, *, where: str, fix: str) -> None:
+        self.what, self.where, self.fix = what, where, fix
+        super().__init__(f"{what}\n  where: {where}\n  fix:   {fix}")
+
+
 #: tolerance of every load, cost and bound comparison in the planners
 EPS = 1e-9
 #: the shortest solver time limit a planner passes on (HiGHS and CBC need a moment to start)
@@ -22,7 +33,18 @@ def check_inputs(state: ClusterState, budget: Budget) -> None:
         raise ValueError(f"state: expected a ClusterState, got {type(state).__name__}")
     if not isinstance(budget, Budget):
         raise ValueError(f"budget: expected a Budget, got {type(budget).__name__}")
-    check_assignment(state, state.assignment)
+    check_assignment(present_state(state), state.assignment)
+
+
+def present_state(state: ClusterState) -> ClusterState:
+    """The cluster as it stands: only the units that have a node (arrivals have none yet), so
+    the metrics "before" a plan score what runs now."""
+    if not state.arrivals:
+        return state
+    kgs = tuple(k for k in state.keygroups if k.id not in state.arrivals)
+    edges = tuple(e for e in state.edges
+                  if e.src not in state.arrivals and e.dst not in state.arrivals)
+    return ClusterState(state.nodes, kgs, state.assignment, edges)
 
 
 def is_frozen(budget: Budget) -> bool:
@@ -104,7 +126,7 @@ def make_plan(
         strategy=strategy,
         assignment=new,
         moves=moves_between(state, new),
-        before=plan_metrics(state, state.assignment),
+        before=plan_metrics(present_state(state), state.assignment),
         after=plan_metrics(state, new),
         status=status,
         lower_bound=lower_bound,

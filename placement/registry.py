@@ -4,38 +4,71 @@ The names, where each strategy and its params class live, and what each promises
 `schemas/strategies.py`; this module registers every line of it. A strategy is
 `fn(state, budget, params) -> Plan` with `params` a frozen `StrategyParams` (placement/params.py).
 The registered callable is a wrapper, the part every strategy shares (as Cruise Control's
-AbstractGoal): it builds and validates the params (from a params object or keywords: an
-unknown, mistyped or out-of-range one is a ParamsError before any solving), runs the strategy,
-and checks the hard post-conditions: the assignment is complete, the budget is kept (unless the
-strategy ignores it on purpose), nothing moves onto a node of B, and a heuristic never claims
-OPTIMAL. When the state has the load-model facet, it adds the plan's resilience (feasible-set
-ratio, headroom; placement/rod/resilience.py) to the plan's facet metrics, whatever the strategy.
+AbstractGoal):
+- it builds and validates the params (from a params object or keywords: an unknown, mistyped
+  or out-of-range one is a ParamsError before any solving);
+- the pre-check refuses an input the strategy cannot handle with a StrategyInputError (what,
+  where, fix), never a bare exception from inside: wrong types, a facet the strategy needs and
+  the state lacks, arrivals (units with no node) given to a strategy that does not place them;
+- it hands the strategy the state in canonical order (placement/canonical.py), so the plan
+  does not depend on the order in which nodes, units, sources or streams are listed;
+- the post-check: the assignment is complete and names only known nodes, the budget is kept
+  (unless the strategy ignores it on purpose), nothing moves onto a node of B, a heuristic
+  never claims OPTIMAL, and a unit left on a node of B is explained in the plan's message
+  (the wrapper adds the budget's reason when the budget cannot cover draining B; a strategy
+  that leaves B undrained when the budget could drain it must say why itself).
+When the state has the load-model facet, it adds the plan's resilience (feasible-set ratio,
+headroom; placement/rod/resilience.py) to the plan's facet metrics, whatever the strategy.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from placement.common import fits
+from placement.canonical import canonical_state, natural_key
+from placement.common import StrategyInputError, fits
 from placement.metrics import check_assignment
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 from placement.params import ParamsError, StrategyParams, build_params
 from placement.rod.resilience import with_resilience
 from schemas.strategies import PIPELINE_PARAMS, STRATEGIES
 
-__all__ = ["PIPELINE_PARAMS", "ParamsError", "PostConditionError", "Spec", "Strategy",
-           "build_strategy_params", "check_params", "get_spec", "get_strategy", "register",
-           "strategy_names"]
+__all__ = ["B_NOTE", "PIPELINE_PARAMS", "ParamsError", "PostConditionError", "Spec", "Strategy",
+           "StrategyInputError", "build_strategy_params", "check_params", "get_spec",
+           "get_strategy", "precheck", "register", "strategy_names"]
+
+#: the words a plan's message uses when units stay on nodes marked for removal
+B_NOTE = "marked for removal"
+
+#: the strategies that weigh draining B against their own objective, and why a unit may stay
+#: on B although the budget covers its move; every other strategy drains B whenever the
+#: budget allows (the post-check holds it to that, unless its message says why not)
+B_TRADE_OFF: Mapping[str, str] = {
+    "milp": "the MILP weighs the load left on B (w_b) against d, so a unit whose move would "
+            "raise d more, or that carries no load, may stay",
+    "albic": "ALBIC's MILP weighs the load left on B (w_b) against d and collocation, so a "
+             "unit whose move would not pay, or that carries no load, may stay",
+    "albic_many": "ALBIC's MILP weighs the load left on B (w_b) against d and collocation, so "
+                  "a unit whose move would not pay, or that carries no load, may stay",
+    "greedy": "greedy moves only to lower d, so a unit on B whose move would not lower d "
+              "stays (drain_then_balance drains first)",
+    "random": "random moves are a floor every planner must beat: they do not aim at B",
+    "sprawl": "SPRAWL minimises its cost (Formula 3.1): a unit pinned to a node of B, or one "
+              "whose move would raise the cost, stays",
+}
 
 Strategy = Callable[..., Plan]
 
 
 class PostConditionError(AssertionError):
     """A strategy returned a plan that breaks a hard constraint: a bug in the strategy."""
+
+
 
 
 @dataclass(frozen=True)
@@ -48,6 +81,7 @@ class Spec:
     guarantee: Literal["exact", "heuristic"]
     facets: tuple[str, ...] = ()
     keeps_budget: bool = True
+    places_arrivals: bool = False
 
 
 _SPECS: dict[str, Spec] = {}
@@ -65,27 +99,105 @@ def check_plan(spec: Spec, state: ClusterState, budget: Budget, plan: Plan) -> N
         raise PostConditionError(f"{where}: {plan.migrations} migrations costing "
                                  f"{plan.migration_cost:g} exceed {budget}")
     marked = {n.id for n in state.nodes if n.marked_for_removal}
-    if onto_b := sorted(m.keygroup for m in plan.moves if m.dst in marked):
-        raise PostConditionError(f"{where}: moves {', '.join(onto_b)} onto a node of B")
+    onto_b = [m.keygroup for m in plan.moves if m.dst in marked]
+    onto_b += [u for u in state.arrivals if plan.assignment[u] in marked]
+    if onto_b:
+        raise PostConditionError(f"{where}: moves {', '.join(sorted(onto_b))} onto a node of B")
     if spec.guarantee == "heuristic" and plan.status is SolverStatus.OPTIMAL:
         raise PostConditionError(f"{where}: a heuristic reported OPTIMAL")
+    left = left_on_b(state, plan.assignment)
+    if (left and B_NOTE not in plan.message and spec.name not in B_TRADE_OFF
+            and can_drain(state, budget)):
+        raise PostConditionError(f"{where}: leaves {', '.join(left)} on nodes marked for "
+                                 "removal although the budget covers draining them, and its "
+                                 "message does not say why")
+
+
+def left_on_b(state: ClusterState, assignment: Mapping[str, str]) -> list[str]:
+    """The units `assignment` leaves on nodes marked for removal (B), in id order."""
+    marked = {n.id for n in state.nodes if n.marked_for_removal}
+    return sorted((u for u, n in assignment.items() if n in marked), key=natural_key)
+
+
+def can_drain(state: ClusterState, budget: Budget) -> bool:
+    """True if the budget covers moving every unit that now sits on a node of B."""
+    on_b = set(left_on_b(state, state.assignment))
+    cost = sum(k.migration_cost for k in state.keygroups if k.id in on_b)
+    return fits(budget, len(on_b), cost)
+
+
+def explain_b(spec: Spec, state: ClusterState, budget: Budget, plan: Plan) -> Plan:
+    """The plan, its message saying which units stay on B and why (when the strategy did not
+    say so itself): the budget cannot cover draining B, or the strategy's trade-off."""
+    left = left_on_b(state, plan.assignment)
+    if not left or B_NOTE in plan.message:
+        return plan
+    shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+    why = (B_TRADE_OFF[spec.name] if spec.name in B_TRADE_OFF and can_drain(state, budget)
+           else f"the budget ({_budget_text(budget)}) does not cover draining them all this "
+                "round")
+    note = f"{len(left)} unit(s) stay on nodes marked for removal ({shown}): {why}"
+    return dataclasses.replace(plan, message=f"{plan.message}; {note}" if plan.message else note)
+
+
+def _budget_text(budget: Budget) -> str:
+    parts = []
+    if budget.max_migrations is not None:
+        parts.append(f"max_migrations {budget.max_migrations}")
+    if budget.max_migration_cost is not None:
+        parts.append(f"max_migration_cost {budget.max_migration_cost:g}")
+    return ", ".join(parts) or "unlimited"
+
+
+def precheck(spec: Spec, state: ClusterState, budget: Budget) -> None:
+    """Refuse, with what/where/fix, an input `spec`'s strategy cannot handle."""
+    if not isinstance(state, ClusterState):
+        raise StrategyInputError(f"strategy {spec.name!r}: the state is a "
+                                 f"{type(state).__name__}, not a ClusterState",
+                                 where="the state argument",
+                                 fix="pass a placement.model.ClusterState")
+    if not isinstance(budget, Budget):
+        raise StrategyInputError(f"strategy {spec.name!r}: the budget is a "
+                                 f"{type(budget).__name__}, not a Budget",
+                                 where="the budget argument",
+                                 fix="pass a placement.model.Budget (Budget() is unlimited)")
+    # no edges is a valid communication facet (no traffic): only the others can be missing
+    missing = sorted(set(spec.facets) - state.facets - {"arrivals", "communication"})
+    if missing:
+        raise StrategyInputError(
+            f"strategy {spec.name!r} needs the {', '.join(missing)} facet(s), which the state "
+            "lacks", where=f"the state's facets: {', '.join(sorted(state.facets))}",
+            fix="give the job the statistics these facets come from (docs/algorithms.md, "
+                "\"Facets\"), or choose a strategy that needs only what the state has")
+    if state.arrivals and not spec.places_arrivals:
+        shown = sorted(state.arrivals, key=natural_key)
+        placers = ", ".join(n for n, s in sorted(_SPECS.items()) if s.places_arrivals)
+        raise StrategyInputError(
+            f"strategy {spec.name!r} does not place arrivals, and {len(shown)} unit(s) have "
+            f"no node: {', '.join(shown[:5])}{' …' if len(shown) > 5 else ''}",
+            where="the state's arrivals (units absent from its assignment)",
+            fix="place them first, as the plan stage does (jobs/dynamic_units.py: the least "
+                f"utilised node), or use a strategy that places arrivals: {placers}")
 
 
 def register(name: str, params: type[StrategyParams], fn: Callable[..., Plan], *,
              guarantee: Literal["exact", "heuristic"], facets: tuple[str, ...] = (),
-             keeps_budget: bool = True) -> Strategy:
+             keeps_budget: bool = True, places_arrivals: bool = False) -> Strategy:
     """Register `fn` under `name` (once) and return the checked wrapper."""
     if not name or not isinstance(name, str):
         raise ValueError(f"strategy name must be a non-empty string, got {name!r}")
     if name in _SPECS:
         raise ValueError(f"strategy {name!r} is already registered")
-    spec = Spec(name, params, fn, guarantee, tuple(facets), keeps_budget)
+    spec = Spec(name, params, fn, guarantee, tuple(facets), keeps_budget, places_arrivals)
 
     @functools.wraps(fn)
     def wrapper(state: ClusterState, budget: Budget, params: StrategyParams | None = None,
                 **kwargs: Any) -> Plan:
-        plan = fn(state, budget, spec.params.of(params, kwargs, name))
+        built = spec.params.of(params, kwargs, name)
+        precheck(spec, state, budget)
+        plan = fn(canonical_state(state), budget, built)
         check_plan(spec, state, budget, plan)
+        plan = explain_b(spec, state, budget, plan)
         return with_resilience(state, plan)  # F/F* and headroom, where there is a load model
 
     _SPECS[name], _WRAPPED[name] = spec, wrapper
@@ -134,4 +246,5 @@ def _load(path: str) -> Any:
 
 for _name, _entry in STRATEGIES.items():
     register(_name, _load(_entry.params), _load(_entry.plan), guarantee=_entry.guarantee,
-             facets=_entry.facets, keeps_budget=_entry.keeps_budget)
+             facets=_entry.facets, keeps_budget=_entry.keeps_budget,
+             places_arrivals=_entry.places_arrivals)

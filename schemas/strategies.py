@@ -11,7 +11,9 @@ one line here.
 ClusterState the strategy needs. `keeps_budget`: False only for a strategy that ignores the
 migration budget on purpose (COLA, a static optimiser), so the registry does not check it.
 `places_arrivals`: the strategy places units that have no current node itself (Herding's online
-rules); for the others the plan stage places arrivals first (jobs/dynamic_units.py).
+rules, ROD's and the load balancers' targets, cg's least utilised node, SPRAWL's DP); for the
+others the plan stage places arrivals first (jobs/dynamic_units.py), and the registry's
+pre-check refuses a state with arrivals.
 """
 
 from __future__ import annotations
@@ -59,13 +61,15 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
     "drain_then_balance": StrategyEntry("placement.scaling.drain:plan_drain_then_balance",
                                         "placement.scaling.params:DrainParams", "heuristic"),
     "rod": StrategyEntry(f"{_ROD}:plan_rod", "placement.rod.params:RodParams", "heuristic",
-                         ("load_model",)),
+                         ("load_model",), places_arrivals=True),
     "llf": StrategyEntry(f"{_ROD}:plan_llf", "placement.params:StrategyParams", "heuristic",
-                         ("load_model",)),
+                         ("load_model",), places_arrivals=True),
     "connected_lb": StrategyEntry(f"{_ROD}:plan_connected_lb", "placement.params:StrategyParams",
-                                  "heuristic", ("load_model", "communication")),
+                                  "heuristic", ("load_model", "communication"),
+                                  places_arrivals=True),
     "sprawl": StrategyEntry("placement.sprawl.core:plan_sprawl",
-                            "placement.sprawl.params:SprawlParams", "exact", ("network",)),
+                            "placement.sprawl.params:SprawlParams", "exact", ("network",),
+                            places_arrivals=True),
     "herding_offline": StrategyEntry(f"{_HERD}.strategies:plan_offline",
                                      f"{_HERD}.params:OfflineParams", "heuristic", ("sources",),
                                      places_arrivals=True),
@@ -75,5 +79,6 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
     "herding_exact": StrategyEntry(f"{_HERD}.exact:plan_exact", f"{_HERD}.params:ExactParams",
                                    "exact", ("sources",), places_arrivals=True),
     "cg": StrategyEntry("placement.consistent_grouping.core:plan_cg",
-                        "placement.consistent_grouping.params:CgParams", "heuristic"),
+                        "placement.consistent_grouping.params:CgParams", "heuristic",
+                        places_arrivals=True),
 }

@@ -14,8 +14,10 @@ key group of load 1 off a node of capacity 1.5 onto one of capacity 4 took the d
 current one. A key group of zero load moves only off B: elsewhere its migration changes nothing.
 
 Ties: nodes sort by (utilisation, id), key groups by (load descending, id). Nodes marked for
-removal (B) never receive; they are donors first, treated as infinitely loaded (Flux knows
-nothing of scale-in, so B is drained as a separate concern, the paper's "non-integrated" way).
+removal (B) never receive; while they hold a key group, a round pairs only them (each with one
+of the least utilised nodes of A), treated as infinitely loaded, so the budget drains B before
+it balances (Flux knows nothing of scale-in, so B is drained as a separate concern, the paper's
+"non-integrated" way).
 A key group moves at most once per plan. Flux has no parameters of its own: `params` (the shared
 ones) is accepted for the strategy interface and unused.
 """
@@ -51,8 +53,10 @@ def plan_flux(state: ClusterState, budget: Budget, params: StrategyParams | None
         any_move = False
         donors_b = [b for b in b_nodes if on_node[b]]
         order = sorted(a_nodes, key=lambda nid: (loads.util(nid), nid))
-        receivers = order[: len(order) // 2] if not donors_b else order
-        donors = donors_b + order[::-1][: len(order) // 2]
+        if donors_b:  # B first: its rounds spend the budget before any balancing
+            donors, receivers = donors_b, order
+        else:
+            donors, receivers = order[::-1][: len(order) // 2], order[: len(order) // 2]
         for donor, receiver in zip(donors, receivers, strict=False):
             if donor == receiver:
                 continue

@@ -18,7 +18,11 @@ hot VW would only swap which node is busy); "cheapest" takes the smallest migrat
 id (the paper's load-blind choice). Unlike the paper, whose VWs move without their state (split
 keys are aggregated later), reconf migrates a moved key group's state directly (DESIGN.md).
 
-Nodes marked for removal (B) are never destinations and signal busy while they hold a VW.
+Nodes marked for removal (B) are never destinations and signal busy while they hold a VW. A
+busy signal of B that finds no idle partner pairs with a node of A that is not busy (as
+`probe` would), so B drains even when every node of A sits inside the band, one VW per signal
+and round like any busy node; the plan's message says why VWs stay on B (the rounds, no node
+of A below the busy threshold, or the budget).
 Arrivals (units with no node yet) go to the least utilised node of A, one by one.
 """
 
@@ -107,7 +111,8 @@ def cg_assignment(state: ClusterState, budget: Budget, params: CgParams) -> dict
             signal = signal / max(float(raw.sum() / cap[in_a].sum()), EPS)
         signal = np.where(in_a, signal, BUSY_SIGNAL)  # B signals busy while it holds a VW
         progressed = False
-        for s, d in pair_step(signal, counts, plain, probe=params.probe, eligible=in_a):
+        for s, d in _with_drain(pair_step(signal, counts, plain, probe=params.probe,
+                                          eligible=in_a), signal, counts, plain, in_a):
             vw = _pick(movable[s], raw, cap, s, d, params, budget, count, cost,
                        draining=not in_a[s])
             if vw is None:
@@ -124,6 +129,55 @@ def cg_assignment(state: ClusterState, budget: Budget, params: CgParams) -> dict
     return assignment
 
 
+def _with_drain(pairs: list[tuple[int, int]], signal: np.ndarray, counts: np.ndarray,
+                plain: Thresholds, in_a: np.ndarray) -> list[tuple[int, int]]:
+    """The round's pairs, plus one for every node of B left unpaired: with a node of A that
+    is not busy and not yet a destination this round, the least utilised first."""
+    paired = {s for s, _ in pairs}
+    used = {d for _, d in pairs}
+    free = [int(j) for j in np.lexsort((np.arange(len(signal)), signal))
+            if in_a[j] and signal[j] <= plain.busy and int(j) not in used]
+    extra = []
+    for s in np.flatnonzero(~in_a & (counts > 0)).tolist():
+        if s not in paired and free:
+            extra.append((s, free.pop(0)))
+    return pairs + extra
+
+
+def _b_note(state: ClusterState, budget: Budget, params: CgParams,
+            assignment: dict[str, str]) -> str:
+    """Why VWs stay on nodes of B after the cycle ('' when B is empty)."""
+    marked = {n.id for n in state.nodes if n.marked_for_removal}
+    left = sorted(u for u, n in assignment.items() if n in marked)
+    if not left:
+        return ""
+    moved = sum(1 for u, n in assignment.items() if state.assignment.get(u, n) != n)
+    cost = sum(k.migration_cost for k in state.keygroups
+               if k.id in state.assignment and assignment[k.id] != state.assignment[k.id])
+    cheapest = min(k.migration_cost for k in state.keygroups if k.id in left)
+    if not fits(budget, moved + 1, cost + cheapest):
+        why = "the budget allows no more migrations"
+    elif _all_busy(state, assignment, params):
+        why = "every node of A is busy (no destination below the busy threshold)"
+    else:
+        why = (f"one VW moves per busy signal and round (rounds={params.rounds}); more rounds "
+               "drain more per cycle")
+    return f"{len(left)} VW(s) stay on nodes marked for removal: {why}"
+
+
+def _all_busy(state: ClusterState, assignment: dict[str, str], params: CgParams) -> bool:
+    raw = {n.id: 0.0 for n in state.nodes}
+    for k in state.keygroups:
+        raw[assignment[k.id]] += k.load
+    a = [n for n in state.nodes if not n.marked_for_removal]
+    util = {n.id: raw[n.id] / (100.0 * n.capacity) for n in a}
+    thresholds = thresholds_of(params)
+    if thresholds.relative:
+        mean = sum(raw.values()) / (100.0 * sum(n.capacity for n in a))
+        util = {k: v / max(mean, EPS) for k, v in util.items()}
+    return all(v > thresholds.busy for v in util.values())
+
+
 def plan_cg(state: ClusterState, budget: Budget, params: CgParams | None = None) -> Plan:
     """One pairing cycle under the budget; status HEURISTIC, no lower bound. The plan's
     facet metrics: utilisation imbalance, normalised imbalance and VWs against α*
@@ -133,7 +187,7 @@ def plan_cg(state: ClusterState, budget: Budget, params: CgParams | None = None)
     params = params or CgParams()
     assignment = cg_assignment(state, budget, params)
     plan = make_plan("cg", state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
-                     started=started)
+                     started=started, message=_b_note(state, budget, params, assignment))
     before = {name: value for name, value in cg_metrics(state, state.assignment).items()
               if not name.startswith("vws_optimal/")} if not state.arrivals else {}
     return replace(plan, facet_metrics=cg_metrics(state, assignment), facet_before=before,

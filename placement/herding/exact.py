@@ -8,8 +8,10 @@ that have a current node: Σ_q mc_q·(1 − x_{q,cur(q)}) ≤ maxMigrCost, Σ_q 
 maxMigrations. Warm-started from IC's plan (within the budget); HiGHS's dual bound is the
 certified lower bound on the optimal traffic (facet metric `traffic_lower_bound`, together
 with the capacity bound of placement/herding/metrics.py). OPTIMAL when HiGHS proves it,
-TIME_LIMITED otherwise. A unit on a node of B that the budget cannot move keeps its node
-(x fixed), so the model stays feasible whenever the heuristic plan is.
+TIME_LIMITED otherwise. Nodes of B are drained first (lexicographically, as the heuristics
+do): the budget covers moving at most D of the units on B (the cheapest first, `drainable`),
+and the model requires that at most |on B| − D stay, so a unit stays on B only when the
+budget cannot move it, never to save traffic; the plan's message says how many stay.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import time
 import numpy as np
 import pulp
 
-from placement.common import MIN_SOLVE_S, is_frozen
+from placement.common import MIN_SOLVE_S, fits, is_frozen
 from placement.herding.instance import capacities, from_state
 from placement.herding.metrics import capacity_bound, traffic_arrays
 from placement.herding.migrate import check_state, herding_plan, within_budget
@@ -29,7 +31,18 @@ from placement.herding.params import ExactParams
 from placement.milp.model import solve_problem
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 
-__all__ = ["plan_exact"]
+__all__ = ["drainable", "plan_exact"]
+
+
+def drainable(costs: list[float], budget: Budget) -> int:
+    """The most units of B the budget can move: the cheapest first (cardinality is maximal
+    when the cheapest are taken)."""
+    count, total = 0, 0.0
+    for mc in sorted(costs):
+        if not fits(budget, count + 1, total + mc):
+            break
+        count, total = count + 1, total + mc
+    return count
 
 
 def plan_exact(state: ClusterState, budget: Budget, params: ExactParams) -> Plan:
@@ -86,6 +99,13 @@ def plan_exact(state: ClusterState, budget: Budget, params: ExactParams) -> Plan
             if inst.current[q] >= 0 and q not in fixed and (q, int(inst.current[q])) in x]
     moved = [(q, None) for q in range(inst.n) if inst.current[q] >= 0 and q not in fixed
              and (q, int(inst.current[q])) not in x]
+    on_b = [q for q in range(inst.n) if inst.current[q] >= 0 and not inst.in_a[inst.current[q]]]
+    must_stay = len(on_b) - drainable([float(inst.migration_cost[q]) for q in on_b], budget)
+    staying_on_b = [x[q, int(inst.current[q])] for q in on_b if (q, int(inst.current[q])) in x]
+    if staying_on_b:  # drain B first: only what the budget cannot move stays
+        prob += pulp.lpSum(staying_on_b) <= must_stay
+    drain_note = (f"; {must_stay} unit(s) stay on nodes marked for removal: the budget cannot "
+                  "move more" if must_stay else "")
     if budget.max_migrations is not None:
         prob += pulp.lpSum(1 - v for _, v in stay) + len(moved) <= budget.max_migrations
     if budget.max_migration_cost is not None:
@@ -110,7 +130,7 @@ def plan_exact(state: ClusterState, budget: Budget, params: ExactParams) -> Plan
         bound = max(bound, float(solved.objective_bound))
     if solved.assignment is None:
         return done(start, SolverStatus.TIME_LIMITED, bound,
-                    f"HiGHS: {solved.kind}; IC's plan kept")
+                    f"HiGHS: {solved.kind}; IC's plan kept{drain_note}")
     index = {nd: j for j, nd in enumerate(ids)}
     node = np.array([index[solved.assignment[u]] for u in inst.unit_ids], dtype=np.int64)
     if traffic_arrays(inst, node) > traffic_arrays(inst, start) + 1e-9:
@@ -120,4 +140,4 @@ def plan_exact(state: ClusterState, budget: Budget, params: ExactParams) -> Plan
     if optimal:
         bound = max(bound, traffic) if solved.kind == "optimal" else bound
     return done(node, SolverStatus.OPTIMAL if optimal else SolverStatus.TIME_LIMITED,
-                min(bound, traffic), f"HiGHS: {solved.kind}, {len(x)} x, {len(z)} z")
+                min(bound, traffic), f"HiGHS: {solved.kind}, {len(x)} x, {len(z)} z{drain_note}")

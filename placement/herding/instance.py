@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from placement.canonical import natural_key
 from placement.model import ClusterState
 
 __all__ = ["Instance", "IntArray", "capacities", "from_arrays", "from_state", "node_counts"]
@@ -123,29 +124,36 @@ def from_arrays(rates: FloatArray, indptr: IntArray, indices: IntArray, k: int, 
 
 
 def from_state(state: ClusterState) -> Instance:
-    """The instance of a `ClusterState`: units sorted by id, nodes and sources in state order.
+    """The instance of a `ClusterState`: units sorted by id; nodes by capacity, largest first,
+    then by id (natural order); sources by id. The algorithms break their ties by the lowest
+    server index (IC's and MQP's next empty server, Fig. 2's and LeastCost's equal servers), so
+    this order makes a tie go to the larger server, which holds more readers of a type and
+    ships its sources once for more of them; it also makes the plan independent of the order
+    in which nodes and sources are declared (docs/algorithms.md, "Herding").
 
     A unit without subscriptions reads nothing (traffic 0 wherever it goes)."""
     units = sorted(k.id for k in state.keygroups)
     by_id = {k.id: k for k in state.keygroups}
-    src_index = {s.id: i for i, s in enumerate(state.sources)}
-    node_index = {nd.id: j for j, nd in enumerate(state.nodes)}
+    nodes = sorted(state.nodes, key=lambda nd: (-nd.capacity, natural_key(nd.id)))
+    sources = sorted(state.sources, key=lambda s: natural_key(s.id))
+    src_index = {s.id: i for i, s in enumerate(sources)}
+    node_index = {nd.id: j for j, nd in enumerate(nodes)}
     indptr = np.zeros(len(units) + 1, dtype=np.int64)
     flat: list[int] = []
     for i, u in enumerate(units):
         flat.extend(sorted(src_index[s] for s in state.subscriptions.get(u, ())))
         indptr[i + 1] = len(flat)
     inst = from_arrays(
-        np.array([s.rate for s in state.sources], dtype=np.float64), indptr,
-        np.array(flat, dtype=np.int64), len(state.nodes),
-        capacity=np.array([nd.capacity for nd in state.nodes]),
-        in_a=np.array([not nd.marked_for_removal for nd in state.nodes]),
+        np.array([s.rate for s in sources], dtype=np.float64), indptr,
+        np.array(flat, dtype=np.int64), len(nodes),
+        capacity=np.array([nd.capacity for nd in nodes]),
+        in_a=np.array([not nd.marked_for_removal for nd in nodes]),
         current=np.array([node_index[state.assignment[u]] if u in state.assignment else -1
                           for u in units], dtype=np.int64),
         migration_cost=np.array([by_id[u].migration_cost for u in units], dtype=np.float64),
         unit_ids=tuple(units))
-    return Instance(**{**inst.__dict__, "node_ids": state.node_ids,
-                       "source_ids": tuple(s.id for s in state.sources),
+    return Instance(**{**inst.__dict__, "node_ids": tuple(nd.id for nd in nodes),
+                       "source_ids": tuple(s.id for s in sources),
                        "load": np.array([by_id[u].load for u in units], dtype=np.float64)})
 
 

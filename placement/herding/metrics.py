@@ -38,7 +38,7 @@ __all__ = [
 
 def node_of(inst: Instance, state: ClusterState, assignment: Mapping[str, str]) -> IntArray:
     """The assignment as an array over `inst.unit_ids` (−1 for a unit it does not place)."""
-    index = {nd: j for j, nd in enumerate(state.node_ids)}
+    index = {nd: j for j, nd in enumerate(inst.node_ids)}
     return np.array([index[assignment[u]] if u in assignment else -1 for u in inst.unit_ids],
                     dtype=np.int64)
 
@@ -126,10 +126,12 @@ def facet_metrics(inst: Instance, node: IntArray, caps: npt.ArrayLike | None = N
     used = inst.used_weight()
     counts = np.bincount(node[node >= 0], minlength=inst.k).astype(np.int64)
     upper = counts if caps is None else np.maximum(np.asarray(caps, dtype=np.int64), counts)
-    return {
+    out = {
         "stream_traffic": traffic,
         "replication_factor": traffic / used if used > 0 else 1.0,
         "balance": query_balance_arrays(inst, node),
         "load_balance": query_balance_arrays(inst, node, inst.load),
-        "traffic_lower_bound": max(used, capacity_bound(inst, upper)),
     }
+    if (node >= 0).all():  # a bound on complete assignments: arrivals not yet placed ship nothing
+        out["traffic_lower_bound"] = max(used, capacity_bound(inst, upper))
+    return out

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from placement.common import fits, is_frozen
+from placement.common import fits, is_frozen, present_state
 from placement.herding.instance import Instance, IntArray
 from placement.herding.metrics import facet_metrics
 from placement.herding.online import OnlinePlacer
@@ -149,16 +149,6 @@ def check_state(state: ClusterState, budget: Budget) -> None:
         raise ValueError(f"budget: expected a Budget, got {type(budget).__name__}")
 
 
-def _present(state: ClusterState) -> ClusterState:
-    """The cluster as it stands: the units that have a node (arrivals have none yet)."""
-    if not state.arrivals:
-        return state
-    kgs = tuple(k for k in state.keygroups if k.id not in state.arrivals)
-    edges = tuple(e for e in state.edges
-                  if e.src not in state.arrivals and e.dst not in state.arrivals)
-    return ClusterState(state.nodes, kgs, state.assignment, edges)
-
-
 def herding_plan(name: str, state: ClusterState, inst: Instance, node: IntArray,
                  caps: IntArray, *, status: SolverStatus, started: float, message: str = "",
                  extra: Mapping[str, float] | None = None) -> Plan:
@@ -172,7 +162,7 @@ def herding_plan(name: str, state: ClusterState, inst: Instance, node: IntArray,
     if extra:
         after.update(extra)
     return Plan(strategy=name, assignment=assignment, moves=moves_between(state, assignment),
-                before=plan_metrics(_present(state), state.assignment),
+                before=plan_metrics(present_state(state), state.assignment),
                 after=plan_metrics(state, assignment), status=status, lower_bound=None,
                 wall_s=time.perf_counter() - started, message=message,
                 facet_metrics=after, facet_before=facet_metrics(inst, inst.current, caps))

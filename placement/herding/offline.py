@@ -10,7 +10,8 @@ allow it (fewest migrations for the same traffic). Server capacities cap_j come 
   incremental cost Δ = w(t \\ S_j); assign min(spare_j, rem_t).
 - MMS (§4.1.2): the same, minimising the server's traffic after it, w(S_j ∪ t).
 - MQP (§4.1.1, eq. 3, Lemma 3): k rounds, each fills an empty server with whole types, largest
-  n_t first, until ≥ θ queries, trimming the last type to the capacity.
+  n_t first (ties: the heavier w(t), then the type index), until ≥ θ queries, trimming the
+  last type to the capacity.
 - single_source (Fig. 2, Thm 3): the server with the most spare room takes the source (type)
   of the largest rate; b = min(d_j, n_s).
 - OffRand (§6.1): a random type, a random server with room, fill until one runs out; repeat.
@@ -55,8 +56,8 @@ def mqp(inst: Instance, caps: IntArray, *, theta: str = "saturate", nu: float = 
     out: list[tuple[int, int, int]] = []
 
     def fill(j: int, target: int) -> None:
-        live = np.flatnonzero(rem > 0)
-        live = live[np.lexsort((live, -rem[live]))]
+        live = np.flatnonzero(rem > 0)  # most queries first, then heavier w(t), then index
+        live = live[np.lexsort((live, -inst.type_w[live], -rem[live]))]
         taken = 0
         for t in live.tolist():
             if taken >= target or room[j] <= 0:

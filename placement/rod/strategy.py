@@ -9,7 +9,7 @@ can be, then moved toward under the migration budget.
    (`scipy.optimize.linear_sum_assignment`) keeping the most migration cost in place (a unit
    kept counts mc_k + ε, so with mc = 0 the most units stay).
 3. Budget: if the moves to the target exceed it, they are applied greedily by resilience gain
-   per migration cost (moves costing 0 first): the gain is the drop of the weight energy
+   per migration cost (moves off nodes of B first, then moves costing 0): the gain is the drop of the weight energy
    E = Σ_i (C_i/C_T)·‖W_i‖⁴, a smooth stand-in for the min plane distance (its minimum, d², is
    exactly the ideal W = 1 of Theorem 1: Jensen twice), since a single move rarely changes the
    min of r; moves that do not lower E are skipped. Arrivals take their target node (no move).
@@ -20,6 +20,8 @@ Status HEURISTIC; no lower bound.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from collections.abc import Mapping
 
@@ -106,13 +108,15 @@ def budgeted(state: ClusterState, model: LoadModel, target: Mapping[str, str],
     costs = np.array([mc[u] for u in todo], dtype=float)
     alive = np.ones(len(todo), dtype=bool)
     order = np.arange(len(todo))
+    marked = {n.id for n in state.nodes if n.marked_for_removal}
+    off_b = np.array([out[u] in marked for u in todo], dtype=bool)  # drained first, gain or not
     count, cost = 0, 0.0
     while np.any(alive):
         before = share[src] * _quartic(w[src]) + share[dst] * _quartic(w[dst])
         after = (share[src] * _quartic(w[src] - vec / share[src, None])
                  + share[dst] * _quartic(w[dst] + vec / share[dst, None]))
         gain = before - after
-        ok = alive & (gain > 1e-15)
+        ok = alive & ((gain > 1e-15) | off_b)
         if budget.max_migrations is not None and count + 1 > budget.max_migrations:
             break
         if budget.max_migration_cost is not None:
@@ -123,7 +127,7 @@ def budgeted(state: ClusterState, model: LoadModel, target: Mapping[str, str],
         with np.errstate(over="ignore"):  # a denormal cost: an infinite ratio, taken first
             score = np.where(free, gain, gain / np.where(free, 1.0, costs))
         cand = np.flatnonzero(ok)
-        pick = int(cand[np.lexsort((order[cand], -score[cand], ~free[cand]))[0]])
+        pick = int(cand[np.lexsort((order[cand], -score[cand], ~free[cand], ~off_b[cand]))[0]])
         w[src[pick]] -= vec[pick] / share[src[pick]]
         w[dst[pick]] += vec[pick] / share[dst[pick]]
         out[todo[pick]] = target[todo[pick]]
@@ -195,7 +199,33 @@ def plan_rod(state: ClusterState, budget: Budget, params: RodParams | None = Non
         safe = np.where(allowed, share, 1.0)  # never chosen: only to keep W finite
         bins = rod_assign(coef, norm, safe, lower=lower, class2=params.class2,
                           sort=params.sort, neighbours=near, allowed=allowed)
-    return _finish("rod", state, model, bins, budget, started, note, never_worse=True)
+    plan = _finish("rod", state, model, bins, budget, started, note, never_worse=True)
+    return _lower_bound_overload(model, allowed, plan)
+
+
+def _lower_bound_overload(model: LoadModel, allowed: NDArray[np.bool_], plan: Plan) -> Plan:
+    """The plan with `lower_bound_load` (the load at the streams' lower bounds B over the
+    capacity of the nodes that run the plan, A and any node of B still hosting a unit:
+    Σ_i L^o_i·B / C, as placement/rod/resilience.py measures F/F* from B) among its facet
+    metrics when some b_k > 0, and its message saying so when that is above 1: B itself
+    overloads the cluster, so every plan's F/F* from B is 0 and ROD's §6.1 goal cannot be met
+    (lower the bounds or add capacity)."""
+    if not np.any(model.lower > 0):
+        return plan
+    used = set(plan.assignment.values())
+    running = allowed | np.array([n in used for n in model.nodes])
+    load = float((model.coefficients @ model.lower).sum())
+    cap = float(model.capacity[running].sum())
+    ratio = load / cap if cap > 0 else math.inf
+    metrics = {**plan.facet_metrics, "lower_bound_load": ratio}
+    message = plan.message
+    if ratio > 1 + EPS:
+        note = (f"the streams' lower bounds B already overload the cluster: at B the units "
+                f"load {100 * ratio:.0f}% of the capacity of the nodes that run the plan, so "
+                "every placement's feasible-set ratio from B is 0; lower the streams' min_rate "
+                "or add capacity")
+        message = f"{message}; {note}" if message else note
+    return dataclasses.replace(plan, facet_metrics=metrics, message=message)
 
 
 def _clustered(state: ClusterState, model: LoadModel, coef: NDArray[np.float64],

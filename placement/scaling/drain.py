@@ -98,6 +98,11 @@ def plan_drain_then_balance(state: ClusterState, budget: Budget,
     marked = {n.id for n in state.nodes if n.marked_for_removal}
     left_on_b = sum(1 for node in drained.values() if node in marked)
     note = f"drain: {count} key groups moved off B, {left_on_b} left on B"
+    if left_on_b:
+        why = ("no node of A has room for them under the resource caps"
+               if p.resource_caps and fits(budget, count + 1, cost) else
+               "the budget allows no more migrations")
+        note += f" (nodes marked for removal: {why})"
     rest = _left(budget, count, cost)
     if rest.max_migrations != 0 and rest.max_migration_cost != 0 and not is_frozen(budget):
         mid = replace(state, assignment=drained)

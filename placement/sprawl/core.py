@@ -37,12 +37,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from placement.common import check_inputs, fits, is_frozen, make_plan
+from placement.common import StrategyInputError, check_inputs, fits, is_frozen, make_plan
 from placement.facets import Network
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 from placement.sprawl.constrained import algorithm3
 from placement.sprawl.dp import NotATree, algorithm1, tree_of
-from placement.sprawl.instance import Evaluation, Instance, QueryIdx, evaluate
+from placement.sprawl.explain import infeasible_cause, latency_ratios, sprawl_metrics
+from placement.sprawl.instance import Instance, QueryIdx, evaluate
 from placement.sprawl.milp import solve_milp
 from placement.sprawl.params import SprawlParams
 from placement.sprawl.topology import Routing, routing_of
@@ -96,10 +97,16 @@ def state_instance(state: ClusterState, params: SprawlParams) -> tuple[Instance,
     queries = []
     for q in params.queries:
         if q.sink not in pos:
-            raise ValueError(f"sprawl: query {q.id!r} names unknown sink unit {q.sink!r}")
+            raise StrategyInputError(
+                f"sprawl: query {q.id!r} names unknown sink unit {q.sink!r}",
+                where=f"the query {q.id!r} (the job's topology file or strategy_params)",
+                fix="name a unit of the job as the query's sink")
         client = q.client if q.client is not None else state.pinned.get(q.sink)
         if client is not None and client not in r.index:
-            raise ValueError(f"sprawl: query {q.id!r} has unknown client site {client!r}")
+            raise StrategyInputError(
+                f"sprawl: query {q.id!r} has unknown client site {client!r}",
+                where=f"the query {q.id!r} (the job's topology file or strategy_params)",
+                fix="name a site of the network as the query's client")
         queries.append(QueryIdx(pos[q.sink], q.latency_bound_ms,
                                 r.index[client] if client is not None else None))
     links = np.array([lk.bandwidth for lk in r.links], dtype=float)
@@ -160,21 +167,6 @@ def _solve(inst: Instance, params: SprawlParams) -> np.ndarray | None:
     return x
 
 
-def _metrics(inst: Instance, ev: Evaluation) -> dict[str, float]:
-    caps = inst.cpu_cap if inst.cpu_cap is not None else None
-    links = np.array([lk.bandwidth for lk in inst.routing.links], dtype=float)
-    node_util = (float(np.max(np.where(caps > 0, ev.node_cpu / np.where(caps > 0, caps, 1), 0)))
-                 if caps is not None else 0.0)
-    finite = np.isfinite(links)
-    link_util = float(np.max(ev.link_bw[finite] / links[finite])) if finite.any() else 0.0
-    ratios = [lat / q.bound for q, lat in zip(inst.queries, ev.latency, strict=True)
-              if math.isfinite(q.bound)]
-    return {"cost_total": ev.total, "cost_cpu": ev.cost_cpu, "cost_network": ev.cost_network,
-            "wan_bytes": ev.wan_rate, "max_node_util": node_util, "max_link_util": link_util,
-            "latency_violations": float(sum(r > 1 + 1e-9 for r in ratios)),
-            "max_latency_ratio": max(ratios, default=0.0)}
-
-
 def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Plan:
     """SPRAWL under reconf's budget (module docstring, steps 1–4)."""
     started = time.perf_counter()
@@ -232,36 +224,40 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
                 if better and fits(budget, int(moved.sum()), cost):
                     x = _stay_on_ties(inst, res.x, current)
             message = f"milp {res.status}"
+    bounds = [q.latency_bound_ms for q in params.queries]
     if x is None:
-        assignment = dict(state.assignment)
-        plan = make_plan("sprawl", state, _fill(state, units, inst, assignment),
-                         status=SolverStatus.INFEASIBLE, lower_bound=None, started=started,
-                         message="no placement meets the constraints within the budget; the "
-                         "current assignment is kept")
-        return plan
+        assignment = _fill(state, units, inst, dict(state.assignment))
+        why = infeasible_cause(inst, params, budget, current, kgs, units, tree_ok, message,
+                               _solve)
+        plan = make_plan("sprawl", state, assignment, status=SolverStatus.INFEASIBLE,
+                         lower_bound=None, started=started,
+                         message=f"{why}; the current assignment is kept")
+        kept = np.array([r.index[assignment[u]] for u in units])
+        now = evaluate(inst, kept)
+        metrics = {**sprawl_metrics(inst, now, bounds), **latency_ratios(params, now)}
+        return dataclasses.replace(plan, facet_metrics=metrics,
+                                   facet_before=metrics if (current >= 0).all() else {})
     ev = evaluate(inst, x)
-    metrics = _metrics(inst, ev)
+    metrics = sprawl_metrics(inst, ev, bounds)
     cost = ev.total
     gap = max(0.0, (cost - lower) / cost) if cost > 0 and math.isfinite(lower) else 0.0
     metrics["gap"] = gap
-    metrics.update(_ratios(params, ev))
+    metrics.update(latency_ratios(params, ev))
     optimal = ev.feasible and math.isfinite(lower) and cost <= lower + 1e-9 * max(1.0, abs(cost))
     assignment = {u: r.sites[int(x[i])] for i, u in enumerate(units)}
+    notes = [message or ("" if ev.feasible else "; ".join(ev.violations[:3]))]
+    if params.constraints != "all" and metrics["latency_violations"]:
+        notes.append(f"{metrics['latency_violations']:g} query(ies) over their latency bound "
+                     f"(up to {metrics['max_latency_ratio']:.2f}× L_q): constraints="
+                     f"{params.constraints!r} does not enforce latency bounds")
     plan = make_plan("sprawl", state, assignment,
                      status=SolverStatus.OPTIMAL if optimal else SolverStatus.HEURISTIC,
                      lower_bound=lower if math.isfinite(lower) else None, started=started,
-                     message=message or ("" if ev.feasible else "; ".join(ev.violations[:3])))
+                     message="; ".join(filter(None, notes)))
     before = evaluate(inst, current) if (current >= 0).all() else None
     return dataclasses.replace(plan, facet_metrics=metrics,
-                               facet_before={**_metrics(inst, before), **_ratios(params, before)}
-                               if before else {})
-
-
-def _ratios(params: SprawlParams, ev: Evaluation) -> dict[str, float]:
-    """Lat_q / L_q of every bounded query, by its id (`ev.latency` is in the params' order)."""
-    return {f"latency_ratio_{q.id}": lat / q.latency_bound_ms
-            for q, lat in zip(params.queries, ev.latency, strict=True)
-            if math.isfinite(q.latency_bound_ms)}
+                               facet_before={**sprawl_metrics(inst, before, bounds),
+                                             **latency_ratios(params, before)} if before else {})
 
 
 def _stay_on_ties(inst: Instance, x: np.ndarray, current: np.ndarray) -> np.ndarray:

@@ -39,6 +39,7 @@ __all__ = [
     "canonical",
     "cap",
     "check_epsilon",
+    "check_keys",
     "route",
     "splitmix64",
 ]
@@ -164,6 +165,22 @@ def _ranks(sources: np.ndarray, n_sources: int) -> np.ndarray:
     return rank
 
 
+def check_keys(keys: np.ndarray, table: KeyTable) -> None:
+    """ValueError naming the first key code outside [0, table.n_keys) and its position: numpy
+    would wrap a negative code to the last key's bin and fail past the end with a bare
+    IndexError."""
+    if not len(keys):
+        return
+    bad = np.flatnonzero((keys < 0) | (keys >= table.n_keys))
+    if len(bad):
+        i = int(bad[0])
+        raise ValueError(
+            f"key code {int(keys[i])} (message {i}) is outside the key table, which has codes "
+            f"0..{table.n_keys - 1}; {len(bad)} message(s) carry such codes. Key codes index "
+            "the table built by KeyTable.build(n_keys, ...): build it over every key of the "
+            "stream, or fix the encoder that assigned this code")
+
+
 def route(policy: str, keys: np.ndarray, table: KeyTable, *, state: RouterState | None = None,
           sources: np.ndarray | None = None, epsilon: float = 0.01, compiled: bool = True
           ) -> tuple[np.ndarray, RouterState]:
@@ -175,6 +192,7 @@ def route(policy: str, keys: np.ndarray, table: KeyTable, *, state: RouterState 
     """
     name, eps = canonical(policy), check_epsilon(epsilon)
     keys = np.asarray(keys, dtype=np.int64)
+    check_keys(keys, table)
     b, n = table.bins, len(keys)
     src = np.zeros(n, dtype=np.int64) if sources is None else np.asarray(sources, dtype=np.int64)
     if state is None:

@@ -64,3 +64,20 @@ def test_the_grid_runs_point_by_point_keeps_its_rows_and_reports_from_them(tmp_p
              and r.get("algorithm") == "ic"}
     assert under["k"] == under["beta"]
     assert len(_loaded([str(path), str(path)])) == len(rows)  # a row held twice is kept once
+
+
+def test_the_capacities_experiment_measures_the_gap_on_unequal_servers(tmp_path) -> None:
+    """`reconf bench herding --medium --only capacities` (docs/algorithms.md's table)."""
+    import json
+
+    from reconf.cli import main
+
+    out = tmp_path / "rows.json"
+    assert main(["bench", "herding", "--medium", "--only", "capacities", "--json",
+                 str(out)]) == 0
+
+    rows = json.loads(out.read_text())
+    assert len(rows) == 20 and all(r["experiment"] == "capacities" for r in rows)
+    for r in rows:
+        assert r["caps"] == [1.0, 2.0, 5.0] and r["bound"] <= r["optimum"] + 1e-6
+        assert min(r["ic"], r["mms"], r["mqp"]) >= r["optimum"] - 1e-6

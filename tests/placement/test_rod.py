@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from placement.facets import Stream
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node
-from placement.registry import get_strategy
+from placement.registry import StrategyInputError, get_strategy
 from placement.rod.algorithm import rod_assign
 from placement.rod.baselines import count_plans, optimal
 from placement.rod.clustering import cluster, clustered_rod, comm_weights
@@ -265,7 +265,7 @@ def test_bad_input_is_a_clear_error() -> None:
                            load_model={"o1": {"I1": 1.0}})
     with pytest.raises(LoadModelError, match=r"3 unit\(s\) have no coefficients"):
         get_strategy("rod")(partial, Budget())
-    with pytest.raises(LoadModelError, match="has no load model"):
+    with pytest.raises(StrategyInputError, match="needs the load_model facet"):
         get_strategy("rod")(ClusterState(base.nodes, base.keygroups, base.assignment),
                             Budget())
     with pytest.raises(ValueError, match="arcs form a cycle"):
