@@ -1,7 +1,10 @@
-"""MLflow: one run per cycle, `<job_id>@<period_end>`, where operators audit a plan.
+"""MLflow: one run per plan attempt (jobs/attempts.py), where operators audit a plan.
 
-A rerun of the same period finds its run by tags and updates it instead of adding a second one,
-so reruns and backfills stay idempotent in the tracking store as in the Delta tables.
+Every plan of a period, a rerun included, is a new run tagged with its plan id and attempt number:
+a run, once logged, is only ever completed (publish's tags, the what-if), never overwritten, so
+the run of a published version shows what was published. `find_runs` answers with one run per
+period, the period's *record*: the published attempt, else the newest attempt that may still be
+published; `attempts=True` lists them all.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobs.attempts import NOT_PUBLISHED, attempt_of
 from jobs.audit_trail import (
-    AIRFLOW_TAG,
     KEYGROUP_COLUMNS,
     MOVE_COLUMNS,
     NODE_COLUMNS,
@@ -37,8 +40,9 @@ from placement.metrics import mean_load, node_loads
 from placement.model import ClusterState, Plan
 from schemas.config import JobConfig, Paths
 
-__all__ = ["CycleRecord", "find_runs", "log_cycle", "open_experiment", "open_store", "plan_metrics",
-           "prepare_client", "read_csv_artifact", "refresh_note", "run_name", "tag_run"]
+__all__ = ["CycleRecord", "find_runs", "log_cycle", "logged_attempts", "open_experiment",
+           "open_store", "plan_metrics", "prepare_client", "read_csv_artifact", "refresh_note",
+           "run_name", "tag_run"]
 
 _JOB_TAG, _PERIOD_TAG = "reconf.job_id", "reconf.period_end"
 _KIND_TAG, _KIND = "mlflow.experimentKind", "custom_model_development"
@@ -113,22 +117,58 @@ def _run_filter(job_id: str, period_end: str | None, dry_run: bool) -> str:
     return where + (f" AND tags.`{_PERIOD_TAG}` = '{period_end}'" if period_end else "")
 
 
+def _attempt(run: Any) -> int:
+    tags = run.data.tags
+    return int(tags["reconf.attempt"]) if tags.get("reconf.attempt", "").isdigit() else (
+        attempt_of(tags.get("reconf.plan_id", "")))
+
+
+def _record_rank(run: Any) -> tuple[bool, bool, int, int]:
+    """The period's record is its published attempt; else the newest that may be published."""
+    status = run.data.tags.get("reconf.publish_status")
+    return (status == "published", status != NOT_PUBLISHED, _attempt(run),
+            int(run.info.start_time or 0))
+
+
 def find_runs(client: Any, experiment_id: str, job_id: str, period_end: str | None = None,
-              *, dry_run: bool = False, max_results: int = 5000) -> list[Any]:
-    """The cycle runs of a job (of one period if given), newest period first."""
+              *, dry_run: bool = False, max_results: int = 5000, attempts: bool = False
+              ) -> list[Any]:
+    """The record run of each period of a job (of one period if given), newest period first;
+    with `attempts`, every attempt's run (newest period, then newest attempt, first)."""
     runs = client.search_runs([experiment_id], filter_string=_run_filter(job_id, period_end, dry_run),
-                              max_results=max_results)
-    return sorted(runs, key=lambda r: r.data.tags.get(_PERIOD_TAG, ""), reverse=True)
+                              max_results=5000)
+    ordered = sorted(runs, key=lambda r: (r.data.tags.get(_PERIOD_TAG, ""), _record_rank(r)),
+                     reverse=True)
+    if attempts:
+        return ordered[:max_results]
+    records: dict[str, Any] = {}
+    for run in ordered:  # per period, the best-ranked comes first
+        records.setdefault(run.data.tags.get(_PERIOD_TAG, ""), run)
+    return list(records.values())[:max_results]
 
 
-def _find_or_create_run(client: Any, experiment_id: str, job_id: str, period_end: str, dry_run: bool) -> str:
-    found = find_runs(client, experiment_id, job_id, period_end, dry_run=dry_run, max_results=1)
-    if found:
-        return str(found[0].info.run_id)
+def logged_attempts(paths: Paths, job_id: str, period_end: str, dry_run: bool) -> int:
+    """The highest attempt number among the period's runs (0: none), of plans or dry runs."""
+    client = _client(paths)
+    experiment_id = _experiment_id(client, paths, job_id)
+    runs = client.search_runs([experiment_id],
+                              filter_string=_run_filter(job_id, period_end, dry_run),
+                              max_results=5000)
+    return max((_attempt(r) for r in runs), default=0)
+
+
+def _create_run(client: Any, experiment_id: str, record: CycleRecord) -> str:
+    """A new run for the attempt (a run is never reused: see the module's docstring)."""
+    attempt = int(record.tags.get("reconf.attempt", "1"))
+    suffix = "" if attempt == 1 else f" #{attempt}"
+    if record.dry_run:
+        suffix = f" (dry run{suffix})"
+    elif record.tags.get("reconf.publish_status") == NOT_PUBLISHED:
+        suffix += " (not published)"
     run = client.create_run(
-        experiment_id,
-        run_name=run_name(period_end) + (" (dry run)" if dry_run else ""),
-        tags={_JOB_TAG: job_id, _PERIOD_TAG: period_end, "reconf.dry_run": str(dry_run).lower()},
+        experiment_id, run_name=run_name(record.period_end) + suffix,
+        tags={_JOB_TAG: record.job.job_id, _PERIOD_TAG: record.period_end,
+              "reconf.dry_run": str(record.dry_run).lower()},
     )
     return str(run.info.run_id)
 
@@ -303,7 +343,7 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     client = _client(paths)
     job = record.job
     experiment_id = _experiment_id(client, paths, job.job_id)
-    run_id = _find_or_create_run(client, experiment_id, job.job_id, record.period_end, record.dry_run)
+    run_id = _create_run(client, experiment_id, record)
     params = {
         "strategy": record.strategy,
         "max_migrations": job.max_migrations,
@@ -317,11 +357,10 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         **{f"{record.strategy}.{k}": v
            for k, v in job.strategy_params.get(record.strategy, {}).items()},
     }
-    before = client.get_run(run_id).data
-    # params are write-once in MLflow; a rerun keeps the first
     new_params = [Param(key, "none" if value is None else str(value))
-                  for key, value in params.items() if key not in before.params]
-    # ...so the settings of the newest run of the cycle are also tags, which a rerun updates.
+                  for key, value in params.items()]
+    # the settings also as tags (runs of older releases were updated by reruns, and params are
+    # write-once: there the tags held the newest values; reconf/audit.py reads both)
     current = {f"reconf.param.{k}": "none" if v is None else str(v) for k, v in params.items()}
     metrics = plan_metrics(plan)
     system_load = mean_load(state)  # collocation: the load index (paper §5), where computable
@@ -338,9 +377,6 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     tags = {"reconf.solver_status": plan.status.value, **current,
             "reconf.trigger": "airflow" if provenance else "manual",
             **_validation_tags(record.validation), **provenance, **record.tags}
-    for stale in before.tags:  # a manual rerun of an Airflow cycle
-        if stale.startswith(AIRFLOW_TAG) and stale not in tags:
-            client.delete_tag(run_id, stale)
     if "decision" in scaling:
         tags["reconf.scaling.decision"] = str(scaling["decision"])
         tags["reconf.scaling.reason"] = str(scaling.get("reason", ""))[:4900]
@@ -380,3 +416,15 @@ def tag_run(paths: Paths, run_id: str, tags: Mapping[str, str]) -> None:
     client = _client(paths)
     client.log_batch(run_id, tags=[RunTag(key, str(value)) for key, value in tags.items()])
     refresh_note(client, run_id)
+
+
+def run_tags(paths: Paths, run_id: str) -> dict[str, str]:
+    """The tags of a run ({} when the store has no such run)."""
+    client = _client(paths)
+    try:
+        return dict(client.get_run(run_id).data.tags)
+    except Exception as exc:  # MlflowException: RESOURCE_DOES_NOT_EXIST
+        if "RESOURCE_DOES_NOT_EXIST" in str(getattr(exc, "error_code", "")) or (
+                "not found" in str(exc).lower()):
+            return {}
+        raise

@@ -61,13 +61,13 @@ PLANS = Table(
     "time_limit_s DOUBLE, load_distance_before DOUBLE, load_distance_after DOUBLE, "
     "lower_bound DOUBLE, migrations BIGINT, migration_cost DOUBLE, solve_s DOUBLE, "
     "base_version BIGINT, mlflow_run_id STRING, message STRING, plan_json STRING",
-    ("job_id", "period_end"),
+    ("job_id", "period_end", "plan_id"),  # one row per plan attempt (jobs/plan.py `plan_id`)
 )
 PLAN_MOVES = Table(
     "plan_moves",
     "job_id STRING, period_end TIMESTAMP, plan_id STRING, keygroup STRING, src_node STRING, "
     "dst_node STRING, cost DOUBLE",
-    ("job_id", "period_end", "keygroup"),
+    ("job_id", "period_end", "plan_id", "keygroup"),
 )
 ASSIGNMENTS = Table(
     "assignments",
