@@ -1,7 +1,9 @@
 """The Delta tables under ``lake/`` (DESIGN.md, "Delta tables"), as Spark DDL.
 
 Every table is partitioned by ``job_id``; a stage's write for one period replaces exactly that
-period (``replaceWhere``), so reruns leave one copy.
+period (``replaceWhere``), so reruns leave one copy. ``plans`` and ``plan_moves`` are the
+exception: each plan of a period is an attempt with its own ``plan_id`` (jobs/attempts.py), and a
+write replaces only that attempt's rows, so a published plan is never rewritten.
 """
 
 from __future__ import annotations

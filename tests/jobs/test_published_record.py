@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 from mlflow import MlflowClient
-from pipeline_kit import JOB_ID, P1, of_period, rows, snapshot, stamp, tree
+from pipeline_kit import JOB_ID, P1, delta_versions, of_period, rows, snapshot, stamp, tree
 
+from jobs.attempts import settle_statuses
 from jobs.lake import write_records
 from jobs.lake_read import rows_where
 from reconf.cli import main
@@ -232,20 +233,16 @@ def test_publish_refuses_a_plan_row_that_does_not_match_its_run(collected_home, 
 @pytest.mark.parametrize("engine", ["delta-rs", "spark"])
 def test_statuses_settle_in_one_commit_on_both_lake_engines(home, spark, monkeypatch, engine):
     """Publish's status update (a CASE per attempt) as delta-rs and as Spark SQL run it."""
-    from jobs.attempts import settle_statuses
-    from pipeline_kit import delta_versions
-
     paths = home
     if engine == "spark":
         monkeypatch.setenv("RECONF_LAKE_IO", "spark")
     base = {"job_id": JOB_ID, "period_end": P1, "strategy": "milp", "solver_status": "optimal",
             "migrations": 0, "plan_json": "{}"}
     attempts = {FIRST: "stale", SECOND: "planned", f"{JOB_ID}@{T}#3": "planned"}
-    write_records(spark, [{**base, "plan_id": pid, "status": status}
-                          for pid, status in attempts.items()], paths, PLANS, of_period(P1))
     other = {**base, "period_end": P1 + (P1 - P1.replace(minute=0)), "plan_id": "other"}
-    write_records(spark, [{**other, "status": "planned"}], paths, PLANS,
-                  f"job_id = '{JOB_ID}' AND plan_id = 'other'")
+    write_records(spark, [*({**base, "plan_id": pid, "status": status}
+                            for pid, status in attempts.items()), {**other, "status": "planned"}],
+                  paths, PLANS, f"job_id = '{JOB_ID}'")
     commits = delta_versions(paths)[PLANS.name]
     settle_statuses(spark, paths, JOB_ID, P1, SECOND)
     assert delta_versions(paths)[PLANS.name] == commits + 1
