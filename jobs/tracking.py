@@ -134,7 +134,7 @@ def find_runs(client: Any, experiment_id: str, job_id: str, period_end: str | No
               *, dry_run: bool = False, max_results: int = 5000, attempts: bool = False
               ) -> list[Any]:
     """The record run of each period of a job (of one period if given), newest period first;
-    with `attempts`, every attempt's run (newest period, then newest attempt, first)."""
+    with `attempts`, every attempt's run (newest period first, each period's record first)."""
     runs = client.search_runs([experiment_id], filter_string=_run_filter(job_id, period_end, dry_run),
                               max_results=5000)
     ordered = sorted(runs, key=lambda r: (r.data.tags.get(_PERIOD_TAG, ""), _record_rank(r)),

@@ -83,8 +83,8 @@ def _run_of(client: Any, experiment_id: str, job_id: str, when: datetime, stamp:
             raise AuditError(f"--plan-id {plan_id!r} is not a plan of job {job_id!r} for the "
                              f"period ending {stamp}; its plans: {ids}")
         return chosen, runs
-    if runs:
-        return find_runs(client, experiment_id, job_id, stamp, dry_run=dry_run)[0], runs
+    if runs:  # best first: the record (jobs/tracking.py `find_runs`)
+        return runs[0], runs
     periods = sorted({r.data.tags["reconf.period_end"]
                       for r in find_runs(client, experiment_id, job_id, dry_run=dry_run)})
     kind = "dry run" if dry_run else "run"

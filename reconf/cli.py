@@ -146,7 +146,9 @@ def _cmd_cycle(args: argparse.Namespace) -> int:
         step(args)
     from jobs.stages import run_plan, run_whatif
 
-    _print_plan(run_plan(args.job, args.period_end), show_moves=False)
+    planned = run_plan(args.job, args.period_end)
+    _print_plan(planned, show_moves=False)
+    args.plan_id = None if planned.published_as else planned.plan_id  # publish exactly this plan
     code = _cmd_publish(args)
     try:  # after publish: the what-if never changes the cycle's outcome
         print(run_whatif(args.job, args.period_end))

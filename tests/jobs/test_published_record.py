@@ -103,21 +103,23 @@ def test_replanning_a_published_period_adds_an_attempt_and_leaves_its_record(
             airflow.setenv(key, value)
         again = run_plan(JOB_ID, P1, max_migrations=1, strategy="greedy",
                          tags={"reconf.airflow_run_id": AIRFLOW_CTX["AIRFLOW_CTX_DAG_RUN_ID"]})
-        assert (again.plan_id, again.published_as) == (SECOND, (1, FIRST))
         republished = run_publish(JOB_ID, P1)  # the DAG's publish task, cleared too
-        assert (republished.status, republished.version, republished.plan_id) == (
-            "already_published", 1, FIRST)
     # ... and by hand: `reconf plan` answers with a third attempt, saying it is not published
-    code, out, _ = _cli(capsys, "plan", "--max-migrations", "2")
+    code, planned, _ = _cli(capsys, "plan", "--max-migrations", "2")
     assert code == 0
-    assert f"plan {JOB_ID}@{T}#3 " in out
-    assert f"not published: the period was already published as v1 (plan {FIRST})" in out
-    code, out, _ = _cli(capsys, "publish")
-    assert code == 0 and "already_published, version 1" in out and f"{SECOND}, {JOB_ID}@{T}#3" in out
+    code, published, _ = _cli(capsys, "publish")
+    assert code == 0
 
     after = _record(spark, paths, capsys, FIRST)
     for part in ("plan", "moves", "run", "published"):
         assert after[part] == before[part], part
+    assert (again.plan_id, again.published_as) == (SECOND, (1, FIRST))
+    assert (republished.status, republished.version, republished.plan_id) == (
+        "already_published", 1, FIRST)
+    assert f"plan {JOB_ID}@{T}#3 " in planned
+    assert f"not published: the period was already published as v1 (plan {FIRST})" in planned
+    assert "already_published, version 1" in published
+    assert f"{SECOND}, {JOB_ID}@{T}#3 are kept as attempts, not published" in published
     # the audit: the same report, and the attempts listed as attempts (no moves of theirs)
     extra = [line for line in after["audit"] if line not in before["audit"]]
     assert [line for line in after["audit"] if line in before["audit"]] == before["audit"]
@@ -131,7 +133,7 @@ def test_replanning_a_published_period_adds_an_attempt_and_leaves_its_record(
     assert statuses.to_dict() == {FIRST: "published", SECOND: "not_published",
                                   f"{JOB_ID}@{T}#3": "not_published"}
     client = MlflowClient(tracking_uri=paths.mlflow_uri)
-    attempt = client.get_run(again.mlflow_run_id).data.tags
+    attempt = client.get_run(str(again.mlflow_run_id)).data.tags
     assert (attempt["reconf.publish_status"], attempt["reconf.published_plan_id"],
             attempt["reconf.airflow.run_id"]) == ("not_published", FIRST,
                                                    AIRFLOW_CTX["AIRFLOW_CTX_DAG_RUN_ID"])
@@ -149,14 +151,15 @@ def test_fleet_never_rewrites_a_published_period(collected_home, spark, capsys):
     before = _record(spark, paths, capsys, FIRST)
 
     result = run_fleet(P1, job_ids=[JOB_ID], strategy="greedy", paths=paths, spark=spark)
-    (planned,) = result.planned
-    assert (planned.plan_id, planned.published_as) == (SECOND, (1, FIRST))
-    assert "not published: the period was already published as v1" in result.summary()
-    assert _cli(capsys, "publish")[1].startswith(f"publish {JOB_ID}@{T}: already_published")
+    code, published, _ = _cli(capsys, "publish")
 
     after = _record(spark, paths, capsys, FIRST)
     for part in ("plan", "moves", "run", "published"):
         assert after[part] == before[part], part
+    (planned,) = result.planned
+    assert (planned.plan_id, planned.published_as) == (SECOND, (1, FIRST))
+    assert "not published: the period was already published as v1" in result.summary()
+    assert code == 0 and published.startswith(f"publish {JOB_ID}@{T}: already_published")
     assert after["audit"][: len(before["audit"])] == before["audit"]
     assert after["audit"][len(before["audit"]):] == [] or all(
         "other attempt" in line for line in after["audit"] if line not in before["audit"])
@@ -196,7 +199,7 @@ def test_publish_publishes_exactly_the_plan_asked_for(collected_home, spark, cap
     assert (manifest.plan_id, dict(manifest.assignment)) == (FIRST, dict(first.plan.assignment))
     statuses = rows(spark, paths, PLANS.name, of_period(P1)).set_index("plan_id")["status"]
     assert statuses.to_dict() == {FIRST: "published", SECOND: "not_published"}
-    tags = MlflowClient(tracking_uri=paths.mlflow_uri).get_run(second.mlflow_run_id).data.tags
+    tags = MlflowClient(tracking_uri=paths.mlflow_uri).get_run(str(second.mlflow_run_id)).data.tags
     assert (tags["reconf.publish_status"], tags["reconf.published_version"]) == (
         "not_published", "1")
 
