@@ -17,7 +17,6 @@ import pytest
 from mlflow import MlflowClient
 from pipeline_kit import JOB_ID, P1, delta_versions, of_period, rows, snapshot, stamp, tree
 
-from jobs.attempts import settle_statuses
 from jobs.lake import write_records
 from jobs.lake_read import rows_where
 from reconf.cli import main
@@ -236,6 +235,8 @@ def test_publish_refuses_a_plan_row_that_does_not_match_its_run(collected_home, 
 @pytest.mark.parametrize("engine", ["delta-rs", "spark"])
 def test_statuses_settle_in_one_commit_on_both_lake_engines(home, spark, monkeypatch, engine):
     """Publish's status update (a CASE per attempt) as delta-rs and as Spark SQL run it."""
+    from jobs.attempts import settle_statuses
+
     paths = home
     if engine == "spark":
         monkeypatch.setenv("RECONF_LAKE_IO", "spark")
