@@ -285,8 +285,9 @@ def _parser() -> argparse.ArgumentParser:
         "(refusals keep the current one; exit 1)").add_argument("--job", required=True)
     _job_period(add("collect", _cmd_collect, "collect one landed period into the Delta stats tables"))
     _job_period(add("validate", _cmd_validate, "check one collected period with the GE suites"))
-    plan = add("plan", _cmd_plan, "plan a new assignment for one period (writes plans, plan_moves "
-               "and an MLflow run)")
+    plan = add("plan", _cmd_plan, "plan a new assignment for one period: a new attempt with its "
+               "own plan id, plans / plan_moves rows and MLflow run (an attempt of a published "
+               "period is kept as not published; the published record never changes)")
     _job_period(plan)
     plan.add_argument("--strategy", help="override the job's strategy: one of "
                       f"{', '.join(sorted(STRATEGIES))}")
