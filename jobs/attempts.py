@@ -102,7 +102,7 @@ def choose_attempt(job_id: str, stamp: str, attempts: list[dict[str, Any]], want
         if row is None:
             raise StageError(
                 f"job {job_id!r} has no plan {wanted!r} for the period ending {stamp}",
-                where="plans",
+                where=f"table plans, job {job_id!r}, period ending {stamp}",
                 fix=f"publish one of the period's plans ({', '.join(r['plan_id'] for r in ordered)}),"
                     " or leave out --plan-id to publish the newest",
             )
