@@ -210,6 +210,8 @@ def summary_line(tags: Mapping[str, str], metrics: Mapping[str, float], migratio
     version = tags.get("reconf.assignment_version")
     status = ("dry run" if tags.get("reconf.dry_run") == "true"
               else f"published v{version}" if published == "published" and version
+              else f"not published (an attempt beside v{tags['reconf.published_version']})"
+              if published == "not_published" and tags.get("reconf.published_version")
               else published or "planned, not published yet")
     return (f"**LD {_num(metrics, 'load_distance_before')} → "
             f"{_num(metrics, 'load_distance_after')}** · **{migrations} migration(s)** · "
@@ -273,6 +275,10 @@ def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, 
     if "reconf.assignment_version" in tags:
         lines.append(f"**Published** as assignment version {tags['reconf.assignment_version']} "
                      f"({tags.get('reconf.manifest', '')}).")
+    elif tags.get("reconf.publish_status") == "not_published":
+        lines.append(f"**Not published**: plan {tags.get('reconf.plan_id', '?')} is an attempt "
+                     f"beside the period's published plan {tags.get('reconf.published_plan_id', '?')}"
+                     f" (v{tags.get('reconf.published_version', '?')}), whose record never changes.")
     if whatif:
         lines += ["", "## What-if: other strategies on the same state",
                   f"Same state, budget and time limit, after publish (dry runs; each a child "

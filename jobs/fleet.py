@@ -4,7 +4,9 @@ The driver reads every job's stats and current assignment in one query per table
 job), builds each job's `ClusterState` with `jobs.plan.build_state`, and ships one task per job
 through `groupBy(job_id).applyInPandas`, so each executor core runs the solvers of its share of
 the jobs. The plans come back to the driver, which records each one exactly as the per-job path
-does (`jobs.plan.record_plan`: the MLflow run `<job>@<period>`, then plans / plan_moves).
+does (`jobs.plan.record_plan`: a new attempt of the period, its own MLflow run, then its plans /
+plan_moves rows; a job whose period is already published gets an attempt marked not published,
+and its published record is never touched).
 
 Jobs are independent: a solver that fails for one job is reported and that job gets no plan;
 the others are recorded. With `--jobs` every named job must have stats for the period; without

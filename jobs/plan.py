@@ -6,21 +6,22 @@ rerun of a period plans from the same starting point and gives the same plan; be
 published, where the runtime reports its key groups (its initial allocation). A plan for
 publishing is made only from a period that passed validation for its current collect
 (jobs/markers.py); a dry run may plan any collected period and writes nothing but its MLflow run.
+Every plan is a new attempt with its own plan id and MLflow run (jobs/attempts.py): nothing here
+ever rewrites a plan, so a published period's record stays what was published.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from jobs.attempts import plan_id as attempt_id
 from jobs.dynamic_units import prepare_units
 from jobs.errors import StageError, job_lock, lake_rows_refused
 from jobs.facet_tables import read_facet_rows
-from jobs.faults import failpoint
 from jobs.lake import (
     Start,
     concurrently,
@@ -28,19 +29,16 @@ from jobs.lake import (
     period_predicate,
     starting_point,
     table_version,
-    table_versions,
-    write_records,
 )
 from jobs.lake_read import rows_where
-from jobs.lake_write import records_table
 from jobs.load_model import with_load_model
 from jobs.markers import check_validated, read_collect_marker, runtime_of
 from jobs.network_facet import attach_network
 from jobs.network_links import read_link_rows
+from jobs.plan_record import PlanResult, job_budget, plan_to_dict, record_plan
 from jobs.scaling import earlier_sections, solve
-from jobs.tracking import CycleRecord, log_cycle, prepare_client, tag_run
-from jobs.whatif import keep_input
-from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan
+from jobs.tracking import prepare_client
+from placement.model import ClusterState, Edge, KeyGroup, Node, Plan
 from placement.registry import check_params, strategy_names
 from schemas.config import MAX_MIGRATIONS, JobConfig, Paths
 from schemas.landing import format_period_end
@@ -49,8 +47,6 @@ from schemas.tables import (
     COMM_STATS,
     KEYGROUP_STATS,
     NODE_STATS,
-    PLAN_MOVES,
-    PLANS,
     Table,
 )
 
@@ -72,46 +68,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class PlanResult:
-    job_id: str
-    period_end: str
-    plan_id: str
-    plan: Plan
-    base_version: int | None
-    mlflow_run_id: str | None
-    plan_json: dict[str, Any]
-    dry_run: bool = False
-
-    def summary(self) -> str:
-        """The one-line summary of a plan, as the DAG's log, the fleet and `reconf` print it."""
-        p = self.plan
-        return (f"plan {self.plan_id}{' (dry run)' if self.dry_run else ''}: {p.strategy} "
-                f"({p.status.value}) load distance {p.before.load_distance:.3f} -> "
-                f"{p.after.load_distance:.3f}, {p.migrations} migrations, "
-                f"MLflow run {self.mlflow_run_id}")
-
-
 def plan_id(job_id: str, period_end: datetime) -> str:
-    """Deterministic, so a rerun of a period overwrites its plan instead of adding one."""
-    return f"{job_id}@{format_period_end(period_end)}"
-
-
-def plan_to_dict(plan: Plan) -> dict[str, Any]:
-    return {
-        "strategy": plan.strategy,
-        "status": plan.status.value,
-        "lower_bound": plan.lower_bound,
-        "wall_s": plan.wall_s,
-        "message": plan.message,
-        "before": asdict(plan.before),
-        "after": asdict(plan.after),
-        "migrations": plan.migrations,
-        "migration_cost": plan.migration_cost,
-        "moves": [asdict(m) for m in plan.moves],
-        "scaling": asdict(plan.scaling),
-        "assignment": dict(sorted(plan.assignment.items())),
-    }
+    """The id of a period's first plan attempt (jobs/attempts.py numbers the later ones)."""
+    return attempt_id(job_id, period_end)
 
 
 def build_state(
@@ -286,122 +245,9 @@ def resolve_strategy(job: JobConfig, strategy: str | None) -> tuple[str, dict[st
     return strategy, params
 
 
-def job_budget(job: JobConfig) -> Budget:
-    return Budget(max_migration_cost=job.max_migration_cost, max_migrations=job.max_migrations)
-
-
 def no_stats_error(paths: Paths, job_id: str, stamp: str) -> StageError:
     return StageError(
         f"no statistics collected for job {job_id!r}, period ending {stamp}",
         where=paths.table(KEYGROUP_STATS.name),
         fix=f"run `reconf collect --job {job_id} --period-end {stamp}` first",
     )
-
-
-def record_plan(
-    spark: SparkSession,
-    paths: Paths,
-    job: JobConfig,
-    period_end: datetime,
-    strategy: str,
-    state: ClusterState,
-    plan: Plan,
-    scaling_extra: dict[str, Any] | None,
-    start: Start,
-    *,
-    validation: dict[str, Any] | None = None,
-    tags: dict[str, str] | None = None,
-    dry_run: bool = False,
-    collect_id: str | None = None,
-    artifacts: Mapping[str, str] | None = None,
-    read_versions: dict[str, int] | None = None,
-) -> PlanResult:
-    """Log a computed plan to MLflow and (unless a dry run) write it to plans / plan_moves.
-
-    Shared by the per-job path and fleet planning (jobs/fleet.py), so both record the same.
-    `read_versions`: table -> Delta version the plan read, where the caller knows it (the rest
-    are looked up). The
-    rows are built (and their types checked by Spark) before the MLflow run is logged, so a value
-    no table can hold fails before anything is written.
-    """
-    stamp = format_period_end(period_end)
-    pid = plan_id(job.job_id, period_end)
-    base_version = start.version
-    plan_json = {"job_id": job.job_id, "period_end": stamp, "plan_id": pid,
-                 "base_version": base_version, "newest_version": start.newest,
-                 "collect_id": collect_id, **plan_to_dict(plan)}
-    if scaling_extra is not None:
-        plan_json["scaling"].update(scaling_extra)
-    if not dry_run:  # the rows' types checked before anything is logged or written
-        for rows, table in zip(_plan_rows(job, period_end, pid, strategy, plan, base_version, "",
-                                          plan_json), (PLAN_MOVES, PLANS), strict=True):
-            records_table(rows, table)
-    read = dict(read_versions or {})
-    missing = [t.name for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS, ASSIGNMENTS)
-               if t.name not in read]
-    read.update(table_versions(spark, paths, missing))  # those not known yet, asked at once
-    read_tags = {f"reconf.delta.{name}.version": str(version) for name, version in sorted(
-        read.items())}
-    run_id = log_cycle(
-        paths,
-        CycleRecord(job, stamp, strategy, plan_json, validation,
-                    {**read_tags, "reconf.plan_id": pid,
-                     "reconf.base_version": str(base_version), **(tags or {})}, dry_run,
-                    dict(artifacts or {})),
-        state,
-        plan,
-    )
-    if not dry_run:
-        keep_input(paths, run_id, job, stamp, strategy, state, plan, job_budget(job))
-        moves, row = _plan_rows(job, period_end, pid, strategy, plan, base_version, run_id,
-                                plan_json)
-        where = period_predicate(job.job_id, period_end)
-        # Moves first, plan row last: publish reads the plan row, so it only ever sees a plan
-        # whose moves are already written.
-        write_records(spark, moves, paths, PLAN_MOVES, where)
-        failpoint("plan.moves")
-        write_records(spark, row, paths, PLANS, where)
-        failpoint("plan.row")
-        written = table_versions(spark, paths, (PLAN_MOVES.name, PLANS.name))
-        tag_run(paths, run_id, {f"reconf.delta.{name}.version": str(version)
-                                for name, version in written.items()})  # the versions holding this plan
-    return PlanResult(job.job_id, stamp, pid, plan, base_version, run_id, plan_json, dry_run)
-
-
-def _float(value: float | None) -> float | None:
-    return None if value is None else float(value)
-
-
-def _plan_rows(
-    job: JobConfig,
-    period_end: datetime,
-    pid: str,
-    strategy: str,
-    plan: Plan,
-    base_version: int | None,
-    run_id: str,
-    plan_json: dict[str, Any],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The plan_moves rows and the plans row of a plan (not yet written: `records_table` checks
-    their types before anything is logged)."""
-    # DOUBLE columns get floats: Spark refuses an int (e.g. the migration cost of a plan with no
-    # moves is sum(()) == 0, or a time limit of 2) in a DoubleType field.
-    plan_row = {
-        "job_id": job.job_id, "period_end": period_end, "plan_id": pid, "strategy": strategy,
-        "status": "planned", "solver_status": plan.status.value,
-        "max_migrations": job.max_migrations,
-        "max_migration_cost": _float(job.max_migration_cost),
-        "time_limit_s": _float(job.solver_time_limit_s),
-        "load_distance_before": _float(plan.before.load_distance),
-        "load_distance_after": _float(plan.after.load_distance),
-        "lower_bound": _float(plan.lower_bound),
-        "migrations": plan.migrations, "migration_cost": _float(plan.migration_cost),
-        "solve_s": _float(plan.wall_s), "base_version": base_version, "mlflow_run_id": run_id,
-        "message": plan.message, "plan_json": json.dumps(plan_json, sort_keys=True),
-    }
-    move_rows = [
-        {"job_id": job.job_id, "period_end": period_end, "plan_id": pid, "keygroup": m.keygroup,
-         "src_node": m.src, "dst_node": m.dst, "cost": _float(m.cost)}
-        for m in plan.moves
-    ]
-    return move_rows, [plan_row]

@@ -8,6 +8,12 @@ Order of writes, each step idempotent, so a crash anywhere is mended by a rerun:
 A rerun of a published period finds its version row and publishes nothing new. A plan for a period
 older than the newest published one is recorded as historical and never moves LATEST back.
 
+A period may have several plan attempts (jobs/attempts.py); publish publishes exactly one: the one
+asked for by plan id, else the one this Airflow run's plan task made, else the newest. It checks
+that the plans row, its plan JSON and its MLflow run agree on the plan id and the assignment's
+checksum, so the manifest is what `reconf audit` shows; once the period is published, its other
+attempts are `not_published` and asking to publish one is refused.
+
 Before the first write, publish checks everything: LATEST is readable, the period passed
 validation for the collect the plan was made from, the plan keeps its budget, and no version was
 published since the plan was made (else the plan is *stale*: recorded as such, never published).
@@ -25,6 +31,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from jobs.attempts import (
+    NOT_PUBLISHED,
+    attempt_of,
+    check_identity,
+    choose_attempt,
+    set_status,
+    settle_statuses,
+)
 from jobs.errors import StageError, job_lock
 from jobs.faults import failpoint
 from jobs.lake import (
@@ -35,12 +49,11 @@ from jobs.lake import (
     quote,
     table_version,
     timestamp,
-    update_rows,
     write_records,
 )
 from jobs.lake_read import fetch_records, rows_where
 from jobs.markers import check_validated
-from jobs.tracking import tag_run
+from jobs.tracking import open_store, run_tags, tag_run
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
 from schemas.manifest import (
@@ -70,7 +83,8 @@ class PublishResult:
     version: int | None  # None: nothing published (historical or stale)
     status: str  # "published", "already_published", "historical" or "stale"
     manifest: str | None
-    reason: str = ""  # why nothing was published, for a stale plan
+    reason: str = ""  # why nothing was published (a stale plan), or a note on other attempts
+    plan_id: str | None = None  # the plan published (or refused, for a stale or historical one)
 
 
 def _manifest_for(
@@ -138,66 +152,63 @@ def _check_budget(plan_row: Any, plan_json: dict[str, Any], job_id: str, stamp: 
 
 
 def publish_period(
-    job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession
+    job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession,
+    plan_id: str | None = None,
 ) -> PublishResult:
+    """Publish the period's plan: `plan_id`, else the one this Airflow run planned, else the
+    period's newest attempt (jobs/attempts.py `choose_attempt`)."""
     ensure_tables(spark, paths)
     with job_lock(paths, job.job_id, "publish"):
-        return _publish(job, period_end, paths, spark)
+        return _publish(job, period_end, paths, spark, plan_id)
 
 
-def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession
-             ) -> PublishResult:
+def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession,
+             wanted: str | None) -> PublishResult:
     stamp = format_period_end(period_end)
-    # one round of queries: the plan row, and what the version log says about this period
-    plan_row: Any
+    # one round of queries: the period's plan attempts, and what the version log says about it
+    # (and the MLflow store opened meanwhile: the plan is checked against its run)
+    attempts: list[dict[str, Any]]
     log: dict[str, Any]
-    plan_row, log = concurrently(
-        lambda: next(iter(rows_where(spark, paths, PLANS.name,
-                                     period_predicate(job.job_id, period_end))), None),
-        lambda: _version_log(spark, paths, job.job_id, period_end))
-    if plan_row is None:
+    attempts, log, _ = concurrently(
+        lambda: rows_where(spark, paths, PLANS.name, period_predicate(job.job_id, period_end)),
+        lambda: _version_log(spark, paths, job.job_id, period_end),
+        lambda: open_store(paths))
+    if not attempts:
         raise StageError(
             f"no plan for job {job.job_id!r}, period ending {stamp}",
             where=paths.table(PLANS.name),
             fix=f"run `reconf plan --job {job.job_id} --period-end {stamp}` first",
         )
-    plan_json = json.loads(plan_row["plan_json"])
-    pid = plan_row["plan_id"]
     latest = _check_latest(spark, paths, job.job_id)
-    mine = log["mine"]
-    if mine is not None:  # a rerun: make sure the steps after the commit point happened
-        version = int(mine["version"])
-        if (latest or 0) < version:
-            write_latest(paths.published, job.job_id, version)
-        # A crash after the commit point, or a rerun of `plan` (which rewrites the plan row as
-        # "planned"), leaves the plan's status and its run's tags behind; mend them while the
-        # plan row still is the published assignment.
-        published = {str(k): str(v) for k, v in plan_json["assignment"].items()}
-        if assignment_checksum(published) == mine["checksum"]:
-            if plan_row["status"] != "published":
-                _set_plan_status(spark, paths, job.job_id, period_end, "published")
-            _tag_published(spark, paths, plan_row["mlflow_run_id"], version, mine["manifest_path"])
-        return PublishResult(job.job_id, stamp, version, "already_published", mine["manifest_path"])
+    if log["mine"] is not None:
+        return _already_published(spark, paths, job, period_end, log["mine"], attempts, wanted,
+                                  latest)
+    plan_row = choose_attempt(job.job_id, stamp, attempts, wanted,
+                              os.environ.get("AIRFLOW_CTX_DAG_RUN_ID"))
+    plan_json = json.loads(plan_row["plan_json"])
+    pid, run_id = str(plan_row["plan_id"]), plan_row["mlflow_run_id"]
+    check_identity(plan_row, plan_json, run_tags(paths, run_id) if run_id else {})
     if log["newer"]:
-        _set_plan_status(spark, paths, job.job_id, period_end, "historical")
-        if plan_row["mlflow_run_id"]:
-            tag_run(paths, plan_row["mlflow_run_id"], {"reconf.publish_status": "historical"})
-        return PublishResult(job.job_id, stamp, None, "historical", None)
+        set_status(spark, paths, job.job_id, period_end, pid, "historical")
+        if run_id:
+            tag_run(paths, run_id, {"reconf.publish_status": "historical"})
+        return PublishResult(job.job_id, stamp, None, "historical", None, plan_id=pid)
     check_validated(paths, job, period_end, collect_id=plan_json.get("collect_id"))
     _check_budget(plan_row, plan_json, job.job_id, stamp)
 
     newest = None if log["newest"] is None else int(log["newest"])
     planned_at = plan_json.get("newest_version", plan_row["base_version"])
     if newest != planned_at:
-        _set_plan_status(spark, paths, job.job_id, period_end, "stale")
-        if plan_row["mlflow_run_id"]:
-            tag_run(paths, plan_row["mlflow_run_id"], {"reconf.publish_status": "stale"})
+        set_status(spark, paths, job.job_id, period_end, pid, "stale")
+        if run_id:
+            tag_run(paths, run_id, {"reconf.publish_status": "stale"})
         return PublishResult(
             job.job_id, stamp, None, "stale", None,
             f"the plan was made when the newest version was "
             f"{'v' + str(planned_at) if planned_at else 'none'}, but v{newest} has been published "
             f"since; publishing it could undo v{newest}'s moves and break the budget. Plan the "
-            f"period again (`reconf plan --job {job.job_id} --period-end {stamp}`), then publish")
+            f"period again (`reconf plan --job {job.job_id} --period-end {stamp}`), then publish",
+            plan_id=pid)
 
     version = (newest or 0) + 1
     assignment = {str(k): str(v) for k, v in plan_json["assignment"].items()}
@@ -234,14 +245,59 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
     failpoint("publish.version")
     write_latest(paths.published, job.job_id, version)
     failpoint("publish.latest")
-    # bookkeeping after the runtime can see the version: the plan row's status and the run's
-    # tags, at once (a rerun mends either, see above)
+    # bookkeeping after the runtime can see the version: the plans' statuses and the runs' tags,
+    # at once (a rerun mends either, see `_already_published`)
     concurrently(
-        lambda: _set_plan_status(spark, paths, job.job_id, period_end, "published"),
-        lambda: _tag_published(spark, paths, plan_row["mlflow_run_id"], version, str(path),
-                               committed))
+        lambda: settle_statuses(spark, paths, job.job_id, period_end, pid),
+        lambda: _tag_published(spark, paths, run_id, version, str(path), committed),
+        lambda: _tag_others(paths, attempts, pid, version))
     failpoint("publish.status")
-    return PublishResult(job.job_id, stamp, version, "published", str(path))
+    return PublishResult(job.job_id, stamp, version, "published", str(path), plan_id=pid)
+
+
+def _already_published(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
+                       mine: dict[str, Any], attempts: list[dict[str, Any]], wanted: str | None,
+                       latest: int | None) -> PublishResult:
+    """A rerun for a published period: the version stands; a crash after its commit point is
+    mended (LATEST, the statuses, the run's tags: each only if it is behind, so the published
+    plan's row and run are never touched again once complete); another plan is never published."""
+    stamp = format_period_end(period_end)
+    version, pid = int(mine["version"]), str(mine["plan_id"])
+    if wanted is not None and wanted != pid:
+        raise StageError(
+            f"plan {wanted} is not published and never will be: the period ending {stamp} was "
+            f"published as v{version} from plan {pid}, and a published period's record (plan "
+            "row, MLflow run, manifest) never changes",
+            where=f"assignment_versions, job {job.job_id!r} version {version}",
+            fix=f"`reconf audit --job {job.job_id} --period-end {stamp}` shows v{version}; to "
+                "change the assignment, plan and publish a later period",
+        )
+    if (latest or 0) < version:
+        write_latest(paths.published, job.job_id, version)
+    row = next((r for r in attempts if r["plan_id"] == pid), None)
+    if row is not None:
+        published = {str(k): str(v) for k, v in json.loads(row["plan_json"])["assignment"].items()}
+        if assignment_checksum(published) == mine["checksum"]:
+            if row["status"] != "published" or any(r["status"] == "planned" for r in attempts):
+                settle_statuses(spark, paths, job.job_id, period_end, pid)
+                _tag_others(paths, attempts, pid, version)
+            tags = run_tags(paths, row["mlflow_run_id"]) if row["mlflow_run_id"] else {}
+            if tags and tags.get("reconf.assignment_version") != str(version):
+                _tag_published(spark, paths, row["mlflow_run_id"], version, mine["manifest_path"])
+    others = sorted((str(r["plan_id"]) for r in attempts if r["plan_id"] != pid), key=attempt_of)
+    note = (f"the period's other plan(s) {', '.join(others)} are kept as attempts, not published"
+            if others else "")
+    return PublishResult(job.job_id, stamp, version, "already_published", mine["manifest_path"],
+                         note, plan_id=pid)
+
+
+def _tag_others(paths: Paths, attempts: list[dict[str, Any]], pid: str, version: int) -> None:
+    """The runs of the period's attempts that were waiting learn they will never be published."""
+    for row in attempts:
+        if row["plan_id"] != pid and row["status"] == "planned" and row["mlflow_run_id"]:
+            tag_run(paths, row["mlflow_run_id"], {
+                "reconf.publish_status": NOT_PUBLISHED, "reconf.published_version": str(version),
+                "reconf.published_plan_id": pid})
 
 
 def _version_log(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime
@@ -254,7 +310,7 @@ def _version_log(spark: SparkSession, paths: Paths, job_id: str, period_end: dat
         lambda: fetch_records(spark, paths, "SELECT max(version) AS newest, count(CASE WHEN "
                               f"period_end > {when} THEN 1 END) AS newer FROM {table} "
                               f"WHERE job_id = {job}"),
-        lambda: fetch_records(spark, paths, "SELECT version, checksum, manifest_path FROM "
+        lambda: fetch_records(spark, paths, "SELECT version, plan_id, checksum, manifest_path FROM "
                               f"{table} WHERE job_id = {job} AND period_end = {when} "
                               "ORDER BY version DESC LIMIT 1"))
     return {"newest": counts[0]["newest"], "newer": int(counts[0]["newer"]),
@@ -275,8 +331,3 @@ def _tag_published(spark: SparkSession, paths: Paths, run_id: str | None, versio
         "reconf.manifest": manifest, f"reconf.delta.{ASSIGNMENT_VERSIONS.name}.version":
         str(log_version),
     })
-
-
-def _set_plan_status(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, status: str) -> None:
-    update_rows(spark, paths, PLANS, {"status": quote(status)},
-                period_predicate(job_id, period_end))

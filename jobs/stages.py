@@ -108,12 +108,15 @@ def run_plan(
         )
 
 
-def run_publish(job_id: str, period_end: str | datetime) -> PublishResult:
+def run_publish(job_id: str, period_end: str | datetime, *, plan_id: str | None = None
+                ) -> PublishResult:
+    """Publish the period's plan: `plan_id`, else the one this Airflow run planned, else the
+    period's newest attempt (jobs/publish.py)."""
     from jobs.publish import publish_period
 
     job, end, paths = _context(job_id, period_end)
     with _concurrency("publish", job_id):
-        return publish_period(job, end, paths=paths, spark=lazy_spark(paths))
+        return publish_period(job, end, paths=paths, spark=lazy_spark(paths), plan_id=plan_id)
 
 
 def run_whatif(job_id: str, period_end: str | datetime, *, force: bool = False) -> str:

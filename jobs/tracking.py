@@ -1,16 +1,17 @@
-"""MLflow: one run per cycle, `<job_id>@<period_end>`, where operators audit a plan.
+"""MLflow: one run per plan attempt (jobs/attempts.py), where operators audit a plan.
 
-A rerun of the same period finds its run by tags and updates it instead of adding a second one,
-so reruns and backfills stay idempotent in the tracking store as in the Delta tables.
+Every plan of a period, a rerun included, is a new run tagged with its plan id and attempt number:
+a run, once logged, is only ever completed (publish's tags, the what-if), never overwritten, so
+the run of a published version shows what was published. `find_runs` answers with one run per
+period, the period's *record*: the published attempt, else the newest attempt that may still be
+published; `attempts=True` lists them all.
 """
 
 from __future__ import annotations
 
 import csv
-import heapq
 import io
 import json
-import math
 import os
 import tempfile
 import threading
@@ -20,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobs.attempts import NOT_PUBLISHED, attempt_of
 from jobs.audit_trail import (
-    AIRFLOW_TAG,
     KEYGROUP_COLUMNS,
     MOVE_COLUMNS,
     NODE_COLUMNS,
@@ -32,13 +33,14 @@ from jobs.audit_trail import (
     note_markdown,
     to_csv,
 )
-from placement.graphpart import pair_rates
-from placement.metrics import mean_load, node_loads
+from jobs.plan_charts import comm_graph, load_chart
+from placement.metrics import mean_load
 from placement.model import ClusterState, Plan
 from schemas.config import JobConfig, Paths
 
-__all__ = ["CycleRecord", "find_runs", "log_cycle", "open_experiment", "open_store", "plan_metrics",
-           "prepare_client", "read_csv_artifact", "refresh_note", "run_name", "tag_run"]
+__all__ = ["CycleRecord", "find_runs", "log_cycle", "logged_attempts", "open_experiment",
+           "open_store", "plan_metrics", "prepare_client", "read_csv_artifact", "refresh_note",
+           "run_name", "tag_run"]
 
 _JOB_TAG, _PERIOD_TAG = "reconf.job_id", "reconf.period_end"
 _KIND_TAG, _KIND = "mlflow.experimentKind", "custom_model_development"
@@ -113,108 +115,60 @@ def _run_filter(job_id: str, period_end: str | None, dry_run: bool) -> str:
     return where + (f" AND tags.`{_PERIOD_TAG}` = '{period_end}'" if period_end else "")
 
 
+def _attempt(run: Any) -> int:
+    tags = run.data.tags
+    return int(tags["reconf.attempt"]) if tags.get("reconf.attempt", "").isdigit() else (
+        attempt_of(tags.get("reconf.plan_id", "")))
+
+
+def _record_rank(run: Any) -> tuple[bool, bool, int, int]:
+    """The period's record is its published attempt; else the newest that may be published."""
+    status = run.data.tags.get("reconf.publish_status")
+    return (status == "published", status != NOT_PUBLISHED, _attempt(run),
+            int(run.info.start_time or 0))
+
+
 def find_runs(client: Any, experiment_id: str, job_id: str, period_end: str | None = None,
-              *, dry_run: bool = False, max_results: int = 5000) -> list[Any]:
-    """The cycle runs of a job (of one period if given), newest period first."""
+              *, dry_run: bool = False, max_results: int = 5000, attempts: bool = False
+              ) -> list[Any]:
+    """The record run of each period of a job (of one period if given), newest period first;
+    with `attempts`, every attempt's run (newest period first, each period's record first)."""
     runs = client.search_runs([experiment_id], filter_string=_run_filter(job_id, period_end, dry_run),
-                              max_results=max_results)
-    return sorted(runs, key=lambda r: r.data.tags.get(_PERIOD_TAG, ""), reverse=True)
+                              max_results=5000)
+    ordered = sorted(runs, key=lambda r: (r.data.tags.get(_PERIOD_TAG, ""), _record_rank(r)),
+                     reverse=True)
+    if attempts:
+        return ordered[:max_results]
+    records: dict[str, Any] = {}
+    for run in ordered:  # per period, the best-ranked comes first
+        records.setdefault(run.data.tags.get(_PERIOD_TAG, ""), run)
+    return list(records.values())[:max_results]
 
 
-def _find_or_create_run(client: Any, experiment_id: str, job_id: str, period_end: str, dry_run: bool) -> str:
-    found = find_runs(client, experiment_id, job_id, period_end, dry_run=dry_run, max_results=1)
-    if found:
-        return str(found[0].info.run_id)
+def logged_attempts(paths: Paths, job_id: str, period_end: str, dry_run: bool) -> int:
+    """The highest attempt number among the period's runs (0: none), of plans or dry runs."""
+    client = _client(paths)
+    experiment_id = _experiment_id(client, paths, job_id)
+    runs = client.search_runs([experiment_id],
+                              filter_string=_run_filter(job_id, period_end, dry_run),
+                              max_results=5000)
+    return max((_attempt(r) for r in runs), default=0)
+
+
+def _create_run(client: Any, experiment_id: str, record: CycleRecord) -> str:
+    """A new run for the attempt (a run is never reused: see the module's docstring)."""
+    attempt = int(record.tags.get("reconf.attempt", "1"))
+    suffix = "" if attempt == 1 else f" #{attempt}"
+    if record.dry_run:
+        suffix = f" (dry run{suffix})"
+    elif record.tags.get("reconf.publish_status") == NOT_PUBLISHED:
+        suffix += " (not published)"
     run = client.create_run(
-        experiment_id,
-        run_name=run_name(period_end) + (" (dry run)" if dry_run else ""),
-        tags={_JOB_TAG: job_id, _PERIOD_TAG: period_end, "reconf.dry_run": str(dry_run).lower()},
+        experiment_id, run_name=run_name(record.period_end) + suffix,
+        tags={_JOB_TAG: record.job.job_id, _PERIOD_TAG: record.period_end,
+              "reconf.dry_run": str(record.dry_run).lower()},
     )
     return str(run.info.run_id)
-
-
-def _load_chart(state: ClusterState, plan: Plan, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    before = node_loads(state, state.assignment)
-    after = node_loads(state, plan.assignment)
-    nodes = sorted(set(before) | set(after))
-    xs = range(len(nodes))
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(nodes) + 2), 3.6), dpi=110)
-    ax.bar([x - 0.2 for x in xs], [before.get(n, 0.0) for n in nodes], 0.4, label="before")
-    ax.bar([x + 0.2 for x in xs], [after.get(n, 0.0) for n in nodes], 0.4, label="after")
-    mean = sum(after.values()) / max(1, len(after))
-    ax.axhline(mean, color="grey", linestyle="--", linewidth=1, label=f"mean {mean:.1f}%")
-    ax.set_xticks(list(xs), nodes, rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel("node load (% of reference node)")
-    ax.set_title(
-        f"load distance {plan.before.load_distance:.2f} -> {plan.after.load_distance:.2f}, "
-        f"{plan.migrations} migrations"
-    )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
-# ---- collocation (paper §4.3.2): load index and the communication graph's heaviest pairs ----------
-
-COMM_GRAPH_PAIRS = 20
-
-
-def _heaviest_pairs(state: ClusterState, after: Mapping[str, str], k: int
-                    ) -> list[tuple[str, str, float]]:
-    """The k heaviest key-group pairs, out(g_i, g_j) + out(g_j, g_i), heaviest first; among
-    equally heavy pairs those whose collocation the plan changes come first."""
-    both: dict[tuple[str, str], float] = {}
-    for (src, dst), rate in pair_rates(state).items():
-        key = (src, dst) if src < dst else (dst, src)
-        both[key] = both.get(key, 0.0) + rate
-    before = state.assignment
-
-    def order(item: tuple[tuple[str, str], float]) -> tuple[float, bool, tuple[str, str]]:
-        (a, b), rate = item
-        same = (before[a] == before[b]) == (after[a] == after[b])
-        return (-rate, same, (a, b))
-
-    # only pairs at least as heavy as the k-th heaviest can be among the first k (`order` sorts
-    # by rate first): at 10^4 key groups there are millions of pairs and k is 20
-    floor = heapq.nlargest(k, both.values())[-1] if len(both) > k > 0 else -math.inf
-    top = sorted(((pair, rate) for pair, rate in both.items() if rate >= floor), key=order)[:k]
-    return [(a, b, rate) for (a, b), rate in top]
-
-
-def _comm_graph(state: ClusterState, plan: Plan, path: Path) -> None:
-    """Bars of the heaviest pairs before and after the plan: green collocated, red remote."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    pairs = _heaviest_pairs(state, plan.assignment, COMM_GRAPH_PAIRS)
-    labels = [f"{a} - {b}" for a, b, _ in pairs][::-1]
-    rates = [rate for _, _, rate in pairs][::-1]
-    fig, axes = plt.subplots(1, 2, figsize=(11, max(3.0, 0.28 * len(pairs) + 1.5)), dpi=110,
-                             sharey=True)
-    for ax, (title, assignment, factor) in zip(axes, (
-            ("before", state.assignment, plan.before.collocation_factor),
-            ("after", plan.assignment, plan.after.collocation_factor)), strict=True):
-        colors = ["tab:green" if assignment[a] == assignment[b] else "tab:red"
-                  for a, b, _ in pairs][::-1]
-        ax.barh(range(len(pairs)), rates, color=colors)
-        shown = colors.count("tab:green")
-        ax.set_title(f"{title}: {shown}/{len(pairs)} shown collocated, collocation factor "
-                     f"{factor:.1f}%", fontsize=9)
-        ax.set_xlabel("rate, both directions (as in comm_stats)")
-    axes[0].set_yticks(range(len(pairs)), labels, fontsize=7)
-    fig.suptitle(f"top {len(pairs)} communicating key-group pairs "
-                 "(green: same node, red: remote)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 def _load_index(client: Any, experiment_id: str, period_end: str, system_load: float) -> float:
@@ -303,7 +257,7 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     client = _client(paths)
     job = record.job
     experiment_id = _experiment_id(client, paths, job.job_id)
-    run_id = _find_or_create_run(client, experiment_id, job.job_id, record.period_end, record.dry_run)
+    run_id = _create_run(client, experiment_id, record)
     params = {
         "strategy": record.strategy,
         "max_migrations": job.max_migrations,
@@ -317,11 +271,10 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         **{f"{record.strategy}.{k}": v
            for k, v in job.strategy_params.get(record.strategy, {}).items()},
     }
-    before = client.get_run(run_id).data
-    # params are write-once in MLflow; a rerun keeps the first
     new_params = [Param(key, "none" if value is None else str(value))
-                  for key, value in params.items() if key not in before.params]
-    # ...so the settings of the newest run of the cycle are also tags, which a rerun updates.
+                  for key, value in params.items()]
+    # the settings also as tags (runs of older releases were updated by reruns, and params are
+    # write-once: there the tags held the newest values; reconf/audit.py reads both)
     current = {f"reconf.param.{k}": "none" if v is None else str(v) for k, v in params.items()}
     metrics = plan_metrics(plan)
     system_load = mean_load(state)  # collocation: the load index (paper §5), where computable
@@ -338,9 +291,6 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     tags = {"reconf.solver_status": plan.status.value, **current,
             "reconf.trigger": "airflow" if provenance else "manual",
             **_validation_tags(record.validation), **provenance, **record.tags}
-    for stale in before.tags:  # a manual rerun of an Airflow cycle
-        if stale.startswith(AIRFLOW_TAG) and stale not in tags:
-            client.delete_tag(run_id, stale)
     if "decision" in scaling:
         tags["reconf.scaling.decision"] = str(scaling["decision"])
         tags["reconf.scaling.reason"] = str(scaling.get("reason", ""))[:4900]
@@ -358,9 +308,9 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         (folder / "moves.csv").write_text(moves_csv)
         (folder / "keygroups.csv").write_text(to_csv(keygroup_rows(state, plan), KEYGROUP_COLUMNS))
         (folder / "nodes.csv").write_text(to_csv(node_rows(state, plan), NODE_COLUMNS))
-        _load_chart(state, plan, folder / "node_loads.png")
+        load_chart(state, plan, folder / "node_loads.png")
         if state.edges:
-            _comm_graph(state, plan, folder / "comm_graph.png")
+            comm_graph(state, plan, folder / "comm_graph.png")
         for name, text in record.artifacts.items():
             (folder / name).write_text(text)
         if record.validation is not None:
@@ -380,3 +330,15 @@ def tag_run(paths: Paths, run_id: str, tags: Mapping[str, str]) -> None:
     client = _client(paths)
     client.log_batch(run_id, tags=[RunTag(key, str(value)) for key, value in tags.items()])
     refresh_note(client, run_id)
+
+
+def run_tags(paths: Paths, run_id: str) -> dict[str, str]:
+    """The tags of a run ({} when the store has no such run)."""
+    client = _client(paths)
+    try:
+        return dict(client.get_run(run_id).data.tags)
+    except Exception as exc:  # MlflowException: RESOURCE_DOES_NOT_EXIST
+        if "RESOURCE_DOES_NOT_EXIST" in str(getattr(exc, "error_code", "")) or (
+                "not found" in str(exc).lower()):
+            return {}
+        raise

@@ -70,12 +70,21 @@ def _period(text: str) -> tuple[datetime, str]:
 
 
 def _run_of(client: Any, experiment_id: str, job_id: str, when: datetime, stamp: str,
-            dry_run: bool) -> Any:
+            dry_run: bool, plan_id: str | None = None) -> tuple[Any, list[Any]]:
+    """The run to report (the period's record, or the attempt `plan_id`), and every attempt's."""
     from jobs.tracking import find_runs
 
-    found = find_runs(client, experiment_id, job_id, stamp, dry_run=dry_run, max_results=1)
-    if found:
-        return found[0]
+    runs = find_runs(client, experiment_id, job_id, stamp, dry_run=dry_run, attempts=True)
+    if runs and plan_id is not None:
+        chosen = next((r for r in runs if r.data.tags.get("reconf.plan_id", f"{job_id}@{stamp}")
+                       == plan_id), None)
+        if chosen is None:
+            ids = ", ".join(r.data.tags.get("reconf.plan_id", f"{job_id}@{stamp}") for r in runs)
+            raise AuditError(f"--plan-id {plan_id!r} is not a plan of job {job_id!r} for the "
+                             f"period ending {stamp}; its plans: {ids}")
+        return chosen, runs
+    if runs:  # best first: the record (jobs/tracking.py `find_runs`)
+        return runs[0], runs
     periods = sorted({r.data.tags["reconf.period_end"]
                       for r in find_runs(client, experiment_id, job_id, dry_run=dry_run)})
     kind = "dry run" if dry_run else "run"
@@ -171,18 +180,31 @@ def _keygroup(query: str, keygroups: list[dict[str, str]], moves: list[dict[str,
     return out
 
 
+def _attempt(run: Any, job_id: str, stamp: str) -> dict[str, Any]:
+    """One line's worth of a plan attempt: what it would have done, and its status."""
+    tags, metrics = run.data.tags, run.data.metrics
+    return {"plan_id": tags.get("reconf.plan_id", f"{job_id}@{stamp}"), "run_id": run.info.run_id,
+            "status": tags.get("reconf.publish_status", "planned"),
+            "migrations": None if "migrations" not in metrics else int(metrics["migrations"]),
+            "load_distance_after": metrics.get("load_distance_after")}
+
+
 def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
-          paths: Paths | None = None, dry_run: bool = False, compare: bool = False
-          ) -> dict[str, Any]:
+          paths: Paths | None = None, dry_run: bool = False, compare: bool = False,
+          plan_id: str | None = None) -> dict[str, Any]:
     """The audit report of one cycle, as plain JSON-able data, from its MLflow run only; with
-    `compare`, also its what-if comparison (the rows of `whatif/comparison.csv`)."""
+    `compare`, also its what-if comparison (the rows of `whatif/comparison.csv`).
+
+    The run is the period's record (its published plan, else the newest attempt that may still
+    be published: jobs/tracking.py `find_runs`), or the attempt `plan_id`; the period's other
+    attempts are listed as attempts (plan id, run, status, migrations), never mixed in."""
     from jobs.tracking import read_csv_artifact
 
     paths = paths or Paths.from_env()
     when, stamp = _period(period_end)
     client = open_store(paths)
     experiment_id = job_experiment(client, job_id)
-    run = _run_of(client, experiment_id, job_id, when, stamp, dry_run)
+    run, runs = _run_of(client, experiment_id, job_id, when, stamp, dry_run, plan_id)
     rid, tags, metrics = run.info.run_id, run.data.tags, run.data.metrics
     param = {k[len("reconf.param."):]: v for k, v in tags.items() if k.startswith("reconf.param.")}
     param = {**run.data.params, **param}  # tags hold the newest rerun's settings
@@ -230,6 +252,12 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
                        "manifest": tags.get("reconf.manifest")}
                       if "reconf.assignment_version" in tags else None),
         "publish_status": tags.get("reconf.publish_status"),
+        "plan_id": tags.get("reconf.plan_id", f"{job_id}@{stamp}"),
+        "published_as": ({"assignment_version": int(tags["reconf.published_version"]),
+                          "plan_id": tags.get("reconf.published_plan_id")}
+                         if tags.get("reconf.published_version", "").isdigit() else None),
+        "other_attempts": [_attempt(r, job_id, stamp) for r in sorted(
+            runs, key=lambda r: r.info.start_time or 0) if r.info.run_id != rid],
         "base_version": tags.get("reconf.base_version"),
         "artifacts": sorted(a.path for a in client.list_artifacts(rid)),
         "dry_run": dry_run,
@@ -272,7 +300,7 @@ def format_report(r: dict[str, Any]) -> str:
     """The report as the lines an operator reads in a terminal."""
     run, ld, budget = r["run"], r["load_distance"], r["budget"]
     lines = [
-        f"{run['name']}: MLflow run {run['id']} ({run['status'].lower()})",
+        f"{run['name']}: plan {r['plan_id']}, MLflow run {run['id']} ({run['status'].lower()})",
         f"  open: {run['url']}",
         f"  strategy {r['strategy']} (solver {r['solver_status']}, "
         f"{_f(r['solve_time_s'], '.2f')} s); budget max_migrations="
@@ -322,8 +350,16 @@ def format_report(r: dict[str, Any]) -> str:
     elif r["publish_status"] == "historical":
         lines.append("  published: no, historical (a later period was already published; "
                      "LATEST was not moved back)")
+    elif r["publish_status"] == "not_published" and r.get("published_as"):
+        s = r["published_as"]
+        lines.append(f"  published: no, an attempt made beside the period's published plan "
+                     f"{s['plan_id']} (v{s['assignment_version']}); it is never published")
     else:
         lines.append("  published: not (yet) published")
+    lines += [f"  other attempt of this period: plan {a['plan_id']}, MLflow run {a['run_id']}, "
+              f"{a['status'].replace('_', ' ')}, {a['migrations']} migration(s), load distance "
+              f"after {_f(a['load_distance_after'])} (`--plan-id {a['plan_id']}` audits it)"
+              for a in r.get("other_attempts", ())]
     w = r.get("whatif")
     if w is not None:
         lines += _whatif_lines(w)

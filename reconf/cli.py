@@ -105,6 +105,9 @@ def _print_plan(result: Any, *, show_moves: bool) -> None:
             print(f"  move {m.keygroup}: {m.src} -> {m.dst} (cost {m.cost:.4g})")
     if result.mlflow_run_id:
         print(f"  MLflow run {result.mlflow_run_id}")
+    if result.published_as is not None:
+        print(f"  {result.not_published_note()}; `reconf plan --dry-run` tries a plan without "
+              "recording an attempt")
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
@@ -123,7 +126,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 def _cmd_publish(args: argparse.Namespace) -> int:
     from jobs.stages import run_publish
 
-    r = run_publish(args.job, args.period_end)
+    r = run_publish(args.job, args.period_end, plan_id=getattr(args, "plan_id", None))
     if r.status == "stale":
         print(f"reconf publish: refused: the plan of {args.job}@{r.period_end} is stale: "
               f"{r.reason}", file=sys.stderr)
@@ -131,7 +134,10 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     if r.version is None:
         print(f"publish {args.job}@{r.period_end}: {r.status} (a newer version exists; LATEST unchanged)")
     else:
-        print(f"publish {args.job}@{r.period_end}: {r.status}, version {r.version}, manifest {r.manifest}")
+        print(f"publish {args.job}@{r.period_end}: {r.status}, version {r.version}, plan "
+              f"{r.plan_id}, manifest {r.manifest}")
+    if r.status == "already_published" and r.reason:
+        print(f"  note: {r.reason}")
     return 0
 
 
@@ -140,7 +146,9 @@ def _cmd_cycle(args: argparse.Namespace) -> int:
         step(args)
     from jobs.stages import run_plan, run_whatif
 
-    _print_plan(run_plan(args.job, args.period_end), show_moves=False)
+    planned = run_plan(args.job, args.period_end)
+    _print_plan(planned, show_moves=False)
+    args.plan_id = None if planned.published_as else planned.plan_id  # publish exactly this plan
     code = _cmd_publish(args)
     try:  # after publish: the what-if never changes the cycle's outcome
         print(run_whatif(args.job, args.period_end))
@@ -203,7 +211,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from reconf.audit import audit, format_report
 
     report = audit(args.job, args.period_end, args.key_group, dry_run=args.dry_run,
-                   compare=args.compare)
+                   compare=args.compare, plan_id=args.plan_id)
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else format_report(report))
     return 0
 
@@ -277,8 +285,9 @@ def _parser() -> argparse.ArgumentParser:
         "(refusals keep the current one; exit 1)").add_argument("--job", required=True)
     _job_period(add("collect", _cmd_collect, "collect one landed period into the Delta stats tables"))
     _job_period(add("validate", _cmd_validate, "check one collected period with the GE suites"))
-    plan = add("plan", _cmd_plan, "plan a new assignment for one period (writes plans, plan_moves "
-               "and an MLflow run)")
+    plan = add("plan", _cmd_plan, "plan a new assignment for one period: a new attempt with its "
+               "own plan id, plans / plan_moves rows and MLflow run (an attempt of a published "
+               "period is kept as not published; the published record never changes)")
     _job_period(plan)
     plan.add_argument("--strategy", help="override the job's strategy: one of "
                       f"{', '.join(sorted(STRATEGIES))}")
@@ -286,7 +295,11 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--time-limit", type=float, help="solver time limit in seconds")
     plan.add_argument("--dry-run", action="store_true",
                       help="print the plan; write no tables and publish nothing")
-    _job_period(add("publish", _cmd_publish, "publish the period's plan as the next assignment version"))
+    publish = add("publish", _cmd_publish, "publish the period's plan as the next assignment "
+                  "version")
+    _job_period(publish)
+    publish.add_argument("--plan-id", help="the plan attempt to publish (default: the period's "
+                         "newest; `reconf plan` prints its id)")
     _job_period(add("cycle", _cmd_cycle, "collect, validate, plan and publish one period in-process"))
     fleet = sub.add_parser("fleet", help="plan one period of every job at once on Spark",
                            description=_FLEET_HELP,
@@ -331,6 +344,8 @@ def _parser() -> argparse.ArgumentParser:
                        "the same state (LD after, lower bound, migrations, cost, wall time, "
                        "status)")
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
+    audit.add_argument("--plan-id", help="audit this attempt of the period (default: its "
+                       "published plan, else its newest attempt; the report lists the others)")
     audit.add_argument("--dry-run", action="store_true",
                        help="audit the period's dry run instead of its real cycle")
     from reconf import services

@@ -1,7 +1,9 @@
 """The Delta tables under ``lake/`` (DESIGN.md, "Delta tables"), as Spark DDL.
 
 Every table is partitioned by ``job_id``; a stage's write for one period replaces exactly that
-period (``replaceWhere``), so reruns leave one copy.
+period (``replaceWhere``), so reruns leave one copy. ``plans`` and ``plan_moves`` are the
+exception: each plan of a period is an attempt with its own ``plan_id`` (jobs/attempts.py), and a
+write replaces only that attempt's rows, so a published plan is never rewritten.
 """
 
 from __future__ import annotations
@@ -61,13 +63,13 @@ PLANS = Table(
     "time_limit_s DOUBLE, load_distance_before DOUBLE, load_distance_after DOUBLE, "
     "lower_bound DOUBLE, migrations BIGINT, migration_cost DOUBLE, solve_s DOUBLE, "
     "base_version BIGINT, mlflow_run_id STRING, message STRING, plan_json STRING",
-    ("job_id", "period_end"),
+    ("job_id", "period_end", "plan_id"),  # one row per plan attempt (jobs/plan.py `plan_id`)
 )
 PLAN_MOVES = Table(
     "plan_moves",
     "job_id STRING, period_end TIMESTAMP, plan_id STRING, keygroup STRING, src_node STRING, "
     "dst_node STRING, cost DOUBLE",
-    ("job_id", "period_end", "keygroup"),
+    ("job_id", "period_end", "plan_id", "keygroup"),
 )
 ASSIGNMENTS = Table(
     "assignments",

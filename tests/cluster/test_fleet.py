@@ -3,8 +3,9 @@
 Two homes hold the same collected stats of three tiny jobs (two MILP, one greedy); one is
 planned job by job (`jobs.plan.plan_period`), the other at once on Spark (`jobs.fleet`,
 applyInPandas on the session's local[2] executors). Their plans and plan_moves rows must be
-equal, and each job must get one MLflow run for the period (reruns update it: record_plan is
-the per-job path's own code, whose rerun idempotency tests/jobs covers).
+equal, and each job must get one MLflow run for the period (a rerun is a new attempt beside it:
+record_plan is the per-job path's own code; tests/jobs/test_published_record.py re-plans a
+published period with `reconf fleet`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ docs/operations.md runs `airflow backfill create` twice for the earlier period P
 `--reprocess-behavior failed` (fill the range), then `completed` (redo every date of it). P1 is
 older than every published version, so its plan is historical. After each backfill the Delta
 tables, the MLflow runs, the published versions and LATEST are read back: the second backfill
-recomputes (new Delta table versions, the same MLflow run updated) and adds no rows and no runs.
+recomputes (new Delta table versions) and adds no stats rows; its plan is a second attempt of the
+period (its own plan row and MLflow run, also historical) and the first attempt's run is untouched.
 (Redoing an already published period is `already_published`: tests/jobs/test_cycle.py.)
 
 Each DAG run through the scheduler is five task processes (their lake reads and writes by
@@ -204,7 +205,10 @@ def test_backfill_twice_is_idempotent_historical_and_never_moves_latest(
     second = _backfill(paths, P1, P1, "completed")  # redo the range
 
     assert second == first  # the same Airflow run, cleared and run again
-    assert _counts(spark, paths) == after_first  # no rows added
+    counted = _counts(spark, paths)
+    assert counted["plans"] == after_first["plans"] + 1  # a second attempt of P1 (jobs/attempts.py)
+    assert {t: n for t, n in counted.items() if t not in ("plans", "plan_moves")} == {
+        t: n for t, n in after_first.items() if t not in ("plans", "plan_moves")}  # no stats added
     recomputed = _versions(spark, paths)
     assert recomputed["keygroup_stats"] == versions_first["keygroup_stats"] + 1  # recollected
     assert recomputed["plans"] > versions_first["plans"]  # replanned
@@ -212,9 +216,12 @@ def test_backfill_twice_is_idempotent_historical_and_never_moves_latest(
     assert read_latest_version(paths.published, JOB_ID) == 1
     assert tree(paths.published) == published  # still v1; LATEST never moved
     again = _mlflow_runs(paths)
-    assert {name: r.info.run_id for name, r in again.items()} == {
-        name: r.info.run_id for name, r in runs.items()}  # no new runs: the same ones, updated
-    p1_tags = again[run_name(stamp(P1))].data.tags
+    redo = f"{run_name(stamp(P1))} #2"
+    assert set(again) == {*runs, redo}  # the redo is a new attempt with its own run ...
+    assert {name: (r.info.run_id, r.data.tags) for name, r in again.items() if name in runs} == {
+        name: (r.info.run_id, r.data.tags) for name, r in runs.items()}  # ... the others untouched
+    p1_tags = again[redo].data.tags
     assert p1_tags["reconf.delta.keygroup_stats.version"] != p1_run.data.tags[
         "reconf.delta.keygroup_stats.version"]  # the rerun read the recollected stats
     assert "reconf.assignment_version" not in p1_tags
+    assert p1_tags["reconf.publish_status"] == "historical"

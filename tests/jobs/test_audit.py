@@ -164,6 +164,9 @@ def _json_report(period_end) -> str:
     (["--job", JOB_ID, "--period-end", stamp(P1), "--key-group", "1"],
      "--key-group '1' matches several key groups (op0-kg001, op1-kg001); give the full id"),
     (["--job", JOB_ID, "--period-end", stamp(P1), "--dry-run"], "job 'tiny' has no dry run"),
+    (["--job", JOB_ID, "--period-end", stamp(P1), "--plan-id", f"{JOB_ID}@{stamp(P1)}#7"],
+     f"--plan-id 'tiny@{stamp(P1)}#7' is not a plan of job 'tiny' for the period ending "
+     f"{stamp(P1)}; its plans: tiny@{stamp(P1)}"),
 ])
 def test_bad_input_exits_2_with_one_clear_message(paths, capsys, args, message):
     before = sorted(p.name for p in paths.mlflow.rglob("*"))

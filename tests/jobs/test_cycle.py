@@ -114,19 +114,25 @@ def test_two_periods_publish_versions_1_and_2_and_reruns_add_nothing(home, spark
     runs = mlflow_runs(paths)
     assert sorted(r.info.run_name for r in runs) == [run_name(stamp(P1)), run_name(stamp(P2))]
 
-    # Rerun plan + publish of period 2: same MLflow run, no new version, LATEST stays.
+    # Rerun plan + publish of period 2: a separate attempt (its own plan id and MLflow run,
+    # marked not published), no new version, LATEST stays, the published plan row untouched.
     before_versions = delta_versions(paths)[ASSIGNMENT_VERSIONS.name]
     published_before = tree(paths.published)
     replanned = run_plan(JOB_ID, P2)
     republished = run_publish(JOB_ID, P2)
-    assert replanned.mlflow_run_id == results[P2].mlflow_run_id
-    assert (republished.version, republished.status) == (2, "already_published")
-    assert len(mlflow_runs(paths)) == 2
+    assert replanned.plan_id == f"{results[P2].plan_id}#2"
+    assert replanned.mlflow_run_id != results[P2].mlflow_run_id
+    assert replanned.published_as == (2, results[P2].plan_id)
+    assert (republished.version, republished.status, republished.plan_id) == (
+        2, "already_published", results[P2].plan_id)
+    assert len(mlflow_runs(paths)) == 3
     assert delta_versions(paths)[ASSIGNMENT_VERSIONS.name] == before_versions
     assert tree(paths.published) == published_before
     versions = rows(spark, paths, ASSIGNMENT_VERSIONS.name)
     assert sorted(versions["version"]) == [1, 2]
-    assert rows(spark, paths, PLANS.name, of_period(P2)).iloc[0]["status"] == "published"
+    statuses = rows(spark, paths, PLANS.name, of_period(P2)).set_index("plan_id")["status"]
+    assert statuses.to_dict() == {results[P2].plan_id: "published",
+                                  replanned.plan_id: "not_published"}
     assert apply_latest(paths).status == "unchanged"
 
 
@@ -138,7 +144,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(collected_home, spark, capsy
 
     out = capsys.readouterr().out
     assert code == 0
-    assert f"plan {JOB_ID}@{stamp(P1)} (milp" in out
+    assert f"plan {JOB_ID}@{stamp(P1)}#dry-1 (milp" in out  # a dry run's own plan id
     assert "current assignment: initial allocation" in out
     assert re.search(r"load distance [\d.]+ -> [\d.]+", out)
     found = re.search(r"migrations (\d+)", out)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.tracking import _heaviest_pairs
+from jobs.plan_charts import heaviest_pairs
 from placement.graphpart import pair_rates
 from placement.model import ClusterState, Edge, KeyGroup, Node
 
@@ -46,4 +46,4 @@ def test_the_heaviest_pairs_are_the_full_sorts_first_k(
         edges=tuple(Edge(s, d, r) for s, d, r in edges if s != d),
     )
     moved = dict(zip(KGS, after, strict=True))
-    assert _heaviest_pairs(state, moved, k) == _full_sort(state, moved, k)
+    assert heaviest_pairs(state, moved, k) == _full_sort(state, moved, k)
