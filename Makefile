@@ -33,7 +33,17 @@ $(JARS): $(STAMP)
 	@$(BIN)/python -m jobs.spark --fetch-jars
 	@touch $@
 
-setup: $(STAMP) $(JARS)
+# The Kafka Streams module (runtime/kafka_streams: ReconfTaskAssignor, the flights application,
+# the broker's jars): Maven resolves from Maven Central into ~/.m2 once, offline afterwards; its
+# JUnit tests (the shared manifest vectors) run in the build.
+KSTREAMS := runtime/kafka_streams/target/.built
+KSTREAMS_SRC := $(shell find runtime/kafka_streams/src -type f 2>/dev/null) runtime/kafka_streams/pom.xml $(wildcard tests/kafka/vectors/*.json)
+$(KSTREAMS): $(KSTREAMS_SRC)
+	@command -v mvn >/dev/null || { echo "make setup: mvn not found; install Maven (apt-get install maven) and a JDK 17"; exit 2; }
+	@cd runtime/kafka_streams && mvn -q -B package
+	@touch $@
+
+setup: $(STAMP) $(JARS) $(KSTREAMS)
 
 demo: setup
 	$(BIN)/reconf demo --job $(JOB) --periods $(PERIODS)
@@ -47,10 +57,10 @@ test: setup system-packages
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure here"; exit 1; fi; \
 	exit $$rc
 
-# The inner loop: no Spark JVM, no Airflow DAG run, no browser, no database server (markers in
+# The inner loop: no Spark JVM, no Airflow DAG run, no browser, no Kafka JVM, no database server (markers in
 # pyproject.toml); `make test` still runs everything.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not spark and not e2e and not browser" -q
+	$(BIN)/python -m pytest -m "not spark and not e2e and not browser and not kafka" -q
 
 lint: setup
 	$(BIN)/ruff check .

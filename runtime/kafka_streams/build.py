@@ -1,0 +1,41 @@
+"""The Maven module's build products: its classes and the classpath Maven resolved.
+
+`make setup` builds them (``mvn -q -B package`` in this folder; the jars land in ~/.m2 once, so
+later builds work offline). Everything that starts a JVM here goes through `java_argv`, so a
+missing build is one clear error with the command that fixes it, not a ClassNotFoundException.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+__all__ = ["MODULE", "BuildMissing", "classpath", "java_argv"]
+
+MODULE = Path(__file__).resolve().parent
+_TARGET = MODULE / "target"
+
+
+class BuildMissing(ValueError):
+    """The Maven module is not built (a ValueError, so the CLI prints one line and exits 2)."""
+
+
+def classpath() -> str:
+    """target/classes plus every jar Maven resolved (target/classpath.txt)."""
+    listing = _TARGET / "classpath.txt"
+    classes = _TARGET / "classes" / "dev" / "reconf" / "kstreams"
+    if not listing.is_file() or not classes.is_dir():
+        raise BuildMissing(
+            f"{MODULE}: the Kafka Streams module is not built (no {listing.name} or classes); "
+            "run `make setup` (or `mvn -q -B package` in that folder)")
+    return f"{_TARGET / 'classes'}:{listing.read_text(encoding='utf-8').strip()}"
+
+
+def java_argv(main: str, *args: str, heap_mb: int = 256) -> list[str]:
+    """`java … <main> <args>` on the module's classpath; small heaps (2 cores, shared machine)."""
+    java = shutil.which("java")
+    if java is None:
+        raise BuildMissing("java: not found on PATH; install a JDK 17 (e.g. apt-get install "
+                           "openjdk-17-jdk-headless)")
+    return [java, f"-Xmx{heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-Djava.net.preferIPv4Stack=true", "-cp", classpath(), main, *args]
