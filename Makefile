@@ -40,7 +40,7 @@ KSTREAMS := runtime/kafka_streams/target/.built
 KSTREAMS_SRC := $(shell find runtime/kafka_streams/src -type f 2>/dev/null) runtime/kafka_streams/pom.xml $(wildcard tests/kafka/vectors/*.json)
 $(KSTREAMS): $(KSTREAMS_SRC)
 	@command -v mvn >/dev/null || { echo "make setup: mvn not found; install Maven (apt-get install maven) and a JDK 17"; exit 2; }
-	@cd runtime/kafka_streams && mvn -q -B package
+	@cd runtime/kafka_streams && mvn -q -B -Dstyle.color=never package
 	@touch $@
 
 setup: $(STAMP) $(JARS) $(KSTREAMS)

@@ -22,7 +22,7 @@ NODES = ["node-00", "node-01"]
 HERE = Path(__file__).parent / "vectors"
 
 
-def manifest(number: int = 1, assignment: dict[str, str] | None = None, **over: Any) -> dict[str, Any]:
+def manifest(number: int = 1, assignment: dict[str, Any] | None = None, **over: Any) -> dict[str, Any]:
     a = assignment if assignment is not None else {u: NODES[i % 2] for i, u in enumerate(UNITS)}
     body: dict[str, Any] = {
         "job_id": JOB, "version": number, "period_end": "2026-01-01T00:05:00Z", "plan_id": f"p{number}",

@@ -107,7 +107,7 @@ public final class ManifestClient {
         if (!actual.equals(manifest.checksum())) {
             throw new Refused("ChecksumMismatch", path, "checksum " + manifest.checksum()
                 + " does not match the assignment (" + actual + "); the file was altered or torn"
-                + " — republish this version from the assignments table");
+                + " - republish this version from the assignments table");
         }
         if (currentVersion != null && manifest.version() < currentVersion) {
             throw new Refused("StaleVersion", path, "version " + manifest.version()
