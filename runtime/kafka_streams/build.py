@@ -1,6 +1,6 @@
 """The Maven module's build products: its classes and the classpath Maven resolved.
 
-`make setup` builds them (``mvn -q -B -Dstyle.color=never package`` in this folder; the jars land in ~/.m2 once, so
+`make setup` builds them (``mvn -q -B package`` in this folder; the jars land in ~/.m2 once, so
 later builds work offline). Everything that starts a JVM here goes through `java_argv`, so a
 missing build is one clear error with the command that fixes it, not a ClassNotFoundException.
 """
@@ -28,7 +28,7 @@ def classpath() -> str:
     if not listing.is_file() or not classes.is_dir():
         raise BuildMissing(
             f"{MODULE}: the Kafka Streams module is not built (no {listing.name} or classes); "
-            "run `make setup` (or `mvn -q -B -Dstyle.color=never package` in that folder)")
+            "run `make setup` (or `mvn -q -B package` in that folder)")
     return f"{_TARGET / 'classes'}:{listing.read_text(encoding='utf-8').strip()}"
 
 

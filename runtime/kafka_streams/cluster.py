@@ -10,6 +10,8 @@ The assignor keeps the applied version in `<home>/applied.json`, shared by the i
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -135,7 +137,11 @@ class Cluster:
         record = self.record(node)
         if record is None:
             return "was not running"
-        how = stop(record, grace_s=0.0 if kill else 15.0)
+        if kill:  # a crash: no shutdown hook, no LeaveGroup; the group notices at session timeout
+            os.kill(record.pid, signal.SIGKILL)
+        how = "killed" if kill else stop(record, grace_s=15.0)
+        if kill:
+            stop(record, grace_s=0.0)  # reaps it; signals nothing else
         (self._run() / f"{node}.pid").unlink(missing_ok=True)
         self.stats_path(node).unlink(missing_ok=True)
         return how

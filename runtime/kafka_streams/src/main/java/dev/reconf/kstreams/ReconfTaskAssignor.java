@@ -133,13 +133,21 @@ public final class ReconfTaskAssignor implements TaskAssignor {
         } catch (IOException exc) {
             keep = "cannot record the applied version in " + appliedFile + ": " + exc.getMessage();
         }
-        if (applied != null && applied.assignment().keySet().equals(units)
-                && byNode.keySet().containsAll(applied.assignment().values())) {
-            LOG.info("reconf: job {} keeps v{}: {}", job, applied.version(), keep);
-            return build(clients, byNode, applied.assignment(), followup);
+        if (applied == null) {
+            return fallback(state, followup, keep + "; no version applied yet");
         }
-        return fallback(state, followup, keep + (applied == null ? "; no version applied yet"
-            : "; v" + applied.version() + " does not fit the current tasks or instances"));
+        Set<String> gone = new TreeSet<>(applied.assignment().values());
+        gone.removeAll(byNode.keySet());
+        if (!gone.isEmpty()) {
+            return fallback(state, followup, keep + "; v" + applied.version()
+                + " names node(s) not in the group now: " + gone);
+        }
+        if (!applied.assignment().keySet().equals(units)) {
+            return fallback(state, followup, keep + "; v" + applied.version()
+                + " was made for other tasks than the topology has now");
+        }
+        LOG.info("reconf: job {} keeps v{}: {}", job, applied.version(), keep);
+        return build(clients, byNode, applied.assignment(), followup);
     }
 
     private TaskAssignment build(Map<ProcessId, KafkaStreamsState> clients,
