@@ -40,7 +40,8 @@ KSTREAMS := runtime/kafka_streams/target/.built
 KSTREAMS_SRC := $(shell find runtime/kafka_streams/src -type f 2>/dev/null) runtime/kafka_streams/pom.xml $(wildcard tests/kafka/vectors/*.json)
 $(KSTREAMS): $(KSTREAMS_SRC)
 	@command -v mvn >/dev/null || { echo "make setup: mvn not found; install Maven (apt-get install maven) and a JDK 17"; exit 2; }
-	@cd runtime/kafka_streams && mvn -q -B -Dstyle.color=never package
+	@log=$$(mktemp); cd runtime/kafka_streams && mvn -q -B package >$$log 2>&1 \
+	  || { sed 's/\x1b\[[0-9;]*m//g' $$log; rm -f $$log; echo "make setup: the Maven build of runtime/kafka_streams failed (above)"; exit 2; }; rm -f $$log
 	@touch $@
 
 setup: $(STAMP) $(JARS) $(KSTREAMS)

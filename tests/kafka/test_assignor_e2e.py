@@ -128,8 +128,11 @@ def test_killed_instance_kafka_streams_recovers_on_the_others(app: Cluster) -> N
     survivors = {"node-00", "node-01"}
     # the group notices at the session timeout (10 s); v3 names node-02, so the assignor falls
     # back to Kafka's sticky assignor over the two survivors and says why
-    after = wait_for(lambda: (a := app.reported_assignment()) is not None
-                     and set(a.values()) <= survivors and a, 60, "all tasks on the survivors")
+    def on_survivors() -> dict[str, str] | None:
+        now = app.reported_assignment()
+        return now if now is not None and set(now.values()) <= survivors else None
+
+    after = wait_for(on_survivors, 60, "all tasks on the survivors")
     assert sorted(after) == SPEC.units()
     assert log_lines(app.home, "names node(s) not in the group now: [node-02]")
     assert app.nodes() == sorted(survivors)
