@@ -13,6 +13,7 @@ changelog restore (records, ms) is recorded in ``periods/<period>.json`` beside 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.client import next_state
-from runtime.kafka_streams.broker import Broker, running, start
+from runtime.kafka_streams.broker import Broker, running, start, stop_broker
 from runtime.kafka_streams.cluster import AppSpec, Cluster, wait_for
 from runtime.kafka_streams.spec import KStreamsSpec
 from runtime.kafka_streams.stats import calibration, period_figures, tables
@@ -58,6 +59,8 @@ class KafkaStreamsJob:
     home: Path  # RECONF_HOME
     published_root: Path
     _cluster: Cluster | None = field(default=None, repr=False)
+    _started_broker: bool = field(default=False, repr=False)
+    _last: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def app_dir(self) -> Path:
@@ -76,6 +79,8 @@ class KafkaStreamsJob:
     def cluster(self) -> Cluster:
         """The job's instances on the broker, started where missing; waits until all tasks run."""
         if self._cluster is None:
+            self._started_broker = (not os.environ.get("RECONF_KAFKA_BOOTSTRAP")
+                                    and running(broker_home(self.home) / "run") is None)
             bootstrap = ensure_broker(self.home)
             app = AppSpec(self.spec.job_id, partitions=self.spec.partitions,
                           followup_ms=self.spec.followup_ms)
@@ -123,13 +128,25 @@ class KafkaStreamsJob:
                                   "node_process_cpu_ns": {n: v[1] for n, v in figures.nodes.items()},
                                   "input_lag": {n: s.get("input_lag") for n, s in after.items()},
                                   "version": running_now.version})
-        state.update(produced=cluster.produced, snapshot=after)
+        state.update(produced=cluster.produced, snapshot=after,
+                     landed={"version": running_now.version,
+                             "assignment": dict(running_now.assignment)})
         self._save(state)
+        ms = float(state["ms_per_ns"])
+        self._last = {"tasks": {t: (v[2] * ms, v[3]) for t, v in figures.tasks.items()},
+                      "capacity": {n: v[2] for n, v in figures.nodes.items()},
+                      "assignment": dict(running_now.assignment)}
         return landed
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
         cluster = self.cluster()
-        current = self.running_state(cluster)
+        now = self.running_state(cluster)
+        # The assignor may have applied the version already (its follow-up rebalance runs on its
+        # own clock): judge the manifest against what ran when the period was landed.
+        landed = self._state().get("landed")
+        current = now if not landed else RuntimeState(
+            self.spec.job_id, landed["version"], landed["assignment"],
+            tuple(set(now.nodes) | set(landed["assignment"].values())))
         decided = next_state(published_root, current, self.spec_units())
         if isinstance(decided, ApplyResult):
             return decided  # unchanged, or refused: the assignor refuses it the same way
@@ -147,26 +164,74 @@ class KafkaStreamsJob:
         took = time.monotonic() - t0
         moved = tuple(sorted(t for t, n in target.items() if current.assignment.get(t) != n))
         applied_at = int((cluster.applied() or {}).get("applied_at_ms", 0))
-        wait_for(lambda: self._restored(cluster, set(moved), applied_at), 60,
-                 "the moved tasks' restores reported")
-        restores = self._restored(cluster, set(moved), applied_at) or {}
+        # a restore is reported when it ends (an empty changelog may report none)
+        with contextlib.suppress(TimeoutError):
+            wait_for(lambda: self._restored(cluster, set(moved), applied_at), 30,
+                     "the moved tasks' restores reported")
+        restores = self._restored(cluster, set(moved), applied_at, complete=False) or {}
         self._record_apply(manifest.version, moved, restores, took)
         return ApplyResult("applied", manifest.version,
                            f"Kafka Streams runs v{manifest.version} ({len(moved)} task(s) moved, "
                            f"applied {took:.1f} s after the check)", moved)
 
+    def describe_apply(self, result: ApplyResult) -> str:
+        """The demo's line after an apply: per-instance load (% of the period, from the period
+        just landed) under the assignment that ran → under the one Kafka Streams runs now, the
+        tasks moved with their state and restore, and the version applied."""
+        if not self._last:
+            return ""
+        before = self._last["assignment"]
+        after = dict(before)
+        after.update(self._read_applied_assignment(result))
+        load_b, load_a = self._loads(before), self._loads(after)
+        restore: dict[str, Any] = {}
+        if result.applied:
+            path = self._periods_dir() / f"apply-v{result.version}.json"
+            restore = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        moved_bytes = sum(int(self._last["tasks"].get(t, (0, 0))[1]) for t in result.moved)
+        return (f"  kafka streams: load % per instance {_fmt(load_b)} (spread "
+                f"{_spread(load_b):.1f}) -> {_fmt(load_a)} (spread {_spread(load_a):.1f}); "
+                f"{len(result.moved)} task(s) moved, {moved_bytes} state bytes, "
+                f"{restore.get('restored_records', 0)} records restored in "
+                f"{restore.get('restore_ms', 0)} ms; runs v{result.version or '-'}")
+
+    def _read_applied_assignment(self, result: ApplyResult) -> dict[str, str]:
+        applied = self._cluster.applied() if self._cluster is not None else None
+        if not result.applied or applied is None:
+            return {}
+        return {str(k): str(v) for k, v in applied["assignment"].items()}
+
+    def _loads(self, assignment: dict[str, str]) -> dict[str, float]:
+        cap = self._last["capacity"]
+        out = {n: 0.0 for n in cap}
+        for task, node in assignment.items():
+            out[node] = out.get(node, 0.0) + self._last["tasks"].get(task, (0.0, 0))[0]
+        return {n: 100.0 * v / (cap.get(n, 1.0) * self.spec.period_s * 1000.0)
+                for n, v in sorted(out.items())}
+
+    def close(self) -> None:
+        """Stop the instances, and the broker if this object started it (the demo's end)."""
+        if self._cluster is not None:
+            self._cluster.stop_all()
+        if self._started_broker:
+            record = running(broker_home(self.home) / "run")
+            if record is not None:
+                stop_broker(record, broker_home(self.home) / "run")
+
     def spec_units(self) -> list[str]:
         return [f"0_{p}" for p in range(self.spec.partitions)]
 
     @staticmethod
-    def _restored(cluster: Cluster, moved: set[str], since_ms: int) -> dict[str, Any] | None:
-        """task -> {records, ms} of each moved task's restore since `since_ms`, once all are in."""
+    def _restored(cluster: Cluster, moved: set[str], since_ms: int,
+                  complete: bool = True) -> dict[str, Any] | None:
+        """task -> {records, ms} of each moved task's restore since `since_ms`; None until every
+        moved task has one (`complete`)."""
         seen: dict[str, Any] = {}
         for snap in cluster.stats().values():
             for r in snap.get("restores", []):
                 if r["task"] in moved and int(r["end_ms"]) >= since_ms:
                     seen[r["task"]] = {"records": r["records"], "ms": r["ms"]}
-        return seen if set(seen) == moved else None
+        return seen if set(seen) == moved or not complete else None
 
     def _periods_dir(self) -> Path:
         return self.app_dir / "periods"
@@ -184,3 +249,11 @@ class KafkaStreamsJob:
             "restored_records": sum(int(r["records"]) for r in restores.values()),
             "restore_ms": sum(int(r["ms"]) for r in restores.values()),
             "applied_after_s": round(took_s, 3)}, indent=1).encode("utf-8"))
+
+
+def _fmt(loads: dict[str, float]) -> str:
+    return "[" + " ".join(f"{v:.1f}" for v in loads.values()) + "]"
+
+
+def _spread(loads: dict[str, float]) -> float:
+    return max(loads.values()) - min(loads.values()) if loads else 0.0
