@@ -16,7 +16,7 @@ help:
 	@echo "make test-fast  the inner loop: the tests that need no JVM, Airflow run or browser"
 	@echo "make lint       ruff and mypy"
 	@echo "make mlflow-ui  open the MLflow UI on the project's tracking store (port 5000)"
-	@echo "make up         start Spark Connect (sc://127.0.0.1:15002), Airflow (http://127.0.0.1:8080) and MLflow (:5000)"
+	@echo "make up         start Spark Connect (sc://127.0.0.1:15002), Airflow (http://127.0.0.1:8080), MLflow (:5000) and a Kafka broker"
 	@echo "make down       stop what 'make up' started; make status: what runs"
 	@echo "make clean      remove the stores under .reconf/ (keeps the virtualenv and the jars)"
 
@@ -68,14 +68,18 @@ lint: setup
 	$(BIN)/mypy .
 
 # Local services (reconf/services.py): a Spark Connect server with Delta (infra/spark-connect.sh),
-# Airflow's api-server, scheduler, dag-processor and triggerer, and an MLflow server; pids in
+# Airflow's api-server, scheduler, dag-processor and triggerer, and an MLflow server, then a
+# single-node KRaft Kafka broker on free loopback ports (runtime/kafka_streams/broker.py; `down`
+# also stops the jobs' Kafka Streams instances); pids in
 # .reconf/run, logs in .reconf/logs/services. AIRFLOW_PORT / MLFLOW_PORT / SPARK_CONNECT_PORT
 # (or RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT / RECONF_SPARK_CONNECT_PORT) move them.
 up: setup
 	$(BIN)/python -m reconf.services up $(if $(AIRFLOW_PORT),--airflow-port $(AIRFLOW_PORT)) $(if $(MLFLOW_PORT),--mlflow-port $(MLFLOW_PORT)) $(if $(SPARK_CONNECT_PORT),--spark-connect-port $(SPARK_CONNECT_PORT))
+	$(BIN)/python -m runtime.kafka_streams.broker up
 
 down:
 	@if [ -x "$(BIN)/python" ]; then $(BIN)/python -m reconf.services down; \
+	$(BIN)/python -m runtime.kafka_streams.broker down; \
 	else echo "nothing was running (no virtualenv yet)"; fi
 
 # (`python -m reconf.services status` exits 3 when a service is missing; make status just reports.)

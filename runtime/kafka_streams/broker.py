@@ -6,7 +6,7 @@ controller (`process.roles=broker,controller`), both listeners on free loopback 
 under `<home>/data`, its log in `<home>/broker.log`, its pid file in `<run_dir>/<name>.pid`
 (reconf/procs.py: stopping signals exactly the process we started).
 
-    python -m runtime.kafka_streams.broker up|down --home DIR   (also `make up` / `make down`)
+    python -m runtime.kafka_streams.broker up|down|status [--home DIR]   (`make up` / `make down`)
 """
 
 from __future__ import annotations
@@ -137,29 +137,46 @@ def stop_broker(record: PidRecord, run_dir: Path | None = None, grace_s: float =
     return how
 
 
+def _stop_instances(reconf_home: Path) -> None:
+    """Every Kafka Streams instance a job started under `<RECONF_HOME>/runtime/*/kafka-streams`."""
+    for pid_file in sorted(reconf_home.glob("runtime/*/kafka-streams/run/*.pid")):
+        record = read_record(pid_file)
+        if record is not None and alive(record):
+            print(f"kafka-streams {pid_file.parent.parent.parent.name}/{record.name}: "
+                  f"{stop(record, 15.0)}")
+        pid_file.unlink(missing_ok=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from schemas.config import Paths
+
     parser = argparse.ArgumentParser(prog="python -m runtime.kafka_streams.broker",
                                      description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("action", choices=("up", "down", "status"))
-    parser.add_argument("--home", type=Path, required=True, help="the broker's directory")
+    parser.add_argument("action", choices=("up", "down", "status"),
+                        help="down also stops the jobs' Kafka Streams instances")
+    parser.add_argument("--home", type=Path, default=None,
+                        help="the broker's directory (default: $RECONF_HOME/kafka)")
     args = parser.parse_args(argv)
-    run_dir = args.home / "run"
+    reconf_home = Paths.from_env().home
+    home = args.home or reconf_home / "kafka"
+    run_dir = home / "run"
     record = running(run_dir)
     if args.action == "status":
         print(f"kafka: {'running at ' + str(record.url) if record else 'not running'}")
         return 0 if record else 3
     if args.action == "down":
+        _stop_instances(reconf_home)
         print(f"kafka: {stop_broker(record, run_dir) if record else 'was not running'}")
         return 0
     if record is not None:
         print(f"kafka: already running at {record.url}")
         return 0
     try:
-        broker = start(args.home, run_dir)
+        broker = start(home, run_dir)
     except (BrokerFailed, ValueError) as exc:
         print(f"kafka: {exc}", file=sys.stderr)
         return 2
-    print(f"kafka: running at {broker.bootstrap} (pid {broker.record.pid}, log {args.home}/broker.log)")
+    print(f"kafka: running at {broker.bootstrap} (pid {broker.record.pid}, log {home}/broker.log)")
     return 0
 
 
