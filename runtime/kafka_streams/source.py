@@ -83,7 +83,10 @@ class KafkaStreamsJob:
                                     and running(broker_home(self.home) / "run") is None)
             bootstrap = ensure_broker(self.home)
             app = AppSpec(self.spec.job_id, partitions=self.spec.partitions,
-                          followup_ms=self.spec.followup_ms)
+                          input_topic=f"flights-{self.spec.job_id}",
+                          output_topic=f"route-stats-{self.spec.job_id}",
+                          followup_ms=self.spec.followup_ms,
+                          default_assignor=self.spec.default_assignor)
             self._cluster = Cluster(app, bootstrap, self.app_dir, self.published_root,
                                     produced=int(self._state()["produced"]))
             if self._cluster.bootstrap != bootstrap or not self._cluster.nodes():
@@ -106,6 +109,7 @@ class KafkaStreamsJob:
         state = self._state()
         before = state["snapshot"] or cluster.stats()
         base_in = sum(t["in"] for s in cluster.stats().values() for t in s["tasks"].values())
+        t0 = time.monotonic()
         produced = cluster.produce(self.spec.records_per_period)
 
         def caught_up() -> dict[str, Any] | None:
@@ -116,6 +120,7 @@ class KafkaStreamsJob:
 
         after = wait_for(caught_up, 300, f"job {self.spec.job_id}: the period's {produced} flights "
                          "processed", every_s=0.5)
+        drain_s = time.monotonic() - t0  # produce and process the slice: the makespan
         running_now = self.running_state(cluster)
         figures = period_figures(before, after, running_now.assignment)
         if state["ms_per_ns"] is None:
@@ -123,7 +128,8 @@ class KafkaStreamsJob:
         landed = write_period(landing_root, self.spec.job_id, period_end,
                               tables(figures, period_end, self.spec.period_s, state["ms_per_ns"]),
                               running_now)
-        self._record(period_end, {"produced": produced, "wall_ms": figures.wall_ms,
+        self._record(period_end, {"produced": produced, "drain_s": round(drain_s, 3),
+                                  "wall_ms": figures.wall_ms,
                                   "node_proc_ns": figures.node_proc_ns(),
                                   "node_process_cpu_ns": {n: v[1] for n, v in figures.nodes.items()},
                                   "input_lag": {n: s.get("input_lag") for n, s in after.items()},

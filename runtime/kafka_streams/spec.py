@@ -20,7 +20,8 @@ class KStreamsSpec:
     the next `records_per_period` flights. `capacities`: per node (default 1.0 each).
     `load_pct`: the mean node load the first period is scaled to (one calibration factor, as the
     replay engine does), so loads are in the planner's usual range whatever the machine's speed.
-    `followup_ms`: the assignor's follow-up rebalance delay."""
+    `followup_ms`: the assignor's follow-up rebalance delay. `default_assignor`: run Kafka
+    Streams' own assignor instead of ReconfTaskAssignor (the benchmark's baseline)."""
 
     job_id: str
     period_s: int = 300
@@ -31,6 +32,7 @@ class KStreamsSpec:
     load_pct: float = 60.0
     followup_ms: int = 3000
     apply_timeout_s: float = 90.0
+    default_assignor: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.nodes <= 16:
