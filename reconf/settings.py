@@ -50,7 +50,7 @@ def make_source(job: JobConfig, paths: Paths) -> MetricsSource:
                 {"period_s": int(job.spl.total_seconds()), **job.source}, job_id=job.job_id)
         except ValueError as exc:
             raise ConfigError(f"jobs.{job.job_id}.source: {exc}") from exc
-        return KafkaStreamsJob(kspec, paths.home, paths.published)
+        return KafkaStreamsJob(kspec, paths.home, paths.published, paths.mlflow_uri)
     if kind != "synthetic":
         raise ConfigError(
             f"jobs.{job.job_id}.source.kind: unknown source {kind!r}; known: synthetic, replay, "

@@ -58,6 +58,7 @@ class KafkaStreamsJob:
     spec: KStreamsSpec
     home: Path  # RECONF_HOME
     published_root: Path
+    mlflow_uri: str | None = None  # where the published version's run is: restores reach it
     _cluster: Cluster | None = field(default=None, repr=False)
     _started_broker: bool = field(default=False, repr=False)
     _last: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -176,6 +177,7 @@ class KafkaStreamsJob:
                      "the moved tasks' restores reported")
         restores = self._restored(cluster, set(moved), applied_at, complete=False) or {}
         self._record_apply(manifest.version, moved, restores, took)
+        self._log_to_mlflow(manifest.version, moved, restores, took)
         return ApplyResult("applied", manifest.version,
                            f"Kafka Streams runs v{manifest.version} ({len(moved)} task(s) moved, "
                            f"applied {took:.1f} s after the check)", moved)
@@ -238,6 +240,36 @@ class KafkaStreamsJob:
                 if r["task"] in moved and int(r["end_ms"]) >= since_ms:
                     seen[r["task"]] = {"records": r["records"], "ms": r["ms"]}
         return seen if set(seen) == moved or not complete else None
+
+    def _log_to_mlflow(self, version: int, moved: tuple[str, ...], restores: dict[str, Any],
+                       took_s: float) -> None:
+        """The migration as Kafka Streams lived it, on the MLflow run that published `version`
+        (tag reconf.assignment_version): tasks moved, their state bytes (the store's key + value
+        bytes at the last landed period), records restored from the changelogs, the restores'
+        summed time, and how long after the check Kafka Streams ran the version."""
+        if self.mlflow_uri is None:
+            return
+        from mlflow import MlflowClient
+
+        client = MlflowClient(tracking_uri=self.mlflow_uri)
+        experiment = client.get_experiment_by_name(self.spec.job_id)
+        if experiment is None:
+            return
+        runs = client.search_runs(
+            [experiment.experiment_id], max_results=1,
+            filter_string=f"tags.`reconf.assignment_version` = '{version}' AND "
+                          "tags.`reconf.dry_run` = 'false'")
+        if not runs:
+            return
+        state = self._last.get("tasks", {})
+        run_id = runs[0].info.run_id
+        for key, value in (
+                ("kstreams_tasks_moved", len(moved)),
+                ("kstreams_moved_state_bytes", sum(int(state.get(t, (0, 0))[1]) for t in moved)),
+                ("kstreams_restored_records", sum(int(r["records"]) for r in restores.values())),
+                ("kstreams_restore_ms", sum(int(r["ms"]) for r in restores.values())),
+                ("kstreams_applied_after_s", round(took_s, 3))):
+            client.log_metric(run_id, key, float(value))
 
     def _periods_dir(self) -> Path:
         return self.app_dir / "periods"

@@ -55,3 +55,13 @@ def test_demo_kstreams_one_period(tmp_path: Path) -> None:
     landed = list((tmp_path / "landing" / "kstreams").glob("period_end=*/_RUNTIME.json"))
     assert len(landed) == 1
     assert _java_children() <= before
+    from mlflow import MlflowClient  # the applied migration reached the publishing run
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("kstreams")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id],
+                              filter_string="tags.`reconf.assignment_version` = '1'")
+    metrics = runs[0].data.metrics
+    assert metrics["kstreams_tasks_moved"] == metrics["migrations"] > 0
+    assert metrics["kstreams_restored_records"] > 0 and metrics["kstreams_moved_state_bytes"] > 0
