@@ -124,14 +124,16 @@ class KafkaStreamsJob:
         drain_s = time.monotonic() - t0  # produce and process the slice: the makespan
         running_now = self.running_state(cluster)
         figures = period_figures(before, after, running_now.assignment)
+        metric = self.spec.load_metric
         if state["ms_per_ns"] is None:
-            state["ms_per_ns"] = calibration(figures, self.spec.period_s, self.spec.load_pct)
+            state["ms_per_ns"] = calibration(figures, self.spec.period_s, self.spec.load_pct, metric)
         landed = write_period(landing_root, self.spec.job_id, period_end,
-                              tables(figures, period_end, self.spec.period_s, state["ms_per_ns"]),
-                              running_now)
+                              tables(figures, period_end, self.spec.period_s, state["ms_per_ns"],
+                                     metric), running_now)
         self._record(period_end, {"produced": produced, "drain_s": round(drain_s, 3),
                                   "wall_ms": figures.wall_ms,
                                   "node_proc_ns": figures.node_proc_ns(),
+                                  "node_records": figures.node_sums("records"),
                                   "node_process_cpu_ns": {n: v[1] for n, v in figures.nodes.items()},
                                   "input_lag": {n: s.get("input_lag") for n, s in after.items()},
                                   "version": running_now.version})
@@ -140,7 +142,8 @@ class KafkaStreamsJob:
                              "assignment": dict(running_now.assignment)})
         self._save(state)
         ms = float(state["ms_per_ns"])
-        self._last = {"tasks": {t: (v[2] * ms, v[3]) for t, v in figures.tasks.items()},
+        basis = figures.task_basis(metric)
+        self._last = {"tasks": {t: (basis[t] * ms, v[3]) for t, v in figures.tasks.items()},
                       "capacity": {n: v[2] for n, v in figures.nodes.items()},
                       "assignment": dict(running_now.assignment)}
         return landed

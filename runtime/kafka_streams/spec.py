@@ -21,7 +21,9 @@ class KStreamsSpec:
     `load_pct`: the mean node load the first period is scaled to (one calibration factor, as the
     replay engine does), so loads are in the planner's usual range whatever the machine's speed.
     `followup_ms`: the assignor's follow-up rebalance delay. `default_assignor`: run Kafka
-    Streams' own assignor instead of ReconfTaskAssignor (the benchmark's baseline)."""
+    Streams' own assignor instead of ReconfTaskAssignor (the benchmark's baseline). `load_metric`:
+    what a task's load is measured by (stats.py): its records in, or its measured processing
+    time."""
 
     job_id: str
     period_s: int = 300
@@ -33,6 +35,7 @@ class KStreamsSpec:
     followup_ms: int = 3000
     apply_timeout_s: float = 90.0
     default_assignor: bool = False
+    load_metric: str = "records"
 
     def __post_init__(self) -> None:
         if not 1 <= self.nodes <= 16:
@@ -48,6 +51,9 @@ class KStreamsSpec:
         object.__setattr__(self, "capacities", caps or (1.0,) * self.nodes)
         if not 0 < self.load_pct <= 100:
             raise ValueError(f"load_pct must be in (0, 100], got {self.load_pct}")
+        if self.load_metric not in ("records", "processing_time"):
+            raise ValueError(f'load_metric must be "records" or "processing_time", '
+                             f"got {self.load_metric!r}")
         if self.followup_ms < 500:
             raise ValueError(f"followup_ms must be >= 500, got {self.followup_ms}")
 

@@ -7,13 +7,17 @@ instances: its counts are summed, it is landed once, on the node running it at t
 per task, as `validate` expects unique key groups). An instance that died takes its counters with
 it; a counter that went down is read as restarting from zero.
 
-What lands, per task (`keygroups/`): records in and out, `cpu_ms` = the nanoseconds FlightsApp
-measured inside the task's processor × one calibration factor (below), `state_bytes` = the store's
-key + value bytes now. Per node (`nodes/`): its capacity and the sum of its tasks' `cpu_ms`. No
-edges: the topology has one subtopology, no task sends to another. The calibration factor turns
-the measured processing time of the first period into a mean node load of `load_pct` % of the
-period (`spl`); it is kept and applied unchanged to every later period, so loads compare across
-periods exactly as the measured times do.
+What lands, per task (`keygroups/`): records in and out, `cpu_ms` = the task's load basis × one
+calibration factor (below), `state_bytes` = the store's key + value bytes now. The basis
+(`load_metric`) is either the nanoseconds FlightsApp measured inside the task's processor
+(`processing_time`) or the task's records in (`records`, the default: the aggregate costs the same
+per record, and at a few thousand records per task and period the measured times are dominated by
+JIT, garbage collection, RocksDB flushes and other tenants of the machine — one task's time per
+record varied 3-65 µs from one period to the next; docs/runtime.md). Per node (`nodes/`): its
+capacity and the sum of its tasks' `cpu_ms`. No edges: the topology has one subtopology, no task
+sends to another. The calibration factor turns the first period's basis into a mean node load of
+`load_pct` % of the period (`spl`); it is kept and applied unchanged to every later period, so
+loads compare across periods exactly as the basis does.
 """
 
 from __future__ import annotations
@@ -44,9 +48,18 @@ class PeriodFigures:
     wall_ms: int
 
     def node_proc_ns(self) -> dict[str, int]:
+        return self.node_sums("processing_time")
+
+    def task_basis(self, metric: str) -> dict[str, int]:
+        """Each task's load before calibration: measured ns, or records in (`records`)."""
+        timed = metric == "processing_time"
+        return {t: v[2] if timed else v[0] for t, v in self.tasks.items()}
+
+    def node_sums(self, metric: str) -> dict[str, int]:
         out = {n: 0 for n in self.nodes}
-        for _, _, ns, _, node in self.tasks.values():
-            out[node] = out.get(node, 0) + ns
+        basis = self.task_basis(metric)
+        for task, v in self.tasks.items():
+            out[v[4]] = out.get(v[4], 0) + basis[task]
         return out
 
 
@@ -81,20 +94,21 @@ def period_figures(before: Snapshot, after: Snapshot, owners: Mapping[str, str])
 
 
 def tables(figures: PeriodFigures, period_end: datetime, period_s: int,
-           ms_per_ns: float) -> dict[str, pa.Table]:
-    """The landing tables of one period; `ms_per_ns` is the calibration factor (CPU-ms per
-    measured processing nanosecond)."""
+           ms_per_ns: float, metric: str = "processing_time") -> dict[str, pa.Table]:
+    """The landing tables of one period; `ms_per_ns` is the calibration factor (CPU-ms per unit
+    of `metric`: a measured processing nanosecond, or a record)."""
     ts = period_end - timedelta(seconds=period_s)
     kg = sorted(figures.tasks)
+    basis = figures.task_basis(metric)
     keygroups = {
         "ts": [ts] * len(kg), "operator": [OPERATOR] * len(kg), "keygroup": kg,
         "node": [figures.tasks[t][4] for t in kg],
         "tuples_in": [figures.tasks[t][0] for t in kg],
         "tuples_out": [figures.tasks[t][1] for t in kg],
-        "cpu_ms": [figures.tasks[t][2] * ms_per_ns for t in kg],
+        "cpu_ms": [basis[t] * ms_per_ns for t in kg],
         "state_bytes": [figures.tasks[t][3] for t in kg],
     }
-    per_node = figures.node_proc_ns()
+    per_node = figures.node_sums(metric)
     names = sorted(figures.nodes)
     nodes = {"ts": [ts] * len(names), "node": names,
              "capacity": [figures.nodes[n][2] for n in names],
@@ -105,9 +119,10 @@ def tables(figures: PeriodFigures, period_end: datetime, period_s: int,
             EDGES: pa.table(empty, schema=SCHEMAS[EDGES])}
 
 
-def calibration(figures: PeriodFigures, period_s: int, load_pct: float) -> float:
-    """CPU-ms per measured ns such that the mean node's load is `load_pct` % of the period."""
-    per_node = figures.node_proc_ns()
+def calibration(figures: PeriodFigures, period_s: int, load_pct: float,
+                metric: str = "processing_time") -> float:
+    """CPU-ms per unit of `metric` such that the mean node's load is `load_pct` % of the period."""
+    per_node = figures.node_sums(metric)
     mean_ns = sum(per_node.values()) / max(len(per_node), 1)
     if mean_ns <= 0:
         raise ValueError("the period processed nothing: no processing time to calibrate loads on")
