@@ -26,6 +26,18 @@ public final class VectorCheck {
     }
 
     public static void main(String[] args) throws IOException {
+        if (args.length == 2 && args[0].equals("--checksums")) {
+            // a JSON list of assignments -> the list of their checksums (a property test's batch)
+            java.util.List<String> sums = new java.util.ArrayList<>();
+            for (JsonNode a : JSON.readTree(Files.readString(Path.of(args[1]),
+                    StandardCharsets.UTF_8))) {
+                Map<String, String> m = new TreeMap<>();
+                a.fields().forEachRemaining(e -> m.put(e.getKey(), e.getValue().asText()));
+                sums.add(Manifest.checksumOf(m));
+            }
+            System.out.println(JSON.writeValueAsString(sums));
+            return;
+        }
         Map<String, String> out = run(Path.of(args[0]));
         System.out.println(JSON.writeValueAsString(out));
     }
