@@ -31,8 +31,9 @@ __all__ = ["Broker", "BrokerFailed", "running", "start", "stop_broker"]
 _READY = "Kafka Server started"
 
 
-class BrokerFailed(RuntimeError):
-    """The broker did not come up; the message quotes the end of its log."""
+class BrokerFailed(ValueError):
+    """The broker did not come up; the message quotes the end of its log (a ValueError: the CLI
+    prints it as one message, exit 2)."""
 
 
 @dataclass(frozen=True)

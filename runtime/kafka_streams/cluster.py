@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from reconf.procs import PidRecord, alive, read_record, spawn, stop
 from runtime.kafka_streams.build import java_argv
 
-__all__ = ["AppSpec", "Cluster", "flights_csv", "wait_for"]
+__all__ = ["AppSpec", "Cluster", "NotReached", "flights_csv", "wait_for"]
 
 T = TypeVar("T")
 
@@ -34,15 +34,23 @@ def flights_csv() -> Path:
     return data_dir() / "flights.csv.zip"
 
 
-def wait_for(probe: Callable[[], T | None], timeout_s: float, what: str, every_s: float = 0.3) -> T:
-    """Poll `probe` until it returns something other than None/False; TimeoutError naming `what`."""
+class NotReached(TimeoutError, ValueError):
+    """A state the instances did not reach in time. Also a ValueError, so the CLI prints it as
+    one line (exit 2) with where to look, not a traceback."""
+
+
+def wait_for(probe: Callable[[], T | None], timeout_s: float, what: str, every_s: float = 0.3,
+             logs: Path | None = None) -> T:
+    """Poll `probe` until it returns something other than None/False; NotReached naming `what`
+    (and `logs`, where the instances say why)."""
     deadline = time.monotonic() + timeout_s
     while True:
         got = probe()
         if got is not None and got is not False:
             return got
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not reached within {timeout_s:.0f} s")
+            where = f"; the instances' logs are in {logs} (`make down` stops them)" if logs else ""
+            raise NotReached(f"{what}: not reached within {timeout_s:.0f} s{where}")
         time.sleep(every_s)
 
 
@@ -85,20 +93,30 @@ class Cluster:
     def _run(self) -> Path:
         return self.home / "run"
 
+    def _producer(self, *args: str) -> str:
+        """Run FlightsProducer; its stdout. A failure is one NotReached naming the broker."""
+        try:
+            out = subprocess.run(java_argv("dev.reconf.kstreams.FlightsProducer", "--bootstrap",
+                                           self.bootstrap, *args),
+                                 capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            raise NotReached(f"the flights producer on {self.bootstrap} did not finish in 300 s; "
+                             "is the broker up? (python -m runtime.kafka_streams.broker status)"
+                             ) from None
+        if out.returncode != 0:
+            tail = "\n".join(out.stderr.strip().splitlines()[-5:])
+            raise NotReached(f"the flights producer failed against {self.bootstrap}:\n{tail}")
+        return out.stdout
+
     def create_topics(self) -> None:
         n = self.spec.partitions
-        subprocess.run(java_argv("dev.reconf.kstreams.FlightsProducer", "--bootstrap", self.bootstrap,
-                                 "--topics", f"{self.spec.input_topic}:{n},{self.spec.output_topic}:{n}"),
-                       check=True, capture_output=True, timeout=120)
+        self._producer("--topics", f"{self.spec.input_topic}:{n},{self.spec.output_topic}:{n}")
 
     def produce(self, count: int) -> int:
         """Write the next `count` flights (in date order) to the input topic; how many were written."""
-        out = subprocess.run(
-            java_argv("dev.reconf.kstreams.FlightsProducer", "--bootstrap", self.bootstrap,
-                      "--topic", self.spec.input_topic, "--csv", str(flights_csv()),
-                      "--from", str(self.produced), "--count", str(count)),
-            check=True, capture_output=True, text=True, timeout=300)
-        done = int(json.loads(out.stdout.strip().splitlines()[-1])["produced"])
+        out = self._producer("--topic", self.spec.input_topic, "--csv", str(flights_csv()),
+                             "--from", str(self.produced), "--count", str(count))
+        done = int(json.loads(out.strip().splitlines()[-1])["produced"])
         self.produced += done
         return done
 

@@ -95,12 +95,14 @@ class KafkaStreamsJob:
         cluster = self._cluster
         for node in self.spec.node_names:
             cluster.start(node, self.spec.capacity(node))
-        wait_for(cluster.reported_assignment, 120, f"job {self.spec.job_id}: every task running")
+        wait_for(cluster.reported_assignment, 120, f"job {self.spec.job_id}: every task running",
+                 logs=cluster.home / "logs")
         return cluster
 
     def running_state(self, cluster: Cluster) -> RuntimeState:
         """What Kafka Streams runs now: the reported assignment, the applied version, the nodes."""
-        assignment = wait_for(cluster.reported_assignment, 120, "a settled assignment")
+        assignment = wait_for(cluster.reported_assignment, 120, "a settled assignment",
+                              logs=cluster.home / "logs")
         applied = cluster.applied()
         return RuntimeState(self.spec.job_id, None if applied is None else int(applied["version"]),
                             assignment, tuple(cluster.nodes()))
@@ -120,7 +122,7 @@ class KafkaStreamsJob:
             return snaps if done >= produced and lag == 0 else None
 
         after = wait_for(caught_up, 300, f"job {self.spec.job_id}: the period's {produced} flights "
-                         "processed", every_s=0.5)
+                         "processed", every_s=0.5, logs=cluster.home / "logs")
         drain_s = time.monotonic() - t0  # produce and process the slice: the makespan
         running_now = self.running_state(cluster)
         figures = period_figures(before, after, running_now.assignment)
