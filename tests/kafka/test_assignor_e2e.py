@@ -1,7 +1,8 @@
 """ReconfTaskAssignor on a real broker with three real Kafka Streams instances (JVMs), in the
 order a deployment lives through: the default assignor while nothing is published; a published
 version applied within the follow-up delay; a tampered and an older manifest refused with the
-applied assignment kept; an instance killed mid-run, Kafka Streams recovering without it.
+applied assignment kept; an instance killed mid-run, Kafka Streams recovering without it (the
+assignor falls back, saying why), and the applied version running again once it is back.
 
 The tests share one application (module fixture) and run in file order, each starting from the
 state the previous one left, as the deployment would.
@@ -136,3 +137,14 @@ def test_killed_instance_kafka_streams_recovers_on_the_others(app: Cluster) -> N
     assert sorted(after) == SPEC.units()
     assert log_lines(app.home, "names node(s) not in the group now: [node-02]")
     assert app.nodes() == sorted(survivors)
+    assert app.applied()["version"] == 3  # type: ignore[index]  # the fallback applied nothing
+
+
+def test_restarted_instance_gets_the_applied_version_back(app: Cluster) -> None:
+    kept_before = len(log_lines(app.home, "keeps v3: v3 is already running"))
+    app.start("node-02")
+    applied = app.applied()
+    assert applied is not None and applied["version"] == 3
+    wait_for(lambda: app.reported_assignment() == applied["assignment"], 60 + APPLY_WITHIN_S,
+             "v3 running again on all three instances")
+    assert len(log_lines(app.home, "keeps v3: v3 is already running")) > kept_before
