@@ -42,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="flights per period (20000; --quick 10000)")
     parser.add_argument("--budget", type=int, default=3, help="migrations per period (3)")
     parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated ({','.join(ARMS)})")
+    parser.add_argument("--followup-ms", type=int, default=3000,
+                        help="ReconfTaskAssignor's follow-up rebalance delay (3000)")
 
 
 def _spread(node_ns: dict[str, int], capacity: dict[str, float]) -> float:
@@ -67,7 +69,8 @@ def run_arm(arm: str, bootstrap: str, work: Path, args: argparse.Namespace) -> l
     os.environ["RECONF_KAFKA_BOOTSTRAP"] = bootstrap
     job_id = f"kbench-{arm}"
     spec = KStreamsSpec(job_id, period_s=PERIOD_S, nodes=args.nodes, partitions=args.partitions,
-                        records_per_period=args.records, default_assignor=arm == "default")
+                        records_per_period=args.records, default_assignor=arm == "default",
+                        followup_ms=args.followup_ms)
     source = KafkaStreamsJob(spec, work, work / "published")
     config = JobConfig(job_id, spl=timedelta(seconds=PERIOD_S), strategy="milp" if arm == "default"
                        else arm, max_migrations=args.budget, solver_time_limit_s=2)

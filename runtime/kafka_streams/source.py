@@ -90,7 +90,7 @@ class KafkaStreamsJob:
                           default_assignor=self.spec.default_assignor)
             self._cluster = Cluster(app, bootstrap, self.app_dir, self.published_root,
                                     produced=int(self._state()["produced"]))
-            if self._cluster.bootstrap != bootstrap or not self._cluster.nodes():
+            if not self._cluster.nodes():  # a fresh start (creating topics is idempotent)
                 self._cluster.create_topics()
         cluster = self._cluster
         for node in self.spec.node_names:
@@ -114,6 +114,9 @@ class KafkaStreamsJob:
         base_in = sum(t["in"] for s in cluster.stats().values() for t in s["tasks"].values())
         t0 = time.monotonic()
         produced = cluster.produce(self.spec.records_per_period)
+        if produced < self.spec.records_per_period:  # the year is over: the next round starts
+            cluster.produced = 0
+            produced += cluster.produce(self.spec.records_per_period - produced)
 
         def caught_up() -> dict[str, Any] | None:
             snaps = cluster.stats()

