@@ -34,6 +34,8 @@ def test_up_status_down(tmp_path: Path) -> None:
     assert "already running" in again.stdout
     assert _cli(tmp_path, "status").returncode == 0
     down = _cli(tmp_path, "down")
-    assert down.returncode == 0 and "kafka: stopped" in down.stdout
+    # SIGTERM, then SIGKILL after the grace (a broker's shutdown on a loaded machine may take it)
+    assert down.returncode == 0 and ("kafka: stopped" in down.stdout
+                                     or "kafka: killed after" in down.stdout), down.stdout
     assert not alive(record)
     assert "was not running" in _cli(tmp_path, "down").stdout
