@@ -16,7 +16,7 @@ help:
 	@echo "make test-fast  the inner loop: the tests that need no JVM, Airflow run or browser"
 	@echo "make lint       ruff and mypy"
 	@echo "make mlflow-ui  open the MLflow UI on the project's tracking store (port 5000)"
-	@echo "make up         start Spark Connect (sc://127.0.0.1:15002), Airflow (http://127.0.0.1:8080) and MLflow (:5000)"
+	@echo "make up         start Spark Connect (sc://127.0.0.1:15002), Airflow (http://127.0.0.1:8080), MLflow (:5000) and a Kafka broker"
 	@echo "make down       stop what 'make up' started; make status: what runs"
 	@echo "make clean      remove the stores under .reconf/ (keeps the virtualenv and the jars)"
 
@@ -33,7 +33,18 @@ $(JARS): $(STAMP)
 	@$(BIN)/python -m jobs.spark --fetch-jars
 	@touch $@
 
-setup: $(STAMP) $(JARS)
+# The Kafka Streams module (runtime/kafka_streams: ReconfTaskAssignor, the flights application,
+# the broker's jars): Maven resolves from Maven Central into ~/.m2 once, offline afterwards; its
+# JUnit tests (the shared manifest vectors) run in the build.
+KSTREAMS := runtime/kafka_streams/target/.built
+KSTREAMS_SRC := $(shell find runtime/kafka_streams/src -type f 2>/dev/null) runtime/kafka_streams/pom.xml $(wildcard tests/kafka/vectors/*.json)
+$(KSTREAMS): $(KSTREAMS_SRC)
+	@command -v mvn >/dev/null || { echo "make setup: mvn not found; install Maven (apt-get install maven) and a JDK 17"; exit 2; }
+	@log=$$(mktemp); cd runtime/kafka_streams && mvn -q -B package >$$log 2>&1 \
+	  || { sed 's/\x1b\[[0-9;]*m//g' $$log; rm -f $$log; echo "make setup: the Maven build of runtime/kafka_streams failed (above)"; exit 2; }; rm -f $$log
+	@touch $@
+
+setup: $(STAMP) $(JARS) $(KSTREAMS)
 
 demo: setup
 	$(BIN)/reconf demo --job $(JOB) --periods $(PERIODS)
@@ -47,24 +58,28 @@ test: setup system-packages
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure here"; exit 1; fi; \
 	exit $$rc
 
-# The inner loop: no Spark JVM, no Airflow DAG run, no browser, no database server (markers in
+# The inner loop: no Spark JVM, no Airflow DAG run, no browser, no Kafka JVM, no database server (markers in
 # pyproject.toml); `make test` still runs everything.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not spark and not e2e and not browser" -q
+	$(BIN)/python -m pytest -m "not spark and not e2e and not browser and not kafka" -q
 
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy .
 
 # Local services (reconf/services.py): a Spark Connect server with Delta (infra/spark-connect.sh),
-# Airflow's api-server, scheduler, dag-processor and triggerer, and an MLflow server; pids in
+# Airflow's api-server, scheduler, dag-processor and triggerer, and an MLflow server, then a
+# single-node KRaft Kafka broker on free loopback ports (runtime/kafka_streams/broker.py; `down`
+# also stops the jobs' Kafka Streams instances); pids in
 # .reconf/run, logs in .reconf/logs/services. AIRFLOW_PORT / MLFLOW_PORT / SPARK_CONNECT_PORT
 # (or RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT / RECONF_SPARK_CONNECT_PORT) move them.
 up: setup
 	$(BIN)/python -m reconf.services up $(if $(AIRFLOW_PORT),--airflow-port $(AIRFLOW_PORT)) $(if $(MLFLOW_PORT),--mlflow-port $(MLFLOW_PORT)) $(if $(SPARK_CONNECT_PORT),--spark-connect-port $(SPARK_CONNECT_PORT))
+	$(BIN)/python -m runtime.kafka_streams.broker up
 
 down:
 	@if [ -x "$(BIN)/python" ]; then $(BIN)/python -m reconf.services down; \
+	$(BIN)/python -m runtime.kafka_streams.broker down; \
 	else echo "nothing was running (no virtualenv yet)"; fi
 
 # (`python -m reconf.services status` exits 3 when a service is missing; make status just reports.)

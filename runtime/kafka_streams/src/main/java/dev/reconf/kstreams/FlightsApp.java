@@ -1,0 +1,179 @@
+package dev.reconf.kstreams;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.ThreadMetadata;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.state.Stores;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One instance of the flights application = one reconf node: reads flights keyed by route from
+ * {@code --input}, keeps a running aggregate per route in a persistent store (RouteAggregator),
+ * writes updates to {@code --output}. Its {@code client.tag.reconf.node} is {@code --node}; its
+ * assignor is {@link ReconfTaskAssignor}. Every {@code --stats-ms} it writes {@code --stats} (JSON,
+ * atomically): its node id and capacity, its active tasks as Kafka Streams reports them
+ * (metadataForLocalThreads), per-task counters (TaskStats), the changelog restores it ran, its
+ * process CPU time and its input lag. runtime/kafka_streams/stats.py lands those.
+ *
+ * <p>Arguments: --bootstrap --app-id --node --capacity --input --output --state-dir --stats
+ * --published-root --job --applied-file [--followup-ms 10000] [--stats-ms 500] [--default-assignor]
+ */
+public final class FlightsApp {
+    private static final Logger LOG = LoggerFactory.getLogger(FlightsApp.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private FlightsApp() {
+    }
+
+    public static void main(String[] argv) throws Exception {
+        Map<String, String> a = Args.parse(argv);
+        TaskStats stats = new TaskStats();
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.persistentKeyValueStore(RouteAggregator.STORE), Serdes.String(),
+            Serdes.ByteArray()));
+        builder.stream(a.get("input"), Consumed.with(Serdes.String(), Serdes.String()))
+            .process(() -> new RouteAggregator(stats), RouteAggregator.STORE)
+            .to(a.get("output"), Produced.with(Serdes.String(), Serdes.String()));
+
+        Properties p = new Properties();
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, a.get("app-id"));
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, a.get("bootstrap"));
+        p.put(StreamsConfig.STATE_DIR_CONFIG, a.get("state-dir"));
+        p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 500);
+        p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        p.put(StreamsConfig.CLIENT_TAG_PREFIX + "reconf.node", a.get("node"));
+        p.put("group.protocol", "classic"); // task.assignor.class is the classic protocol's hook
+        p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 10_000);
+        p.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), 1_000);
+        p.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+        if (!a.containsKey("default-assignor")) {
+            p.put(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG, ReconfTaskAssignor.class.getName());
+            p.put(ReconfTaskAssignor.PUBLISHED_ROOT, a.get("published-root"));
+            p.put(ReconfTaskAssignor.JOB, a.get("job"));
+            p.put(ReconfTaskAssignor.APPLIED_FILE, a.get("applied-file"));
+            p.put(ReconfTaskAssignor.FOLLOWUP_MS, a.getOrDefault("followup-ms", "10000"));
+        }
+        KafkaStreams streams = new KafkaStreams(builder.build(), p);
+        String changelog = a.get("app-id") + "-" + RouteAggregator.STORE + "-changelog";
+        streams.setGlobalStateRestoreListener(new Restores(stats, changelog));
+        CountDownLatch done = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streams.close(java.time.Duration.ofSeconds(10));
+            done.countDown();
+        }));
+        streams.start();
+        LOG.info("instance {} (capacity {}) started", a.get("node"), a.get("capacity"));
+        Path out = Path.of(a.get("stats"));
+        long every = Long.parseLong(a.getOrDefault("stats-ms", "500"));
+        while (!done.await(every, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+            try {
+                write(out, report(streams, stats, a));
+            } catch (Exception exc) {
+                LOG.warn("stats not written: {}", exc.toString());
+            }
+        }
+    }
+
+    private static ObjectNode report(KafkaStreams streams, TaskStats stats, Map<String, String> a) {
+        ObjectNode r = JSON.createObjectNode();
+        r.put("format", 1);
+        r.put("node", a.get("node"));
+        r.put("capacity", Double.parseDouble(a.getOrDefault("capacity", "1.0")));
+        r.put("pid", ProcessHandle.current().pid());
+        r.put("ts_ms", System.currentTimeMillis());
+        r.put("state", streams.state().name());
+        var os = ManagementFactory.getOperatingSystemMXBean();
+        r.put("process_cpu_ns", os instanceof com.sun.management.OperatingSystemMXBean sun
+            ? sun.getProcessCpuTime() : -1L);
+        TreeSet<String> active = new TreeSet<>();
+        if (streams.state().isRunningOrRebalancing()) {
+            for (ThreadMetadata t : streams.metadataForLocalThreads()) {
+                t.activeTasks().forEach(task -> active.add(task.taskId().toString()));
+            }
+        }
+        ArrayNode act = r.putArray("active_tasks");
+        active.forEach(act::add);
+        ObjectNode tasks = r.putObject("tasks");
+        new TreeMap<>(stats.tasks).forEach((id, c) -> {
+            ObjectNode t = tasks.putObject(id);
+            t.put("in", c.in.get());
+            t.put("out", c.out.get());
+            t.put("proc_ns", c.procNs.get());
+            t.put("state_bytes", c.stateBytes.get());
+            t.put("entries", c.entries.get());
+        });
+        ArrayNode restores = r.putArray("restores");
+        stats.restores.forEach(x -> restores.addObject().put("task", x.task())
+            .put("records", x.records()).put("ms", x.ms()).put("end_ms", x.endMs()));
+        double lag = 0;
+        for (var e : streams.metrics().entrySet()) {
+            var name = e.getKey();
+            if (name.name().equals("records-lag") && a.get("input").equals(name.tags().get("topic"))
+                    && e.getValue().metricValue() instanceof Double d && !d.isNaN()) {
+                lag += d;
+            }
+        }
+        r.put("input_lag", lag);
+        return r;
+    }
+
+    private static void write(Path out, ObjectNode report) throws java.io.IOException {
+        Path tmp = out.resolveSibling("." + out.getFileName() + ".tmp");
+        Files.writeString(tmp, JSON.writeValueAsString(report) + "\n", StandardCharsets.UTF_8);
+        Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    /** Times each changelog restore of the store: the moved task's migration cost. */
+    private static final class Restores implements StateRestoreListener {
+        private final TaskStats stats;
+        private final String changelog;
+        private final Map<TopicPartition, Long> started = new ConcurrentHashMap<>();
+
+        Restores(TaskStats stats, String changelog) {
+            this.stats = stats;
+            this.changelog = changelog;
+        }
+
+        @Override
+        public void onRestoreStart(TopicPartition tp, String store, long start, long end) {
+            started.put(tp, System.currentTimeMillis());
+        }
+
+        @Override
+        public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long n) {
+        }
+
+        @Override
+        public void onRestoreEnd(TopicPartition tp, String store, long total) {
+            long now = System.currentTimeMillis();
+            long t0 = started.getOrDefault(tp, now);
+            if (tp.topic().equals(changelog)) {
+                stats.restores.add(new TaskStats.Restore("0_" + tp.partition(), total, now - t0, now));
+            }
+        }
+    }
+}

@@ -1,0 +1,67 @@
+"""The commands docs/runtime.md shows for Kafka Streams, on real JVMs: `reconf bench
+kafka-streams` (small: two arms, two periods) and `reconf demo --job kstreams` (one period through
+the real DAG), each leaving no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from schemas.config import PROJECT_ROOT
+
+pytestmark = pytest.mark.kafka
+
+
+def _java_children() -> set[int]:
+    out = subprocess.run(["pgrep", "-f", "dev.reconf.kstreams|kafka.Kafka"], capture_output=True,
+                         text=True, check=False)
+    return {int(p) for p in out.stdout.split()}
+
+
+def _reconf(home: Path, *args: str, timeout: float = 540) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "RECONF_HOME": str(home), "PYTHONPATH": str(PROJECT_ROOT)}
+    env.pop("RECONF_KAFKA_BOOTSTRAP", None)
+    return subprocess.run([sys.executable, "-m", "reconf.cli", *args], env=env, cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_bench_kafka_streams_small(tmp_path: Path) -> None:
+    before = _java_children()
+    out = tmp_path / "rows.json"
+    done = _reconf(tmp_path, "bench", "kafka-streams", "--periods", "2", "--arms", "default,greedy",
+                   "--records", "3000", "--nodes", "2", "--partitions", "4", "--json", str(out))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert [(r["arm"], r["period"]) for r in rows] == [
+        ("default", 1), ("default", 2), ("greedy", 1), ("greedy", 2)]
+    assert all(r["lag_at_land"] == 0 and r["records_per_s"] > 0 for r in rows)
+    assert all(r["version"] is None for r in rows if r["arm"] == "default")
+    assert "target greedy: spread <= half the default's:" in done.stdout
+    assert _java_children() <= before  # the bench stopped its broker and instances
+
+
+@pytest.mark.e2e
+def test_demo_kstreams_one_period(tmp_path: Path) -> None:
+    before = _java_children()
+    done = _reconf(tmp_path, "demo", "--job", "kstreams", "--periods", "1")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "kafka streams: load % per instance" in done.stdout
+    assert "runs v1" in done.stdout and "applied" in done.stdout
+    landed = list((tmp_path / "landing" / "kstreams").glob("period_end=*/_RUNTIME.json"))
+    assert len(landed) == 1
+    assert _java_children() <= before
+    from mlflow import MlflowClient  # the applied migration reached the publishing run
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("kstreams")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id],
+                              filter_string="tags.`reconf.assignment_version` = '1'")
+    metrics = runs[0].data.metrics
+    assert metrics["kstreams_tasks_moved"] == metrics["migrations"] > 0
+    assert metrics["kstreams_restored_records"] > 0 and metrics["kstreams_moved_state_bytes"] > 0
