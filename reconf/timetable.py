@@ -71,6 +71,12 @@ def next_period_end(*, start: datetime, spl: timedelta, last: datetime | None, n
     return candidate
 
 
+def _std(value: datetime) -> datetime:
+    """A plain `datetime` in UTC (pendulum's intervals do not divide by a timedelta)."""
+    d = value.astimezone(UTC)
+    return datetime(d.year, d.month, d.day, d.hour, d.minute, d.second, d.microsecond, tzinfo=UTC)
+
+
 def _utc(value: datetime) -> Any:
     """A pendulum DateTime in UTC (what Airflow's DagRunInfo carries)."""
     import pendulum
@@ -88,7 +94,7 @@ class PeriodGridTimetable(Timetable):
             raise ValueError(f"PeriodGridTimetable: SPL must be positive, got {spl}")
         if catchup_periods < 0:
             raise ValueError(f"PeriodGridTimetable: catchup_periods must be >= 0, got {catchup_periods}")
-        self.start = start.astimezone(UTC)
+        self.start = _std(start)
         self.spl = spl
         self.catchup_periods = catchup_periods
         self.description = (f"every {spl} from {self.start:%Y-%m-%dT%H:%M:%SZ} (logical date = "
@@ -121,9 +127,10 @@ class PeriodGridTimetable(Timetable):
                          restriction: TimeRestriction) -> DagRunInfo | None:
         from airflow._shared.timezones.timezone import utcnow
 
+        last = last_automated_data_interval
         end = next_period_end(
-            start=self.start, spl=self.spl,
-            last=None if last_automated_data_interval is None else last_automated_data_interval.end,
-            now=utcnow(), catchup_periods=None if restriction.catchup else self.catchup_periods,
-            earliest=restriction.earliest, latest=restriction.latest)
+            start=self.start, spl=self.spl, last=None if last is None else _std(last.end),
+            now=_std(utcnow()), catchup_periods=None if restriction.catchup else self.catchup_periods,
+            earliest=None if restriction.earliest is None else _std(restriction.earliest),
+            latest=None if restriction.latest is None else _std(restriction.latest))
         return None if end is None else DagRunInfo.exact(_utc(end))

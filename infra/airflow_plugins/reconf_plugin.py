@@ -8,8 +8,6 @@ plugins folder `reconf.settings.airflow_env` sets (`AIRFLOW__CORE__PLUGINS_FOLDE
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from airflow.plugins_manager import AirflowPlugin
 
 from reconf.timetable import PeriodGridTimetable
@@ -17,4 +15,4 @@ from reconf.timetable import PeriodGridTimetable
 
 class ReconfPlugin(AirflowPlugin):
     name = "reconf"
-    timetables: ClassVar[list[type]] = [PeriodGridTimetable]
+    timetables = [PeriodGridTimetable]  # noqa: RUF012 (AirflowPlugin declares it so)
