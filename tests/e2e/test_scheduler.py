@@ -28,7 +28,6 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pyarrow.compute as pc
@@ -39,7 +38,7 @@ from reconf.procs import free_port
 from reconf.services import Ports, down, up
 from reconf.settings import make_source
 from schemas.config import PROJECT_ROOT, Paths, resolve_job
-from schemas.landing import EDGES, KEYGROUPS, NODES, format_period_end
+from schemas.landing import KEYGROUPS, format_period_end
 from schemas.manifest import read_latest_version, read_manifest
 
 pytestmark = [pytest.mark.e2e]
@@ -294,11 +293,7 @@ def test_the_docs_backfill_publishes_every_period_in_order(airflow: Airflow) -> 
 def test_the_docs_recovery_recipe_clears_and_reruns_a_failed_cycle(airflow: Airflow) -> None:
     paths, at = airflow.paths, _fill_period(4)
     source = make_source(resolve_job(FILL), paths)
-    where = source.land_period(paths.landing, at)
-    tables = {k: pq.read_table(where / k / "part-0.parquet") for k in (KEYGROUPS, EDGES, NODES)}
-    kg = tables[KEYGROUPS]  # the runtime lost a key group's samples: validation fails
-    pq.write_table(kg.filter(pc.not_equal(kg["keygroup"], kg["keygroup"][0])),
-                   where / KEYGROUPS / "part-0.parquet")
+    _land_broken(paths, at)
     airflow.shell(f"airflow dags trigger reconfigure_fill --logical-date {at.isoformat()}")
     run = airflow.wait_for_run("reconfigure_fill", at, ("success", "failed"))
     assert run[2] == "failed"
@@ -312,3 +307,35 @@ def test_the_docs_recovery_recipe_clears_and_reruns_a_failed_cycle(airflow: Airf
     run = airflow.wait_for_run("reconfigure_fill", at, ("success",), timeout_s=420)
     assert airflow.task_states("reconfigure_fill", run[3])["validate"] == "success"
     assert read_manifest(paths.published, FILL, 4).period_end == format_period_end(at)
+
+
+MARK_SUCCESS = """\
+AIRFLOW=http://127.0.0.1:${{RECONF_AIRFLOW_PORT:-8080}}
+PASSWORD=$(.venv/bin/python -c 'import json, os; print(json.load(open(os.environ.get("RECONF_HOME", ".reconf") + "/airflow/simple_auth_manager_passwords.json.generated"))["admin"])')
+TOKEN=$(curl -s -X POST "$AIRFLOW/auth/token" -H 'Content-Type: application/json' \\
+    -d "{{\\"username\\": \\"admin\\", \\"password\\": \\"$PASSWORD\\"}}" | .venv/bin/python -c 'import json, sys; print(json.load(sys.stdin)["access_token"])')
+curl -s -X PATCH "$AIRFLOW/api/v2/dags/reconfigure_fill/dagRuns/{run_id}" \\
+    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"state": "success"}}'
+"""
+
+
+def _land_broken(paths: Paths, at: datetime) -> None:
+    """The runtime lands the period without one key group's samples: validation fails."""
+    where = make_source(resolve_job(FILL), paths).land_period(paths.landing, at)
+    kg = pq.read_table(where / KEYGROUPS / "part-0.parquet")
+    pq.write_table(kg.filter(pc.not_equal(kg["keygroup"], kg["keygroup"][0])),
+                   where / KEYGROUPS / "part-0.parquet")
+
+
+def test_the_docs_recipe_for_a_lost_period_marks_its_run_success(airflow: Airflow) -> None:
+    at = _fill_period(5)
+    _land_broken(airflow.paths, at)
+    airflow.shell(f"airflow dags trigger reconfigure_fill --logical-date {at.isoformat()}")
+    run = airflow.wait_for_run("reconfigure_fill", at, ("success", "failed"))
+    assert run[2] == "failed"
+    out = airflow.shell(MARK_SUCCESS.format(run_id=run[3]))
+    assert json.loads(out.strip().splitlines()[-1])["state"] == "success", out
+    assert airflow.run_of("reconfigure_fill", at)[2] == "success"  # type: ignore[index]
+    states = airflow.task_states("reconfigure_fill", run[3])
+    assert states["validate"] == "success", states  # so the next cycle does not wait on it
+    assert read_latest_version(airflow.paths.published, FILL) == 4  # nothing published for it
