@@ -6,8 +6,11 @@ processes the statistics period [logical date - SPL, logical date): the window c
 run's logical date, never from the wall clock, so reruns and backfills of a date redo exactly
 that period.
 
-Semantics (docs/operations.md, "Airflow DAGs"): schedule = SPL, one run at a time, and every task
-`depends_on_past` (a plan starts from the assignment the previous cycle published, so a cycle
+Semantics (docs/operations.md, "Airflow DAGs"): runs on the job's period grid with logical date =
+period end and the job's catch-up policy (reconf/timetable.py), one run at a time; the first task
+waits (deferred) for the period's landing and, if it never lands, skips the stages so that
+`missed_period` fails the run without holding the next (reconf/landing_wait.py); the four stage
+tasks `depends_on_past` (a plan starts from the assignment the previous cycle published, so a cycle
 waits for the previous one to succeed); Spark stages retry with exponential back-off, but bad
 input (StageError / ConfigError, e.g. a failed Great Expectations check) fails at once; manual
 runs take validated params (strategy, budget, solver time limit, dry_run); publish emits the Asset
