@@ -6,9 +6,10 @@ scheduler, dag-processor, triggerer; SQLite; free ports), with two small synthet
 
 - `tick`, SPL 30 s, starting at the fixture's clock: a runtime stand-in thread lands each period
   as wall-clock time passes it (applying the newest published version first, as a runtime
-  polls), except period 4, landed only once its run is seen waiting (deferred), and period 5,
-  never landed. Its runs go one after another (a cycle takes longer than 30 s on 2 cores; the
-  catch-up policy is wide enough that none is skipped).
+  polls), except period 4, never landed. Its runs go one after another (a cycle may take longer
+  than 30 s on 2 busy cores; the catch-up policy is wide enough that none is skipped).
+- `late`, the same grid with a 5-minute landing timeout and nothing landing it: unpaused, its
+  newest ended period runs and waits, deferred, until the test lands it.
 - `fill`, SPL 1 h from 2026-01-01 with `catchup_periods = 0`: no scheduled run in the test's
   minutes, so its runs are the backfill's and the recovery's, made with the docs' commands run
   in bash after `eval "$(.venv/bin/python -m reconf.services env)"` with a PATH that has no
@@ -44,8 +45,8 @@ from schemas.manifest import read_latest_version, read_manifest
 pytestmark = [pytest.mark.e2e]
 
 SPL = timedelta(seconds=30)
-TICK, FILL = "tick", "fill"
-LATE, MISSED = 4, 5  # tick's periods (k of start + k*SPL) landed late, and never
+TICK, LATE, FILL = "tick", "late", "fill"
+MISSED = 4  # tick's period (k of start + k*SPL) that never lands
 FILL_T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CONFIG = """\
 [defaults]
@@ -62,6 +63,11 @@ spl = "30s"
 start_date = {start}
 catchup_periods = 50
 landing_timeout = "20s"
+
+[jobs.late]
+spl = "30s"
+start_date = {start}
+landing_timeout = "5m"
 
 [jobs.fill]
 spl = "1h"
@@ -81,7 +87,6 @@ class Runtime(threading.Thread):
     def __init__(self, paths: Paths, start: datetime) -> None:
         super().__init__(daemon=True)
         self.paths, self.origin = paths, start
-        self.released: set[int] = set()
         self.landed: dict[int, float] = {}  # k -> wall time it landed
         self.stop = threading.Event()
         self.error: BaseException | None = None
@@ -94,7 +99,7 @@ class Runtime(threading.Thread):
             source = make_source(resolve_job(TICK), self.paths)
             k = 1
             while not self.stop.is_set():
-                if datetime.now(UTC) < self.period(k) or (k == LATE and k not in self.released):
+                if datetime.now(UTC) < self.period(k):
                     time.sleep(0.5)
                     continue
                 if k != MISSED:
@@ -188,7 +193,7 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
            timeout_s=600)
         handle = Airflow(paths, dict(env), runtime)
         deadline = time.monotonic() + 300
-        while len(handle.query("SELECT dag_id FROM dag WHERE dag_id LIKE 'reconfigure_%'")) < 2:
+        while len(handle.query("SELECT dag_id FROM dag WHERE dag_id LIKE 'reconfigure_%'")) < 3:
             assert time.monotonic() < deadline, "the dag-processor never parsed the DAGs"
             time.sleep(2)
         runtime.start()
@@ -230,17 +235,28 @@ def test_scheduled_runs_fall_on_the_grid_and_publish_in_order(airflow: Airflow) 
 
 
 def test_a_late_period_is_waited_for_then_published(airflow: Airflow) -> None:
-    late = airflow.runtime.period(LATE)
-    run = airflow.wait_for_run("reconfigure_tick", late, ("running",))
-    deadline = time.monotonic() + 300
-    while airflow.task_states("reconfigure_tick", run[3]).get("wait_for_landing") != "deferred":
-        assert time.monotonic() < deadline, airflow.task_states("reconfigure_tick", run[3])
+    """Job `late` (landing_timeout 5 min, nothing lands it): unpausing runs its newest ended
+    period, which waits in the triggerer until the runtime lands it, then publishes. (Its own job:
+    on 2 busy cores tick's runs lag behind their period ends by more than tick's 20 s.)"""
+    airflow.shell("airflow dags unpause reconfigure_late")
+    deadline = time.monotonic() + 420
+    while True:
+        runs = [r for r in airflow.runs("reconfigure_late") if r[2] in ("queued", "running")]
+        if runs and airflow.task_states("reconfigure_late", runs[0][3]).get(
+                "wait_for_landing") == "deferred":
+            break
+        assert time.monotonic() < deadline, airflow.runs("reconfigure_late")
         time.sleep(1)
-    airflow.runtime.released.add(LATE)  # the runtime lands it now, while the run waits
-    run = airflow.wait_for_run("reconfigure_tick", late, ("success", "failed"))
-    assert run[2] == "success", airflow.log_tails("reconfigure_tick", run[3])
-    assert read_manifest(airflow.paths.published, TICK, 4).period_end == format_period_end(late)
-    assert "waiting for period" in airflow.log("reconfigure_tick", run[3], "wait_for_landing")
+    waiting = runs[0]
+    at = datetime.fromisoformat(waiting[0]).replace(tzinfo=UTC)
+    assert waiting[1] == "scheduled" and (at - airflow.runtime.origin) % SPL == timedelta(0)
+    assert airflow.task_states("reconfigure_late", waiting[3]).get("collect") in (None, "None")
+    make_source(resolve_job(LATE), airflow.paths).land_period(airflow.paths.landing, at)
+    run = airflow.wait_for_run("reconfigure_late", at, ("success", "failed"))
+    airflow.shell("airflow dags pause reconfigure_late")
+    assert run[2] == "success", airflow.log_tails("reconfigure_late", run[3])
+    assert read_manifest(airflow.paths.published, LATE, 1).period_end == format_period_end(at)
+    assert "waiting for period" in airflow.log("reconfigure_late", run[3], "wait_for_landing")
 
 
 def test_a_period_that_never_lands_times_out_and_the_next_one_still_publishes(airflow: Airflow) -> None:
@@ -256,7 +272,7 @@ def test_a_period_that_never_lands_times_out_and_the_next_one_still_publishes(ai
     after = airflow.wait_for_run("reconfigure_tick", airflow.runtime.period(MISSED + 1),
                                  ("success", "failed"))
     assert after[2] == "success", airflow.log_tails("reconfigure_tick", after[3])
-    assert read_manifest(airflow.paths.published, TICK, 5).period_end == \
+    assert read_manifest(airflow.paths.published, TICK, 4).period_end == \
         format_period_end(airflow.runtime.period(MISSED + 1))
     airflow.runtime.stop.set()
     airflow.shell("airflow dags pause reconfigure_tick")
