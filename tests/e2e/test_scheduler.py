@@ -325,13 +325,14 @@ def test_the_docs_recovery_recipe_clears_and_reruns_a_failed_cycle(airflow: Airf
     assert read_manifest(paths.published, FILL, 4).period_end == format_period_end(at)
 
 
-MARK_SUCCESS = """\
+MARK_LOST = """\
 AIRFLOW=http://127.0.0.1:${{RECONF_AIRFLOW_PORT:-8080}}
 PASSWORD=$(.venv/bin/python -c 'import json, os; print(json.load(open(os.environ.get("RECONF_HOME", ".reconf") + "/airflow/simple_auth_manager_passwords.json.generated"))["admin"])')
 TOKEN=$(curl -s -X POST "$AIRFLOW/auth/token" -H 'Content-Type: application/json' \\
     -d "{{\\"username\\": \\"admin\\", \\"password\\": \\"$PASSWORD\\"}}" | .venv/bin/python -c 'import json, sys; print(json.load(sys.stdin)["access_token"])')
-curl -s -X PATCH "$AIRFLOW/api/v2/dags/reconfigure_fill/dagRuns/{run_id}" \\
-    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"state": "success"}}'
+curl -s -X PATCH "$AIRFLOW/api/v2/dags/reconfigure_fill/dagRuns/{run_id}/taskInstances/wait_for_landing" \\
+    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\
+    -d '{{"new_state": "skipped", "include_downstream": true}}'
 """
 
 
@@ -343,15 +344,21 @@ def _land_broken(paths: Paths, at: datetime) -> None:
                    where / KEYGROUPS / "part-0.parquet")
 
 
-def test_the_docs_recipe_for_a_lost_period_marks_its_run_success(airflow: Airflow) -> None:
+def test_the_docs_recipe_for_a_lost_period_skips_it_and_the_next_cycle_runs(airflow: Airflow) -> None:
     at = _fill_period(5)
     _land_broken(airflow.paths, at)
     airflow.shell(f"airflow dags trigger reconfigure_fill --logical-date {at.isoformat()}")
     run = airflow.wait_for_run("reconfigure_fill", at, ("success", "failed"))
     assert run[2] == "failed"
-    out = airflow.shell(MARK_SUCCESS.format(run_id=run[3]))
-    assert json.loads(out.strip().splitlines()[-1])["state"] == "success", out
-    assert airflow.run_of("reconfigure_fill", at)[2] == "success"  # type: ignore[index]
+    out = airflow.shell(MARK_LOST.format(run_id=run[3]))
+    assert '"state":"skipped"' in out.replace(" ", ""), out
+    assert airflow.wait_for_run("reconfigure_fill", at, ("success",), timeout_s=120)
     states = airflow.task_states("reconfigure_fill", run[3])
-    assert states["validate"] == "success", states  # so the next cycle does not wait on it
-    assert read_latest_version(airflow.paths.published, FILL) == 4  # nothing published for it
+    assert states["validate"] == states["publish"] == "skipped", states
+    # the next cycle does not wait on the lost one
+    make_source(resolve_job(FILL), airflow.paths).land_period(airflow.paths.landing, _fill_period(6))
+    airflow.shell(f"airflow dags trigger reconfigure_fill --logical-date {_fill_period(6).isoformat()}")
+    after = airflow.wait_for_run("reconfigure_fill", _fill_period(6), ("success", "failed"))
+    assert after[2] == "success", airflow.log_tails("reconfigure_fill", after[3])
+    assert read_manifest(airflow.paths.published, FILL, 5).period_end == \
+        format_period_end(_fill_period(6))  # nothing was published for the lost period
