@@ -373,7 +373,9 @@ def test_the_docs_recipe_for_a_lost_period_skips_it_and_the_next_cycle_runs(airf
     states = airflow.task_states("reconfigure_fill", run[3])
     assert states["validate"] == states["publish"] == "skipped", states
     # the next cycle does not wait on the lost one
-    make_source(resolve_job(FILL), airflow.paths).land_period(airflow.paths.landing, _fill_period(6))
+    runtime = make_source(resolve_job(FILL), airflow.paths)
+    runtime.apply_latest(airflow.paths.published)  # runs the newest version, as a runtime would
+    runtime.land_period(airflow.paths.landing, _fill_period(6))
     airflow.shell(f"airflow dags trigger reconfigure_fill --logical-date {_fill_period(6).isoformat()}")
     after = airflow.wait_for_run("reconfigure_fill", _fill_period(6), ("success", "failed"))
     assert after[2] == "success", airflow.log_tails("reconfigure_fill", after[3])
