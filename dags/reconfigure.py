@@ -116,11 +116,12 @@ def plan(job_id: str, **context: Any) -> dict[str, Any]:
             max_migrations=params["max_migrations"], time_limit_s=params["time_limit_s"],
             dry_run=params["dry_run"], tags={"reconf.airflow_run_id": str(context.get("run_id"))})
     _log.info("%s", result.summary())
-    from reconf.mlflow_link import mlflow_run_url
+    from reconf.mlflow_link import mlflow_run_url, remember_url
 
     url = mlflow_run_url(result.mlflow_run_id) if result.mlflow_run_id else None
     if url:
         _log.info("MLflow run of this cycle: %s", url)
+        remember_url(context, url)
     return {"plan_id": result.plan_id, "mlflow_run_id": result.mlflow_run_id, "mlflow_url": url,
             "migrations": result.plan.migrations, "dry_run": bool(params["dry_run"])}
 
@@ -153,6 +154,9 @@ def _publish(job_id: str, asset: Asset) -> Any:
             "job_id": job_id, "version": result.version, "period_end": result.period_end,
             "status": result.status, "manifest": result.manifest,
             "mlflow_run_id": planned["mlflow_run_id"]}
+        from reconf.mlflow_link import remember_url
+
+        remember_url(context, planned.get("mlflow_url"))
         return {"version": result.version, "status": result.status,
                 "mlflow_run_id": planned["mlflow_run_id"], "mlflow_url": planned.get("mlflow_url")}
 

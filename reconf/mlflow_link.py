@@ -2,9 +2,10 @@
 
 An operator extra link: when the task ends, Airflow calls `get_link` in the task's process and
 stores the URL as an XCom (`_link_MlflowRunLink`); the UI shows it as the button "MLflow run" on
-the task instance. The URL comes from the task's own return value (`mlflow_url`, built by the
-task from `RECONF_MLFLOW_URL`, which `make up` points at its MLflow server), so the link needs
-no MLflow call of its own.
+the task instance. The task leaves the URL on its operator object (`remember_url`; built from
+`RECONF_MLFLOW_URL`, which `make up` points at its MLflow server), which is the object `get_link`
+receives in that process: no XCom read, so a skipped task (a dry run's publish) has no link and
+logs no "XCom not found" error.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Any
 
 from airflow.sdk import BaseOperatorLink
 
-__all__ = ["MlflowRunLink", "mlflow_run_url"]
+__all__ = ["MlflowRunLink", "mlflow_run_url", "remember_url"]
+
+_ATTRIBUTE = "_reconf_mlflow_url"
 
 
 def mlflow_run_url(run_id: str) -> str:
@@ -29,13 +32,16 @@ def mlflow_run_url(run_id: str) -> str:
     return f"{mlflow_ui_base()}/#/experiments/{experiment_id}/runs/{run_id}"
 
 
+def remember_url(context: Any, url: str | None) -> None:
+    """Leave the run's URL on the running task's operator, for `MlflowRunLink.get_link`."""
+    if url:
+        setattr(context["task"], _ATTRIBUTE, url)
+
+
 class MlflowRunLink(BaseOperatorLink):
-    """`mlflow_url` of the task's return value, or "" (no link) when it returned none."""
+    """The URL the task remembered (`remember_url`), or "" (no link) when it left none."""
 
     name = "MLflow run"
 
     def get_link(self, operator: Any, *, ti_key: Any) -> str:
-        from airflow.sdk.bases.xcom import BaseXCom
-
-        value = BaseXCom.get_value(ti_key=ti_key, key="return_value")
-        return str(value.get("mlflow_url") or "") if isinstance(value, dict) else ""
+        return str(getattr(operator, _ATTRIBUTE, "") or "")
