@@ -6,8 +6,11 @@ processes the statistics period [logical date - SPL, logical date): the window c
 run's logical date, never from the wall clock, so reruns and backfills of a date redo exactly
 that period.
 
-Semantics (docs/operations.md, "Airflow DAGs"): schedule = SPL, one run at a time, and every task
-`depends_on_past` (a plan starts from the assignment the previous cycle published, so a cycle
+Semantics (docs/operations.md, "Airflow DAGs"): runs on the job's period grid with logical date =
+period end and the job's catch-up policy (reconf/timetable.py), one run at a time; the first task
+waits (deferred) for the period's landing and, if it never lands, skips the stages so that
+`missed_period` fails the run without holding the next (reconf/landing_wait.py); the four stage
+tasks `depends_on_past` (a plan starts from the assignment the previous cycle published, so a cycle
 waits for the previous one to succeed); Spark stages retry with exponential back-off, but bad
 input (StageError / ConfigError, e.g. a failed Great Expectations check) fails at once; manual
 runs take validated params (strategy, budget, solver time limit, dry_run); publish emits the Asset
@@ -20,6 +23,7 @@ dags/reconfigure_config_check.py, so the other jobs' DAGs stay schedulable.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator
 from datetime import timedelta
@@ -28,7 +32,12 @@ from typing import Any
 from airflow.sdk import DAG, Asset, Param, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from reconf.landing_wait import WaitForLanding, missed_message
+from reconf.mlflow_link import MlflowRunLink
+from reconf.timetable import PeriodGridTimetable
 from schemas.config import PROJECT_ROOT, STRATEGY_NAMES, ConfigError, JobConfig, read_jobs
+
+_log = logging.getLogger("reconf.dag")  # task logs at INFO: each stage's summary
 
 RETRIES = 3  # Spark stages: transient failures (a lost executor, a busy disk) get 3 more tries
 RETRY_DELAY = timedelta(seconds=30)
@@ -82,7 +91,7 @@ def collect(job_id: str, **context: Any) -> str:
         from jobs.stages import run_collect
 
         summary = run_collect(job_id, _period_end(context))
-    print(summary)
+    _log.info("%s", summary)
     return summary
 
 
@@ -92,7 +101,7 @@ def validate(job_id: str, **context: Any) -> str:
         from jobs.stages import run_validate
 
         summary = run_validate(job_id, _period_end(context))
-    print(summary)
+    _log.info("%s", summary)
     return summary
 
 
@@ -106,8 +115,14 @@ def plan(job_id: str, **context: Any) -> dict[str, Any]:
             job_id, _period_end(context), strategy=params["strategy"],
             max_migrations=params["max_migrations"], time_limit_s=params["time_limit_s"],
             dry_run=params["dry_run"], tags={"reconf.airflow_run_id": str(context.get("run_id"))})
-    print(result.summary())
-    return {"plan_id": result.plan_id, "mlflow_run_id": result.mlflow_run_id,
+    _log.info("%s", result.summary())
+    from reconf.mlflow_link import mlflow_run_url, remember_url
+
+    url = mlflow_run_url(result.mlflow_run_id) if result.mlflow_run_id else None
+    if url:
+        _log.info("MLflow run of this cycle: %s", url)
+        remember_url(context, url)
+    return {"plan_id": result.plan_id, "mlflow_run_id": result.mlflow_run_id, "mlflow_url": url,
             "migrations": result.plan.migrations, "dry_run": bool(params["dry_run"])}
 
 
@@ -133,11 +148,17 @@ def _publish(job_id: str, asset: Asset) -> Any:
             print(f"publish {job_id}@{result.period_end}: stale plan, not published: "
                   f"{result.reason}", flush=True)
             raise AirflowSkipException(f"stale plan: {result.reason}")
-        print(f"publish {job_id}@{result.period_end}: {result.status}, version {result.version}")
+        _log.info("publish %s@%s: %s, version %s; MLflow run %s", job_id, result.period_end,
+                  result.status, result.version, planned["mlflow_run_id"])
         context["outlet_events"][asset].extra = {
             "job_id": job_id, "version": result.version, "period_end": result.period_end,
-            "status": result.status, "manifest": result.manifest}
-        return {"version": result.version, "status": result.status}
+            "status": result.status, "manifest": result.manifest,
+            "mlflow_run_id": planned["mlflow_run_id"]}
+        from reconf.mlflow_link import remember_url
+
+        remember_url(context, planned.get("mlflow_url"))
+        return {"version": result.version, "status": result.status,
+                "mlflow_run_id": planned["mlflow_run_id"], "mlflow_url": planned.get("mlflow_url")}
 
     return publish
 
@@ -148,6 +169,8 @@ def whatif(job_id: str, **context: Any) -> str:
     it never delays publish, and its failure never fails the run (docs/operations.md)."""
     if context["params"]["dry_run"]:
         raise AirflowSkipException("dry run: nothing published, no what-if")
+    if context["ti"].xcom_pull(task_ids="publish") is None:
+        raise AirflowSkipException("publish did not run (or published nothing): no what-if")
     import time
 
     print("reconf-stage whatif start", flush=True)
@@ -155,7 +178,7 @@ def whatif(job_id: str, **context: Any) -> str:
     from jobs.stages import run_whatif
 
     summary = run_whatif(job_id, _period_end(context))  # its failure: this task's, not the run's
-    print(summary, flush=True)
+    _log.info("%s", summary)
     print(f"reconf-stage whatif done {time.monotonic() - started:.2f} s", flush=True)
     return summary
 
@@ -225,14 +248,30 @@ def run_params(job: JobConfig) -> dict[str, Param]:
     }
 
 
+@task(task_id="missed_period", trigger_rule="all_skipped", retries=0, depends_on_past=False)
+def missed_period(job_id: str, **context: Any) -> None:
+    """Runs only when the landing wait gave up (it skips, so the cycle's tasks skip): fails the
+    run with the land message, while the next period's run still goes ahead."""
+    from datetime import UTC, datetime
+
+    from schemas.config import Paths, resolve_job
+    from schemas.landing import SUCCESS_MARKER, period_dir
+
+    job = resolve_job(job_id)
+    end = datetime.fromisoformat(_period_end(context)).astimezone(UTC)
+    marker = period_dir(Paths.from_env().landing, job_id, end) / SUCCESS_MARKER
+    raise AirflowFailException(missed_message(job_id, end, marker, job.landing_wait))
+
+
 def build_dag(job: JobConfig) -> DAG:
     timeouts = task_timeouts(job)
     with DAG(
         dag_id=f"reconfigure_{job.job_id}",
         description=f"Reconfigure stream job {job.job_id} every {job.spl}",
-        schedule=job.spl,
+        # Runs at start_date + k*SPL, logical date = period end; catch-up policy of the job.
+        schedule=PeriodGridTimetable(job.start_date, job.spl, job.catchup_periods),
         start_date=job.start_date,
-        catchup=False,
+        catchup=False,  # the timetable's own policy: the newest `catchup_periods` missed periods
         max_active_runs=1,
         params=run_params(job),
         default_args={
@@ -245,14 +284,21 @@ def build_dag(job: JobConfig) -> DAG:
         },
         tags=["reconf", job.job_id],
     ) as dag:
+        # No depends_on_past and no retries: a period that never lands must not hold the next.
+        landed = WaitForLanding(task_id="wait_for_landing", job_id=job.job_id,
+                                depends_on_past=False, retries=0,
+                                execution_timeout=job.landing_wait + timedelta(minutes=5))
         first = (_cluster_collect(job) if _cluster_mode()
                  else collect.override(execution_timeout=timeouts["collect"])(job.job_id))
         checked = validate.override(execution_timeout=timeouts["validate"])(job.job_id)
         planned = plan.override(execution_timeout=timeouts["plan"])(job.job_id)
         published = _publish(job.job_id, assignment_asset(job.job_id)).override(
             execution_timeout=timeouts["publish"])(job.job_id, planned)
+        for linked in (planned, published):  # the Airflow UI's button to the MLflow run
+            linked.operator.operator_extra_links = [MlflowRunLink()]  # type: ignore[union-attr]
         shadows = whatif.override(execution_timeout=timeouts["whatif"])(job.job_id)
-        first >> checked >> planned >> published >> shadows.as_teardown()
+        landed >> first >> checked >> planned >> published >> shadows.as_teardown()
+        landed >> missed_period(job.job_id)
     return dag
 
 

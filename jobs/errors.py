@@ -7,7 +7,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import sys
 import time
 from collections.abc import Iterator
 
@@ -64,9 +63,9 @@ def job_lock(paths: Paths, job_id: str, stage: str, *, wait_s: float = LOCK_WAIT
                 break
             except BlockingIOError:
                 if not told:
+                    # stdout: a wait is news, not an error (Airflow logs stderr as ERROR)
                     print(f"{stage} {job_id}: waiting for another collect, plan or publish of "
-                          f"this job to finish ({_holder(path)}; lock {path})", file=sys.stderr,
-                          flush=True)
+                          f"this job to finish ({_holder(path)}; lock {path})", flush=True)
                     told = True
                 if time.monotonic() > deadline:
                     raise StageError(

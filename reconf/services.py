@@ -29,7 +29,7 @@ from pathlib import Path
 
 from jobs.errors import StageError
 from reconf.procs import PidRecord, alive, read_record, spawn, stop
-from reconf.settings import airflow_bin, airflow_env
+from reconf.settings import airflow_bin, airflow_env, prepend_path
 from schemas.config import PROJECT_ROOT, ConfigError, Paths
 
 __all__ = ["SERVICES", "Ports", "Service", "down", "main", "print_env", "spark_connect_for", "status",
@@ -86,9 +86,16 @@ def service_env(paths: Paths, ports: Ports, spark_connect: bool = False) -> dict
     base = f"http://127.0.0.1:{ports.airflow}"
     remote = ({"RECONF_SPARK_REMOTE": os.environ.get("RECONF_SPARK_REMOTE") or ports.spark_remote}
               if spark_connect else {})
+    env = airflow_env(paths)
     return {
-        **airflow_env(paths),
+        **env,
         **remote,
+        # `airflow` and the venv's tools first on PATH, once (so `eval` of `env` is idempotent).
+        "PATH": prepend_path(str(Path(airflow_bin()).parent), env.get("PATH", "")),
+        # Task logs carry the stages' summaries (INFO); a CLI in the shell stays at WARNING.
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": os.environ.get("RECONF_TASK_LOG_LEVEL", "INFO"),
+        # The MLflow server `up` starts: the tasks' links to their MLflow runs point at it.
+        "RECONF_MLFLOW_URL": os.environ.get("RECONF_MLFLOW_URL") or f"http://127.0.0.1:{ports.mlflow}",
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(ports.airflow),
         "AIRFLOW__API__BASE_URL": base,
@@ -344,7 +351,10 @@ def print_env(paths: Paths, ports: Ports) -> int:
     """`export` lines that point a shell's `airflow` command at the project's Airflow."""
     import shlex
 
-    for key, value in sorted(service_env(paths, ports, "spark-connect" in _records(paths)).items()):
+    env = service_env(paths, ports, "spark-connect" in _records(paths))
+    # The shell's own `airflow` commands stay quiet (the services log their tasks at INFO).
+    env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = airflow_env(paths)["AIRFLOW__LOGGING__LOGGING_LEVEL"]
+    for key, value in sorted(env.items()):
         if os.environ.get(key) != value:
             print(f"export {key}={shlex.quote(value)}")
     return 0

@@ -11,7 +11,7 @@ from runtime.synthetic import SyntheticJob, SyntheticSpec
 from runtime.wan_links import LinkFeed, link_feed
 from schemas.config import PROJECT_ROOT, ConfigError, JobConfig, Paths
 
-__all__ = ["airflow_bin", "airflow_env", "make_source"]
+__all__ = ["airflow_bin", "airflow_env", "make_source", "prepend_path"]
 
 
 def make_source(job: JobConfig, paths: Paths) -> MetricsSource:
@@ -99,16 +99,22 @@ def airflow_env(paths: Paths) -> dict[str, str]:
         **sqlite,
         "AIRFLOW_HOME": str(paths.airflow),
         "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_ROOT / "dags"),
+        # The plugin that registers the period-grid timetable (reconf/timetable.py).
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_ROOT / "infra" / "airflow_plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": os.environ.get("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING"),
         # SQLite under RECONF_HOME, or database `airflow` on the PostgreSQL of RECONF_DB_URI.
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": paths.airflow_db_uri,
         "RECONF_HOME": str(paths.home),
-        "PYTHONPATH": os.pathsep.join(
-            p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p
-        ),
+        "PYTHONPATH": prepend_path(str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")),
     }
+
+
+def prepend_path(entry: str, search_path: str) -> str:
+    """`entry` first in a PATH-like list, once: applying it twice changes nothing."""
+    rest = [p for p in search_path.split(os.pathsep) if p and p != entry]
+    return os.pathsep.join([entry, *rest])
 
 
 def airflow_bin() -> str:

@@ -60,6 +60,8 @@ _STRATEGY_KEYS = {
     "shadow_strategies",
     "shadow_time_budget_s",
     "load_model",
+    "catchup_periods",
+    "landing_timeout",
 }
 # The strategies' names, from their one table (schemas/strategies.py, which the registry reads).
 STRATEGY_NAMES = frozenset(STRATEGIES)
@@ -196,10 +198,20 @@ class JobConfig:
     shadow_time_budget_s: float = 60.0
     # declared input streams, rate lower bounds and K: the load-model facet (schemas/streams.py)
     load_model: LoadModelConfig | None = None
+    # The DAG's catch-up policy (reconf/timetable.py): when several periods are due at once, only
+    # the newest this many run; 0 = only periods that end from now on.
+    catchup_periods: int = 1
+    # How long after its period end a run waits for the landing's _SUCCESS (None: one SPL).
+    landing_timeout: timedelta | None = None
 
     @property
     def dynamic(self) -> bool:
         return self.units == "dynamic"
+
+    @property
+    def landing_wait(self) -> timedelta:
+        """How long a run waits for its period to land, from the period end."""
+        return self.landing_timeout if self.landing_timeout is not None else self.spl
 
 
 #: the values of a job's `units` field
@@ -393,7 +405,36 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
                               f"period ({spl}); shadow plans run after publish and must leave "
                               "the next cycle room: lower it (0 turns shadows off)")
         kwargs["shadow_time_budget_s"] = budget
+    kwargs.update(_schedule(raw, where, kwargs.get("spl", JobConfig.spl)))
     return JobConfig(**kwargs)
+
+
+#: The most catch-up periods a job may ask for, and the longest landing wait, in SPLs.
+MAX_CATCHUP_PERIODS, MAX_LANDING_WAIT_SPL = 1000, 10
+
+
+def _schedule(raw: Mapping[str, Any], where: str, spl: timedelta) -> dict[str, Any]:
+    """`catchup_periods` and `landing_timeout` (docs/operations.md, "Airflow DAGs")."""
+    out: dict[str, Any] = {}
+    if "catchup_periods" in raw:
+        value = raw["catchup_periods"]
+        if (isinstance(value, bool) or not isinstance(value, int)
+                or not 0 <= value <= MAX_CATCHUP_PERIODS):
+            raise ConfigError(
+                f"{where}.catchup_periods: must be a whole number of periods from 0 to "
+                f"{MAX_CATCHUP_PERIODS} (how many missed periods run when several are due at once; "
+                f"0 = none, only periods that end from now on), got {value!r}")
+        out["catchup_periods"] = value
+    if "landing_timeout" in raw:
+        wait = parse_duration(raw["landing_timeout"], f"{where}.landing_timeout")
+        if wait > MAX_LANDING_WAIT_SPL * spl:
+            raise ConfigError(
+                f"{where}.landing_timeout: {raw['landing_timeout']!r} is more than "
+                f"{MAX_LANDING_WAIT_SPL} periods ({MAX_LANDING_WAIT_SPL * spl}); runs go one at a "
+                "time, so later periods would queue behind the wait: use at most that (default: "
+                "one SPL)")
+        out["landing_timeout"] = wait
+    return out
 
 
 def _topology(raw: object, where: str) -> str:

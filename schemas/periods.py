@@ -1,7 +1,7 @@
 """Which period ends a job has: its SPL grid, bounded by its start date and the present.
 
 A job's statistics periods are ``(start_date + (k-1)·SPL, start_date + k·SPL]`` for k >= 1, the
-same grid Airflow's timetable gives the job's DAG (schedule = SPL from start_date). Every entry
+same grid the job's DAG runs on (reconf/timetable.py: start_date + k·SPL). Every entry
 point (CLI, DAG task, fleet) checks a period end here before anything reads or writes, so an end
 off the grid, before the job started, in the future, or beyond what every layer can store never
 reaches the landing zone, the lake or a manifest.

@@ -89,12 +89,18 @@ def test_one_dag_per_job_with_schedule_and_order(two_jobs: Path) -> None:
     assert sorted(bag.dag_ids) == ["reconfigure_alpha", "reconfigure_beta"]
     alpha, beta = bag.dags["reconfigure_alpha"], bag.dags["reconfigure_beta"]
     assert alpha.max_active_runs == 1 and beta.max_active_runs == 1
-    assert alpha.schedule == timedelta(minutes=10)  # schedule = the job SPL
-    assert beta.schedule == timedelta(hours=1)
-    assert alpha.catchup is False
+    from reconf.timetable import PeriodGridTimetable
+
+    # The job's period grid (start_date + k*SPL), not Airflow's unaligned timedelta schedule.
+    assert isinstance(alpha.timetable, PeriodGridTimetable)
+    assert alpha.timetable.spl == timedelta(minutes=10)
+    assert beta.timetable.spl == timedelta(hours=1) and beta.timetable.catchup_periods == 1
+    assert alpha.catchup is False  # the timetable's catch-up policy decides
     order = {t.task_id: sorted(t.downstream_task_ids) for t in alpha.tasks}
-    assert order == {"collect": ["validate"], "validate": ["plan"], "plan": ["publish"],
-                     "publish": ["whatif"], "whatif": []}
+    assert order == {"wait_for_landing": ["collect", "missed_period"], "collect": ["validate"],
+                     "validate": ["plan"], "plan": ["publish"], "publish": ["whatif"],
+                     "whatif": [], "missed_period": []}
+    assert alpha.get_task("missed_period").trigger_rule == "all_skipped"
     whatif = alpha.get_task("whatif")  # a teardown: its failure never fails the run
     assert whatif.is_teardown and not whatif.on_failure_fail_dagrun
     assert whatif.trigger_rule == "all_done_setup_success"
@@ -103,7 +109,8 @@ def test_one_dag_per_job_with_schedule_and_order(two_jobs: Path) -> None:
 def test_each_cycle_depends_on_the_previous_and_retries_with_backoff(two_jobs: Path) -> None:
     beta = _bag(DAG_FILE).dags["reconfigure_beta"]
     for t in beta.tasks:
-        if t.task_id == "whatif":  # shadows: no retry, and one period's never blocks the next
+        # shadows, the landing wait and its verdict: no retry, and never block the next period
+        if t.task_id in ("whatif", "wait_for_landing", "missed_period"):
             assert t.depends_on_past is False and t.retries == 0
             continue
         assert t.depends_on_past is True, t.task_id
@@ -114,7 +121,9 @@ def test_each_cycle_depends_on_the_previous_and_retries_with_backoff(two_jobs: P
     # what-if its shadow budget (default 60 s) and 5 minutes for logging.
     assert timeouts == {"collect": timedelta(hours=2), "validate": timedelta(hours=2),
                         "plan": timedelta(hours=2, minutes=20), "publish": timedelta(hours=2),
-                        "whatif": timedelta(minutes=6)}
+                        "whatif": timedelta(minutes=6), "missed_period": timedelta(hours=2),
+                        # the landing wait: landing_timeout (one SPL) + 5 minutes
+                        "wait_for_landing": timedelta(hours=1, minutes=5)}
 
 
 def test_publish_updates_the_jobs_assignment_asset(two_jobs: Path) -> None:

@@ -180,3 +180,27 @@ def test_every_airflow_process_waits_a_minute_for_the_sqlite_lock(tmp_path: Path
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout.split()[-1]) == 60_000  # milliseconds, Airflow's own engine
+
+
+def test_the_env_line_puts_airflow_on_path_and_is_idempotent(tmp_path: Path) -> None:
+    """README's `eval "$(.venv/bin/python -m reconf.services env)"`, twice, in a shell whose PATH
+    has no `airflow`: `airflow` is the project's, and the second eval changes nothing."""
+    script = "\n".join([
+        'eval "$(.venv/bin/python -m reconf.services env)"',
+        'echo "first PATH=$PATH"; echo "first PYTHONPATH=$PYTHONPATH"; command -v airflow',
+        'eval "$(.venv/bin/python -m reconf.services env)"',
+        'echo "second PATH=$PATH"; echo "second PYTHONPATH=$PYTHONPATH"',
+        '.venv/bin/python -m reconf.services env | grep -c "^export " || true',
+    ])
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "RECONF_HOME": str(tmp_path / "home"),
+           "PYTHONPATH": "/opt/elsewhere"}
+    done = subprocess.run(["bash", "-c", script], env=env, cwd=PROJECT_ROOT, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    values = {line.split("=", 1)[0]: line.split("=", 1)[1] for line in lines if "=" in line}
+    assert Path(lines[2]) == Path(sys.executable).with_name("airflow")  # on PATH, the venv's
+    assert values["second PATH"] == values["first PATH"]
+    assert values["first PATH"].split(":").count(str(Path(sys.executable).parent)) == 1
+    assert values["second PYTHONPATH"] == values["first PYTHONPATH"] == f"{PROJECT_ROOT}:/opt/elsewhere"
+    assert lines[-1] == "0"  # after the eval, nothing left to export

@@ -1,0 +1,384 @@
+"""Through the real Airflow scheduler: scheduled runs on the period grid, a late and a missed
+landing, a backfill and the docs' recovery recipe, the way operators run them.
+
+One Airflow for the module, started as `make up` starts it (reconf.services: api-server,
+scheduler, dag-processor, triggerer; SQLite; free ports), with two small synthetic jobs:
+
+- `tick`, SPL 30 s, starting at the fixture's clock: a runtime stand-in thread lands each period
+  as wall-clock time passes it (applying the newest published version first, as a runtime
+  polls), except period 4, never landed. Its runs go one after another (a cycle may take longer
+  than 30 s on 2 busy cores; the catch-up policy is wide enough that none is skipped).
+- `late`, the same grid with a 5-minute landing timeout and nothing landing it: unpaused, its
+  newest ended period runs and waits, deferred, until the test lands it.
+- `fill`, SPL 1 h from 2026-01-01 with `catchup_periods = 0`: no scheduled run in the test's
+  minutes, so its runs are the backfill's and the recovery's, made with the docs' commands run
+  in bash after `eval "$(.venv/bin/python -m reconf.services env)"` with a PATH that has no
+  `airflow` on it.
+
+The tests run in file order and build on each other (one Airflow, one history: the fill tests
+count on the backfill's versions). Every check reads what an operator would: the metadata DB's runs and task states, the task logs,
+the published manifests and the asset events.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from reconf.procs import free_port
+from reconf.services import Ports, down, up
+from reconf.settings import make_source
+from schemas.config import PROJECT_ROOT, Paths, resolve_job
+from schemas.landing import KEYGROUPS, format_period_end
+from schemas.manifest import read_latest_version, read_manifest
+
+pytestmark = [pytest.mark.e2e]
+
+SPL = timedelta(seconds=30)
+TICK, LATE, FILL = "tick", "late", "fill"
+MISSED = 4  # tick's period (k of start + k*SPL) that never lands
+FILL_T0 = datetime(2026, 1, 1, tzinfo=UTC)
+CONFIG = """\
+[defaults]
+strategy = "milp"
+max_migrations = 3
+solver_time_limit_s = 2
+alpha = 1e-6
+shadow_strategies = []
+shadow_time_budget_s = 0
+source = {{ kind = "synthetic", operators = 2, keygroups_per_operator = 4, nodes = 3, seed = 7, varies = 30 }}
+
+[jobs.tick]
+spl = "30s"
+start_date = {start}
+catchup_periods = 50
+landing_timeout = "20s"
+
+[jobs.late]
+spl = "30s"
+start_date = {start}
+landing_timeout = "5m"
+
+[jobs.fill]
+spl = "1h"
+start_date = 2026-01-01T00:00:00Z
+catchup_periods = 0
+landing_timeout = "10s"
+"""
+
+
+def _stamp(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Runtime(threading.Thread):
+    """The runtime stand-in of `tick`: lands each period once wall-clock time passes its end."""
+
+    def __init__(self, paths: Paths, start: datetime) -> None:
+        super().__init__(daemon=True)
+        self.paths, self.origin = paths, start
+        self.landed: dict[int, float] = {}  # k -> wall time it landed
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def period(self, k: int) -> datetime:
+        return self.origin + k * SPL
+
+    def run(self) -> None:
+        try:
+            source = make_source(resolve_job(TICK), self.paths)
+            k = 1
+            while not self.stop.is_set():
+                if datetime.now(UTC) < self.period(k):
+                    time.sleep(0.5)
+                    continue
+                if k != MISSED:
+                    source.apply_latest(self.paths.published)
+                    source.land_period(self.paths.landing, self.period(k))
+                    self.landed[k] = time.time()
+                k += 1
+        except BaseException as exc:  # surfaced by the tests
+            self.error = exc
+
+
+class Airflow:
+    """The module's Airflow: its home, and how the tests and the docs' commands reach it."""
+
+    def __init__(self, paths: Paths, env: dict[str, str], runtime: Runtime) -> None:
+        self.paths, self.env, self.runtime = paths, env, runtime
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        conn = sqlite3.connect(f"file:{self.paths.airflow / 'airflow.db'}?mode=ro", uri=True, timeout=60)
+        try:
+            return list(conn.execute(sql, params).fetchall())
+        finally:
+            conn.close()
+
+    def shell(self, commands: str, timeout: float = 300) -> str:
+        """`commands` in bash after the docs' env line, with no `airflow` on PATH before it."""
+        script = f'set -e\neval "$(.venv/bin/python -m reconf.services env)"\n{commands}\n'
+        done = subprocess.run(["bash", "-c", script], env=self.env, cwd=PROJECT_ROOT,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        assert done.returncode == 0, f"{commands}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        return done.stdout
+
+    def runs(self, dag_id: str) -> list[tuple[str, str, str, str]]:
+        """(logical date, run type, state, run id) of the DAG's runs, oldest period first."""
+        return [(str(d)[:19], t, s, r) for d, t, s, r in self.query(
+            "SELECT logical_date, run_type, state, run_id FROM dag_run WHERE dag_id = ? "
+            "ORDER BY logical_date", dag_id)]
+
+    def run_of(self, dag_id: str, at: datetime) -> tuple[str, str, str, str] | None:
+        key = at.strftime("%Y-%m-%d %H:%M:%S")
+        return next((r for r in self.runs(dag_id) if r[0] == key), None)
+
+    def task_states(self, dag_id: str, run_id: str) -> dict[str, str]:
+        return {t: str(s) for t, s in self.query(
+            "SELECT task_id, state FROM task_instance WHERE dag_id = ? AND run_id = ?", dag_id, run_id)}
+
+    def wait_for_run(self, dag_id: str, at: datetime, states: tuple[str, ...],
+                     timeout_s: float = 420) -> tuple[str, str, str, str]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            assert self.runtime.error is None, self.runtime.error
+            run = self.run_of(dag_id, at)
+            if run is not None and run[2] in states:
+                return run
+            assert time.monotonic() < deadline, (
+                f"{dag_id} run of {at}: {run} not in {states} after {timeout_s} s; runs: "
+                f"{self.runs(dag_id)}\n{self.log_tails(dag_id, run[3] if run else '')}")
+            time.sleep(2)
+
+    def log(self, dag_id: str, run_id: str, task_id: str) -> str:
+        found = sorted((self.paths.airflow / "logs").glob(
+            f"dag_id={dag_id}/run_id={run_id}/task_id={task_id}/*.log"))
+        return "\n".join(p.read_text(errors="replace") for p in found)
+
+    def log_tails(self, dag_id: str, run_id: str) -> str:
+        found = sorted((self.paths.airflow / "logs").glob(f"dag_id={dag_id}/run_id={run_id}/task_id=*/*.log"))
+        return "\n".join(f"--- {p.parent.name}\n" + "\n".join(
+            p.read_text(errors="replace").splitlines()[-12:]) for p in found)
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
+    root = tmp_path_factory.mktemp("scheduler")
+    now = datetime.now(UTC)
+    start = datetime(now.year, now.month, now.day, now.hour, now.minute, tzinfo=UTC)
+    config = root / "jobs.toml"
+    config.write_text(CONFIG.format(start=_stamp(start)))
+    ports = Ports(airflow=free_port(), mlflow=free_port(), spark_connect=free_port())
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AIRFLOW", "RECONF_SPARK", "PYTHONPATH"))}
+    env.update({"RECONF_HOME": str(root / "home"), "RECONF_CONFIG": str(config),
+                "RECONF_AIRFLOW_PORT": str(ports.airflow), "PATH": "/usr/bin:/bin",
+                "AIRFLOW__CORE__PARALLELISM": "3"})
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)  # what `make up` would see in that shell
+    paths = Paths.from_env()
+    runtime = Runtime(paths, start)
+    try:
+        up(paths, ports, names=("api-server", "scheduler", "dag-processor", "triggerer"),
+           timeout_s=600)
+        handle = Airflow(paths, dict(env), runtime)
+        deadline = time.monotonic() + 300
+        while len(handle.query("SELECT dag_id FROM dag WHERE dag_id LIKE 'reconfigure_%'")) < 3:
+            assert time.monotonic() < deadline, "the dag-processor never parsed the DAGs"
+            time.sleep(2)
+        runtime.start()
+        yield handle
+    finally:
+        runtime.stop.set()
+        down(paths, grace_s=30)
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def test_scheduled_runs_fall_on_the_grid_and_publish_in_order(airflow: Airflow) -> None:
+    out = airflow.shell("airflow dags unpause reconfigure_tick\n"
+                        "airflow dags next-execution reconfigure_tick")
+    start = airflow.runtime.origin
+    for k in (1, 2, 3):
+        run = airflow.wait_for_run("reconfigure_tick", airflow.runtime.period(k), ("success", "failed"))
+        assert run[2] == "success", airflow.log_tails("reconfigure_tick", run[3])
+    runs = airflow.runs("reconfigure_tick")[:3]
+    assert [r[0] for r in runs] == [
+        airflow.runtime.period(k).strftime("%Y-%m-%d %H:%M:%S") for k in (1, 2, 3)]  # on the grid
+    assert [r[1] for r in runs] == ["scheduled"] * 3
+    nxt = datetime.fromisoformat(out.strip().splitlines()[-1].strip()).astimezone(UTC)
+    assert (nxt - start) % SPL == timedelta(0), out  # `dags next-execution`: on the grid too
+    for version, k in ((1, 1), (2, 2), (3, 3)):  # versions 1, 2, 3, in the periods' order
+        assert read_manifest(airflow.paths.published, TICK, version).period_end == \
+            format_period_end(airflow.runtime.period(k))
+    # The task logs carry the stages' summaries at INFO, and a link to the MLflow run.
+    run_id = runs[2][3]
+    assert f"collect tick@{format_period_end(airflow.runtime.period(3))}:" in \
+        airflow.log("reconfigure_tick", run_id, "collect")
+    assert "validate tick: passed" in airflow.log("reconfigure_tick", run_id, "validate")
+    (link,) = airflow.query("SELECT value FROM xcom WHERE dag_id = ? AND run_id = ? AND task_id = "
+                            "'plan' AND key = '_link_MlflowRunLink'", "reconfigure_tick", run_id)
+    (event,) = [json.loads(e) for (e,) in airflow.query(
+        "SELECT extra FROM asset_event WHERE source_run_id = ?", run_id)]
+    assert event["version"] == 3 and event["mlflow_run_id"] in json.loads(link[0])
+    assert "/#/experiments/" in json.loads(link[0])
+
+
+def test_a_late_period_is_waited_for_then_published(airflow: Airflow) -> None:
+    """Job `late` (landing_timeout 5 min, nothing lands it): unpausing runs its newest ended
+    period, which waits in the triggerer until the runtime lands it, then publishes. (Its own job:
+    on 2 busy cores tick's runs lag behind their period ends by more than tick's 20 s.)"""
+    airflow.shell("airflow dags unpause reconfigure_late")
+    deadline = time.monotonic() + 420
+    while True:
+        runs = [r for r in airflow.runs("reconfigure_late") if r[2] in ("queued", "running")]
+        if runs and airflow.task_states("reconfigure_late", runs[0][3]).get(
+                "wait_for_landing") == "deferred":
+            break
+        assert time.monotonic() < deadline, airflow.runs("reconfigure_late")
+        time.sleep(1)
+    waiting = runs[0]
+    at = datetime.fromisoformat(waiting[0]).replace(tzinfo=UTC)
+    assert waiting[1] == "scheduled" and (at - airflow.runtime.origin) % SPL == timedelta(0)
+    assert airflow.task_states("reconfigure_late", waiting[3]).get("collect") in (None, "None")
+    make_source(resolve_job(LATE), airflow.paths).land_period(airflow.paths.landing, at)
+    run = airflow.wait_for_run("reconfigure_late", at, ("success", "failed"))
+    airflow.shell("airflow dags pause reconfigure_late")
+    assert run[2] == "success", airflow.log_tails("reconfigure_late", run[3])
+    assert read_manifest(airflow.paths.published, LATE, 1).period_end == format_period_end(at)
+    assert "waiting for period" in airflow.log("reconfigure_late", run[3], "wait_for_landing")
+
+
+def test_a_period_that_never_lands_times_out_and_the_next_one_still_publishes(airflow: Airflow) -> None:
+    missed = airflow.runtime.period(MISSED)
+    run = airflow.wait_for_run("reconfigure_tick", missed, ("success", "failed"))
+    assert run[2] == "failed"
+    states = airflow.task_states("reconfigure_tick", run[3])
+    assert states["wait_for_landing"] == "skipped" and states["collect"] == "skipped"
+    assert states["publish"] == "skipped" and states["missed_period"] == "failed"
+    message = airflow.log("reconfigure_tick", run[3], "missed_period")
+    assert f"period {format_period_end(missed)} of job 'tick' did not land within 0:00:20" in message
+    assert "fix:" in message
+    after = airflow.wait_for_run("reconfigure_tick", airflow.runtime.period(MISSED + 1),
+                                 ("success", "failed"))
+    assert after[2] == "success", airflow.log_tails("reconfigure_tick", after[3])
+    assert read_manifest(airflow.paths.published, TICK, 4).period_end == \
+        format_period_end(airflow.runtime.period(MISSED + 1))
+    airflow.runtime.stop.set()
+    airflow.shell("airflow dags pause reconfigure_tick")
+
+
+def _fill_period(k: int) -> datetime:
+    return FILL_T0 + timedelta(hours=k)
+
+
+def test_the_docs_backfill_publishes_every_period_in_order(airflow: Airflow) -> None:
+    source = make_source(resolve_job(FILL), airflow.paths)
+    for k in (1, 2, 3):
+        source.land_period(airflow.paths.landing, _fill_period(k))
+    first, last = _fill_period(1).isoformat(), _fill_period(3).isoformat()
+    dry = airflow.shell(
+        "airflow dags unpause reconfigure_fill\n"
+        f"airflow backfill create --dag-id reconfigure_fill --from-date {first} --to-date {last} "
+        "--reprocess-behavior failed --max-active-runs 1 --dry-run")
+    assert all(_fill_period(k).strftime("%Y-%m-%d %H:%M:%S") in dry for k in (1, 2, 3)), dry
+    airflow.shell(
+        f"airflow backfill create --dag-id reconfigure_fill --from-date {first} --to-date {last} "
+        "--reprocess-behavior failed --max-active-runs 1")
+    for k in (1, 2, 3):
+        run = airflow.wait_for_run("reconfigure_fill", _fill_period(k), ("success", "failed"))
+        assert run[2] == "success", airflow.log_tails("reconfigure_fill", run[3])
+        assert run[1] == "backfill"
+    for version, k in ((1, 1), (2, 2), (3, 3)):
+        assert read_manifest(airflow.paths.published, FILL, version).period_end == \
+            format_period_end(_fill_period(k))
+    listed = airflow.shell("airflow dags list-runs reconfigure_fill")
+    assert listed.count("success") >= 3
+
+
+def test_the_docs_recovery_recipe_clears_and_reruns_a_failed_cycle(airflow: Airflow) -> None:
+    paths, at = airflow.paths, _fill_period(4)
+    source = make_source(resolve_job(FILL), paths)
+    _land_broken(paths, at)
+    airflow.shell(f"airflow dags trigger reconfigure_fill --logical-date {at.isoformat()}")
+    run = airflow.wait_for_run("reconfigure_fill", at, ("success", "failed"))
+    assert run[2] == "failed"
+    assert airflow.task_states("reconfigure_fill", run[3])["validate"] == "failed"
+    assert read_latest_version(paths.published, FILL) == 3
+    source.land_period(paths.landing, at)  # the runtime lands the period again, whole
+    # docs/operations.md, "When a cycle fails", step 1: clear the cycle; it runs again.
+    out = airflow.shell(f"airflow tasks clear reconfigure_fill -s {at.isoformat()} "
+                        f"-e {at.isoformat()} -y")
+    assert out is not None
+    run = airflow.wait_for_run("reconfigure_fill", at, ("success",), timeout_s=420)
+    assert airflow.task_states("reconfigure_fill", run[3])["validate"] == "success"
+    assert read_manifest(paths.published, FILL, 4).period_end == format_period_end(at)
+
+
+MARK_LOST = """\
+AIRFLOW=http://127.0.0.1:${{RECONF_AIRFLOW_PORT:-8080}}
+PASSWORD=$(.venv/bin/python -c 'import json, os; print(json.load(open(os.environ.get("RECONF_HOME", ".reconf") + "/airflow/simple_auth_manager_passwords.json.generated"))["admin"])')
+TOKEN=$(curl -s -X POST "$AIRFLOW/auth/token" -H 'Content-Type: application/json' \\
+    -d "{{\\"username\\": \\"admin\\", \\"password\\": \\"$PASSWORD\\"}}" | .venv/bin/python -c 'import json, sys; print(json.load(sys.stdin)["access_token"])')
+curl -s -X PATCH "$AIRFLOW/api/v2/dags/reconfigure_fill/dagRuns/{run_id}/taskInstances/wait_for_landing" \\
+    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\
+    -d '{{"new_state": "skipped", "include_downstream": true}}'
+curl -s -X PATCH "$AIRFLOW/api/v2/dags/reconfigure_fill/dagRuns/{run_id}" \\
+    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"state": "success"}}'
+"""
+
+
+def _json_objects(text: str) -> list[Any]:
+    """The JSON documents printed one after another in `text`."""
+    decoder, found, at = json.JSONDecoder(), [], 0
+    while (at := text.find("{", at)) != -1:
+        value, at = decoder.raw_decode(text, at)
+        found.append(value)
+    return found
+
+
+def _land_broken(paths: Paths, at: datetime) -> None:
+    """The runtime lands the period without one key group's samples: validation fails."""
+    where = make_source(resolve_job(FILL), paths).land_period(paths.landing, at)
+    kg = pq.read_table(where / KEYGROUPS / "part-0.parquet")
+    pq.write_table(kg.filter(pc.not_equal(kg["keygroup"], kg["keygroup"][0])),
+                   where / KEYGROUPS / "part-0.parquet")
+
+
+def test_the_docs_recipe_for_a_lost_period_skips_it_and_the_next_cycle_runs(airflow: Airflow) -> None:
+    at = _fill_period(5)
+    before = read_latest_version(airflow.paths.published, FILL) or 0
+    _land_broken(airflow.paths, at)
+    airflow.shell("airflow dags unpause reconfigure_fill\n"
+                  f"airflow dags trigger reconfigure_fill --logical-date {at.isoformat()}")
+    run = airflow.wait_for_run("reconfigure_fill", at, ("success", "failed"))
+    assert run[2] == "failed"
+    out = airflow.shell(MARK_LOST.format(run_id=run[3]))
+    answers = _json_objects(out)  # the two PATCH answers (curl prints them back to back)
+    assert {ti["task_id"]: ti["state"] for ti in answers[0]["task_instances"]}.get(
+        "wait_for_landing") == "skipped", out
+    assert answers[1]["state"] == "success", out
+    assert airflow.wait_for_run("reconfigure_fill", at, ("success",), timeout_s=120)
+    states = airflow.task_states("reconfigure_fill", run[3])
+    assert states["validate"] == states["publish"] == "skipped", states
+    # the next cycle does not wait on the lost one
+    runtime = make_source(resolve_job(FILL), airflow.paths)
+    runtime.apply_latest(airflow.paths.published)  # runs the newest version, as a runtime would
+    runtime.land_period(airflow.paths.landing, _fill_period(6))
+    airflow.shell(f"airflow dags trigger reconfigure_fill --logical-date {_fill_period(6).isoformat()}")
+    after = airflow.wait_for_run("reconfigure_fill", _fill_period(6), ("success", "failed"))
+    assert after[2] == "success", airflow.log_tails("reconfigure_fill", after[3])
+    assert read_latest_version(airflow.paths.published, FILL) == before + 1
+    assert read_manifest(airflow.paths.published, FILL, before + 1).period_end == \
+        format_period_end(_fill_period(6))  # nothing was published for the lost period
