@@ -139,10 +139,14 @@ def service_specs(paths: Paths, ports: Ports, spark_connect: bool = False) -> di
     return specs
 
 
-def keep_private(paths: Paths) -> None:
+def keep_private(paths: Paths, airflow: bool = True) -> None:
     """AIRFLOW_HOME and the services' logs readable by their owner only: the api-server writes
-    the generated admin password to its password file and prints it in api-server.log."""
+    the generated admin password to its password file and prints it in api-server.log.
+    AIRFLOW_HOME is made (0700, before Airflow writes into it) only when `airflow` parts start:
+    `up --only spark-connect` leaves no Airflow home behind."""
     for directory in (paths.airflow, log_dir(paths)):
+        if directory == paths.airflow and not airflow and not directory.exists():
+            continue
         directory.mkdir(parents=True, exist_ok=True)
         directory.chmod(0o700)
     secrets = [paths.airflow / "simple_auth_manager_passwords.json.generated",
@@ -234,8 +238,9 @@ def up(paths: Paths, ports: Ports, names: Sequence[str] = SERVICES, timeout_s: f
             raise StageError(f"make up: port {port} (for {name}) is in use by another program",
                              where=f"127.0.0.1:{port}",
                              fix=f"stop that program, or choose another port: make up {knob}=<port>")
-    keep_private(paths)
-    if any(n not in ("mlflow", "spark-connect") for n in todo):  # an Airflow part
+    airflow_parts = any(n not in ("mlflow", "spark-connect") for n in todo)
+    keep_private(paths, airflow=airflow_parts)
+    if airflow_parts:
         _migrate(paths)
     if any(n == "mlflow" for n in todo):
         paths.mlflow.mkdir(parents=True, exist_ok=True)
@@ -255,7 +260,7 @@ def up(paths: Paths, ports: Ports, names: Sequence[str] = SERVICES, timeout_s: f
             _abort(paths, started, f"{', '.join(waiting)} not ready after {timeout_s:.0f} s",
                    next(iter(waiting.values())))
         time.sleep(1.0)
-    keep_private(paths)  # the password file the api-server generated, the new logs
+    keep_private(paths, airflow=airflow_parts)  # the generated password file, new logs
     _print_summary(paths, {**running, **{r.name: r for r in started}})
     return 0
 

@@ -152,7 +152,10 @@ def test_two_concurrent_publishers_publish_one_version(planned, config_file, spa
     outcomes = [(*p.communicate(timeout=600), p.returncode) for p in (first, second)]
 
     assert [code for _, _, code in outcomes] == [0, 0], outcomes
-    said = sorted(out.split(": ", 1)[1].split(",")[0] for out, _, _ in outcomes)
+    # each one's result line (the one that waited also said so on stdout, before it)
+    results = [next(line for line in out.splitlines() if line.startswith(f"publish {JOB_ID}@"))
+               for out, _, _ in outcomes]
+    said = sorted(line.split(": ", 1)[1].split(",")[0] for line in results)
     assert said == ["already_published", "published"], outcomes
     assert sorted(rows(spark, paths, ASSIGNMENT_VERSIONS.name)["version"]) == [1]
     assert sorted(p.name for p in (paths.published / JOB_ID).iterdir()) == ["LATEST", "v1.json"]
