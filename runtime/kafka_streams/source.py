@@ -25,6 +25,7 @@ from typing import Any
 from runtime.client import next_state
 from runtime.kafka_streams.broker import Broker, running, start, stop_broker
 from runtime.kafka_streams.cluster import AppSpec, Cluster, wait_for
+from runtime.kafka_streams.lag import LagSampler
 from runtime.kafka_streams.spec import KStreamsSpec
 from runtime.kafka_streams.stats import calibration, period_figures, tables
 from runtime.source import ApplyResult, RuntimeState, write_period
@@ -122,31 +123,33 @@ class KafkaStreamsJob:
         base_in = {n: sum(t["in"] for t in s["tasks"].values())
                    for n, s in cluster.stats().items()}
         last_done: list[int] = []
-        t0 = time.monotonic()
-        produced = cluster.produce(self.spec.records_per_period)
-        if produced < self.spec.records_per_period:  # the year is over: the next round starts
-            cluster.produced = 0
-            produced += cluster.produce(self.spec.records_per_period - produced)
+        sampler = LagSampler(cluster.stats)
+        with sampler:  # the input lag over the whole period: producing and processing
+            t0 = time.monotonic()
+            produced = cluster.produce(self.spec.records_per_period)
+            if produced < self.spec.records_per_period:  # the year is over: the next round starts
+                cluster.produced = 0
+                produced += cluster.produce(self.spec.records_per_period - produced)
 
-        def caught_up() -> dict[str, Any] | None:
-            snaps = cluster.stats()
-            done = sum(sum(t["in"] for t in s["tasks"].values()) - base_in.get(n, 0)
-                       for n, s in snaps.items())
-            lag = sum(float(s.get("input_lag", 0.0)) for s in snaps.values())
-            if done >= produced and lag == 0:
-                return snaps
-            # an instance lost mid-period may have committed records it processed (they are
-            # not processed again): then every task running on the others, no lag, and no
-            # progress over three polls is the period's end
-            last_done[:] = [*last_done[-2:], done]
-            if (set(base_in) - set(snaps) and lag == 0 and len(last_done) == 3
-                    and len(set(last_done)) == 1 and cluster.reported_assignment() is not None):
-                return snaps
-            return None
+            def caught_up() -> dict[str, Any] | None:
+                snaps = cluster.stats()
+                done = sum(sum(t["in"] for t in s["tasks"].values()) - base_in.get(n, 0)
+                           for n, s in snaps.items())
+                lag = sum(float(s.get("input_lag", 0.0)) for s in snaps.values())
+                if done >= produced and lag == 0:
+                    return snaps
+                # an instance lost mid-period may have committed records it processed (they are
+                # not processed again): then every task running on the others, no lag, and no
+                # progress over three polls is the period's end
+                last_done[:] = [*last_done[-2:], done]
+                if (set(base_in) - set(snaps) and lag == 0 and len(last_done) == 3
+                        and len(set(last_done)) == 1 and cluster.reported_assignment() is not None):
+                    return snaps
+                return None
 
-        after = wait_for(caught_up, 300, f"job {self.spec.job_id}: the period's {produced} flights "
-                         "processed", every_s=0.5, logs=cluster.home / "logs")
-        drain_s = time.monotonic() - t0  # produce and process the slice: the makespan
+            after = wait_for(caught_up, 300, f"job {self.spec.job_id}: the period's {produced} "
+                             "flights processed", every_s=0.5, logs=cluster.home / "logs")
+            drain_s = time.monotonic() - t0  # produce and process the slice: the makespan
         running_now = self.running_state(cluster)
         figures = period_figures(before, after, running_now.assignment)
         metric = self.spec.load_metric
@@ -161,6 +164,7 @@ class KafkaStreamsJob:
                                   "node_records": figures.node_sums("records"),
                                   "node_process_cpu_ns": {n: v[1] for n, v in figures.nodes.items()},
                                   "input_lag": {n: s.get("input_lag") for n, s in after.items()},
+                                  "lag": sampler.summary(),
                                   "version": running_now.version})
         state.update(produced=cluster.produced, snapshot=after,
                      landed={"version": running_now.version,
