@@ -12,8 +12,8 @@ on the records they processed (the planner's load basis, `load_metric = "records
 measured processing time (noisy at this volume), the time to take in and process the period's slice (produce +
 drain: the makespan, so the most loaded instance sets it) and records/s over it, the input lag
 left when the period is landed, the end-to-end consumer lag over the period (runtime/kafka_streams/
-lag.py: the instances' summed input `records-lag`, sampled every 0.25 s from the first record
-produced until the slice is processed; its max and mean), tasks moved and records restored.
+lag.py: records produced but not yet processed by the instances, sampled every 0.25 s from the
+slice's last record written until it is processed; its max and mean), tasks moved and records restored.
 Target (issue): reconf's spread ≤ half the default assignor's, no slower, lag no worse (mean and
 max within 5 %), migrations within the budget every period.
 """

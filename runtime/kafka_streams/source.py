@@ -123,18 +123,23 @@ class KafkaStreamsJob:
         base_in = {n: sum(t["in"] for t in s["tasks"].values())
                    for n, s in cluster.stats().items()}
         last_done: list[int] = []
-        sampler = LagSampler(cluster.stats)
-        with sampler:  # the input lag over the whole period: producing and processing
+
+        def processed(snaps: dict[str, dict[str, Any]]) -> int:
+            return sum(sum(t["in"] for t in s["tasks"].values()) - base_in.get(n, 0)
+                       for n, s in snaps.items())
+
+        sampler = LagSampler(lambda: processed(cluster.stats()))
+        with sampler:  # the end-to-end lag once the slice is written, until it is processed
             t0 = time.monotonic()
             produced = cluster.produce(self.spec.records_per_period)
             if produced < self.spec.records_per_period:  # the year is over: the next round starts
                 cluster.produced = 0
                 produced += cluster.produce(self.spec.records_per_period - produced)
+            sampler.produced(produced)
 
             def caught_up() -> dict[str, Any] | None:
                 snaps = cluster.stats()
-                done = sum(sum(t["in"] for t in s["tasks"].values()) - base_in.get(n, 0)
-                           for n, s in snaps.items())
+                done = processed(snaps)
                 lag = sum(float(s.get("input_lag", 0.0)) for s in snaps.values())
                 if done >= produced and lag == 0:
                     return snaps
