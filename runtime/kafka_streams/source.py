@@ -25,6 +25,7 @@ from typing import Any
 from runtime.client import next_state
 from runtime.kafka_streams.broker import Broker, running, start, stop_broker
 from runtime.kafka_streams.cluster import AppSpec, Cluster, wait_for
+from runtime.kafka_streams.lag import LagSampler
 from runtime.kafka_streams.spec import KStreamsSpec
 from runtime.kafka_streams.stats import calibration, period_figures, tables
 from runtime.source import ApplyResult, RuntimeState, write_period
@@ -100,33 +101,60 @@ class KafkaStreamsJob:
         return cluster
 
     def running_state(self, cluster: Cluster) -> RuntimeState:
-        """What Kafka Streams runs now: the reported assignment, the applied version, the nodes."""
+        """What Kafka Streams runs now: the reported assignment, the nodes, and the version
+        ReconfTaskAssignor applied — only while that is what runs. After an instance is lost the
+        assignor falls back to Kafka's sticky assignor over the others (it applies nothing, so
+        applied.json still names the version): reporting that version would make the next plan
+        start from the lost instance's tasks where they no longer run; reporting none makes it
+        start from the tasks' landed nodes, which are what ran (jobs/lake.py `starting_point`)."""
         assignment = wait_for(cluster.reported_assignment, 120, "a settled assignment",
                               logs=cluster.home / "logs")
         applied = cluster.applied()
-        return RuntimeState(self.spec.job_id, None if applied is None else int(applied["version"]),
-                            assignment, tuple(cluster.nodes()))
+        runs_it = applied is not None and dict(applied["assignment"]) == assignment
+        return RuntimeState(self.spec.job_id, int(applied["version"]) if runs_it and applied
+                            else None, assignment, tuple(cluster.nodes()))
 
     def land_period(self, landing_root: Path, period_end: datetime) -> Path:
         cluster = self.cluster()
         state = self._state()
         before = state["snapshot"] or cluster.stats()
-        base_in = sum(t["in"] for s in cluster.stats().values() for t in s["tasks"].values())
-        t0 = time.monotonic()
-        produced = cluster.produce(self.spec.records_per_period)
-        if produced < self.spec.records_per_period:  # the year is over: the next round starts
-            cluster.produced = 0
-            produced += cluster.produce(self.spec.records_per_period - produced)
+        # per instance: a task's counters only grow on the instance that ran it, so an instance
+        # killed during the period takes its counts with it and must not hold back the sum
+        base_in = {n: sum(t["in"] for t in s["tasks"].values())
+                   for n, s in cluster.stats().items()}
+        last_done: list[int] = []
 
-        def caught_up() -> dict[str, Any] | None:
-            snaps = cluster.stats()
-            done = sum(t["in"] for s in snaps.values() for t in s["tasks"].values()) - base_in
-            lag = sum(float(s.get("input_lag", 0.0)) for s in snaps.values())
-            return snaps if done >= produced and lag == 0 else None
+        def processed(snaps: dict[str, dict[str, Any]]) -> int:
+            return sum(sum(t["in"] for t in s["tasks"].values()) - base_in.get(n, 0)
+                       for n, s in snaps.items())
 
-        after = wait_for(caught_up, 300, f"job {self.spec.job_id}: the period's {produced} flights "
-                         "processed", every_s=0.5, logs=cluster.home / "logs")
-        drain_s = time.monotonic() - t0  # produce and process the slice: the makespan
+        sampler = LagSampler(lambda: processed(cluster.stats()))
+        with sampler:  # the end-to-end lag once the slice is written, until it is processed
+            t0 = time.monotonic()
+            produced = cluster.produce(self.spec.records_per_period)
+            if produced < self.spec.records_per_period:  # the year is over: the next round starts
+                cluster.produced = 0
+                produced += cluster.produce(self.spec.records_per_period - produced)
+            sampler.produced(produced)
+
+            def caught_up() -> dict[str, Any] | None:
+                snaps = cluster.stats()
+                done = processed(snaps)
+                lag = sum(float(s.get("input_lag", 0.0)) for s in snaps.values())
+                if done >= produced and lag == 0:
+                    return snaps
+                # an instance lost mid-period may have committed records it processed (they are
+                # not processed again): then every task running on the others, no lag, and no
+                # progress over three polls is the period's end
+                last_done[:] = [*last_done[-2:], done]
+                if (set(base_in) - set(snaps) and lag == 0 and len(last_done) == 3
+                        and len(set(last_done)) == 1 and cluster.reported_assignment() is not None):
+                    return snaps
+                return None
+
+            after = wait_for(caught_up, 300, f"job {self.spec.job_id}: the period's {produced} "
+                             "flights processed", every_s=0.5, logs=cluster.home / "logs")
+            drain_s = time.monotonic() - t0  # produce and process the slice: the makespan
         running_now = self.running_state(cluster)
         figures = period_figures(before, after, running_now.assignment)
         metric = self.spec.load_metric
@@ -141,6 +169,7 @@ class KafkaStreamsJob:
                                   "node_records": figures.node_sums("records"),
                                   "node_process_cpu_ns": {n: v[1] for n, v in figures.nodes.items()},
                                   "input_lag": {n: s.get("input_lag") for n, s in after.items()},
+                                  "lag": sampler.summary(),
                                   "version": running_now.version})
         state.update(produced=cluster.produced, snapshot=after,
                      landed={"version": running_now.version,
