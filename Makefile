@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml constraints.txt
 # The Delta jars, once, from Maven Central only (Spark's resolver, its output in a log file;
 # Maven as the fallback).
 $(JARS): $(STAMP)
-	@$(BIN)/python -m jobs.spark --fetch-jars
+	@$(BIN)/python -m jobs.spark.session --fetch-jars
 	@touch $@
 
 # The Kafka Streams module (runtime/kafka_streams: ReconfTaskAssignor, the flights application,

@@ -3,7 +3,7 @@
 
 Each strategy runs on its own copy of the job, in-process but through the real contracts: the
 engine lands each period in a temporary landing zone; the rows are aggregated as `collect`
-does and turned into a ClusterState by `jobs.plan.build_state`; the registered strategy plans
+does and turned into a ClusterState by `jobs.plan.stage.build_state`; the registered strategy plans
 under the budget; the plan is published as a versioned manifest; the engine applies it through
 the assignment client (direct state migration). `none` and `potc` plan nothing (key grouping /
 power-of-two-choices routing). One JSON row per (strategy, period); row n describes period n as

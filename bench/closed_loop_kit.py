@@ -56,7 +56,7 @@ def available(names: list[str]) -> tuple[list[str], list[str]]:
 
 
 def landed_rows(where: Path, period_ms: float) -> tuple[list[dict[str, Any]], ...]:
-    """The period's rows aggregated as jobs/collect_stats.py does (in pandas, not Spark)."""
+    """The period's rows aggregated as jobs/collect/stage.py does (in pandas, not Spark)."""
     kg = pq.read_table(where / "keygroups").to_pandas().sort_values("ts")
     keygroups = kg.groupby("keygroup", sort=True).agg(
         operator=("operator", "last"), node=("node", "last"), tuples_in=("tuples_in", "sum"),
@@ -103,7 +103,7 @@ def periods(runtime: ReplayJob, spec: ReplaySpec, config: JobConfig, landing: Pa
     """Land each period, aggregate it, and describe it as the runtime lived it: the migrations
     applied at its start and the load they and the data caused. `prepare` adjusts the state
     (e.g. set B) before the metrics are taken."""
-    from jobs.plan import build_state
+    from jobs.plan.stage import build_state
     from placement.metrics import collocation_factor, load_distance
 
     period_ms = spec.period_s * 1000.0

@@ -10,11 +10,11 @@ the same deployment (`deployment`: operator by operator, published as version 1)
 goes
 
   runtime lands the period (keygroups/, nodes/, edges/, streams/)
-  → collect: the rows aggregated as jobs/collect_stats.py does (bench/closed_loop_kit.py
-    `landed_rows`), and collect's load-model fit over the last K periods (jobs/load_model.py
+  → collect: the rows aggregated as jobs/collect/stage.py does (bench/closed_loop_kit.py
+    `landed_rows`), and collect's load-model fit over the last K periods (jobs/facets/load_model.py
     `fit_rows`: NNLS per key group, nothing until the rates span the streams)
   → plan: `build_state`, the plan stage's `with_streams` (rates, lower bounds, fitted model),
-    then `jobs.scaling.solve` (a strategy needing the model keeps the placement until it is
+    then `jobs.plan.scaling.solve` (a strategy needing the model keeps the placement until it is
     fitted; every plan gets its resilience metrics from the registry)
   → publish a versioned manifest → the runtime applies it through the assignment client.
 
@@ -106,9 +106,9 @@ def run_rod(run: RodRun, workdir: Path) -> list[dict[str, Any]]:
     """One strategy's closed loop on the ramp; one row per period."""
     import pandas as pd
 
-    from jobs.load_model import fit_rows, with_streams
-    from jobs.plan import build_state
-    from jobs.scaling import solve
+    from jobs.facets.load_model import fit_rows, with_streams
+    from jobs.plan.scaling import solve
+    from jobs.plan.stage import build_state
     from placement.model import Budget
     from placement.rod.resilience import plan_resilience
     from runtime.synthetic import SyntheticJob, true_coefficients

@@ -1,4 +1,4 @@
-"""collect's aggregation without Spark (jobs/collect_native.py) on the cycle's growth jobs.
+"""collect's aggregation without Spark (jobs/collect/native.py) on the cycle's growth jobs.
 
 Lands one period of a synthetic job of 10^2 .. 10^4 key groups (the shapes of `reconf bench
 cycle`'s growth jobs: at 10^4 key groups, 45 million edge samples of 9 million pairs), then times
@@ -25,7 +25,7 @@ _CHILD = """
 import json, resource, sys, time
 from datetime import timedelta
 from pathlib import Path
-from jobs.collect_native import collect_frames
+from jobs.collect.native import collect_frames
 from schemas.landing import EDGES, KEYGROUPS, NODES, parse_period_end
 landed, job_id, period_end = Path(sys.argv[1]), sys.argv[2], parse_period_end(sys.argv[3])
 class Job:

@@ -11,8 +11,8 @@ applies the new version. Five ways to run the four stages, side by side in one r
 - `worker+connect`: the same stages in one long-lived process (imports, GE context, MLflow
   client and the Connect session warm), the floor a resident worker reaches with Spark;
 - `process+native`, `worker+native`: the default, the lake read and written by delta-rs and the
-  samples aggregated by pyarrow in the stage's process (jobs/lake_read.py, jobs/lake_write.py,
-  jobs/collect_native.py): no Spark at all.
+  samples aggregated by pyarrow in the stage's process (jobs/lake/read.py, jobs/lake/write.py,
+  jobs/collect/native.py): no Spark at all.
 
 Per stage: wall seconds and its layers (bench/cycle_stage.py: process start, imports, Spark
 session, the concurrent reads, Delta, GE, solver, MLflow, other), and the machine's load average
@@ -247,7 +247,7 @@ def _progress(row: dict[str, Any]) -> None:
 
 def start_server(root: Path) -> tuple[str, Any]:
     """A Spark Connect server on a free port (infra/spark-connect.sh): (URL, its pid record)."""
-    from jobs.connect import wait_until_serving
+    from jobs.spark.connect import wait_until_serving
     from reconf.procs import alive, free_port, spawn, stop
 
     port = free_port()

@@ -5,10 +5,10 @@ Airflow runs a task) or in its own long-lived process (a worker).
 per layer and when the interpreter reached this module (the parent subtracts its spawn time to
 get the process start). Layers are timed by wrapping the stages' own helpers (only the outermost
 wrapped call of the stage's own thread counts): `spark` = getting the session, `read` = the
-stage's reads of the lake (jobs/lake_read.py, by delta-rs unless RECONF_LAKE_IO=spark) and its
-rounds of concurrent queries (jobs.lake.concurrently: the period's tables, the starting point;
+stage's reads of the lake (jobs/lake/read.py, by delta-rs unless RECONF_LAKE_IO=spark) and its
+rounds of concurrent queries (jobs.lake.base.concurrently: the period's tables, the starting point;
 GE's or MLflow's import overlaps it in a fresh process), `delta` = table creation,
-commits (jobs/lake_write.py by delta-rs, or Spark's), the plans status update and version
+commits (jobs/lake/write.py by delta-rs, or Spark's), the plans status update and version
 look-ups, `ge` = the Great Expectations run,
 `mlflow` = logging and tagging, `solver` = the plan's own wall time; `other` = what is left:
 pandas, Python, the imports not overlapped.
@@ -31,20 +31,20 @@ __all__ = ["LAYERS", "STAGES", "run_stage"]
 
 STAGES = ("collect", "validate", "plan", "publish")
 LAYERS = ("spark", "read", "delta", "ge", "mlflow", "solver")
-_STAGE_MODULES = {"collect": "jobs.collect_stats", "validate": "jobs.validate_stats",
-                  "plan": "jobs.plan", "publish": "jobs.publish"}
+_STAGE_MODULES = {"collect": "jobs.collect.stage", "validate": "jobs.validate.stage",
+                  "plan": "jobs.plan.stage", "publish": "jobs.publish.stage"}
 # layer -> (module, function) pairs whose calls count as that layer
 _TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
-    "spark": (("jobs.spark", "get_spark"),),
-    "read": (("jobs.lake", "concurrently"), ("jobs.lake_read", "fetch"),
-             ("jobs.lake_read", "fetch_records")),
-    "delta": (("jobs.lake", "ensure_tables"),
-              ("jobs.lake_read", "version_of"),
-              ("jobs.lake", "write_rows"), ("jobs.lake", "write_records"),
-              ("jobs.lake", "update_rows"), ("jobs.lake", "table_version"),
-              ("jobs.lake", "table_versions"), ("jobs.publish", "_set_plan_status")),
-    "ge": (("jobs.validation", "validate_stats"),),
-    "mlflow": (("jobs.tracking", "log_cycle"), ("jobs.tracking", "tag_run")),
+    "spark": (("jobs.spark.session", "get_spark"),),
+    "read": (("jobs.lake.base", "concurrently"), ("jobs.lake.read", "fetch"),
+             ("jobs.lake.read", "fetch_records")),
+    "delta": (("jobs.lake.base", "ensure_tables"),
+              ("jobs.lake.read", "version_of"),
+              ("jobs.lake.base", "write_rows"), ("jobs.lake.base", "write_records"),
+              ("jobs.lake.base", "update_rows"), ("jobs.lake.base", "table_version"),
+              ("jobs.lake.base", "table_versions"), ("jobs.publish.stage", "_set_plan_status")),
+    "ge": (("jobs.validate.suites", "validate_stats"),),
+    "mlflow": (("jobs.tracking.store", "log_cycle"), ("jobs.tracking.store", "tag_run")),
 }
 
 
@@ -95,12 +95,12 @@ def _instrument() -> None:
 
 
 def run_stage(stage: str, job_id: str, period_end: str) -> dict[str, float]:
-    """Run one stage through jobs.stages (what the DAG task calls); its seconds per layer."""
+    """Run one stage through jobs.run (what the DAG task calls); its seconds per layer."""
     import importlib
 
     start = time.perf_counter()
     importlib.import_module(_STAGE_MODULES[stage])
-    import jobs.stages as stages
+    import jobs.run as stages
 
     _instrument()
     imported = time.perf_counter()

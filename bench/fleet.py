@@ -2,8 +2,8 @@
 
 N synthetic jobs (paper §5.1 generator, `placement/workloads/synthetic.py`, seeds 1..N; each 5 nodes,
 40 key groups, 4 operators, varies 30, a budget of 5 migrations, MILP with HiGHS and a 1 s
-limit: small instances that solve to optimality) are planned with `jobs.fleet.solve_fleet`, the
-same `groupBy(job_id).applyInPandas` call `python -m jobs.plan --fleet` makes, in three modes:
+limit: small instances that solve to optimality) are planned with `jobs.plan.fleet.solve_fleet`, the
+same `groupBy(job_id).applyInPandas` call `python -m jobs.plan.stage --fleet` makes, in three modes:
 
 - serial: a plain loop in one Python process, no Spark (the baseline);
 - local[2]: in-process Spark, two executor threads with Python workers;
@@ -39,7 +39,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "infra" / "spark-cluster.sh"
 
 def make_tasks(n: int, offset: int = 0) -> list[Any]:
     """N fleet tasks over synthetic jobs `job-<seed>` (seeds offset+1 .. offset+N)."""
-    from jobs.fleet import FleetTask
+    from jobs.plan.fleet import FleetTask
     from placement import Budget, synthetic_state
 
     tasks = []
@@ -62,7 +62,7 @@ def _row(mode: str, master: str, n: int, wall: float, outcomes: list[Any]) -> di
 
 
 def run_serial(sizes: list[int]) -> list[dict[str, Any]]:
-    from jobs.fleet import solve_task
+    from jobs.plan.fleet import solve_task
 
     rows = []
     for task in make_tasks(2, offset=10**6):  # warm-up: imports, the solver's first load
@@ -77,8 +77,8 @@ def run_serial(sizes: list[int]) -> list[dict[str, Any]]:
 
 
 def run_spark(mode: str, master: str, sizes: list[int]) -> list[dict[str, Any]]:
-    from jobs.fleet import solve_fleet
-    from jobs.spark import get_spark
+    from jobs.plan.fleet import solve_fleet
+    from jobs.spark.session import get_spark
     from schemas.config import Paths
 
     spark = get_spark(Paths.from_env(), app_name=f"reconf-bench-fleet-{mode}", master=master)

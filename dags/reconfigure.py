@@ -88,7 +88,7 @@ def _fail_fast(stage: str) -> Iterator[None]:
 @task(task_id="collect")
 def collect(job_id: str, **context: Any) -> str:
     with _fail_fast("collect"):
-        from jobs.stages import run_collect
+        from jobs.run import run_collect
 
         summary = run_collect(job_id, _period_end(context))
     _log.info("%s", summary)
@@ -98,7 +98,7 @@ def collect(job_id: str, **context: Any) -> str:
 @task(task_id="validate")
 def validate(job_id: str, **context: Any) -> str:
     with _fail_fast("validate"):
-        from jobs.stages import run_validate
+        from jobs.run import run_validate
 
         summary = run_validate(job_id, _period_end(context))
     _log.info("%s", summary)
@@ -109,7 +109,7 @@ def validate(job_id: str, **context: Any) -> str:
 def plan(job_id: str, **context: Any) -> dict[str, Any]:
     params = context["params"]
     with _fail_fast("plan"):
-        from jobs.stages import run_plan
+        from jobs.run import run_plan
 
         result = run_plan(
             job_id, _period_end(context), strategy=params["strategy"],
@@ -139,7 +139,7 @@ def _publish(job_id: str, asset: Asset) -> Any:
                   f"{'v' + str(latest) if latest else 'no version'}", flush=True)
             raise AirflowSkipException("dry run: publish skipped")
         with _fail_fast("publish"):
-            from jobs.stages import run_publish
+            from jobs.run import run_publish
 
             result = run_publish(job_id, _period_end(context))
         if result.status == "stale":
@@ -175,7 +175,7 @@ def whatif(job_id: str, **context: Any) -> str:
 
     print("reconf-stage whatif start", flush=True)
     started = time.monotonic()
-    from jobs.stages import run_whatif
+    from jobs.run import run_whatif
 
     summary = run_whatif(job_id, _period_end(context))  # its failure: this task's, not the run's
     _log.info("%s", summary)
@@ -212,7 +212,7 @@ def _cluster_collect(job: JobConfig) -> Any:
     """The collect task as a SparkSubmitOperator running jobs/submit.py on the cluster."""
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-    from jobs.spark import submit_settings
+    from jobs.spark.session import submit_settings
 
     settings: dict[str, Any] = submit_settings()
     return SparkSubmitOperator(

@@ -9,7 +9,7 @@ publish, and fleet (plan every configured job's period at once, `reconf fleet`).
 The master is `--master` of this script if given, else spark-submit's `--master`; run directly
 (`python -m jobs.submit …`) it is `$RECONF_SPARK_MASTER`, else local[2]. `python -m jobs.submit
 --print-submit-args` prints the spark-submit options the jars and settings need
-(`jobs.spark.submit_settings`, which the Airflow DAG uses too).
+(`jobs.spark.session.submit_settings`, which the Airflow DAG uses too).
 
 Exit codes: 0 done; 2 bad input (what / where / fix on stderr; nothing written); 1 anything else.
 This command line is a contract (the DAG's SparkSubmitOperator builds it): keep it stable.
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 # spark-submit runs this file as a script, which puts jobs/ first on sys.path: drop it, so that
-# jobs/spark.py etc. never shadow a top-level module, and make sure the project is importable.
+# jobs/spark/session.py etc. never shadow a top-level module, and make sure the project is importable.
 _HERE, _ROOT = Path(__file__).resolve().parent, Path(__file__).resolve().parents[1]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 if str(_ROOT) not in sys.path:
@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> tuple[str, int]:
-    from jobs import stages
+    from jobs import run as stages
 
     if args.stage == "collect":
         return stages.run_collect(args.job, args.period_end), 0
@@ -79,7 +79,7 @@ def _run(args: argparse.Namespace) -> tuple[str, int]:
     if args.stage == "publish":
         pub = stages.run_publish(args.job, args.period_end)
         return f"publish {args.job}@{pub.period_end}: {pub.status}, version {pub.version}", 0
-    from jobs.fleet import run_fleet
+    from jobs.plan.fleet import run_fleet
 
     jobs = args.jobs.split(",") if args.jobs else None
     result = run_fleet(args.period_end, job_ids=jobs, strategy=args.strategy,
@@ -89,7 +89,7 @@ def _run(args: argparse.Namespace) -> tuple[str, int]:
 
 def submit_command(master: str, *stage_args: str) -> list[str]:
     """The full spark-submit command line running `stage_args` (e.g. "collect", "--job", …)."""
-    from jobs.spark import submit_settings
+    from jobs.spark.session import submit_settings
 
     settings = submit_settings()
     conf = settings["conf"]
@@ -101,7 +101,7 @@ def submit_command(master: str, *stage_args: str) -> list[str]:
 
 
 def _print_submit_args() -> None:
-    from jobs.spark import submit_settings
+    from jobs.spark.session import submit_settings
 
     settings = submit_settings()
     conf = settings["conf"]
@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _parser().print_help()
         return 2
     from jobs.errors import StageError
-    from jobs.spark import get_spark
+    from jobs.spark.session import get_spark
     from schemas.config import ConfigError, Paths
     from schemas.manifest import ManifestError
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import Enum
+from typing import Any
 
 from placement.facets import Network, Source, Stream, check_facets
 
@@ -280,6 +281,23 @@ class Plan:
     @property
     def migration_cost(self) -> float:
         return sum(m.cost for m in self.moves)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON-ready data: the plan row's `plan_json` and the what-if's records."""
+        return {
+            "strategy": self.strategy,
+            "status": self.status.value,
+            "lower_bound": self.lower_bound,
+            "wall_s": self.wall_s,
+            "message": self.message,
+            "before": asdict(self.before),
+            "after": asdict(self.after),
+            "migrations": self.migrations,
+            "migration_cost": self.migration_cost,
+            "moves": [asdict(m) for m in self.moves],
+            "scaling": asdict(self.scaling),
+            "assignment": dict(sorted(self.assignment.items())),
+        }
 
 
 def moves_between(

@@ -176,7 +176,7 @@ def precheck(spec: Spec, state: ClusterState, budget: Budget) -> None:
             f"strategy {spec.name!r} does not place arrivals, and {len(shown)} unit(s) have "
             f"no node: {', '.join(shown[:5])}{' …' if len(shown) > 5 else ''}",
             where="the state's arrivals (units absent from its assignment)",
-            fix="place them first, as the plan stage does (jobs/dynamic_units.py: the least "
+            fix="place them first, as the plan stage does (jobs/facets/dynamic.py: the least "
                 f"utilised node), or use a strategy that places arrivals: {placers}")
 
 

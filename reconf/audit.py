@@ -72,7 +72,7 @@ def _period(text: str) -> tuple[datetime, str]:
 def _run_of(client: Any, experiment_id: str, job_id: str, when: datetime, stamp: str,
             dry_run: bool, plan_id: str | None = None) -> tuple[Any, list[Any]]:
     """The run to report (the period's record, or the attempt `plan_id`), and every attempt's."""
-    from jobs.tracking import find_runs
+    from jobs.tracking.store import find_runs
 
     runs = find_runs(client, experiment_id, job_id, stamp, dry_run=dry_run, attempts=True)
     if runs and plan_id is not None:
@@ -83,7 +83,7 @@ def _run_of(client: Any, experiment_id: str, job_id: str, when: datetime, stamp:
             raise AuditError(f"--plan-id {plan_id!r} is not a plan of job {job_id!r} for the "
                              f"period ending {stamp}; its plans: {ids}")
         return chosen, runs
-    if runs:  # best first: the record (jobs/tracking.py `find_runs`)
+    if runs:  # best first: the record (jobs/tracking/store.py `find_runs`)
         return runs[0], runs
     periods = sorted({r.data.tags["reconf.period_end"]
                       for r in find_runs(client, experiment_id, job_id, dry_run=dry_run)})
@@ -117,7 +117,7 @@ def _ids(text: str) -> list[str]:
 
 
 def _placement(row: dict[str, str]) -> dict[str, Any]:
-    """A placements.csv row (jobs/placement_audit.py) as the report shows it."""
+    """A placements.csv row (jobs/tracking/placements.py) as the report shows it."""
     return {"how": row["how"], "sources": _ids(row["sources"]),
             "already_on_node": _ids(row["already_on_node"]),
             "traffic_added": _num(row["traffic_added"]), "rule": row["rule"]}
@@ -196,9 +196,9 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
     `compare`, also its what-if comparison (the rows of `whatif/comparison.csv`).
 
     The run is the period's record (its published plan, else the newest attempt that may still
-    be published: jobs/tracking.py `find_runs`), or the attempt `plan_id`; the period's other
+    be published: jobs/tracking/store.py `find_runs`), or the attempt `plan_id`; the period's other
     attempts are listed as attempts (plan id, run, status, migrations), never mixed in."""
-    from jobs.tracking import read_csv_artifact
+    from jobs.tracking.store import read_csv_artifact
 
     paths = paths or Paths.from_env()
     when, stamp = _period(period_end)
@@ -264,7 +264,7 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
         "resilience": _resilience(metrics),
     }
     if compare:
-        from jobs.whatif import read_comparison
+        from jobs.whatif.stage import read_comparison
 
         report["whatif"] = {"status": tags.get("reconf.whatif.status", "not run"),
                             "rows": read_comparison(client, rid)}
@@ -374,8 +374,8 @@ def format_report(r: dict[str, Any]) -> str:
 
 
 def _whatif_lines(whatif: dict[str, Any]) -> list[str]:
-    """The what-if comparison as in the run's description (jobs/whatif_report.py)."""
-    from jobs.whatif_report import text_table
+    """The what-if comparison as in the run's description (jobs/whatif/report.py)."""
+    from jobs.whatif.report import text_table
 
     rows = whatif["rows"]
     if not rows:

@@ -78,14 +78,14 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _cmd_collect(args: argparse.Namespace) -> int:
-    from jobs.stages import run_collect
+    from jobs.run import run_collect
 
     print(run_collect(args.job, args.period_end))
     return 0
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from jobs.stages import run_validate
+    from jobs.run import run_validate
 
     print(run_validate(args.job, args.period_end))
     return 0
@@ -111,7 +111,7 @@ def _print_plan(result: Any, *, show_moves: bool) -> None:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from jobs.stages import run_plan
+    from jobs.run import run_plan
 
     result = run_plan(
         args.job, args.period_end, strategy=args.strategy, max_migrations=args.max_migrations,
@@ -124,7 +124,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _cmd_publish(args: argparse.Namespace) -> int:
-    from jobs.stages import run_publish
+    from jobs.run import run_publish
 
     r = run_publish(args.job, args.period_end, plan_id=getattr(args, "plan_id", None))
     if r.status == "stale":
@@ -144,7 +144,7 @@ def _cmd_publish(args: argparse.Namespace) -> int:
 def _cmd_cycle(args: argparse.Namespace) -> int:
     for step in (_cmd_collect, _cmd_validate):
         step(args)
-    from jobs.stages import run_plan, run_whatif
+    from jobs.run import run_plan, run_whatif
 
     planned = run_plan(args.job, args.period_end)
     _print_plan(planned, show_moves=False)
@@ -159,7 +159,7 @@ def _cmd_cycle(args: argparse.Namespace) -> int:
 
 
 def _cmd_whatif(args: argparse.Namespace) -> int:
-    from jobs.stages import run_whatif
+    from jobs.run import run_whatif
 
     print(run_whatif(args.job, args.period_end, force=args.force))
     return 0
@@ -177,8 +177,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_fleet(args: argparse.Namespace) -> int:
-    from jobs.fleet import run_fleet
-    from jobs.spark import get_spark, resolve_master
+    from jobs.plan.fleet import run_fleet
+    from jobs.spark.session import get_spark, resolve_master
     from schemas.config import Paths
 
     # an explicit master keeps the fleet on an in-process session (applyInPandas on executors),

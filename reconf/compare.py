@@ -1,6 +1,6 @@
 """`reconf compare`: across periods, how each strategy's shadow plans compared with the plan in force.
 
-After every publish the what-if (jobs/whatif.py) plans the same state with the other strategies,
+After every publish the what-if (jobs/whatif/stage.py) plans the same state with the other strategies,
 same budget, and logs one comparison per period (`whatif/comparison.csv` on the period's run).
 This reads those rows back, never recomputes, and sums them up per strategy: in how many periods
 it planned, its load distance after and migrations next to the plan in force's in the same
@@ -17,7 +17,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from jobs.whatif_report import num
+from jobs.whatif.report import num
 from reconf.audit import AuditError, job_experiment, open_store
 from schemas.config import Paths
 from schemas.landing import format_period_end, parse_period_end
@@ -107,8 +107,8 @@ def _when(text: str, flag: str) -> datetime:
 def compare(job_id: str, since: str, *, until: str | None = None,
             paths: Paths | None = None) -> dict[str, Any]:
     """The job's what-if comparisons of the periods in [since, until], summed up per strategy."""
-    from jobs.tracking import find_runs
-    from jobs.whatif import read_comparison
+    from jobs.tracking.store import find_runs
+    from jobs.whatif.stage import read_comparison
 
     start = format_period_end(_when(since, "--since"))
     end = format_period_end(_when(until, "--until")) if until else None

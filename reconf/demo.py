@@ -5,9 +5,9 @@ logical date (`airflow dags test`: collect -> validate -> plan -> publish on rea
 and MLflow), and the runtime applies the published version. The demo continues after the newest
 period it already landed, so running it again extends the history instead of redoing it.
 
-The stages read and write the lake with delta-rs in each task's process (jobs/lake_read.py,
-jobs/lake_write.py), so no Spark runs. With `RECONF_LAKE_IO=spark` they are thin clients of a
-Spark Connect server (jobs/connect.py) instead: the one `make up` started, or
+The stages read and write the lake with delta-rs in each task's process (jobs/lake/read.py,
+jobs/lake/write.py), so no Spark runs. With `RECONF_LAKE_IO=spark` they are thin clients of a
+Spark Connect server (jobs/spark/connect.py) instead: the one `make up` started, or
 `$RECONF_SPARK_REMOTE`, or else one the demo starts for its run and stops at the end.
 Each step prints a line as it starts and completes it with its time when it ends (the DAG's
 tasks print `reconf-stage` markers; the demo relays them as they come).
@@ -25,29 +25,14 @@ from datetime import datetime
 from pathlib import Path
 
 from jobs.errors import StageError
-from jobs.lake_read import native_io
-from reconf.settings import airflow_bin, airflow_env, make_source
+from jobs.lake.read import native_io
+from reconf.settings import airflow_bin, airflow_env, ensure_airflow, make_source
 from runtime.source import MetricsSource
 from schemas.config import Paths, resolve_job
 from schemas.landing import SUCCESS_MARKER, format_period_end, parse_period_end
 
-__all__ = ["ensure_airflow", "run_dag", "run_demo"]
+__all__ = ["run_dag", "run_demo"]
 
-
-def ensure_airflow(paths: Paths) -> None:
-    """Initialise the project-local Airflow metadata database once (`airflow db migrate`)."""
-    if (paths.airflow / "airflow.db").is_file():
-        return
-    paths.airflow.mkdir(parents=True, exist_ok=True)
-    print(f"initialising Airflow in {paths.airflow} (airflow db migrate) ...", flush=True)
-    done = subprocess.run([airflow_bin(), "db", "migrate"], env=airflow_env(paths),
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise StageError(
-            f"airflow db migrate failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}",
-            where=str(paths.airflow),
-            fix="remove that directory and run the demo again",
-        )
 
 
 _MARKER = re.compile(r"reconf-stage (\w+) (start|done|failed)(?: ([\d.]+) s)?")

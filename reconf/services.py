@@ -208,7 +208,7 @@ def _records(paths: Paths) -> dict[str, PidRecord]:
 
 
 def _migrate(paths: Paths) -> None:
-    from reconf.demo import ensure_airflow
+    from reconf.settings import ensure_airflow
 
     ensure_airflow(paths)  # SQLite: once; PostgreSQL: `airflow db migrate` (a no-op when current)
 
@@ -294,7 +294,7 @@ def _print_summary(paths: Paths, records: dict[str, PidRecord]) -> None:
 def spark_connect_for(paths: Paths, ports: Ports, timeout_s: float = 300.0) -> tuple[str, PidRecord | None]:
     """The Spark Connect URL a run should use: `$RECONF_SPARK_REMOTE`, else the server `make up`
     started, else one started now (returned, so the caller stops what it started)."""
-    from jobs.connect import remote_url, wait_until_serving
+    from jobs.spark.connect import remote_url, wait_until_serving
 
     if (url := remote_url()) is not None:
         return url, None

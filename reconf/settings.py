@@ -4,8 +4,10 @@ metrics source a job is configured with. The contracts themselves live in `schem
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
+from jobs.errors import StageError
 from runtime.source import MetricsSource
 from runtime.synthetic import SyntheticJob, SyntheticSpec
 from runtime.wan_links import LinkFeed, link_feed
@@ -123,3 +125,19 @@ def airflow_bin() -> str:
 
     candidate = Path(sys.executable).with_name("airflow")
     return str(candidate) if candidate.exists() else "airflow"
+
+
+def ensure_airflow(paths: Paths) -> None:
+    """Initialise the project-local Airflow metadata database once (`airflow db migrate`)."""
+    if (paths.airflow / "airflow.db").is_file():
+        return
+    paths.airflow.mkdir(parents=True, exist_ok=True)
+    print(f"initialising Airflow in {paths.airflow} (airflow db migrate) ...", flush=True)
+    done = subprocess.run([airflow_bin(), "db", "migrate"], env=airflow_env(paths),
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise StageError(
+            f"airflow db migrate failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}",
+            where=str(paths.airflow),
+            fix="remove that directory and run the demo again",
+        )

@@ -190,7 +190,7 @@ class JobConfig:
     # query platform's queries) arrive and leave between periods (DESIGN.md, "Units may come
     # and go"; docs/operations.md).
     units: str = "fixed"
-    # What-if (jobs/whatif.py): the strategies that shadow-plan each published period's state
+    # What-if (jobs/whatif/stage.py): the strategies that shadow-plan each published period's state
     # after publish. None = every registered strategy whose facets the state provides, decided
     # at plan time; () = no shadows. Their params come from `strategy_params` (else defaults).
     shadow_strategies: tuple[str, ...] | None = None

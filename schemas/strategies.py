@@ -12,7 +12,7 @@ ClusterState the strategy needs. `keeps_budget`: False only for a strategy that 
 migration budget on purpose (COLA, a static optimiser), so the registry does not check it.
 `places_arrivals`: the strategy places units that have no current node itself (Herding's online
 rules, ROD's and the load balancers' targets, cg's least utilised node, SPRAWL's DP); for the
-others the plan stage places arrivals first (jobs/dynamic_units.py), and the registry's
+others the plan stage places arrivals first (jobs/facets/dynamic.py), and the registry's
 pre-check refuses a state with arrivals.
 """
 

@@ -2,7 +2,7 @@
 
 A job that declares its input streams lands their per-period rates (schemas/landing.py
 ``streams/``, Delta ``stream_stats``); collect then fits each unit's load coefficients on them over
-the last `periods` periods (jobs/load_model.py, Delta ``load_model``), and the plan stage gives the
+the last `periods` periods (jobs/facets/load_model.py, Delta ``load_model``), and the plan stage gives the
 planner the streams (`min_rate`: the lower bounds of §6.1) and the coefficients as facets.
 """
 

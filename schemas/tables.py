@@ -2,7 +2,7 @@
 
 Every table is partitioned by ``job_id``; a stage's write for one period replaces exactly that
 period (``replaceWhere``), so reruns leave one copy. ``plans`` and ``plan_moves`` are the
-exception: each plan of a period is an attempt with its own ``plan_id`` (jobs/attempts.py), and a
+exception: each plan of a period is an attempt with its own ``plan_id`` (jobs/plan/attempts.py), and a
 write replaces only that attempt's rows, so a published plan is never rewritten.
 """
 
@@ -63,7 +63,7 @@ PLANS = Table(
     "time_limit_s DOUBLE, load_distance_before DOUBLE, load_distance_after DOUBLE, "
     "lower_bound DOUBLE, migrations BIGINT, migration_cost DOUBLE, solve_s DOUBLE, "
     "base_version BIGINT, mlflow_run_id STRING, message STRING, plan_json STRING",
-    ("job_id", "period_end", "plan_id"),  # one row per plan attempt (jobs/plan.py `plan_id`)
+    ("job_id", "period_end", "plan_id"),  # one row per plan attempt (jobs/plan/stage.py `plan_id`)
 )
 PLAN_MOVES = Table(
     "plan_moves",
@@ -90,7 +90,7 @@ SUBSCRIPTIONS = Table(
 )
 # A job declaring its input streams (ROD, Xing et al. 2006 §2.2; schemas/streams.py): each
 # stream's rate r_k, and each unit's fitted load coefficient l_jk (% of a node per tuple/s) over
-# the last `periods` periods (jobs/load_model.py), with the fit's relative residual.
+# the last `periods` periods (jobs/facets/load_model.py), with the fit's relative residual.
 STREAM_STATS = Table(
     "stream_stats",
     "job_id STRING, period_end TIMESTAMP, stream STRING, tuples_per_s DOUBLE",
@@ -102,7 +102,7 @@ LOAD_MODEL = Table(
     "residual DOUBLE, periods BIGINT",
     ("job_id", "period_end", "keygroup", "stream"),
 )
-# A wide-area job's measured links (SPRAWL, Mei 2015; jobs/network_links.py): each link's one-way
+# A wide-area job's measured links (SPRAWL, Mei 2015; jobs/facets/links.py): each link's one-way
 # latency and available bandwidth this period, overlaid on the topology file's links by plan.
 NETWORK_LINKS = Table(
     "network_links",

@@ -3,7 +3,7 @@
 Everything is real (Spark + Delta, Great Expectations, MLflow on SQLite); shared is only what is
 expensive and cannot leak between tests:
 
-- ``spark``: the one Delta-enabled session (`jobs.spark.get_spark`); sessions are process-global.
+- ``spark``: the one Delta-enabled session (`jobs.spark.session.get_spark`); sessions are process-global.
 - ``config_file``: a job config with one tiny synthetic job (2 operators x 4 key groups, 3 nodes,
   2 s solver limit, a budget of 3 migrations); exported as ``RECONF_CONFIG`` by ``home``.
 - ``home``: a fresh ``RECONF_HOME`` (under tmp_path, exported) whose lake already holds the empty
@@ -57,7 +57,7 @@ def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     """The session's one Spark JVM (Delta enabled, local jars from Paths.jars)."""
-    from jobs.spark import get_spark
+    from jobs.spark.session import get_spark
 
     session = get_spark(Paths(tmp_path_factory.mktemp("spark-home")))
     # The stages' subprocesses (Airflow tasks, spark-submit, CLIs) each run a JVM for seconds on
@@ -71,7 +71,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 @pytest.fixture(scope="session")
 def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`sc://127.0.0.1:<free port>` of a Spark Connect server this fixture started and stops."""
-    from jobs.connect import wait_until_serving
+    from jobs.spark.connect import wait_until_serving
     from reconf.procs import alive, free_port, spawn, stop
 
     run = tmp_path_factory.mktemp("spark-connect")
@@ -95,7 +95,7 @@ def empty_template(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
     """A RECONF_HOME with every contract table created (empty) and the MLflow store migrated."""
     from mlflow import MlflowClient
 
-    from jobs.lake import ensure_tables
+    from jobs.lake.base import ensure_tables
 
     paths = Paths(tmp_path_factory.mktemp("template-empty") / "home")
     ensure_tables(spark, paths)
@@ -113,8 +113,8 @@ def collected_template(
 ) -> Path:
     """``empty_template`` plus periods P1 and P2 landed by the runtime stand-in, collected and
     validated (so either may be planned for publishing)."""
-    from jobs.collect_stats import collect
-    from jobs.validate_stats import validate_period
+    from jobs.collect.stage import collect
+    from jobs.validate.stage import validate_period
 
     home = tmp_path_factory.mktemp("template-collected") / "home"
     shutil.copytree(empty_template, home)

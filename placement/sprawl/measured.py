@@ -3,7 +3,7 @@
 SPRAWL plans on each link's latency Lat_l and bandwidth capacity (Formula 3.1, Eq. 4.5); the
 thesis's system re-places operators when the network changes (§5.4.1, adaptation). A wide-area
 job may land each period what its runtime measured on the links (Delta ``network_links``,
-jobs/network_links.py); the plan stage overlays it on the topology file before planning:
+jobs/facets/links.py); the plan stage overlays it on the topology file before planning:
 
 - a measured link replaces the configured link's latency and bandwidth; its cost weight w^BW,
   the sites, zones and pinned units stay configuration;

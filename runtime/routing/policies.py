@@ -244,7 +244,7 @@ def _sequential(name: str, keys: np.ndarray, table: KeyTable, t: np.ndarray, src
     numba is imported here, on first use, so that the policies that never need it do not pay
     its import time.
     """
-    from runtime.routing import kernels
+    import runtime.routing.kernels as kernels
 
     load = np.array(state.load, dtype=np.int64, order="C")
     src = np.ascontiguousarray(src, dtype=np.int64)

@@ -79,7 +79,7 @@ def land_all(paths: Paths, period_end: datetime, config: Path) -> None:
 
 def sorted_rows(spark: SparkSession, paths: Paths, table: str) -> pd.DataFrame:
     """A table's rows without the volatile columns, sorted by its key, index reset."""
-    from jobs.lake import read_table
+    from jobs.lake.base import read_table
 
     frame: Any = read_table(spark, paths, table).toPandas()
     frame = frame[[c for c in frame.columns if c not in VOLATILE]]
@@ -92,7 +92,7 @@ def plan_json_stable(spark: SparkSession, paths: Paths) -> dict[str, dict[str, A
     """Each job's plan_json without its wall time (the only field timing changes)."""
     import json
 
-    from jobs.lake import read_table
+    from jobs.lake.base import read_table
 
     out = {}
     for row in read_table(spark, paths, "plans").select("job_id", "plan_json").collect():

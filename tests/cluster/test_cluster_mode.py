@@ -103,7 +103,7 @@ def _submit(cluster: Cluster, paths: Paths, config: Path, *args: str) -> str:
 def test_cluster_collect_matches_local(spark: SparkSession, home: Paths, tmp_path: Path,
                                                cluster: Cluster,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from jobs.collect_stats import collect
+    from jobs.collect.stage import collect
 
     config = write_config(tmp_path)
     monkeypatch.setenv("RECONF_CONFIG", str(config))

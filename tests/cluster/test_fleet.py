@@ -1,7 +1,7 @@
 """Fleet planning (`reconf fleet`) records exactly what the per-job path records.
 
 Two homes hold the same collected stats of three tiny jobs (two MILP, one greedy); one is
-planned job by job (`jobs.plan.plan_period`), the other at once on Spark (`jobs.fleet`,
+planned job by job (`jobs.plan.stage.plan_period`), the other at once on Spark (`jobs.plan.fleet`,
 applyInPandas on the session's local[2] executors). Their plans and plan_moves rows must be
 equal, and each job must get one MLflow run for the period (a rerun is a new attempt beside it:
 record_plan is the per-job path's own code; tests/jobs/test_published_record.py re-plans a
@@ -26,7 +26,7 @@ from cluster.fleet_kit import (
     sorted_rows,
     write_config,
 )
-from jobs.tracking import run_name
+from jobs.tracking.store import run_name
 from schemas.config import Paths, load_jobs
 from schemas.landing import format_period_end
 
@@ -40,8 +40,8 @@ pytestmark = pytest.mark.spark
 def two_homes(spark: SparkSession, home: Paths, tmp_path: Path,
               monkeypatch: pytest.MonkeyPatch) -> tuple[Paths, Paths, Path]:
     """(per-job home, fleet home, config): both with P1 of the three jobs collected and validated."""
-    from jobs.collect_stats import collect
-    from jobs.validate_stats import validate_period
+    from jobs.collect.stage import collect
+    from jobs.validate.stage import validate_period
 
     config = write_config(tmp_path)
     monkeypatch.setenv("RECONF_CONFIG", str(config))
@@ -56,8 +56,8 @@ def two_homes(spark: SparkSession, home: Paths, tmp_path: Path,
 
 def test_fleet_plans_equal_per_job_plans(spark: SparkSession,
                                          two_homes: tuple[Paths, Paths, Path]) -> None:
-    from jobs.fleet import run_fleet
-    from jobs.plan import plan_period
+    from jobs.plan.fleet import run_fleet
+    from jobs.plan.stage import plan_period
 
     per_job, fleet_home, config = two_homes
     for job in load_jobs(config).values():

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pipeline_kit import CONFIG, JOB_ID, P1, P2, run_cycle, stamp, tree
 
-from jobs.tracking import run_name
+from jobs.tracking.store import run_name
 from reconf.services import Ports, down, up
 from reconf.settings import airflow_bin, airflow_env, make_source
 from schemas.config import Paths, resolve_job
@@ -206,7 +206,7 @@ def test_backfill_twice_is_idempotent_historical_and_never_moves_latest(
 
     assert second == first  # the same Airflow run, cleared and run again
     counted = _counts(spark, paths)
-    assert counted["plans"] == after_first["plans"] + 1  # a second attempt of P1 (jobs/attempts.py)
+    assert counted["plans"] == after_first["plans"] + 1  # a second attempt of P1 (jobs/plan/attempts.py)
     assert {t: n for t, n in counted.items() if t not in ("plans", "plan_moves")} == {
         t: n for t, n in after_first.items() if t not in ("plans", "plan_moves")}  # no stats added
     recomputed = _versions(spark, paths)

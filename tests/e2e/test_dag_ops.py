@@ -37,8 +37,7 @@ import pyarrow.parquet as pq
 import pytest
 from pipeline_kit import run_cycle
 
-from reconf.demo import ensure_airflow
-from reconf.settings import airflow_bin, airflow_env, make_source
+from reconf.settings import airflow_bin, airflow_env, ensure_airflow, make_source
 from runtime.source import write_period
 from runtime.synthetic import SyntheticJob
 from schemas.config import PROJECT_ROOT, Paths, resolve_job
@@ -220,7 +219,7 @@ def test_two_cycles_publish_v1_and_v2_and_emit_the_assignment_asset(ops_home) ->
                         "ON a.id = q.asset_id WHERE a.uri = 'reconf://ops/assignment'")
     assert queued == [("deploy_ops",)]
 
-    from jobs.spark import get_spark
+    from jobs.spark.session import get_spark
 
     spark = get_spark(paths)
 

@@ -27,11 +27,11 @@ import pytest
 from mlflow import MlflowClient
 from pipeline_kit import JOB_ID, P1, P2, of_period, rows, stamp
 
-from jobs.plan import plan_period
-from jobs.publish import publish_period
-from jobs.tracking import run_name
-from jobs.validate_stats import read_report, validate_period
-from jobs.whatif import read_comparison, run_whatif
+from jobs.plan.stage import plan_period
+from jobs.publish.stage import publish_period
+from jobs.tracking.store import run_name
+from jobs.validate.stage import read_report, validate_period
+from jobs.whatif.stage import read_comparison, run_whatif
 from schemas.config import PROJECT_ROOT, Paths
 from schemas.tables import PLAN_MOVES, PLANS
 

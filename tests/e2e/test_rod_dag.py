@@ -17,8 +17,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pipeline_kit import run_cycle
 
-from reconf.demo import ensure_airflow
-from reconf.settings import airflow_bin, airflow_env, make_source
+from reconf.settings import airflow_bin, airflow_env, ensure_airflow, make_source
 from runtime.synthetic import SyntheticJob, true_coefficients
 from schemas.config import PROJECT_ROOT, Paths, resolve_job
 
@@ -76,8 +75,8 @@ def test_declared_streams_fit_the_load_model_and_log_resilience_through_the_dag(
 
     from mlflow import MlflowClient
 
-    from jobs.lake import period_predicate, read_table
-    from jobs.spark import get_spark
+    from jobs.lake.base import period_predicate, read_table
+    from jobs.spark.session import get_spark
     from schemas.tables import LOAD_MODEL, PLANS
 
     spark = get_spark(paths)

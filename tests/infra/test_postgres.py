@@ -15,9 +15,9 @@ import pytest
 from pg_kit import PostgresServer, start_postgres
 from pipeline_kit import CONFIG, JOB_ID, P1, stamp
 
-from jobs.tracking import run_name
-from reconf.demo import ensure_airflow, run_dag
-from reconf.settings import airflow_env, make_source
+from jobs.tracking.store import run_name
+from reconf.demo import run_dag
+from reconf.settings import airflow_env, ensure_airflow, make_source
 from schemas.config import ConfigError, Paths, resolve_job
 from schemas.manifest import read_latest_version
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e
 
 CLIENT = """
 import sys
-from jobs.spark import get_spark
+from jobs.spark.session import get_spark
 spark = get_spark()
 path = sys.argv[1]
 spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{path}` (job_id STRING, n INT) USING DELTA PARTITIONED BY (job_id)").collect()

@@ -17,7 +17,7 @@ from schemas.tables import TABLES
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from jobs.publish import PublishResult
+    from jobs.publish.stage import PublishResult
     from runtime.source import ApplyResult
 
 JOB_ID = "tiny"
@@ -81,7 +81,7 @@ def apply_latest(paths: Paths, job: JobConfig | None = None) -> ApplyResult:
 
 def run_cycle(job_id: str, period_end: datetime) -> PublishResult:
     """One whole cycle of a landed period through the stage functions the DAG's tasks call."""
-    from jobs.stages import run_collect, run_plan, run_publish, run_validate
+    from jobs.run import run_collect, run_plan, run_publish, run_validate
 
     run_collect(job_id, period_end)
     run_validate(job_id, period_end)
@@ -117,7 +117,7 @@ def snapshot(paths: Paths) -> dict[str, Any]:
 
 def rows(spark: SparkSession, paths: Paths, table: str, where: str | None = None) -> Any:
     """A table's rows (optionally filtered by a SQL predicate) as a pandas frame."""
-    from jobs.lake import read_table
+    from jobs.lake.base import read_table
 
     df = read_table(spark, paths, table)
     return (df.where(where) if where else df).toPandas()
@@ -125,7 +125,7 @@ def rows(spark: SparkSession, paths: Paths, table: str, where: str | None = None
 
 def of_period(period_end: datetime) -> str:
     """SQL predicate: the tiny job's rows of one period."""
-    from jobs.lake import period_predicate
+    from jobs.lake.base import period_predicate
 
     return period_predicate(JOB_ID, period_end)
 

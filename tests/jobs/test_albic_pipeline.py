@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pipeline_kit import CONFIG, JOB_ID, MAX_MIGRATIONS, P1, P2, P3, land, mlflow_runs, rows, stamp
 
-from jobs.stages import run_collect, run_plan, run_publish, run_validate
+from jobs.run import run_collect, run_plan, run_publish, run_validate
 from schemas.config import ConfigError, resolve_job
 from schemas.tables import PLANS
 

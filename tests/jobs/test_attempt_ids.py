@@ -1,4 +1,4 @@
-"""Plan ids of attempts (jobs/attempts.py): each names its attempt, and numbering never repeats."""
+"""Plan ids of attempts (jobs/plan/attempts.py): each names its attempt, and numbering never repeats."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.attempts import PeriodRecord, attempt_of, choose_attempt, plan_id
 from jobs.errors import StageError
+from jobs.plan.attempts import PeriodRecord, attempt_of, choose_attempt, plan_id
 
 JOB_IDS = st.from_regex(r"[a-z][a-z0-9_-]{0,20}", fullmatch=True)
 PERIODS = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2200, 1, 1),

@@ -13,10 +13,10 @@ import pytest
 from mlflow import MlflowClient
 from pipeline_kit import JOB_ID, P1, P2, P3, all_keygroups, of_period, rows, stamp
 
-from jobs.plan import plan_period
-from jobs.publish import publish_period
-from jobs.tracking import read_csv_artifact, run_name
-from jobs.validate_stats import read_report, validate_period
+from jobs.plan.stage import plan_period
+from jobs.publish.stage import publish_period
+from jobs.tracking.store import read_csv_artifact, run_name
+from jobs.validate.stage import read_report, validate_period
 from reconf.cli import main
 from schemas.config import Paths, resolve_job
 from schemas.tables import PLAN_MOVES, PLANS

@@ -9,7 +9,7 @@ import pytest
 from mlflow import MlflowClient
 from pipeline_kit import P1, P2, apply_latest, land, rows, stamp
 
-from jobs.stages import run_collect, run_plan, run_publish, run_validate
+from jobs.run import run_collect, run_plan, run_publish, run_validate
 from schemas.config import PROJECT_ROOT, Paths, resolve_job
 from schemas.manifest import read_manifest
 from schemas.tables import NODE_STATS

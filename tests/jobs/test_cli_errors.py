@@ -31,8 +31,8 @@ from pipeline_kit import (
     stamp,
 )
 
-from jobs.plan import plan_period
-from jobs.publish import publish_period
+from jobs.plan.stage import plan_period
+from jobs.publish.stage import publish_period
 from reconf.cli import main
 from schemas.config import Paths, resolve_job
 from schemas.landing import SUCCESS_MARKER, period_dir
@@ -215,8 +215,8 @@ def _wrong_type(paths, tmp_path, monkeypatch):
 def _rows_changed_after_validate(paths, tmp_path, monkeypatch):
     """A node's capacity made negative in the lake after the period passed validate: the
     planner's own check (Node) refuses it, and says where and how to fix like any refusal."""
-    from jobs.lake import period_predicate, update_rows
-    from jobs.spark import get_spark
+    from jobs.lake.base import period_predicate, update_rows
+    from jobs.spark.session import get_spark
     from schemas.tables import NODE_STATS
 
     end = period(11)

@@ -21,8 +21,8 @@ from pipeline_kit import (
     rows,
 )
 
-from jobs.collect_stats import collect
-from jobs.lake import table_version
+from jobs.collect.stage import collect
+from jobs.lake.base import table_version
 from runtime.source import write_period
 from schemas.landing import EDGES, KEYGROUPS, NODES, SCHEMAS
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS

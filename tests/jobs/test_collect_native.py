@@ -1,4 +1,4 @@
-"""collect without Spark (jobs/collect_native.py): refusals, null/NaN/max_by semantics, a
+"""collect without Spark (jobs/collect/native.py): refusals, null/NaN/max_by semantics, a
 brute-force property, and one comparison with what Spark's `collect` writes to Delta."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pipeline_kit import JOB_ID, P1, SPL
 
-from jobs.collect_native import CollectedFrames, collect_frames
-from jobs.collect_stats import check_landing
+from jobs.collect.native import CollectedFrames, collect_frames
+from jobs.collect.stage import check_landing
 from jobs.errors import StageError
-from jobs.facet_tables import check_facet_landing
+from jobs.facets.subscriptions import check_facet_landing
 from runtime.source import write_period
 from schemas.config import JobConfig, Paths
 from schemas.landing import (
@@ -277,8 +277,8 @@ def test_the_frames_are_the_rows_spark_collect_writes(home, job, spark, monkeypa
     from deltalake import DeltaTable
     from pipeline_kit import land as land_synthetic
 
-    from jobs.collect_stats import collect
-    from jobs.lake_read import IO_ENV
+    from jobs.collect.stage import collect
+    from jobs.lake.read import IO_ENV
 
     monkeypatch.setenv(IO_ENV, "spark")  # collect's Spark part, and Spark's commits
 

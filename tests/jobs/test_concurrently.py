@@ -1,4 +1,4 @@
-"""`jobs.lake.concurrently`: the stages' independent queries run at once, results in call order."""
+"""`jobs.lake.base.concurrently`: the stages' independent queries run at once, results in call order."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.cycle import print_table
-from jobs.lake import concurrently
+from jobs.lake.base import concurrently
 from schemas.config import Paths, resolve_job
 
 

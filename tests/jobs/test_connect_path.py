@@ -5,7 +5,7 @@ Home A runs two cycles of the tiny job in this process on the session's in-proce
 reads and writes by Spark (`RECONF_LAKE_IO=spark`); home B runs the same two cycles in a
 subprocess whose stages are thin clients of a real Spark Connect server (`connect_url`, started
 by the test set-up), by Spark too; home C runs them in this process with the default, the lake's
-small reads and writes by delta-rs (jobs/lake_write.py). Every contract table must then hold the
+small reads and writes by delta-rs (jobs/lake/write.py). Every contract table must then hold the
 same rows, schema, partitioning and number of commits; only what names a run or a place differs.
 """
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pipeline_kit import JOB_ID, P1, P2, land, run_cycle, stamp
 
-from jobs.lake import delta_path, read_table, table_version
+from jobs.lake.base import delta_path, read_table, table_version
 from reconf.procs import free_port
 from schemas.config import PROJECT_ROOT, Paths
 from schemas.tables import (
@@ -47,8 +47,8 @@ VOLATILE = {"mlflow_run_id", "collect_id", "solve_s", "manifest_path", "publishe
             "wall_s"}
 CYCLES = """
 import sys
-from jobs.spark import get_spark
-from jobs.stages import run_collect, run_plan, run_publish, run_validate
+from jobs.spark.session import get_spark
+from jobs.run import run_collect, run_plan, run_publish, run_validate
 for period in sys.argv[1:]:
     print(run_collect("tiny", period))
     print(run_validate("tiny", period))

@@ -25,8 +25,8 @@ from pipeline_kit import (
     tree,
 )
 
-from jobs.stages import run_collect, run_plan, run_publish, run_validate
-from jobs.tracking import run_name
+from jobs.run import run_collect, run_plan, run_publish, run_validate
+from jobs.tracking.store import run_name
 from reconf.cli import main
 from schemas.manifest import assignment_checksum, read_latest_version, read_manifest
 from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLAN_MOVES, PLANS

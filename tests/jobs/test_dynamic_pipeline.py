@@ -19,8 +19,8 @@ from mlflow import MlflowClient
 from pipeline_kit import SPL, T0, delta_versions, run_cycle, snapshot, tree
 
 from jobs.errors import StageError
-from jobs.lake import period_predicate, read_table
-from jobs.stages import run_collect, run_plan, run_publish, run_validate
+from jobs.lake.base import period_predicate, read_table
+from jobs.run import run_collect, run_plan, run_publish, run_validate
 from reconf.audit import audit, format_report
 from reconf.settings import make_source
 from schemas.config import Paths, resolve_job

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.dynamic_units import check_strategy_facets, preplace_arrivals, with_sources
 from jobs.errors import StageError
-from jobs.plan import build_state
-from jobs.validation import validate_facets
+from jobs.facets.dynamic import check_strategy_facets, preplace_arrivals, with_sources
+from jobs.plan.stage import build_state
+from jobs.validate.suites import validate_facets
 from placement.model import ClusterState, KeyGroup, Node
 from schemas.config import ConfigError, JobConfig, resolve_job
 from schemas.strategies import STRATEGIES, StrategyEntry
@@ -143,7 +143,7 @@ def test_bad_facet_rows_are_named() -> None:
 
 
 def test_placements_name_the_sources_already_on_the_node_and_the_traffic_added() -> None:
-    from jobs.placement_audit import placement_rows
+    from jobs.tracking.placements import placement_rows
     from placement.facets import Source
     from placement.model import Plan, PlanMetrics, SolverStatus
 
@@ -167,9 +167,9 @@ def test_placements_name_the_sources_already_on_the_node_and_the_traffic_added()
 def test_a_herding_plan_of_arrivals_is_logged_against_where_the_runtime_ran() -> None:
     """herding_online places arrivals itself (no pre-placement); the state the cycle is logged
     against has every unit where the runtime ran it, so the audit tables can be built."""
-    from jobs.audit_trail import explain_moves, keygroup_rows, node_rows
-    from jobs.dynamic_units import prepare_units
-    from jobs.placement_audit import PLACEMENTS_ARTIFACT
+    from jobs.facets.dynamic import prepare_units
+    from jobs.tracking.audit_trail import explain_moves, keygroup_rows, node_rows
+    from jobs.tracking.placements import PLACEMENTS_ARTIFACT
     from placement.model import Budget
     from placement.registry import get_strategy
 

@@ -22,12 +22,12 @@ import pytest
 from mlflow import MlflowClient
 from pipeline_kit import JOB_ID, P1, P3, land, of_period, rows, stamp
 
-from jobs.collect_stats import collect
+from jobs.collect.stage import collect
 from jobs.faults import FAILPOINT_ENV
 from jobs.markers import read_collect_marker
-from jobs.plan import plan_period
-from jobs.publish import publish_period
-from jobs.validate_stats import validate_period
+from jobs.plan.stage import plan_period
+from jobs.publish.stage import publish_period
+from jobs.validate.stage import validate_period
 from schemas.config import Paths, resolve_job
 from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.plan_charts import heaviest_pairs
+from jobs.tracking.charts import heaviest_pairs
 from placement.graphpart import pair_rates
 from placement.model import ClusterState, Edge, KeyGroup, Node
 

@@ -1,4 +1,4 @@
-"""jobs/lake_read.py: one SQL text, the same rows whether delta-rs or Spark reads the lake."""
+"""jobs/lake/read.py: one SQL text, the same rows whether delta-rs or Spark reads the lake."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from pipeline_kit import JOB_ID, P1, P2
 
 from jobs.errors import StageError
-from jobs.lake import period_predicate, published_assignment, quote, timestamp
-from jobs.lake_read import IO_ENV, fetch, fetch_records, native_io, version_of
+from jobs.lake.base import period_predicate, published_assignment, quote, timestamp
+from jobs.lake.read import IO_ENV, fetch, fetch_records, native_io, version_of
 from schemas.config import Paths
 
 QUERIES = (

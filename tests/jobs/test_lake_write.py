@@ -1,4 +1,4 @@
-"""jobs/lake_write.py: a period's rows replaced, a status updated, a table made, by delta-rs.
+"""jobs/lake/write.py: a period's rows replaced, a status updated, a table made, by delta-rs.
 
 (That Spark and delta-rs write the same tables through whole cycles is
 tests/jobs/test_connect_path.py; these are the rules of each write, without Spark.)
@@ -17,9 +17,16 @@ from hypothesis import strategies as st
 from pipeline_kit import JOB_ID, P1
 
 from jobs.errors import is_concurrent_write
-from jobs.lake import ensure_tables, period_predicate, quote, update_rows, write_records, write_rows
-from jobs.lake_read import IO_ENV, rows_where
-from jobs.lake_write import conform, predicate, records_table
+from jobs.lake.base import (
+    ensure_tables,
+    period_predicate,
+    quote,
+    update_rows,
+    write_records,
+    write_rows,
+)
+from jobs.lake.read import IO_ENV, rows_where
+from jobs.lake.write import conform, predicate, records_table
 from schemas.config import Paths
 from schemas.tables import ASSIGNMENT_VERSIONS, NODE_STATS, PLANS, TABLES
 
@@ -125,15 +132,15 @@ def test_with_native_io_validate_plan_and_publish_start_no_spark(
 ) -> None:
     import json
 
-    import jobs.spark
-    from jobs.lake import published_assignment
-    from jobs.stages import run_plan, run_publish, run_validate
+    import jobs.spark.session
+    from jobs.lake.base import published_assignment
+    from jobs.run import run_plan, run_publish, run_validate
 
     def refuse(*_: object, **__: object) -> None:
         raise AssertionError("a stage asked for a Spark session")
 
     monkeypatch.setenv(IO_ENV, "native")
-    monkeypatch.setattr(jobs.spark, "get_spark", refuse)
+    monkeypatch.setattr(jobs.spark.session, "get_spark", refuse)
     run_validate(JOB_ID, P1)
     planned = run_plan(JOB_ID, P1)
     published = run_publish(JOB_ID, P1)
@@ -153,7 +160,7 @@ def test_a_lazy_session_is_made_once_though_several_threads_use_it_first(
     import time
     from types import SimpleNamespace
 
-    import jobs.spark
+    import jobs.spark.session
 
     made: list[int] = []
 
@@ -162,8 +169,8 @@ def test_a_lazy_session_is_made_once_though_several_threads_use_it_first(
         time.sleep(0.05)  # long enough for the other threads to arrive while it is being made
         return SimpleNamespace(version="4.x")
 
-    monkeypatch.setattr(jobs.spark, "get_spark", slow_session)
-    session = jobs.spark.lazy_spark()
+    monkeypatch.setattr(jobs.spark.session, "get_spark", slow_session)
+    session = jobs.spark.session.lazy_spark()
     assert made == []  # nothing until it is used
     seen: list[str] = []
     threads = [threading.Thread(target=lambda: seen.append(session.version)) for _ in range(8)]

@@ -1,4 +1,4 @@
-"""The load model of a job declaring its input streams, without Spark (jobs/load_model.py).
+"""The load model of a job declaring its input streams, without Spark (jobs/facets/load_model.py).
 
 The NNLS fit recovers the synthetic runtime's true coefficients; GE refuses a bad load model or bad
 stream rates with the offending rows named; the plan state gains the streams and the model, and a
@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 from jobs.errors import StageError
-from jobs.facet_tables import check_facet_landing
-from jobs.load_model import fit_rows, with_streams
-from jobs.scaling import solve
-from jobs.validation import validate_streams
+from jobs.facets.load_model import fit_rows, with_streams
+from jobs.facets.subscriptions import check_facet_landing
+from jobs.plan.scaling import solve
+from jobs.validate.suites import validate_streams
 from placement.model import Budget, ClusterState, KeyGroup, Node
 from placement.registry import get_strategy
 from placement.rod.params import RodParams

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from jobs.errors import StageError
-from jobs.network_facet import attach_network
-from jobs.plan import build_state, job_budget
+from jobs.facets.network import attach_network
+from jobs.plan.stage import build_state, job_budget
 from placement.registry import get_strategy
 from schemas.config import PROJECT_ROOT, ConfigError, read_jobs
 
@@ -135,7 +135,7 @@ def test_mlflow_gets_the_cost_split_wan_bytes_utilisations_latency_per_bound_and
     """What the plan stage hands to MLflow (`plan_metrics`) for a SPRAWL plan: Formula 3.1's
     two terms, WAN bytes, node and link utilisation, each bounded query's latency / L_q, the
     certified gap, after and before."""
-    from jobs.tracking import plan_metrics
+    from jobs.tracking.store import plan_metrics
 
     topo = tmp_path / "bounded.toml"
     topo.write_text(BOUNDED)

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobs.errors import StageError
-from jobs.facet_tables import check_facet_landing
-from jobs.network_facet import attach_network
-from jobs.plan import build_state, job_budget
-from jobs.validation import validate_links
+from jobs.facets.network import attach_network
+from jobs.facets.subscriptions import check_facet_landing
+from jobs.plan.stage import build_state, job_budget
+from jobs.validate.suites import validate_links
 from placement.registry import get_strategy
 from placement.sprawl.measured import MeasuredLink, overlay_links
 from placement.sprawl.topology import TopologyError, load_topology, routing_of

@@ -31,11 +31,11 @@ from pipeline_kit import (
     tree,
 )
 
-from jobs.collect_stats import collect
+from jobs.collect.stage import collect
 from jobs.errors import StageError
-from jobs.plan import build_state, plan_period
-from jobs.publish import publish_period
-from jobs.validate_stats import read_report, validate_period
+from jobs.plan.stage import build_state, plan_period
+from jobs.publish.stage import publish_period
+from jobs.validate.stage import read_report, validate_period
 from reconf.cli import main
 from schemas.landing import RUNTIME_REPORT, read_runtime_report
 from schemas.manifest import latest_path, read_manifest

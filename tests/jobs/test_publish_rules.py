@@ -20,8 +20,8 @@ from pipeline_kit import (
     tree,
 )
 
-from jobs.plan import plan_period
-from jobs.publish import publish_period
+from jobs.plan.stage import plan_period
+from jobs.publish.stage import publish_period
 from schemas.manifest import (
     Manifest,
     ScalingSection,

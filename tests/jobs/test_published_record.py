@@ -17,8 +17,8 @@ import pytest
 from mlflow import MlflowClient
 from pipeline_kit import JOB_ID, P1, delta_versions, of_period, rows, snapshot, stamp, tree
 
-from jobs.lake import write_records
-from jobs.lake_read import rows_where
+from jobs.lake.base import write_records
+from jobs.lake.read import rows_where
 from reconf.cli import main
 from schemas.config import Paths
 from schemas.manifest import assignment_checksum, read_manifest
@@ -95,7 +95,7 @@ def test_replanning_a_published_period_adds_an_attempt_and_leaves_its_record(
     before = _record(spark, paths, capsys, FIRST)
 
     # A cleared and re-run Airflow plan task (what the DAG's task calls), with another budget.
-    from jobs.stages import run_plan, run_publish
+    from jobs.run import run_plan, run_publish
 
     with monkeypatch.context() as airflow:
         for key, value in AIRFLOW_CTX.items():
@@ -142,7 +142,7 @@ def test_replanning_a_published_period_adds_an_attempt_and_leaves_its_record(
 
 
 def test_fleet_never_rewrites_a_published_period(collected_home, spark, capsys):
-    from jobs.fleet import run_fleet
+    from jobs.plan.fleet import run_fleet
 
     paths = collected_home
     assert _cli(capsys, "plan")[0] == 0
@@ -170,7 +170,7 @@ def test_fleet_never_rewrites_a_published_period(collected_home, spark, capsys):
 def test_publish_publishes_exactly_the_plan_asked_for(collected_home, spark, capsys,
                                                        monkeypatch):
     paths = collected_home
-    from jobs.stages import run_plan
+    from jobs.run import run_plan
 
     with monkeypatch.context() as airflow:  # attempt 1: the Airflow run's plan task
         for key, value in AIRFLOW_CTX.items():
@@ -187,7 +187,7 @@ def test_publish_publishes_exactly_the_plan_asked_for(collected_home, spark, cap
     assert snapshot(paths) == untouched
 
     # the Airflow run's publish task publishes its own run's plan, not the newer manual one
-    from jobs.stages import run_publish
+    from jobs.run import run_publish
 
     with monkeypatch.context() as airflow:
         for key, value in AIRFLOW_CTX.items():
@@ -235,7 +235,7 @@ def test_publish_refuses_a_plan_row_that_does_not_match_its_run(collected_home, 
 @pytest.mark.parametrize("engine", ["delta-rs", "spark"])
 def test_statuses_settle_in_one_commit_on_both_lake_engines(home, spark, monkeypatch, engine):
     """Publish's status update (a CASE per attempt) as delta-rs and as Spark SQL run it."""
-    from jobs.attempts import settle_statuses
+    from jobs.plan.attempts import settle_statuses
 
     paths = home
     if engine == "spark":

@@ -15,7 +15,7 @@ import pytest
 from mlflow import MlflowClient
 from pipeline_kit import CONFIG, JOB_ID, all_keygroups, apply_latest, land, period, tiny_job
 
-from jobs.stages import run_collect, run_plan, run_publish, run_validate
+from jobs.run import run_collect, run_plan, run_publish, run_validate
 from runtime.synthetic import load_state
 from schemas.manifest import read_manifest
 

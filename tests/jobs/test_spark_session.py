@@ -18,7 +18,7 @@ from schemas.config import PROJECT_ROOT
 pytestmark = pytest.mark.spark
 
 PROBE = """
-from jobs.spark import get_spark
+from jobs.spark.session import get_spark
 spark = get_spark()
 jvm = spark.sparkContext._jvm
 print("ARGS", *jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())

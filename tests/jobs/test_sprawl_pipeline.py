@@ -25,7 +25,7 @@ from pipeline_kit import (
 )
 
 from jobs.errors import StageError
-from jobs.stages import run_collect, run_plan, run_publish, run_validate
+from jobs.run import run_collect, run_plan, run_publish, run_validate
 from runtime.source import write_period
 from runtime.synthetic import SyntheticSpec, build_tables, initial_assignment
 from schemas.config import resolve_job

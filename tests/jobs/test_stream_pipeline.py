@@ -14,8 +14,8 @@ import pytest
 from mlflow import MlflowClient
 from pipeline_kit import SPL, T0, run_cycle
 
-from jobs.lake import period_predicate, read_table
-from jobs.stages import run_collect, run_plan, run_validate
+from jobs.lake.base import period_predicate, read_table
+from jobs.run import run_collect, run_plan, run_validate
 from reconf.settings import make_source
 from runtime.synthetic import true_coefficients
 from schemas.config import Paths, resolve_job

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jobs.errors import StageError
-from jobs.network_facet import attach_network
+from jobs.facets.network import attach_network
 from placement.model import ClusterState, KeyGroup, Node
 from placement.sprawl.topology import TopologyError, load_topology
 from schemas.config import JobConfig

@@ -26,10 +26,10 @@ from pipeline_kit import (
 )
 
 from jobs.errors import StageError
-from jobs.plan import plan_period
-from jobs.publish import publish_period
-from jobs.tracking import run_name
-from jobs.validate_stats import read_report, report_path, validate_period
+from jobs.plan.stage import plan_period
+from jobs.publish.stage import publish_period
+from jobs.tracking.store import run_name
+from jobs.validate.stage import read_report, report_path, validate_period
 from reconf.cli import main
 from runtime.source import write_period
 from schemas.landing import EDGES, KEYGROUPS, NODES, SCHEMAS

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.shadow import (
+from jobs.whatif.shadow import (
     MAX_WORKERS,
     SHADOW_FAULT_ENV,
     WORKERS_ENV,
@@ -181,7 +181,7 @@ def test_a_worker_dies_with_its_parent_even_killed(tmp_path: Path) -> None:
     """SIGKILL leaves the parent no clean-up; the kernel ends its hanging worker all the same."""
     script = tmp_path / "parent.py"
     script.write_text(
-        "from jobs.shadow import ShadowTask, run_shadows\n"
+        "from jobs.whatif.shadow import ShadowTask, run_shadows\n"
         "from placement.model import Budget\n"
         "from placement.workloads.synthetic import synthetic_state\n"
         "state = synthetic_state(nodes=4, keygroups=16, operators=2, varies=40.0, seed=3)\n"
@@ -241,9 +241,9 @@ def test_how_many_workers_by_default_by_setting_and_a_bad_setting(
 
 def _logged_period(paths: Paths, job: JobConfig) -> tuple[str, ClusterState]:
     """A period's run as the plan and publish stages leave it (MLflow only, no Spark)."""
-    from jobs.plan import job_budget, plan_to_dict
-    from jobs.tracking import CycleRecord, log_cycle, tag_run
-    from jobs.whatif import keep_input
+    from jobs.plan.stage import job_budget, plan_to_dict
+    from jobs.tracking.store import CycleRecord, log_cycle, tag_run
+    from jobs.whatif.stage import keep_input
 
     state = _state()
     plan = get_strategy(job.strategy)(state, job_budget(job), time_limit_s=job.solver_time_limit_s)
@@ -261,7 +261,7 @@ def test_the_comparison_matches_the_strategies_run_by_hand_on_the_same_state(
         capsys: pytest.CaptureFixture[str]) -> None:
     from mlflow import MlflowClient
 
-    from jobs.whatif import load_input, read_comparison, run_whatif
+    from jobs.whatif.stage import load_input, read_comparison, run_whatif
     from reconf.cli import main
 
     paths = Paths(tmp_path / "home")
@@ -332,8 +332,8 @@ def test_the_comparison_matches_the_strategies_run_by_hand_on_the_same_state(
 
 
 def test_an_unpublished_period_gets_no_shadows(tmp_path: Path) -> None:
-    from jobs.tracking import tag_run
-    from jobs.whatif import run_whatif
+    from jobs.tracking.store import tag_run
+    from jobs.whatif.stage import run_whatif
 
     paths = Paths(tmp_path / "home")
     job = JobConfig("wi", shadow_strategies=("greedy",))
@@ -378,7 +378,7 @@ def test_a_failed_shadow_is_a_failed_child_run_and_an_empty_row(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mlflow import MlflowClient
 
-    from jobs.whatif import read_comparison, run_whatif
+    from jobs.whatif.stage import read_comparison, run_whatif
 
     monkeypatch.setenv(SHADOW_FAULT_ENV, "flux:raise")
     paths = Paths(tmp_path / "home")

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.whatif import INPUT_ARTIFACT, WhatIfInput, load_input, run_whatif, whatif_input
-from jobs.whatif_codec import decode, encode
+from jobs.whatif.codec import decode, encode
+from jobs.whatif.stage import INPUT_ARTIFACT, WhatIfInput, load_input, run_whatif, whatif_input
 from placement.facets import Link, Network, Site, Source, Stream
 from placement.model import Budget, ClusterState, KeyGroup, Node
 from placement.registry import get_strategy
@@ -83,9 +83,9 @@ class _Planted:
 def test_a_tampered_artifact_never_runs_code(tmp_path: Path) -> None:
     from mlflow import MlflowClient
 
-    from jobs.plan import job_budget, plan_to_dict
-    from jobs.tracking import CycleRecord, log_cycle, tag_run
-    from jobs.whatif import keep_input
+    from jobs.plan.stage import job_budget, plan_to_dict
+    from jobs.tracking.store import CycleRecord, log_cycle, tag_run
+    from jobs.whatif.stage import keep_input
 
     paths = Paths(tmp_path / "home")
     job = JobConfig("wi", max_migrations=3, shadow_strategies=("greedy",))

@@ -12,12 +12,12 @@ import pytest
 from mlflow import MlflowClient
 from pipeline_kit import JOB_ID, P1, delta_versions, stamp, tree
 
-from jobs.plan import plan_period
-from jobs.publish import publish_period
-from jobs.shadow import SHADOW_FAULT_ENV, ShadowTask
-from jobs.shadow_spark import run_shadows_on_spark
-from jobs.validate_stats import read_report
-from jobs.whatif import load_input, read_comparison
+from jobs.plan.stage import plan_period
+from jobs.publish.stage import publish_period
+from jobs.validate.stage import read_report
+from jobs.whatif.shadow import SHADOW_FAULT_ENV, ShadowTask
+from jobs.whatif.shadow_spark import run_shadows_on_spark
+from jobs.whatif.stage import load_input, read_comparison
 from reconf.cli import main
 
 pytestmark = pytest.mark.spark

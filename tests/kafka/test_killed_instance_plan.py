@@ -37,10 +37,10 @@ source = {{ kind = "kafka-streams", nodes = 3, partitions = 6, records_per_perio
 def test_killed_instance_next_plan_starts_from_what_ran(
         broker: Broker, home: Paths, spark: object, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from jobs.collect_stats import collect
-    from jobs.plan import plan_period
-    from jobs.publish import publish_period
-    from jobs.validate_stats import validate_period
+    from jobs.collect.stage import collect
+    from jobs.plan.stage import plan_period
+    from jobs.publish.stage import publish_period
+    from jobs.validate.stage import validate_period
     from reconf.settings import make_source
 
     config = tmp_path / "jobs.toml"

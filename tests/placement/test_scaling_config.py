@@ -27,7 +27,7 @@ def test_scaling_table_loads_with_defaults_and_values(tmp_path: Path) -> None:
     assert cfg == ScalingConfig(min_nodes=2, max_nodes=9, target_utilisation=0.7,
                                 cooldown_cycles=4, max_ld=5.0)
     # what the plan stage builds from it is a valid policy
-    from jobs.scaling import policy_of
+    from jobs.plan.scaling import policy_of
 
     assert policy_of(cfg).target_load == pytest.approx(70.0)
     assert isinstance(policy_of(cfg), ScalingPolicy)

@@ -1,7 +1,7 @@
-"""jobs/scaling.py: node set, set B and the cool-down history from earlier scaling sections."""
+"""jobs/plan/scaling.py: node set, set B and the cool-down history from earlier scaling sections."""
 from __future__ import annotations
 
-from jobs.scaling import history_of, with_scaling_nodes
+from jobs.plan.scaling import history_of, with_scaling_nodes
 from placement.model import ClusterState, KeyGroup, Node
 from placement.scaling.policy import new_node_ids
 

@@ -68,7 +68,7 @@ def test_arrivals_refused_by_the_pre_check_naming_who_places_them(name: str) -> 
         get_strategy(name)(_with_arrival(), Budget())
     text = str(err.value)
     assert "k2" in text and "where:" in text and "fix:" in text
-    assert "herding_online" in text and "jobs/dynamic_units.py" in text
+    assert "herding_online" in text and "jobs/facets/dynamic.py" in text
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from mlflow.utils.validation import path_not_unique, validate_param_and_metric_name
 from period_frames import KEYGROUPS, NODES, clean_edges, clean_keygroups, clean_nodes
 
-from jobs.validation import (
+from jobs.validate.suites import (
     SUITE_DIR,
     ValidationReport,
     validate_facets,

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from period_frames import KEYGROUPS, NODES, clean_edges, clean_keygroups, clean_nodes
 
-from jobs import validation
-from jobs.validation import MAX_ROWS, SUITE_DIR, Failure, ValidationReport, validate_stats
+from jobs.validate import suites as validation
+from jobs.validate.suites import MAX_ROWS, SUITE_DIR, Failure, ValidationReport, validate_stats
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
 
 Frames = dict[str, pd.DataFrame]

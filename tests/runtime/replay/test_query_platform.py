@@ -150,8 +150,8 @@ def _closed_loop(platform: QueryPlatform, root: Path, strategy: str | None, peri
                  ) -> list[float]:
     """Land, plan (as the plan stage builds the state), publish and apply, period by period, in
     process; the stream bytes each period measured. strategy None: no planner at all."""
-    from jobs.dynamic_units import preplace_arrivals, with_sources
-    from jobs.plan import build_state
+    from jobs.facets.dynamic import preplace_arrivals, with_sources
+    from jobs.plan.stage import build_state
     from placement.model import Budget
     from placement.registry import get_strategy
     from schemas.config import JobConfig

@@ -1,0 +1,163 @@
+"""plan, the facet part: sources, subscriptions and arrivals of a period (DESIGN.md, "Facets").
+
+For a job whose units come and go (``units = "dynamic"``) the plan stage's `ClusterState` gains:
+- sources (w(s) = `source_stats.tuples_per_s`, and bytes/s) and each unit's subscriptions;
+- arrivals: the units of this period's stats that are not in the assignment the runtime ran (the
+  current published version). The runtime put them somewhere provisional to run them; the plan
+  places them, and that placement is not a migration. Units of that assignment that are not in
+  the stats have left: they are not in the state, so they leave the next manifest.
+  Before anything was published every unit is an arrival: no plan has placed any (unlike a fixed
+  job's initial allocation, the runtime's provisional placement is no placement decision), so the
+  first plan places the whole population, as Herding's online rule does from an empty system.
+
+A strategy names the facets it needs (schemas/strategies.py); a job whose data lack them is
+refused with a message. Placing arrivals is a capability (`places_arrivals` in that table): a
+strategy without it gets a state whose arrivals are already placed, by `preplace_arrivals` (the least utilised node,
+docs/algorithms.md), so every strategy runs on a dynamic job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from jobs.errors import StageError
+from jobs.tracking.placements import PLACEMENTS_ARTIFACT, placements_csv
+from placement.facets import Source
+from placement.herding.instance import from_state
+from placement.herding.metrics import facet_metrics, node_of
+from placement.model import ClusterState, Plan
+from schemas.config import JobConfig
+from schemas.strategies import STRATEGIES
+
+__all__ = [
+    "Prepared",
+    "check_strategy_facets",
+    "prepare_units",
+    "preplace_arrivals",
+    "with_facet_metrics",
+    "with_sources",
+]
+
+#: facets a period may lack without the data being wrong: no traffic, or no query arrived
+_MAY_BE_EMPTY = frozenset({"communication", "arrivals", "utilisation"})
+
+
+def with_sources(state: ClusterState, job: JobConfig, kg_rows: list[dict[str, Any]],
+                 source_rows: list[dict[str, Any]], subscription_rows: list[dict[str, Any]],
+                 current: Mapping[str, str], version: int | None) -> ClusterState:
+    """`state` with the period's sources and subscriptions and, for a dynamic job, its arrivals
+    (units not in `current`, the assignment of published `version` the runtime ran)."""
+    units = {k["keygroup"] for k in kg_rows}
+    reads: dict[str, set[str]] = {}
+    for row in subscription_rows:
+        if row["keygroup"] in units:
+            reads.setdefault(row["keygroup"], set()).add(row["source"])
+    sources = tuple(Source(r["source"], float(r["tuples_per_s"]), float(r["bytes_per_s"]))
+                    for r in sorted(source_rows, key=lambda r: r["source"]))
+    subscriptions = {u: frozenset(s) for u, s in sorted(reads.items())}
+    if not job.dynamic:
+        return replace(state, sources=sources, subscriptions=subscriptions)
+    placed = {u: current[u] for u in sorted(units) if version is not None and u in current}
+    return replace(state, assignment=placed, arrivals=frozenset(units - set(placed)),
+                   sources=sources, subscriptions=subscriptions)
+
+
+def check_strategy_facets(job: JobConfig, strategy: str, state: ClusterState) -> None:
+    """Refuse a strategy whose required facets the period's data lack (a clear message)."""
+    needed = set(STRATEGIES[strategy].facets) - _MAY_BE_EMPTY
+    if state.streams:  # declared streams, load model not fitted yet: jobs/facets/load_model.py keeps
+        needed.discard("load_model")  # the placement until it is (`keep_until_fitted`)
+    missing = sorted(needed - state.facets)
+    if missing:
+        raise StageError(
+            f"strategy {strategy!r} needs the {', '.join(missing)} facet(s), which the "
+            f"statistics of job {job.job_id!r} do not provide",
+            where=f"job {job.job_id!r}: strategy {strategy!r}",
+            fix="give the job a strategy that fits its data, or a runtime that lands the facet "
+                "(sources: a dynamic job's subscriptions and source rates, units = \"dynamic\"; "
+                "see docs/operations.md)",
+        )
+
+
+def preplace_arrivals(state: ClusterState, strategy: str
+                      ) -> tuple[ClusterState, dict[str, str]]:
+    """For a strategy that does not place arrivals itself: each arrival, in id order, on the node
+    of A with the least utilisation (Σ load / capacity) once it is there, ties by node id. The
+    returned state has no arrivals; the second value is where each went."""
+    if not state.arrivals or STRATEGIES[strategy].places_arrivals:
+        return state, {}
+    capacity = {n.id: n.capacity for n in state.nodes if not n.marked_for_removal}
+    load = dict.fromkeys(capacity, 0.0)
+    loads = {k.id: k.load for k in state.keygroups}
+    for unit, node in state.assignment.items():
+        if node in load:
+            load[node] += loads[unit]
+    placed: dict[str, str] = {}
+    for unit in sorted(state.arrivals):
+        node = min(capacity, key=lambda n: ((load[n] + loads[unit]) / capacity[n], n))
+        load[node] += loads[unit]
+        placed[unit] = node
+    return replace(state, assignment={**state.assignment, **placed}, arrivals=frozenset()), placed
+
+
+def with_facet_metrics(plan: Plan, state: ClusterState, ran: Mapping[str, str]) -> Plan:
+    """The plan with the Herding metrics of a state with sources (placement/herding/metrics.py
+    `facet_metrics`: stream_traffic, replication_factor, balance, load_balance,
+    traffic_lower_bound) after (its assignment) and before (`ran`: where the runtime ran every
+    unit of the period, arrivals included); a strategy's own values are kept."""
+    if "sources" not in state.facets:
+        return plan
+    inst = from_state(state)
+    after = facet_metrics(inst, node_of(inst, state, plan.assignment))
+    before = facet_metrics(inst, node_of(inst, state, ran))
+    return replace(plan, facet_metrics={**after, **plan.facet_metrics},
+                   facet_before={**before, **plan.facet_before})
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A period's state made ready for `strategy`: `state` is what the strategy gets, `built`
+    the state with its arrivals still unplaced, `ran` where the runtime ran every unit."""
+
+    strategy: str
+    state: ClusterState
+    built: ClusterState
+    ran: Mapping[str, str]
+    preplaced: Mapping[str, str]
+
+    def finish(self, plan: Plan, solved: ClusterState
+               ) -> tuple[Plan, ClusterState, dict[str, str]]:
+        """The plan with its facet metrics and message, the state to log it against (every
+        unit where the runtime ran it, so "before" is the running system), and the extra
+        artifacts of its MLflow run (placements.csv: where each placed or moved unit went, why).
+        """
+        plan = with_facet_metrics(plan, solved, self.ran)
+        if self.preplaced:
+            note = (f"{len(self.preplaced)} arriving unit(s) placed first on the least utilised "
+                    f"node ({self.strategy} does not place arrivals)")
+            plan = replace(plan, message=f"{plan.message}; {note}" if plan.message else note)
+        if not self.built.arrivals:
+            logged = solved
+        else:
+            logged = replace(solved, arrivals=frozenset(), assignment={
+                **{u: self.ran[u] for u in self.built.arrivals}, **solved.assignment})
+        rule = ("pre-placed on the least utilised node by capacity (docs/algorithms.md)"
+                if self.preplaced else f"placed by {self.strategy}")
+        text = placements_csv(self.built, plan, self.ran, rule)
+        return plan, logged, ({} if text is None else {PLACEMENTS_ARTIFACT: text})
+
+
+def prepare_units(job: JobConfig, strategy: str, state: ClusterState,
+                  kg_rows: list[dict[str, Any]],
+                  facet_rows: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None,
+                  current: Mapping[str, str], version: int | None) -> Prepared:
+    """Sources, subscriptions and arrivals (when the period has facet rows), the strategy's
+    facets checked, arrivals pre-placed for a strategy that does not place them."""
+    if facet_rows is not None:
+        state = with_sources(state, job, kg_rows, *facet_rows, current, version)
+    check_strategy_facets(job, strategy, state)
+    ready, preplaced = preplace_arrivals(state, strategy)
+    return Prepared(strategy, ready, state, {k["keygroup"]: k["node"] for k in kg_rows},
+                    preplaced)

@@ -1,0 +1,207 @@
+"""Recording a computed plan: its MLflow run, then (unless a dry run) its plans / plan_moves rows.
+
+Shared by the per-job path (jobs/plan/stage.py) and fleet planning (jobs/plan/fleet.py), so both record the
+same. Every call records a new attempt (jobs/plan/attempts.py): its own plan id, MLflow run and rows,
+never another attempt's; an attempt of a period that already has a published version is recorded
+as `not_published`, and the published attempt's row, run and manifest stay as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from jobs.faults import failpoint
+from jobs.lake.base import Start, concurrently, table_versions, write_records
+from jobs.lake.write import records_table
+from jobs.plan.attempts import NOT_PUBLISHED, PeriodRecord, attempt_predicate, period_record
+from jobs.plan.attempts import plan_id as attempt_id
+from jobs.tracking.store import CycleRecord, log_cycle, logged_attempts, tag_run
+from jobs.whatif.input import keep_input
+from placement.model import Budget, ClusterState, Plan
+from schemas.config import JobConfig, Paths
+from schemas.landing import format_period_end
+from schemas.manifest import assignment_checksum
+from schemas.tables import ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS, PLAN_MOVES, PLANS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["PlanResult", "job_budget", "plan_to_dict", "record_plan"]
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    job_id: str
+    period_end: str
+    plan_id: str
+    plan: Plan
+    base_version: int | None
+    mlflow_run_id: str | None
+    plan_json: dict[str, Any]
+    dry_run: bool = False
+    #: (version, plan id) of the period's published version when this attempt was made after it:
+    #: the attempt is recorded as not published and never will be
+    published_as: tuple[int, str] | None = None
+
+    def summary(self) -> str:
+        """The one-line summary of a plan, as the DAG's log, the fleet and `reconf` print it."""
+        p = self.plan
+        return (f"plan {self.plan_id}{' (dry run)' if self.dry_run else ''}: {p.strategy} "
+                f"({p.status.value}) load distance {p.before.load_distance:.3f} -> "
+                f"{p.after.load_distance:.3f}, {p.migrations} migrations, "
+                f"MLflow run {self.mlflow_run_id}"
+                + (f"; {self.not_published_note()}" if self.published_as else ""))
+
+    def not_published_note(self) -> str:
+        """Why this attempt is never published (for an attempt made after the period's publish)."""
+        if self.published_as is None:
+            return ""
+        version, pid = self.published_as
+        return (f"not published: the period was already published as v{version} (plan {pid}), "
+                "whose plan row, MLflow run and manifest never change; this attempt is kept "
+                "beside it as an attempt")
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    return plan.to_dict()
+
+
+def job_budget(job: JobConfig) -> Budget:
+    return Budget(max_migration_cost=job.max_migration_cost, max_migrations=job.max_migrations)
+
+
+def record_plan(
+    spark: SparkSession,
+    paths: Paths,
+    job: JobConfig,
+    period_end: datetime,
+    strategy: str,
+    state: ClusterState,
+    plan: Plan,
+    scaling_extra: dict[str, Any] | None,
+    start: Start,
+    *,
+    validation: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
+    dry_run: bool = False,
+    collect_id: str | None = None,
+    artifacts: Mapping[str, str] | None = None,
+    read_versions: dict[str, int] | None = None,
+) -> PlanResult:
+    """Log a computed plan to MLflow and (unless a dry run) write it to plans / plan_moves.
+
+    Shared by the per-job path and fleet planning (jobs/plan/fleet.py), so both record the same.
+    `read_versions`: table -> Delta version the plan read, where the caller knows it (the rest
+    are looked up). The rows are built (and their types checked by Spark) before the MLflow run is logged, so a value
+    no table can hold fails before anything is written. Callers that write (not a dry run) hold
+    the job's lock, so the attempt number is theirs alone.
+    """
+    stamp = format_period_end(period_end)
+    base_version = start.version
+    read = dict(read_versions or {})
+    missing = [t.name for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS, ASSIGNMENTS)
+               if t.name not in read]
+    # one round: the period's attempts and version (not for a dry run: it writes no rows), the
+    # attempts MLflow holds, the versions of the tables read not known yet
+    record, logged, versions = concurrently(
+        lambda: PeriodRecord() if dry_run else period_record(spark, paths, job.job_id, period_end),
+        lambda: logged_attempts(paths, job.job_id, stamp, dry_run),
+        lambda: table_versions(spark, paths, missing))
+    read.update(versions)
+    attempt = record.next_attempt(logged)
+    pid = attempt_id(job.job_id, period_end, attempt, dry_run=dry_run)
+    published = (None if record.published_version is None or record.published_plan is None
+                 else (record.published_version, record.published_plan))
+    plan_json = {"job_id": job.job_id, "period_end": stamp, "plan_id": pid, "attempt": attempt,
+                 "base_version": base_version, "newest_version": start.newest,
+                 "collect_id": collect_id, **plan_to_dict(plan)}
+    if scaling_extra is not None:
+        plan_json["scaling"].update(scaling_extra)
+    # what publish checks the plan against (jobs/publish/stage.py): the assignment's checksum, and the
+    # Airflow run that made the plan (its publish task publishes this run's plan)
+    plan_json["checksum"] = assignment_checksum(
+        {str(k): str(v) for k, v in plan_json["assignment"].items()})
+    plan_json["airflow_run_id"] = os.environ.get("AIRFLOW_CTX_DAG_RUN_ID") or None
+    status = "planned" if published is None else NOT_PUBLISHED
+    if not dry_run:  # the rows' types checked before anything is logged or written
+        for rows, table in zip(_plan_rows(job, period_end, pid, strategy, plan, base_version, "",
+                                          plan_json, status), (PLAN_MOVES, PLANS), strict=True):
+            records_table(rows, table)
+    read_tags = {f"reconf.delta.{name}.version": str(version) for name, version in sorted(
+        read.items())}
+    attempt_tags = {"reconf.plan_id": pid, "reconf.attempt": str(attempt),
+                    "reconf.checksum": plan_json["checksum"]}
+    if published is not None:
+        attempt_tags.update({"reconf.publish_status": NOT_PUBLISHED,
+                             "reconf.published_version": str(published[0]),
+                             "reconf.published_plan_id": published[1]})
+    run_id = log_cycle(
+        paths,
+        CycleRecord(job, stamp, strategy, plan_json, validation,
+                    {**read_tags, "reconf.base_version": str(base_version), **attempt_tags,
+                     **(tags or {})}, dry_run, dict(artifacts or {})),
+        state,
+        plan,
+    )
+    if not dry_run:
+        if published is None:  # the what-if only ever compares a publishable plan
+            keep_input(paths, run_id, job, stamp, strategy, state, plan, job_budget(job))
+        moves, row = _plan_rows(job, period_end, pid, strategy, plan, base_version, run_id,
+                                plan_json, status)
+        where = attempt_predicate(job.job_id, period_end, pid)
+        # Moves first, plan row last: publish reads the plan row, so it only ever sees a plan
+        # whose moves are already written. Only this attempt's rows: never another attempt's.
+        write_records(spark, moves, paths, PLAN_MOVES, where)
+        failpoint("plan.moves")
+        write_records(spark, row, paths, PLANS, where)
+        failpoint("plan.row")
+        written = table_versions(spark, paths, (PLAN_MOVES.name, PLANS.name))
+        tag_run(paths, run_id, {f"reconf.delta.{name}.version": str(version)
+                                for name, version in written.items()})  # the versions holding this plan
+    return PlanResult(job.job_id, stamp, pid, plan, base_version, run_id, plan_json, dry_run,
+                      published)
+
+
+def _float(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _plan_rows(
+    job: JobConfig,
+    period_end: datetime,
+    pid: str,
+    strategy: str,
+    plan: Plan,
+    base_version: int | None,
+    run_id: str,
+    plan_json: dict[str, Any],
+    status: str = "planned",
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The plan_moves rows and the plans row of a plan (not yet written: `records_table` checks
+    their types before anything is logged)."""
+    # DOUBLE columns get floats: Spark refuses an int (e.g. the migration cost of a plan with no
+    # moves is sum(()) == 0, or a time limit of 2) in a DoubleType field.
+    plan_row = {
+        "job_id": job.job_id, "period_end": period_end, "plan_id": pid, "strategy": strategy,
+        "status": status, "solver_status": plan.status.value,
+        "max_migrations": job.max_migrations,
+        "max_migration_cost": _float(job.max_migration_cost),
+        "time_limit_s": _float(job.solver_time_limit_s),
+        "load_distance_before": _float(plan.before.load_distance),
+        "load_distance_after": _float(plan.after.load_distance),
+        "lower_bound": _float(plan.lower_bound),
+        "migrations": plan.migrations, "migration_cost": _float(plan.migration_cost),
+        "solve_s": _float(plan.wall_s), "base_version": base_version, "mlflow_run_id": run_id,
+        "message": plan.message, "plan_json": json.dumps(plan_json, sort_keys=True),
+    }
+    move_rows = [
+        {"job_id": job.job_id, "period_end": period_end, "plan_id": pid, "keygroup": m.keygroup,
+         "src_node": m.src, "dst_node": m.dst, "cost": _float(m.cost)}
+        for m in plan.moves
+    ]
+    return move_rows, [plan_row]

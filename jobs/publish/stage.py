@@ -1,0 +1,333 @@
+"""publish: the period's plan -> the next immutable assignment version (Delta + JSON manifest).
+
+Order of writes, each step idempotent, so a crash anywhere is mended by a rerun:
+1. the manifest file `v<N>.json` (temp file + rename; never overwritten);
+2. the `assignments` rows of version N (one Delta commit);
+3. the `assignment_versions` row (one Delta commit) — the commit point of the version;
+4. `LATEST` (temp file + rename), only ever forward.
+A rerun of a published period finds its version row and publishes nothing new. A plan for a period
+older than the newest published one is recorded as historical and never moves LATEST back.
+
+A period may have several plan attempts (jobs/plan/attempts.py); publish publishes exactly one: the one
+asked for by plan id, else the one this Airflow run's plan task made, else the newest. It checks
+that the plans row, its plan JSON and its MLflow run agree on the plan id and the assignment's
+checksum, so the manifest is what `reconf audit` shows; once the period is published, its other
+attempts are `not_published` and asking to publish one is refused.
+
+Before the first write, publish checks everything: LATEST is readable, the period passed
+validation for the collect the plan was made from, the plan keeps its budget, and no version was
+published since the plan was made (else the plan is *stale*: recorded as such, never published).
+Publishers of one job hold the job's lock (jobs/errors.py), so two of them never race for a
+version number; the second finds the first's version and reports it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from jobs.errors import StageError, job_lock
+from jobs.faults import failpoint
+from jobs.lake.base import (
+    concurrently,
+    ensure_tables,
+    newest_version,
+    period_predicate,
+    quote,
+    table_version,
+    timestamp,
+    write_records,
+)
+from jobs.lake.read import fetch_records, rows_where
+from jobs.markers import check_validated
+from jobs.plan.attempts import (
+    NOT_PUBLISHED,
+    attempt_of,
+    check_identity,
+    choose_attempt,
+    set_status,
+    settle_statuses,
+)
+from jobs.tracking.store import open_store, run_tags, tag_run
+from schemas.config import JobConfig, Paths
+from schemas.landing import format_period_end
+from schemas.manifest import (
+    Manifest,
+    ManifestError,
+    ScalingSection,
+    assignment_checksum,
+    latest_path,
+    manifest_path,
+    read_latest_version,
+    read_manifest,
+    write_latest,
+    write_manifest,
+)
+from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLANS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["PublishResult", "publish_period"]
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    job_id: str
+    period_end: str
+    version: int | None  # None: nothing published (historical or stale)
+    status: str  # "published", "already_published", "historical" or "stale"
+    manifest: str | None
+    reason: str = ""  # why nothing was published (a stale plan), or a note on other attempts
+    plan_id: str | None = None  # the plan published (or refused, for a stale or historical one)
+
+
+def _manifest_for(
+    paths: Paths, job_id: str, version: int, pid: str, period_end: datetime,
+    assignment: dict[str, str], scaling: ScalingSection,
+) -> Manifest:
+    """The manifest of version N: the one already on disk for this plan (crash recovery), or new.
+
+    A `v<N>.json` of another plan with no version row is an orphan: a publisher crashed between
+    writing it and committing its version (publishers of a job hold its lock, so none is in
+    progress). LATEST never named it, so no runtime can have read it; it is moved aside to
+    `.orphaned/` (kept for inspection) and version N is written afresh.
+    """
+    path = manifest_path(paths.published, job_id, version)
+    if path.is_file():
+        try:
+            existing: Manifest | None = read_manifest(paths.published, job_id, version)
+        except ManifestError:
+            existing = None  # torn or damaged: an orphan all the same
+        if (existing is not None and existing.plan_id == pid
+                and existing.checksum == assignment_checksum(assignment)):
+            return existing
+        aside = path.parent / ".orphaned" / f"{path.stem}.{uuid.uuid4().hex[:8]}.json"
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, aside)
+        print(f"publish {job_id}: moved the uncommitted manifest of a crashed publish aside "
+              f"({path} -> {aside})", file=sys.stderr, flush=True)
+    return Manifest.create(
+        job_id=job_id, version=version, period_end=period_end, plan_id=pid,
+        assignment=assignment, scaling=scaling, created_at=datetime.now(UTC),
+    )
+
+
+def _check_latest(spark: SparkSession, paths: Paths, job_id: str) -> int | None:
+    """LATEST as it is, read before anything is written: garbage there stops publish."""
+    try:
+        return read_latest_version(paths.published, job_id)
+    except ManifestError as exc:
+        newest = newest_version(spark, paths, job_id)
+        path = latest_path(paths.published, job_id)
+        # rm first: LATEST may be a FIFO or a symbolic link, which `>` would block on or follow
+        restore = (f"rm {path}; printf '{newest}\\n' > {path}" if newest is not None
+                   else f"rm {path}")
+        raise StageError(
+            f"LATEST is unreadable ({exc}); the runtime ignores it and keeps its assignment",
+            where=str(latest_path(paths.published, job_id)),
+            fix=f"restore it from the version table (newest published version: "
+                f"{'v' + str(newest) if newest else 'none'}): `{restore}`, then publish again",
+        ) from None
+
+
+def _check_budget(plan_row: Any, plan_json: dict[str, Any], job_id: str, stamp: str) -> None:
+    """The plan keeps the budget it was made under (a planner bug must not reach the runtime)."""
+    moves = plan_json.get("moves", [])
+    limit, cost_limit = plan_row["max_migrations"], plan_row["max_migration_cost"]
+    cost = sum(float(m.get("cost", 0.0)) for m in moves)
+    if (limit is not None and len(moves) > limit) or (
+            cost_limit is not None and cost > cost_limit * (1 + 1e-9) + 1e-12):
+        raise StageError(
+            f"the plan of {stamp} breaks its budget ({len(moves)} moves of cost {cost:.6g}; "
+            f"allowed {limit} moves, cost {cost_limit}); it is not published",
+            where=f"plans row {job_id}@{stamp}",
+            fix="plan the period again; if this repeats, report the strategy and the plan JSON",
+        )
+
+
+def publish_period(
+    job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession,
+    plan_id: str | None = None,
+) -> PublishResult:
+    """Publish the period's plan: `plan_id`, else the one this Airflow run planned, else the
+    period's newest attempt (jobs/plan/attempts.py `choose_attempt`)."""
+    ensure_tables(spark, paths)
+    with job_lock(paths, job.job_id, "publish"):
+        return _publish(job, period_end, paths, spark, plan_id)
+
+
+def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession,
+             wanted: str | None) -> PublishResult:
+    stamp = format_period_end(period_end)
+    # one round of queries: the period's plan attempts, and what the version log says about it
+    # (and the MLflow store opened meanwhile: the plan is checked against its run)
+    attempts: list[dict[str, Any]]
+    log: dict[str, Any]
+    attempts, log, _ = concurrently(
+        lambda: rows_where(spark, paths, PLANS.name, period_predicate(job.job_id, period_end)),
+        lambda: _version_log(spark, paths, job.job_id, period_end),
+        lambda: open_store(paths))
+    if not attempts:
+        raise StageError(
+            f"no plan for job {job.job_id!r}, period ending {stamp}",
+            where=paths.table(PLANS.name),
+            fix=f"run `reconf plan --job {job.job_id} --period-end {stamp}` first",
+        )
+    latest = _check_latest(spark, paths, job.job_id)
+    if log["mine"] is not None:
+        return _already_published(spark, paths, job, period_end, log["mine"], attempts, wanted,
+                                  latest)
+    plan_row = choose_attempt(job.job_id, stamp, attempts, wanted,
+                              os.environ.get("AIRFLOW_CTX_DAG_RUN_ID"))
+    plan_json = json.loads(plan_row["plan_json"])
+    pid, run_id = str(plan_row["plan_id"]), plan_row["mlflow_run_id"]
+    check_identity(plan_row, plan_json, run_tags(paths, run_id) if run_id else {})
+    if log["newer"]:
+        set_status(spark, paths, job.job_id, period_end, pid, "historical")
+        if run_id:
+            tag_run(paths, run_id, {"reconf.publish_status": "historical"})
+        return PublishResult(job.job_id, stamp, None, "historical", None, plan_id=pid)
+    check_validated(paths, job, period_end, collect_id=plan_json.get("collect_id"))
+    _check_budget(plan_row, plan_json, job.job_id, stamp)
+
+    newest = None if log["newest"] is None else int(log["newest"])
+    planned_at = plan_json.get("newest_version", plan_row["base_version"])
+    if newest != planned_at:
+        set_status(spark, paths, job.job_id, period_end, pid, "stale")
+        if run_id:
+            tag_run(paths, run_id, {"reconf.publish_status": "stale"})
+        return PublishResult(
+            job.job_id, stamp, None, "stale", None,
+            f"the plan was made when the newest version was "
+            f"{'v' + str(planned_at) if planned_at else 'none'}, but v{newest} has been published "
+            f"since; publishing it could undo v{newest}'s moves and break the budget. Plan the "
+            f"period again (`reconf plan --job {job.job_id} --period-end {stamp}`), then publish",
+            plan_id=pid)
+
+    version = (newest or 0) + 1
+    assignment = {str(k): str(v) for k, v in plan_json["assignment"].items()}
+    raw = plan_json.get("scaling", {})
+    scaling = ScalingSection(
+        nodes_to_add=tuple(raw.get("nodes_to_add", ())),
+        nodes_to_mark=tuple(raw.get("nodes_to_mark", ())),
+        nodes_to_terminate=tuple(raw.get("nodes_to_terminate", ())),
+        reason=str(raw.get("reason", "")),
+    )
+    try:
+        manifest = _manifest_for(paths, job.job_id, version, pid, period_end, assignment, scaling)
+        path = write_manifest(paths.published, manifest)
+    except ManifestError as exc:
+        raise StageError(str(exc), where=str(paths.published / job.job_id),
+                         fix="inspect the published directory; versions are immutable") from exc
+    failpoint("publish.manifest")
+    version_where = f"job_id = {quote(job.job_id)} AND version = {version}"
+    write_records(
+        spark,
+        [{"job_id": job.job_id, "version": version, "keygroup": kg, "node": node}
+         for kg, node in sorted(assignment.items())],
+        paths, ASSIGNMENTS, version_where,
+    )
+    failpoint("publish.assignments")
+    write_records(
+        spark,
+        [{"job_id": job.job_id, "version": version, "plan_id": pid, "period_end": period_end,
+          "checksum": manifest.checksum, "status": "published", "manifest_path": str(path),
+          "published_at": datetime.now(UTC)}],
+        paths, ASSIGNMENT_VERSIONS, version_where,
+    )
+    committed = table_version(spark, paths, ASSIGNMENT_VERSIONS.name)
+    failpoint("publish.version")
+    write_latest(paths.published, job.job_id, version)
+    failpoint("publish.latest")
+    # bookkeeping after the runtime can see the version: the plans' statuses and the runs' tags,
+    # at once (a rerun mends either, see `_already_published`)
+    concurrently(
+        lambda: settle_statuses(spark, paths, job.job_id, period_end, pid),
+        lambda: _tag_published(spark, paths, run_id, version, str(path), committed),
+        lambda: _tag_others(paths, attempts, pid, version))
+    failpoint("publish.status")
+    return PublishResult(job.job_id, stamp, version, "published", str(path), plan_id=pid)
+
+
+def _already_published(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
+                       mine: dict[str, Any], attempts: list[dict[str, Any]], wanted: str | None,
+                       latest: int | None) -> PublishResult:
+    """A rerun for a published period: the version stands; a crash after its commit point is
+    mended (LATEST, the statuses, the run's tags: each only if it is behind, so the published
+    plan's row and run are never touched again once complete); another plan is never published."""
+    stamp = format_period_end(period_end)
+    version, pid = int(mine["version"]), str(mine["plan_id"])
+    if wanted is not None and wanted != pid:
+        raise StageError(
+            f"plan {wanted} is not published and never will be: the period ending {stamp} was "
+            f"published as v{version} from plan {pid}, and a published period's record (plan "
+            "row, MLflow run, manifest) never changes",
+            where=f"assignment_versions, job {job.job_id!r} version {version}",
+            fix=f"`reconf audit --job {job.job_id} --period-end {stamp}` shows v{version}; to "
+                "change the assignment, plan and publish a later period",
+        )
+    if (latest or 0) < version:
+        write_latest(paths.published, job.job_id, version)
+    row = next((r for r in attempts if r["plan_id"] == pid), None)
+    if row is not None:
+        published = {str(k): str(v) for k, v in json.loads(row["plan_json"])["assignment"].items()}
+        if assignment_checksum(published) == mine["checksum"]:
+            if row["status"] != "published" or any(r["status"] == "planned" for r in attempts):
+                settle_statuses(spark, paths, job.job_id, period_end, pid)
+                _tag_others(paths, attempts, pid, version)
+            tags = run_tags(paths, row["mlflow_run_id"]) if row["mlflow_run_id"] else {}
+            if tags and tags.get("reconf.assignment_version") != str(version):
+                _tag_published(spark, paths, row["mlflow_run_id"], version, mine["manifest_path"])
+    others = sorted((str(r["plan_id"]) for r in attempts if r["plan_id"] != pid), key=attempt_of)
+    note = (f"the period's other plan(s) {', '.join(others)} are kept as attempts, not published"
+            if others else "")
+    return PublishResult(job.job_id, stamp, version, "already_published", mine["manifest_path"],
+                         note, plan_id=pid)
+
+
+def _tag_others(paths: Paths, attempts: list[dict[str, Any]], pid: str, version: int) -> None:
+    """The runs of the period's attempts that were waiting learn they will never be published."""
+    for row in attempts:
+        if row["plan_id"] != pid and row["status"] == "planned" and row["mlflow_run_id"]:
+            tag_run(paths, row["mlflow_run_id"], {
+                "reconf.publish_status": NOT_PUBLISHED, "reconf.published_version": str(version),
+                "reconf.published_plan_id": pid})
+
+
+def _version_log(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime
+                 ) -> dict[str, Any]:
+    """What publish needs of the job's version log, in one round: this period's version row
+    (`mine`, or None), how many versions are of later periods (`newer`), the newest version."""
+    table = "{" + ASSIGNMENT_VERSIONS.name + "}"
+    job, when = quote(job_id), timestamp(period_end)
+    counts, mine = concurrently(
+        lambda: fetch_records(spark, paths, "SELECT max(version) AS newest, count(CASE WHEN "
+                              f"period_end > {when} THEN 1 END) AS newer FROM {table} "
+                              f"WHERE job_id = {job}"),
+        lambda: fetch_records(spark, paths, "SELECT version, plan_id, checksum, manifest_path FROM "
+                              f"{table} WHERE job_id = {job} AND period_end = {when} "
+                              "ORDER BY version DESC LIMIT 1"))
+    return {"newest": counts[0]["newest"], "newer": int(counts[0]["newer"]),
+            "mine": mine[0] if mine else None}
+
+
+def _tag_published(spark: SparkSession, paths: Paths, run_id: str | None, version: int,
+                   manifest: str, log_version: int | None = None) -> None:
+    """The plan's MLflow run learns its version (idempotent: a recovering rerun tags it again).
+    `log_version`: the version log's Delta version after this publish's commit, if known."""
+    if not run_id:
+        return
+    if log_version is None:
+        log_version = table_version(spark, paths, ASSIGNMENT_VERSIONS.name)
+    # the plan tagged the tables it read and wrote; publish adds the version log's version
+    tag_run(paths, run_id, {
+        "reconf.publish_status": "published", "reconf.assignment_version": str(version),
+        "reconf.manifest": manifest, f"reconf.delta.{ASSIGNMENT_VERSIONS.name}.version":
+        str(log_version),
+    })

@@ -1,0 +1,288 @@
+"""What a cycle's MLflow run shows so that an operator can audit a plan from the UI alone.
+
+An operator asks "why did job X move key group 17 at 10:05?". The plan itself does not say why
+(a MILP only returns an assignment), so the reasons are derived here, at plan time, from the
+same `ClusterState` the strategy saw, and stored with the run: per move the source and target
+node loads against the mean, whether the source node is being drained or the target is new, and
+how much of the key group's traffic becomes local. `reconf audit` reads them back from MLflow
+and never recomputes them.
+
+Also here: the per-key-group and per-node tables, the Airflow provenance tags (from the
+`AIRFLOW_CTX_*` variables Airflow exports to every task), and the run description
+(`mlflow.note.content`, shown on the run page) rendered from the run's own tags and metrics.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from jobs.whatif.report import markdown_table
+from placement.graphpart import pair_rates
+from placement.metrics import mean_load, node_loads
+from placement.model import ClusterState, Plan
+
+__all__ = [
+    "KEYGROUP_COLUMNS",
+    "MOVE_COLUMNS",
+    "NODE_COLUMNS",
+    "airflow_tags",
+    "explain_moves",
+    "keygroup_rows",
+    "node_rows",
+    "note_markdown",
+    "summary_line",
+    "to_csv",
+]
+
+# Who/where/why first: the MLflow UI's CSV preview shows the leftmost columns.
+MOVE_COLUMNS = ("keygroup", "src_node", "dst_node", "reason_codes", "load_pct", "state_bytes",
+                "cost", "reason", "operator", "src_load_before", "src_load_after",
+                "dst_load_before", "dst_load_after", "mean_load", "local_traffic_before_pct",
+                "local_traffic_after_pct")
+KEYGROUP_COLUMNS = ("keygroup", "operator", "load_pct", "state_bytes", "node_before",
+                    "node_after", "moved")
+NODE_COLUMNS = ("node", "capacity", "marked_for_removal", "load_before", "load_after", "role")
+AIRFLOW_TAG = "reconf.airflow."
+_EPS = 1e-9
+NOTE_MOVES = 25  # moves listed in the run description; moves.csv has them all
+
+
+def _partners(state: ClusterState, wanted: set[str]) -> dict[str, dict[str, float]]:
+    """kg -> partner -> out(kg, p) + out(p, kg), for the key groups in `wanted` (the moved
+    ones: a job of 10^4 key groups has millions of pairs, a plan a few dozen moves)."""
+    out: dict[str, dict[str, float]] = {}
+    for (src, dst), rate in pair_rates(state).items():
+        if src in wanted:
+            out.setdefault(src, {})[dst] = out.setdefault(src, {}).get(dst, 0.0) + rate
+        if dst in wanted:
+            out.setdefault(dst, {})[src] = out.setdefault(dst, {}).get(src, 0.0) + rate
+    return out
+
+
+def _local_pct(partners: Mapping[str, float], where: Mapping[str, str], node: str) -> float:
+    total = sum(partners.values())
+    local = sum(rate for p, rate in partners.items() if where.get(p) == node)
+    return 100.0 * local / total if total > 0 else 0.0
+
+
+def explain_moves(state: ClusterState, plan: Plan) -> list[dict[str, Any]]:
+    """One row per move (MOVE_COLUMNS): the numbers the planner saw and why the move helps."""
+    before = node_loads(state, state.assignment)
+    after = node_loads(state, plan.assignment)
+    mean = mean_load(state)
+    active = [n.id for n in state.nodes if not n.marked_for_removal]
+    hottest = max(active, key=lambda n: (before.get(n, 0.0), n)) if active else None
+    marked = {n.id for n in state.nodes if n.marked_for_removal}
+    added = set(plan.scaling.nodes_to_add)
+    partners = _partners(state, {move.keygroup for move in plan.moves})
+    keygroups = {k.id: k for k in state.keygroups}
+    rows = []
+    for move in plan.moves:
+        kg = keygroups[move.keygroup]
+        src, dst = move.src, move.dst
+        mine = partners.get(kg.id, {})
+        local_before = _local_pct(mine, state.assignment, src)
+        local_after = _local_pct(mine, plan.assignment, dst)
+        codes, why = [], []
+        if src in marked:
+            codes.append("drain")
+            why.append(f"{src} is marked for removal (scale in), so its key groups leave it")
+        if dst in added:
+            codes.append("scale-out")
+            why.append(f"{dst} is a node this plan adds (scale out)")
+        if before[src] > mean + _EPS and src not in marked:
+            codes.append("balance")
+            hot = " (the most loaded node)" if src == hottest else ""
+            why.append(f"{src}{hot} was above the mean load: {before[src]:.1f}% vs mean "
+                       f"{mean:.1f}%, {after[src]:.1f}% after")
+        if local_after > local_before + _EPS:
+            codes.append("collocation")
+            mates = sorted((p for p in mine if plan.assignment.get(p) == dst),
+                           key=lambda p: (-mine[p], p))[:3]
+            why.append(f"collocates it with {', '.join(mates)} on {dst}: "
+                       f"{local_after:.0f}% of its traffic local, was {local_before:.0f}%")
+        if not codes:
+            codes.append("exchange")
+            why.append(f"part of an exchange that evens the loads ({src} {before[src]:.1f}% -> "
+                       f"{after[src]:.1f}%, mean {mean:.1f}%)")
+        why.append(f"{dst} goes {before.get(dst, 0.0):.1f}% -> {after.get(dst, 0.0):.1f}%")
+        rows.append({
+            "keygroup": kg.id, "operator": kg.operator, "src_node": src, "dst_node": dst,
+            "load_pct": kg.load, "state_bytes": kg.state_bytes, "cost": move.cost,
+            "src_load_before": before[src], "src_load_after": after[src],
+            "dst_load_before": before.get(dst, 0.0), "dst_load_after": after.get(dst, 0.0),
+            "mean_load": mean, "local_traffic_before_pct": local_before,
+            "local_traffic_after_pct": local_after, "reason_codes": ";".join(codes),
+            "reason": "; ".join(why),
+        })
+    return rows
+
+
+def keygroup_rows(state: ClusterState, plan: Plan) -> list[dict[str, Any]]:
+    """Every key group: its load, state, node before and after (also the ones that stayed)."""
+    return [{"keygroup": k.id, "operator": k.operator, "load_pct": k.load,
+             "state_bytes": k.state_bytes, "node_before": state.assignment[k.id],
+             "node_after": plan.assignment[k.id],
+             "moved": state.assignment[k.id] != plan.assignment[k.id]}
+            for k in state.keygroups]
+
+
+def node_rows(state: ClusterState, plan: Plan) -> list[dict[str, Any]]:
+    before = node_loads(state, state.assignment)
+    after = node_loads(state, plan.assignment)
+    roles = {**{n: "marked" for n in plan.scaling.nodes_to_mark},
+             **{n: "added" for n in plan.scaling.nodes_to_add},
+             **{n: "terminated" for n in plan.scaling.nodes_to_terminate}}
+    return [{"node": n.id, "capacity": n.capacity, "marked_for_removal": n.marked_for_removal,
+             "load_before": before[n.id], "load_after": after[n.id],
+             "role": roles.get(n.id, "")} for n in state.nodes]
+
+
+def to_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row[c]) for c in columns])
+    return out.getvalue()
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def airflow_url(base: str, dag_id: str, run_id: str) -> str:
+    """The Airflow 3 UI page of one DAG run (as airflow.utils.helpers builds it)."""
+    return f"{base.rstrip('/')}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+
+
+def airflow_tags(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`reconf.airflow.*` tags from the context Airflow exports to a running task; {} outside.
+
+    The UI link needs the Airflow UI's address: `RECONF_AIRFLOW_URL`, else Airflow's own
+    `AIRFLOW__API__BASE_URL`; without either, no link tag is written.
+    """
+    env = os.environ if environ is None else environ
+    dag_id, run_id = env.get("AIRFLOW_CTX_DAG_ID"), env.get("AIRFLOW_CTX_DAG_RUN_ID")
+    if not dag_id or not run_id:
+        return {}
+    tags = {f"{AIRFLOW_TAG}dag_id": dag_id, f"{AIRFLOW_TAG}run_id": run_id}
+    for key, var in (("try_number", "AIRFLOW_CTX_TRY_NUMBER"), ("task_id", "AIRFLOW_CTX_TASK_ID"),
+                     ("logical_date", "AIRFLOW_CTX_LOGICAL_DATE")):
+        if env.get(var):
+            tags[f"{AIRFLOW_TAG}{key}"] = env[var]
+    base = env.get("RECONF_AIRFLOW_URL") or env.get("AIRFLOW__API__BASE_URL")
+    if base:
+        tags[f"{AIRFLOW_TAG}url"] = airflow_url(base, dag_id, run_id)
+    return tags
+
+
+def _bytes(value: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} GB"
+
+
+def _num(metrics: Mapping[str, float], key: str, fmt: str = ".3f") -> str:
+    value = metrics.get(key)
+    return "n/a" if value is None else format(value, fmt)
+
+
+def _delta_versions(tags: Mapping[str, str]) -> dict[str, str]:
+    return {k[len("reconf.delta."):-len(".version")]: v for k, v in sorted(tags.items())
+            if k.startswith("reconf.delta.") and k.endswith(".version")}
+
+
+def summary_line(tags: Mapping[str, str], metrics: Mapping[str, float], migrations: int) -> str:
+    """What an operator reads first, on one line: LD before -> after, migrations, status."""
+    published = tags.get("reconf.publish_status")
+    version = tags.get("reconf.assignment_version")
+    status = ("dry run" if tags.get("reconf.dry_run") == "true"
+              else f"published v{version}" if published == "published" and version
+              else f"not published (an attempt beside v{tags['reconf.published_version']})"
+              if published == "not_published" and tags.get("reconf.published_version")
+              else published or "planned, not published yet")
+    return (f"**LD {_num(metrics, 'load_distance_before')} → "
+            f"{_num(metrics, 'load_distance_after')}** · **{migrations} migration(s)** · "
+            f"**{status}** · solver {tags.get('reconf.solver_status', '?')}")
+
+
+def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, float],
+                  moves: Sequence[Mapping[str, str]],
+                  whatif: Sequence[Mapping[str, str]] = ()) -> str:
+    """The run description: the plan in prose, from the run's own tags, metrics and moves; its
+    first line the summary (the UI folds the rest), the what-if comparison last once it ran."""
+    p = {k[len("reconf.param."):]: v for k, v in tags.items() if k.startswith("reconf.param.")}
+    job, period = tags.get("reconf.job_id", "?"), tags.get("reconf.period_end", run_name)
+    lines = [
+        summary_line(tags, metrics, len(moves)),
+        "",
+        f"## Plan of {job} for the period ending {period}",
+        f"Strategy **{p.get('strategy', '?')}** (solver {tags.get('reconf.solver_status', '?')}, "
+        f"{_num(metrics, 'solve_time_s', '.2f')} s); budget: max migrations "
+        f"{p.get('max_migrations', '?')}, max migration cost {p.get('max_migration_cost', '?')}.",
+        f"Load distance **{_num(metrics, 'load_distance_before')} -> "
+        f"{_num(metrics, 'load_distance_after')}** (lower bound "
+        f"{_num(metrics, 'lower_bound')}); max node load "
+        f"{_num(metrics, 'max_node_load_before', '.1f')}% -> "
+        f"{_num(metrics, 'max_node_load_after', '.1f')}%; collocation factor "
+        f"{_num(metrics, 'collocation_factor_before', '.1f')}% -> "
+        f"{_num(metrics, 'collocation_factor_after', '.1f')}%.",
+        f"**{len(moves)} migration(s)** (cost {_num(metrics, 'migration_cost', '.4g')}) from "
+        f"{'assignment v' + tags['reconf.base_version'] if tags.get('reconf.base_version', 'None') != 'None' else 'the initial allocation'}"
+        "; every move with its numbers is in `moves.csv`, every key group in `keygroups.csv`.",
+    ]
+    if moves:
+        lines += ["", "| key group | from | to | load % | state | why |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {m['keygroup']} | {m['src_node']} | {m['dst_node']} | "
+                  f"{float(m['load_pct']):.2f} | {_bytes(float(m['state_bytes']))} | "
+                  f"{m['reason']} |" for m in moves[:NOTE_MOVES]]
+        if len(moves) > NOTE_MOVES:
+            lines.append(f"\n... and {len(moves) - NOTE_MOVES} more in moves.csv")
+    lines.append("")
+    if "reconf.scaling.decision" in tags:
+        lines.append(f"**Scaling**: {tags['reconf.scaling.decision']}: "
+                     f"{tags.get('reconf.scaling.reason', '')}")
+    if "reconf.validation.success" in tags:
+        ok = tags["reconf.validation.success"] == "true"
+        lines.append(f"**Validation**: {'passed' if ok else 'FAILED'} "
+                     f"({tags.get('reconf.validation.failures', '?')} failed expectation(s); "
+                     f"key groups checked against {tags.get('reconf.validation.expected_from', '?')}); "
+                     "report in `validation.json`.")
+    versions = _delta_versions(tags)
+    if versions:
+        lines.append("**Delta versions**: " + ", ".join(f"{t} v{v}" for t, v in versions.items())
+                     + " (time travel: `versionAsOf`).")
+    if f"{AIRFLOW_TAG}dag_id" in tags:
+        run = (f"DAG `{tags[AIRFLOW_TAG + 'dag_id']}`, run `{tags.get(AIRFLOW_TAG + 'run_id')}`, "
+               f"try {tags.get(AIRFLOW_TAG + 'try_number', '?')}")
+        url = tags.get(f"{AIRFLOW_TAG}url")
+        lines.append(f"**Airflow**: {run}" + (f" ([open]({url}))" if url else "") + ".")
+    else:
+        lines.append("**Airflow**: not run by Airflow (a manual or CLI cycle).")
+    if "reconf.assignment_version" in tags:
+        lines.append(f"**Published** as assignment version {tags['reconf.assignment_version']} "
+                     f"({tags.get('reconf.manifest', '')}).")
+    elif tags.get("reconf.publish_status") == "not_published":
+        lines.append(f"**Not published**: plan {tags.get('reconf.plan_id', '?')} is an attempt "
+                     f"beside the period's published plan {tags.get('reconf.published_plan_id', '?')}"
+                     f" (v{tags.get('reconf.published_version', '?')}), whose record never changes.")
+    if whatif:
+        lines += ["", "## What-if: other strategies on the same state",
+                  f"Same state, budget and time limit, after publish (dry runs; each a child "
+                  f"run). Load distance before: {_num(metrics, 'load_distance_before')}. "
+                  "Chart: `whatif/comparison.png`; rows: `whatif/comparison.csv`.", ""]
+        lines += markdown_table(whatif)
+    return "\n".join(lines)

@@ -1,0 +1,171 @@
+"""validate: one collected period, checked by the GE suites of schemas/expectations/.
+
+The job's key groups are those of the assignment the runtime ran (its report; without one, the
+newest published assignment): every one of them must be reported exactly once; before anything
+is published, those of the previous collected period; for a job's very first period, the reported
+ones (then only uniqueness can be checked). A dynamic job's units come and go, so its key groups
+are the reported ones; its facet tables (source_stats, subscriptions) are checked by their own
+suites (jobs/facets/subscriptions.py `validate_facets_of`). Known nodes are the nodes the runtime says it owns
+(without a report, the nodes it sent samples for), so a node the runtime does not have is refused
+here and never reaches a plan. The report is written to
+`reports/<job>/<period_end>/validation.json` whatever the verdict, naming the collect it checked;
+plan and publish accept only a passing report of the current collect (jobs/markers.py). A failure
+raises `StageError`, which stops the cycle before planning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from jobs.errors import StageError, job_lock
+from jobs.facets.links import validate_links_of
+from jobs.facets.load_model import validate_streams_of
+from jobs.facets.subscriptions import validate_facets_of
+from jobs.lake.base import (
+    Start,
+    concurrently,
+    ensure_tables,
+    period_predicate,
+    quote,
+    starting_point,
+    timestamp,
+)
+from jobs.lake.read import fetch_records, frame_where
+from jobs.markers import (
+    collect_marker_path,
+    read_collect_marker,
+    read_report,
+    report_path,
+    runtime_of,
+    write_report,
+)
+from jobs.validate.suites import ValidationReport, prepare, validate_stats
+from schemas.config import JobConfig, Paths
+from schemas.landing import RuntimeReport, format_period_end
+from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS, Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["ValidateResult", "read_report", "report_path", "validate_period"]
+
+
+@dataclass(frozen=True)
+class ValidateResult:
+    report: ValidationReport
+    report_path: Path
+    expected_from: str  # where the job's key-group set came from
+
+
+def _expected_keygroups(
+    spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, reported: set[str],
+    start: Start, reported_by_runtime: bool, dynamic: bool = False,
+) -> tuple[set[str], str]:
+    if dynamic:
+        return reported, "this period (a dynamic job: units arrive and leave between periods)"
+    if start.version is not None:
+        ran = ", which the runtime ran" if reported_by_runtime else ""
+        return set(start.assignment), f"{'' if ran else 'published '}assignment v{start.version}{ran}"
+    table = "{" + KEYGROUP_STATS.name + "}"
+    latest = fetch_records(spark, paths, f"SELECT max(period_end) AS latest FROM {table} "
+                           f"WHERE job_id = {quote(job_id)} AND period_end < {timestamp(period_end)}")
+    previous = latest[0]["latest"] if latest else None
+    if previous is not None:
+        rows = fetch_records(spark, paths, f"SELECT keygroup FROM {table} WHERE "
+                             f"{period_predicate(job_id, previous.replace(tzinfo=UTC))}")
+        return {r["keygroup"] for r in rows}, f"previous period {previous.isoformat()}"
+    return reported, "this period (first period of the job)"
+
+
+def _read_period(
+    spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, where: str,
+    runtime: RuntimeReport | None,
+) -> tuple[list[pd.DataFrame], Start | StageError]:
+    """The period's three tables and where its plan starts, read at once (jobs/lake/base.py
+    `concurrently`), while GE is imported; a refused starting point comes back as its error, raised after the checks
+    of the tables (their messages come first, as when the reads ran one by one)."""
+
+    def start() -> Start | StageError:
+        try:
+            return starting_point(spark, paths, job_id, period_end, runtime)
+        except StageError as exc:
+            return exc
+
+    def frame(table: Table) -> Callable[[], pd.DataFrame]:
+        return lambda: frame_where(spark, paths, table.name, where)
+
+    *frames, begin, _ = concurrently(frame(KEYGROUP_STATS), frame(COMM_STATS), frame(NODE_STATS),
+                                     start, prepare)
+    return frames, begin
+
+
+def validate_period(
+    job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession
+) -> ValidateResult:
+    ensure_tables(spark, paths)
+    with job_lock(paths, job.job_id, "validate"):
+        return _validate(job, period_end, paths, spark)
+
+
+def _validate(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession
+              ) -> ValidateResult:
+    where = period_predicate(job.job_id, period_end)
+    stamp = format_period_end(period_end)
+    marker = read_collect_marker(paths, job.job_id, period_end)
+    if marker is None:
+        raise StageError(
+            f"no completed collect for job {job.job_id!r}, period ending {stamp} (never "
+            "collected, or its collect was interrupted)",
+            where=str(collect_marker_path(paths, job.job_id, period_end)),
+            fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}` first",
+        )
+    runtime = runtime_of(marker)
+    # one round of queries: each table of the period once, and the plan's starting point
+    frames, start = _read_period(spark, paths, job.job_id, period_end, where, runtime)
+    keygroups, edges, nodes = frames
+    everyone_left = job.dynamic and (marker.get("rows") or {}).get(KEYGROUP_STATS.name) == 0
+    if keygroups.empty and not everyone_left:  # a dynamic job's units may all have left
+        raise StageError(
+            f"no statistics collected for job {job.job_id!r}, period ending {stamp}",
+            where=paths.table(KEYGROUP_STATS.name),
+            fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}` first",
+        )
+    if nodes.empty:
+        raise StageError(
+            f"the runtime reported no nodes for job {job.job_id!r}, period ending {stamp}",
+            where=paths.table(NODE_STATS.name),
+            fix="fix the runtime's node metrics and land the period again",
+        )
+    if isinstance(start, StageError):
+        raise start
+    expected, expected_from = _expected_keygroups(
+        spark, paths, job.job_id, period_end, set(keygroups["keygroup"].dropna()), start,
+        runtime is not None, job.dynamic,
+    )
+    known_nodes = set(runtime.nodes) if runtime is not None else set(nodes["node"].dropna())
+    report = validate_stats(keygroups, edges, nodes,
+                            expected_keygroups=expected, known_nodes=known_nodes)
+    report = validate_facets_of(spark, paths, job, period_end, marker,
+                                set(keygroups["keygroup"].dropna()), known_nodes, report)
+    report = validate_streams_of(spark, paths, job, period_end, marker or {},
+                                 set(keygroups["keygroup"].dropna()), report)
+    report = validate_links_of(spark, paths, job, period_end, marker, report)  # measured links
+    document = {"job_id": job.job_id, "period_end": stamp, "expected_keygroups_from": expected_from,
+                "known_nodes_from": "the runtime's report" if runtime is not None
+                else "the nodes that sent samples",
+                "collect_id": marker["collect_id"], **report.to_dict()}
+    path = write_report(paths, job.job_id, period_end, document)
+    if not report.success:
+        raise StageError(
+            report.summary(),
+            where=f"job {job.job_id!r}, period ending {stamp} (report: {path})",
+            fix="nothing was planned or published and the runtime keeps its assignment; "
+            "fix the runtime's metrics and land the period again",
+        )
+    return ValidateResult(report, path, expected_from)

@@ -1,0 +1,136 @@
+"""The what-if input as JSON: a data format read back by constructing known types only.
+
+The shadows' input (jobs/whatif/stage.py `WhatIfInput`: the `ClusterState` with its facets, the budget,
+the plan in force) is stored as an MLflow artifact and read back later, possibly by another
+process. A pickle would run whatever code a tampered artifact names; this codec writes plain,
+strict JSON and, reading it, builds only the frozen dataclasses and enums listed in `_TYPES`
+through their constructors, so every value passes the same `__post_init__` checks as a state the
+pipeline builds itself. Anything else in the document (an unknown type name, a field a type does
+not have, a non-JSON value) is a `ValueError`.
+
+Encoding: a dataclass is ``{"$type": name, "fields": {...}}`` (its init fields), an enum
+``{"$enum": name, "value": v}``, a tuple ``{"$tuple": [...]}``, a frozenset ``{"$set": [...]}``
+(sorted, so the bytes are stable), a mapping ``{"$map": [[key, value], ...]}`` (keys may be any
+encodable value), a non-finite float ``{"$float": "inf" | "-inf" | "nan"}``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+from placement.facets import Link, Network, Site, Source, Stream
+from placement.model import (
+    Budget,
+    ClusterState,
+    Edge,
+    KeyGroup,
+    Move,
+    Node,
+    Plan,
+    PlanMetrics,
+    ScalingActions,
+    SolverStatus,
+)
+
+__all__ = ["decode", "encode"]
+
+_TYPES: dict[str, type] = {cls.__name__: cls for cls in (
+    Budget, ClusterState, Edge, KeyGroup, Link, Move, Network, Node, Plan, PlanMetrics,
+    ScalingActions, Site, Source, Stream)}
+_ENUMS: dict[str, type[Enum]] = {SolverStatus.__name__: SolverStatus}
+_MAX_DEPTH = 64  # the deepest legitimate input is ~8 levels (params may nest a little)
+
+
+def encode(value: Any, extra: Mapping[str, type] | None = None) -> str:
+    """`value` as strict JSON; `extra` names further dataclasses that may appear (by class name)."""
+    types = {**_TYPES, **(extra or {})}
+    return json.dumps(_enc(value, types), allow_nan=False, separators=(",", ":"),
+                      ensure_ascii=False)
+
+
+def decode(text: str | bytes, extra: Mapping[str, type] | None = None) -> Any:
+    """The value `encode` wrote; `ValueError` for anything but a document of known types."""
+    types = {**_TYPES, **(extra or {})}
+    try:
+        return _dec(json.loads(text), types, 0)
+    except RecursionError:
+        raise ValueError("what-if input: nested too deeply") from None
+    except TypeError as exc:  # a constructor called with a field it does not have
+        raise ValueError(f"what-if input: {exc}") from None
+
+
+def _enc(value: Any, types: Mapping[str, type]) -> Any:
+    if isinstance(value, Enum):
+        name = type(value).__name__
+        if _ENUMS.get(name) is not type(value):
+            raise ValueError(f"what-if input: enum {name} has no codec")
+        return {"$enum": name, "value": value.value}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        name = type(value).__name__
+        if types.get(name) is not type(value):
+            raise ValueError(f"what-if input: type {name} has no codec")
+        return {"$type": name, "fields": {f.name: _enc(getattr(value, f.name), types)
+                                          for f in dataclasses.fields(value) if f.init}}
+    if isinstance(value, bool | int | str) or value is None:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"$float": repr(value)}
+    if isinstance(value, tuple):
+        return {"$tuple": [_enc(v, types) for v in value]}
+    if isinstance(value, frozenset | set):
+        return {"$set": sorted((_enc(v, types) for v in value), key=json.dumps)}
+    if isinstance(value, Mapping):
+        return {"$map": [[_enc(k, types), _enc(v, types)] for k, v in value.items()]}
+    if isinstance(value, list):
+        return [_enc(v, types) for v in value]
+    raise ValueError(f"what-if input: a {type(value).__name__} has no codec")
+
+
+def _dec(value: Any, types: Mapping[str, type], depth: int) -> Any:
+    if depth > _MAX_DEPTH:
+        raise ValueError("what-if input: nested too deeply")
+    if isinstance(value, list):
+        return [_dec(v, types, depth + 1) for v in value]
+    if not isinstance(value, dict):
+        return value  # str, int, float, bool, None: json.loads makes nothing else
+    tag = next(iter(value), None)
+    body = value.get(tag) if tag is not None else None
+
+    def each(items: Any) -> list[Any]:
+        if not isinstance(items, list):
+            raise ValueError(f"what-if input: {tag} must hold a list")
+        return [_dec(v, types, depth + 1) for v in items]
+
+    if tag == "$type" and set(value) == {"$type", "fields"}:
+        cls = types.get(body) if isinstance(body, str) else None
+        if cls is None or not isinstance(value["fields"], dict):
+            raise ValueError(f"what-if input: unknown type {str(body)[:60]!r}")
+        return cls(**{str(k): _dec(v, types, depth + 1) for k, v in value["fields"].items()})
+    if tag == "$enum" and set(value) == {"$enum", "value"}:
+        enum = _ENUMS.get(body) if isinstance(body, str) else None
+        if enum is None:
+            raise ValueError(f"what-if input: unknown enum {str(body)[:60]!r}")
+        return enum(value["value"])
+    if len(value) == 1 and tag == "$tuple":
+        return tuple(each(body))
+    if len(value) == 1 and tag == "$set":
+        return frozenset(each(body))
+    if len(value) == 1 and tag == "$map":
+        pairs = each(body)
+        if not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+            raise ValueError("what-if input: $map must hold [key, value] pairs")
+        return {_hashable(k): v for k, v in pairs}
+    if len(value) == 1 and tag == "$float" and body in ("inf", "-inf", "nan"):
+        return float(body)
+    raise ValueError(f"what-if input: unknown object with keys {sorted(value)[:5]}")
+
+
+def _hashable(key: Any) -> Any:
+    if isinstance(key, list):
+        raise ValueError("what-if input: a mapping key must not be a list")
+    return key

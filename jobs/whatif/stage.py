@@ -1,0 +1,222 @@
+"""What-if: after a period's plan is published, other strategies plan the same state.
+
+At plan time (jobs/plan/stage.py `record_plan`) the pipeline decides which strategies shadow the plan
+(`choose_shadows`: by the facets the state provides) and stores, with the period's MLflow run,
+everything they need: the `ClusterState` the plan in force was made on (after Algorithm 1's
+node changes, if the job scales), the budget, the solver time limit, each shadow's params and
+the plan in force (`whatif/input.json`, jobs/whatif/codec.py: data, never a pickle). Nothing is rebuilt later, so the shadows see exactly
+what the real strategy saw, whatever the lake holds by then.
+
+After publish, `run_whatif` (the DAG's `whatif` task, `reconf cycle`, `reconf whatif`) runs the
+shadows in worker subprocesses within the job's `shadow_time_budget_s` (jobs/whatif/shadow.py; on a
+Spark cluster on its executors, jobs/whatif/shadow_spark.py), and
+logs each as a child run of the period's run (tag `mlflow.parentRunId`; the same metrics as a
+real plan, its moves) and the comparison (jobs/whatif/report.py) on the period's run: the CSV,
+an MLflow table, one chart and a table in the run's description. It reads and writes MLflow
+only: the Delta tables and the published manifests are never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jobs.whatif.input import (
+    INPUT_ARTIFACT,
+    WhatIfInput,
+    keep_input,
+    load_input,
+    save_input,
+    whatif_input,
+)
+from jobs.whatif.report import columns_of, comparison_row, plot_comparison
+from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows
+from placement.model import Budget
+from schemas.config import JobConfig, Paths
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["CHART_ARTIFACT", "COMPARISON_ARTIFACT", "INPUT_ARTIFACT", "WhatIfInput",
+           "WhatIfResult", "keep_input", "load_input", "read_comparison", "run_whatif", "save_input",
+           "whatif_input"]
+
+COMPARISON_ARTIFACT = "whatif/comparison.csv"
+CHART_ARTIFACT = "whatif/comparison.png"
+TABLE_ARTIFACT = "whatif/comparison_table.json"
+STATUS_TAG = "reconf.whatif.status"
+_SHADOW = "reconf.shadow."  # the child runs' tags (never reconf.job_id: find_runs skips them)
+
+
+@dataclass(frozen=True)
+class WhatIfResult:
+    job_id: str
+    period_end: str
+    status: str  # "done" or "skipped"
+    reason: str = ""
+    rows: tuple[dict[str, Any], ...] = ()
+    run_id: str | None = None
+
+    def summary(self) -> str:
+        if self.status != "done":
+            return f"what-if {self.job_id}@{self.period_end}: skipped: {self.reason}"
+        shadows = [r for r in self.rows if r["role"] == "shadow"]
+        counts: dict[str, int] = {}
+        for row in shadows:
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+        told = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(counts.items()))
+        return (f"what-if {self.job_id}@{self.period_end}: {len(shadows)} shadow strategies "
+                f"({told or 'none'}), comparison on MLflow run {self.run_id}")
+
+
+def read_comparison(client: Any, run_id: str) -> list[dict[str, str]]:
+    """The comparison rows of a period's run ([] before its what-if ran)."""
+    from jobs.tracking.store import read_csv_artifact
+
+    return read_csv_artifact(client, run_id, COMPARISON_ARTIFACT)
+
+
+def _rows(data: WhatIfInput, outcomes: list[ShadowOutcome]) -> list[dict[str, Any]]:
+    rows = [comparison_row(data.strategy, "in force", "published", data.plan, data.plan.wall_s,
+                           data.plan.message)]
+    for o in outcomes:
+        wall = o.plan.wall_s if o.plan is not None else o.wall_s
+        rows.append(comparison_row(o.strategy, "shadow", o.status, o.plan, wall,
+                                   o.message or (o.plan.message if o.plan else "")))
+    rows += [comparison_row(name, "shadow", "skipped", None, 0.0, why)
+             for name, why in data.left_out.items()]
+    return rows
+
+
+def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
+               outcome: ShadowOutcome, params: Mapping[str, Any]) -> str:
+    """Create or update the child run of one shadow (a rerun of the what-if updates it)."""
+    from jobs.tracking.audit_trail import MOVE_COLUMNS, explain_moves, to_csv
+    from jobs.tracking.store import plan_metrics
+
+    found = client.search_runs([experiment_id], filter_string=(
+        f"tags.`mlflow.parentRunId` = '{parent}' AND tags.`{_SHADOW}strategy` = "
+        f"'{outcome.strategy}'"), max_results=1)
+    tags = {"mlflow.parentRunId": parent, f"{_SHADOW}job_id": data.job_id,
+            f"{_SHADOW}period_end": data.period_end, f"{_SHADOW}strategy": outcome.strategy,
+            f"{_SHADOW}status": outcome.status, f"{_SHADOW}message": outcome.message[:4900],
+            f"{_SHADOW}in_force": data.strategy}
+    run_id = (found[0].info.run_id if found else client.create_run(
+        experiment_id, run_name=f"what-if {outcome.strategy}", tags=tags).info.run_id)
+    for key, value in tags.items():
+        client.set_tag(run_id, key, value)
+    existing = client.get_run(run_id).data.params
+    settings: dict[str, Any] = {"strategy": outcome.strategy, "max_migrations": data.budget.max_migrations,
+                "max_migration_cost": data.budget.max_migration_cost,
+                "solver_time_limit_s": data.time_limit_s,
+                **{f"{outcome.strategy}.{k}": v for k, v in params.items()}}
+    for key, value in settings.items():
+        if key not in existing:
+            client.log_param(run_id, key, "none" if value is None else str(value))
+    client.log_metric(run_id, "wall_time_s", outcome.wall_s, step=0)
+    if outcome.plan is not None:
+        for name, number in plan_metrics(outcome.plan).items():
+            client.log_metric(run_id, name, float(number), step=0)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            (folder / "moves.csv").write_text(
+                to_csv(explain_moves(data.state, outcome.plan), MOVE_COLUMNS))
+            (folder / "plan.json").write_text(
+                json.dumps(outcome.plan.to_dict(), indent=2, sort_keys=True))
+            client.log_artifacts(run_id, str(folder))
+    client.set_terminated(run_id, "FINISHED" if outcome.status == "planned" else "FAILED")
+    return str(run_id)
+
+
+def _log_comparison(client: Any, run_id: str, data: WhatIfInput,
+                    rows: list[dict[str, Any]]) -> None:
+    from jobs.tracking.audit_trail import to_csv
+    from jobs.tracking.store import refresh_note
+
+    columns = columns_of(rows)
+    rows = [{c: row.get(c) for c in columns} for row in rows]  # a facet metric some rows lack
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "whatif"
+        folder.mkdir()
+        cells = [{c: "" if v is None else v for c, v in row.items()} for row in rows]
+        (folder / Path(COMPARISON_ARTIFACT).name).write_text(to_csv(cells, columns))
+        plot_comparison(rows, f"{data.job_id}, period ending {data.period_end}: what-if "
+                        f"(same state, budget {_budget_text(data.budget)})",
+                        folder / Path(CHART_ARTIFACT).name)
+        client.log_artifacts(run_id, str(folder), "whatif")
+    try:  # the MLflow table view of the same rows, where this MLflow renders one
+        client.log_table(run_id, {c: [r[c] for r in rows] for c in columns}, TABLE_ARTIFACT)
+    except Exception as exc:  # the CSV and the chart are the record; the table is a view
+        print(f"what-if: the MLflow table view was not logged ({type(exc).__name__}: {exc})")
+    planned = [r for r in rows if r.get("load_distance_after") is not None]
+    best = min(planned, key=lambda r: (r["load_distance_after"], r["migrations"]))
+    for key, value in {STATUS_TAG: "done", "reconf.whatif.best": str(best["strategy"]),
+                       "reconf.whatif.shadows": str(len(rows) - 1)}.items():
+        client.set_tag(run_id, key, value)
+    refresh_note(client, run_id)
+
+
+def _budget_text(budget: Budget) -> str:
+    parts = [f"{budget.max_migrations} migrations" if budget.max_migrations is not None else "",
+             f"cost {budget.max_migration_cost:g}" if budget.max_migration_cost is not None
+             else ""]
+    return ", ".join(p for p in parts if p) or "unbounded"
+
+
+def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
+               force: bool = False, spark: SparkSession | None = None) -> WhatIfResult:
+    """Shadow-plan one published period of `job` and log the comparison (MLflow only); with
+    `spark`, the shadows run on its executors (jobs/whatif/shadow_spark.py), else here.
+
+    Skipped (with the reason) when the period has no run, its plan is not published (unless
+    `force`: e.g. to compare a historical plan), or its run holds no shadow input. A shadow's
+    failure or time-out is its row's status; only an unreachable MLflow store raises.
+    """
+    from jobs.tracking.store import find_runs, open_experiment, open_store
+
+    paths = paths or Paths.from_env()
+    client = open_store(paths)
+    experiment_id = open_experiment(client, paths, job.job_id)
+    found = find_runs(client, experiment_id, job.job_id, period_end, max_results=1)
+    if not found:
+        return WhatIfResult(job.job_id, period_end, "skipped", "the period has no MLflow run")
+    run = found[0]
+    status = run.data.tags.get("reconf.publish_status", "not published")
+    if status != "published" and not force:
+        return WhatIfResult(job.job_id, period_end, "skipped",
+                            f"the period's plan is {status}, not published", run_id=run.info.run_id)
+    try:
+        data = load_input(client, run.info.run_id)
+    except ValueError as exc:
+        return WhatIfResult(job.job_id, period_end, "skipped",
+                            f"its shadow input {INPUT_ARTIFACT} is not one the pipeline wrote "
+                            f"({exc}); plan the period again to store a new one",
+                            run_id=run.info.run_id)
+    if data is None:
+        return WhatIfResult(job.job_id, period_end, "skipped",
+                            "no shadow strategies were chosen at plan time (shadows off, or "
+                            "none but the strategy in force applies)", run_id=run.info.run_id)
+    started = time.perf_counter()
+    tasks = [ShadowTask(name, params, data.state, data.budget, data.time_limit_s)
+             for name, params in data.shadows]
+    if spark is None:
+        outcomes = run_shadows(tasks, data.time_budget_s)
+    else:
+        from jobs.whatif.shadow_spark import run_shadows_on_spark
+
+        outcomes = run_shadows_on_spark(spark, tasks, data.time_budget_s)
+    params = dict(data.shadows)
+    for outcome in outcomes:
+        if outcome.status != "skipped":
+            _child_run(client, experiment_id, run.info.run_id, data, outcome,
+                       params[outcome.strategy])
+    rows = _rows(data, outcomes)
+    _log_comparison(client, run.info.run_id, data, rows)
+    client.log_metric(run.info.run_id, "whatif_wall_s", time.perf_counter() - started, step=0)
+    return WhatIfResult(job.job_id, period_end, "done", rows=tuple(rows),
+                        run_id=run.info.run_id)
