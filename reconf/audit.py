@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.config import Paths
+from schemas.errors import ReconfError
 from schemas.landing import format_period_end, parse_period_end
 
 __all__ = ["AuditError", "audit", "format_report", "job_experiment", "mlflow_ui_base", "open_store"]
@@ -25,7 +26,7 @@ NEAREST = 3
 _TRAILING = re.compile(r"(\d+)$")
 
 
-class AuditError(ValueError):
+class AuditError(ReconfError, ValueError):
     """The audit cannot answer: what is wrong, where, and what to try instead."""
 
 

@@ -15,7 +15,7 @@ refusal.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "ReconfError"]
+__all__ = ["ConfigError", "PeriodError", "ReconfError"]
 
 
 class ReconfError(Exception):
@@ -62,3 +62,8 @@ def _rebuild(cls: type[ReconfError], what: str, where: str | None, fix: str | No
 class ConfigError(ReconfError, ValueError):
     """A configuration value is wrong; the message says which file, which field, and the rule
     (``<file>: jobs.<id>.<field>: <rule>``), so `what` is the whole message."""
+
+
+class PeriodError(ReconfError, ValueError):
+    """A period end that is no instant (schemas/landing.py) or that the job does not have
+    (schemas/periods.py); the message says what, where and how to fix it."""
