@@ -105,7 +105,7 @@ def walk() -> list[tuple[str, str]]:
         print(run_plan(JOB_ID, P1).summary())
     finally:
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
     return stops
 
 
