@@ -60,8 +60,7 @@ def validate_links_of(spark: SparkSession, paths: Paths, job: JobConfig, period_
     for a period whose collect wrote network_links."""
     if NETWORK_LINKS.name not in (marker.get("rows") or {}) or job.topology is None:
         return report
-    from jobs.lake.base import period_predicate
-    from jobs.lake.read import frame_where
+    from jobs.lake import open_lake
     from jobs.validate.suites import validate_links
     from placement.sprawl.topology import TopologyError, load_topology
 
@@ -70,7 +69,7 @@ def validate_links_of(spark: SparkSession, paths: Paths, job: JobConfig, period_
     except TopologyError as exc:
         raise StageError(str(exc), where=f"job {job.job_id!r}: topology",
                          fix="correct the topology file") from None
-    links = frame_where(spark, paths, NETWORK_LINKS.name, period_predicate(job.job_id, period_end))
+    links = open_lake(paths, spark).period_frame(NETWORK_LINKS, job.job_id, period_end)
     verdict = validate_links(links, sites=topology.network.site_ids,
                              configured=[(lk.a, lk.b) for lk in topology.network.links])
     cut = partition_failure(topology.network, links) if verdict.success else None
@@ -126,7 +125,6 @@ def read_link_rows(spark: SparkSession, paths: Paths, job: JobConfig, period_end
     without reading a table."""
     if job.topology is None or NETWORK_LINKS.name not in ((marker or {}).get("rows") or {}):
         return None
-    from jobs.lake.base import period_predicate
-    from jobs.lake.read import rows_where
+    from jobs.lake import open_lake
 
-    return rows_where(spark, paths, NETWORK_LINKS.name, period_predicate(job.job_id, period_end))
+    return open_lake(paths, spark).period_rows(NETWORK_LINKS, job.job_id, period_end)

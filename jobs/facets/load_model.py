@@ -117,31 +117,22 @@ def fit_stage(spark: SparkSession, paths: Paths, job: JobConfig, period_end: dat
               ) -> list[tuple[Table, int, int]]:
     """collect's fit (module doc): [(load_model, rows, Delta version)], [] for a job declaring no
     streams. Call it with the job's collect lock held, after keygroup_stats is written."""
-    from jobs.lake.base import (
-        concurrently,
-        period_predicate,
-        quote,
-        table_version,
-        timestamp,
-        write_records,
-    )
-    from jobs.lake.read import frame_where
+    from jobs.lake import Scope, concurrently, open_lake
 
     if job.load_model is None:
         return []
     since = period_end - job.load_model.periods * job.spl
-    window = (f"job_id = {quote(job.job_id)} AND period_end > {timestamp(since)} "
-              f"AND period_end <= {timestamp(period_end)}")
+    lake = open_lake(paths, spark)
     loads, rates = concurrently(
-        lambda: frame_where(spark, paths, KEYGROUP_STATS.name, window,
-                            "period_end, keygroup, load_pct"),
-        lambda: frame_where(spark, paths, STREAM_STATS.name, window,
-                            "period_end, stream, tuples_per_s"))
+        lambda: lake.periods_frame(KEYGROUP_STATS, job.job_id, since, period_end,
+                                   ("period_end", "keygroup", "load_pct")),
+        lambda: lake.periods_frame(STREAM_STATS, job.job_id, since, period_end,
+                                   ("period_end", "stream", "tuples_per_s")))
     fitted = fit_rows(job, period_end, loads, rates)
     log.info("job %s, period %s: load model %s", job.job_id, period_end, fitted.note)
-    write_records(spark, [dict(row) for row in fitted.rows], paths, LOAD_MODEL,
-                  period_predicate(job.job_id, period_end))
-    return [(LOAD_MODEL, len(fitted.rows), table_version(spark, paths, LOAD_MODEL.name))]
+    lake.write_records(LOAD_MODEL, [dict(row) for row in fitted.rows],
+                       Scope(job.job_id, period_end))
+    return [(LOAD_MODEL, len(fitted.rows), lake.table_version(LOAD_MODEL.name))]
 
 
 def validate_streams_of(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
@@ -149,16 +140,15 @@ def validate_streams_of(spark: SparkSession, paths: Paths, job: JobConfig, perio
                         ) -> ValidationReport:
     """`report` with the stream rates' and load model's verdict added (jobs/validate/suites.py
     `validate_streams`), for a period whose collect wrote stream_stats."""
-    from jobs.lake.base import period_predicate
-    from jobs.lake.read import frame_where
+    from jobs.lake import open_lake
     from jobs.validate.suites import validate_streams
 
     rows = marker.get("rows") or {}
     if STREAM_STATS.name not in rows:
         return report
-    where = period_predicate(job.job_id, period_end)
-    streams: pd.DataFrame = frame_where(spark, paths, STREAM_STATS.name, where)
-    model: pd.DataFrame | None = (frame_where(spark, paths, LOAD_MODEL.name, where)
+    lake = open_lake(paths, spark)
+    streams: pd.DataFrame = lake.period_frame(STREAM_STATS, job.job_id, period_end)
+    model: pd.DataFrame | None = (lake.period_frame(LOAD_MODEL, job.job_id, period_end)
                                   if rows.get(LOAD_MODEL.name) else None)
     declared = (job.load_model.streams if job.load_model is not None
                 else sorted(set(streams["stream"].dropna())))
@@ -217,12 +207,11 @@ def keep_until_fitted(state: ClusterState, strategy: str) -> Plan | None:
 def with_load_model(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
                     strategy: str, state: ClusterState) -> ClusterState:
     """The plan stage's line: the period's stream_stats and load_model rows into `state`."""
-    from jobs.lake.base import concurrently, period_predicate
-    from jobs.lake.read import rows_where
+    from jobs.lake import concurrently, open_lake
 
     if job.load_model is None:
         return state
-    where = period_predicate(job.job_id, period_end)
-    rates, model = concurrently(lambda: rows_where(spark, paths, STREAM_STATS.name, where),
-                                lambda: rows_where(spark, paths, LOAD_MODEL.name, where))
+    lake = open_lake(paths, spark)
+    rates, model = concurrently(lambda: lake.period_rows(STREAM_STATS, job.job_id, period_end),
+                                lambda: lake.period_rows(LOAD_MODEL, job.job_id, period_end))
     return with_streams(state, job, strategy, rates, model)

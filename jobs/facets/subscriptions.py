@@ -143,15 +143,15 @@ def validate_facets_of(spark: SparkSession, paths: Paths, job: JobConfig, period
                        report: ValidationReport) -> ValidationReport:
     """`report` with the facet tables' verdict added, for a period whose collect wrote them (a
     dynamic job's always): jobs/validate/suites.py `validate_facets`."""
-    from jobs.lake.base import concurrently, period_predicate
-    from jobs.lake.read import frame_where
+    from jobs.lake import concurrently, open_lake
     from jobs.validate.suites import validate_facets  # GE: imported when a period is validated
 
     if not job.dynamic and SUBSCRIPTIONS_TABLE.name not in (marker.get("rows") or {}):
         return report
-    where = period_predicate(job.job_id, period_end)
-    sources, subs = concurrently(lambda: frame_where(spark, paths, SOURCE_STATS.name, where),
-                                 lambda: frame_where(spark, paths, SUBSCRIPTIONS_TABLE.name, where))
+    lake = open_lake(paths, spark)
+    sources, subs = concurrently(
+        lambda: lake.period_frame(SOURCE_STATS, job.job_id, period_end),
+        lambda: lake.period_frame(SUBSCRIPTIONS_TABLE, job.job_id, period_end))
     facets = validate_facets(sources, subs, running_units=running, known_nodes=known_nodes)
     return ValidationReport(report.success and facets.success, report.failures + facets.failures)
 
@@ -161,13 +161,13 @@ def read_facet_rows(spark: SparkSession, paths: Paths, job: JobConfig, period_en
                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
     """The period's source_stats and subscriptions rows, for a period whose collect wrote them
     (a dynamic job's always); None otherwise, without reading a table."""
-    from jobs.lake.base import concurrently, period_predicate
-    from jobs.lake.read import rows_where
+    from jobs.lake import concurrently, open_lake
 
     rows = (marker or {}).get("rows") or {}
     if not job.dynamic and SUBSCRIPTIONS_TABLE.name not in rows:
         return None
-    where = period_predicate(job.job_id, period_end)
-    sources, subs = concurrently(lambda: rows_where(spark, paths, SOURCE_STATS.name, where),
-                                 lambda: rows_where(spark, paths, SUBSCRIPTIONS_TABLE.name, where))
+    lake = open_lake(paths, spark)
+    sources, subs = concurrently(
+        lambda: lake.period_rows(SOURCE_STATS, job.job_id, period_end),
+        lambda: lake.period_rows(SUBSCRIPTIONS_TABLE, job.job_id, period_end))
     return sources, subs

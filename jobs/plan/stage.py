@@ -1,7 +1,7 @@
 """plan: the period's stats + the current assignment -> a Plan (placement/) -> plans, plan_moves.
 
 The current allocation is what the runtime ran at the period's end (the version in its report,
-jobs/lake/base.py `starting_point`): normally the last version published for an *earlier* period, so a
+jobs/lake/api.py `Lake.starting_point`): normally the last version published for an *earlier* period, so a
 rerun of a period plans from the same starting point and gives the same plan; before anything was
 published, where the runtime reports its key groups (its initial allocation). A plan for
 publishing is made only from a period that passed validation for its current collect
@@ -24,15 +24,7 @@ from jobs.facets.links import read_link_rows
 from jobs.facets.load_model import with_load_model
 from jobs.facets.network import attach_network
 from jobs.facets.subscriptions import read_facet_rows
-from jobs.lake.base import (
-    Start,
-    concurrently,
-    ensure_tables,
-    period_predicate,
-    starting_point,
-    table_version,
-)
-from jobs.lake.read import rows_where
+from jobs.lake import Start, concurrently, open_lake
 from jobs.markers import check_validated, read_collect_marker, runtime_of
 from jobs.plan.attempts import plan_id as attempt_id
 from jobs.plan.record import PlanResult, job_budget, plan_to_dict, record_plan
@@ -150,7 +142,7 @@ def plan_period(
     """Plan one period. A dry run computes and returns the plan but writes nothing."""
     strategy, params = resolve_strategy(job, strategy)
     check_budget(job)
-    ensure_tables(spark, paths)
+    open_lake(paths, spark).ensure_tables()
     if dry_run:
         return _plan(job, period_end, paths, spark, strategy, params, dry_run, validation, tags)
     with job_lock(paths, job.job_id, "plan"):
@@ -161,19 +153,18 @@ def plan_period(
 def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession, strategy: str,
           params: dict[str, Any], dry_run: bool, validation: dict[str, Any] | None,
           tags: dict[str, str] | None) -> PlanResult:
-    where = period_predicate(job.job_id, period_end)
+    lake = open_lake(paths, spark)
     stamp = format_period_end(period_end)
     marker = read_collect_marker(paths, job.job_id, period_end)
     runtime = runtime_of(marker) if marker is not None else None
 
     def rows(table: Table) -> Callable[[], list[dict[str, Any]]]:
         # in key order: the plan must not depend on how a writer laid out the table's files
-        ordered = f"{where} ORDER BY {', '.join(table.key)}"
-        return lambda: rows_where(spark, paths, table.name, ordered)
+        return lambda: lake.period_rows(table, job.job_id, period_end, ordered=True)
 
     def start_or_error() -> Start | StageError:
         try:
-            return starting_point(spark, paths, job.job_id, period_end, runtime)
+            return lake.starting_point(job.job_id, period_end, runtime)
         except StageError as exc:  # raised after the check of the stats, as before
             return exc
 
@@ -184,7 +175,7 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
     start: Start | StageError
     kg_rows, node_rows, edge_rows, start, assignments_version, _ = concurrently(
         rows(KEYGROUP_STATS), rows(NODE_STATS), rows(COMM_STATS), start_or_error,
-        lambda: table_version(spark, paths, ASSIGNMENTS.name), lambda: prepare_client(paths))
+        lambda: lake.table_version(ASSIGNMENTS.name), lambda: prepare_client(paths))
     everyone_left = job.dynamic and ((marker or {}).get("rows") or {}).get(
         KEYGROUP_STATS.name) == 0  # a dynamic job's units may all have left: an empty plan
     if not kg_rows and not everyone_left:

@@ -27,16 +27,7 @@ from jobs.errors import StageError, job_lock
 from jobs.facets.links import validate_links_of
 from jobs.facets.load_model import validate_streams_of
 from jobs.facets.subscriptions import validate_facets_of
-from jobs.lake.base import (
-    Start,
-    concurrently,
-    ensure_tables,
-    period_predicate,
-    quote,
-    starting_point,
-    timestamp,
-)
-from jobs.lake.read import fetch_records, frame_where
+from jobs.lake import Start, concurrently, open_lake
 from jobs.markers import (
     collect_marker_path,
     read_collect_marker,
@@ -72,33 +63,33 @@ def _expected_keygroups(
     if start.version is not None:
         ran = ", which the runtime ran" if reported_by_runtime else ""
         return set(start.assignment), f"{'' if ran else 'published '}assignment v{start.version}{ran}"
-    table = "{" + KEYGROUP_STATS.name + "}"
-    latest = fetch_records(spark, paths, f"SELECT max(period_end) AS latest FROM {table} "
-                           f"WHERE job_id = {quote(job_id)} AND period_end < {timestamp(period_end)}")
-    previous = latest[0]["latest"] if latest else None
+    lake = open_lake(paths, spark)
+    previous = lake.latest_period(KEYGROUP_STATS, job_id, period_end)
     if previous is not None:
-        rows = fetch_records(spark, paths, f"SELECT keygroup FROM {table} WHERE "
-                             f"{period_predicate(job_id, previous.replace(tzinfo=UTC))}")
+        rows = lake.period_rows(KEYGROUP_STATS, job_id, previous.replace(tzinfo=UTC),
+                                ("keygroup",))
         return {r["keygroup"] for r in rows}, f"previous period {previous.isoformat()}"
     return reported, "this period (first period of the job)"
 
 
 def _read_period(
-    spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, where: str,
+    spark: SparkSession, paths: Paths, job_id: str, period_end: datetime,
     runtime: RuntimeReport | None,
 ) -> tuple[list[pd.DataFrame], Start | StageError]:
-    """The period's three tables and where its plan starts, read at once (jobs/lake/base.py
+    """The period's three tables and where its plan starts, read at once (jobs/lake
     `concurrently`), while GE is imported; a refused starting point comes back as its error, raised after the checks
     of the tables (their messages come first, as when the reads ran one by one)."""
 
+    lake = open_lake(paths, spark)
+
     def start() -> Start | StageError:
         try:
-            return starting_point(spark, paths, job_id, period_end, runtime)
+            return lake.starting_point(job_id, period_end, runtime)
         except StageError as exc:
             return exc
 
     def frame(table: Table) -> Callable[[], pd.DataFrame]:
-        return lambda: frame_where(spark, paths, table.name, where)
+        return lambda: lake.period_frame(table, job_id, period_end)
 
     *frames, begin, _ = concurrently(frame(KEYGROUP_STATS), frame(COMM_STATS), frame(NODE_STATS),
                                      start, prepare)
@@ -108,14 +99,13 @@ def _read_period(
 def validate_period(
     job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession
 ) -> ValidateResult:
-    ensure_tables(spark, paths)
+    open_lake(paths, spark).ensure_tables()
     with job_lock(paths, job.job_id, "validate"):
         return _validate(job, period_end, paths, spark)
 
 
 def _validate(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession
               ) -> ValidateResult:
-    where = period_predicate(job.job_id, period_end)
     stamp = format_period_end(period_end)
     marker = read_collect_marker(paths, job.job_id, period_end)
     if marker is None:
@@ -127,7 +117,7 @@ def _validate(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSe
         )
     runtime = runtime_of(marker)
     # one round of queries: each table of the period once, and the plan's starting point
-    frames, start = _read_period(spark, paths, job.job_id, period_end, where, runtime)
+    frames, start = _read_period(spark, paths, job.job_id, period_end, runtime)
     keygroups, edges, nodes = frames
     everyone_left = job.dynamic and (marker.get("rows") or {}).get(KEYGROUP_STATS.name) == 0
     if keygroups.empty and not everyone_left:  # a dynamic job's units may all have left
