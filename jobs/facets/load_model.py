@@ -15,7 +15,7 @@ Three steps, each called with a line from its stage:
 - **validate** (`validate_streams_of`): GE suites stream_stats.json (one finite rate ≥ 0 per
   declared stream, no undeclared stream) and, when fitted, load_model.json (every running unit,
   coefficients finite and ≥ 0, declared streams only), offending rows named.
-- **plan** (`with_load_model`): the state gains ``streams`` (the period's rates, the configured
+- **plan** (`read_stream_rows`, `attach_streams`): the state gains ``streams`` (the period's rates, the configured
   lower bounds) and ``load_model``, so `rod` runs and every strategy's plan gets its resilience.
   Before the model is fitted (the first periods), a strategy needing it keeps the current
   placement with a message saying why (`keep_until_fitted`, called by jobs/plan/scaling.py `solve`),
@@ -40,25 +40,28 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from jobs.errors import StageError
+from jobs.facets.base import Assembly, Checked
 from jobs.validate.suites import ValidationReport
 from placement.common import make_plan
 from placement.facets import Stream
 from placement.model import ClusterState, Plan, SolverStatus
 from placement.rod.fit import fit_load_model
 from placement.rod.model import LoadModelError
-from schemas.config import JobConfig, Paths
+from schemas.config import JobConfig
 from schemas.limits import LOAD_PCT_MAX, RATE_MAX
 from schemas.strategies import STRATEGIES
 from schemas.tables import KEYGROUP_STATS, LOAD_MODEL, STREAM_STATS, Table
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import SparkSession
+
+    from jobs.context import StageContext
+    from jobs.lake import Lake
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Fitted", "fit_rows", "fit_stage", "keep_until_fitted", "validate_streams_of",
-           "with_load_model", "with_streams"]
+__all__ = ["Fitted", "attach_streams", "fit_rows", "fit_stage", "keep_until_fitted",
+           "read_stream_rows", "validate_streams_of", "with_streams"]
 
 
 @dataclass(frozen=True)
@@ -113,16 +116,14 @@ def fit_rows(job: JobConfig, period_end: datetime, loads: pd.DataFrame, rates: p
     return Fitted(rows, f"fitted over {len(usable)} period(s){left_out}")
 
 
-def fit_stage(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime
-              ) -> list[tuple[Table, int, int]]:
+def fit_stage(lake: Lake, job: JobConfig, period_end: datetime) -> list[tuple[Table, int, int]]:
     """collect's fit (module doc): [(load_model, rows, Delta version)], [] for a job declaring no
     streams. Call it with the job's collect lock held, after keygroup_stats is written."""
-    from jobs.lake import Scope, concurrently, open_lake
+    from jobs.lake import Scope, concurrently
 
     if job.load_model is None:
         return []
     since = period_end - job.load_model.periods * job.spl
-    lake = open_lake(paths, spark)
     loads, rates = concurrently(
         lambda: lake.periods_frame(KEYGROUP_STATS, job.job_id, since, period_end,
                                    ("period_end", "keygroup", "load_pct")),
@@ -135,24 +136,22 @@ def fit_stage(spark: SparkSession, paths: Paths, job: JobConfig, period_end: dat
     return [(LOAD_MODEL, len(fitted.rows), lake.table_version(LOAD_MODEL.name))]
 
 
-def validate_streams_of(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                        marker: Mapping[str, Any], running: set[str], report: ValidationReport
+def validate_streams_of(ctx: StageContext, checked: Checked, report: ValidationReport
                         ) -> ValidationReport:
     """`report` with the stream rates' and load model's verdict added (jobs/validate/suites.py
     `validate_streams`), for a period whose collect wrote stream_stats."""
-    from jobs.lake import open_lake
     from jobs.validate.suites import validate_streams
 
-    rows = marker.get("rows") or {}
-    if STREAM_STATS.name not in rows:
+    marker, job = ctx.marker, ctx.job
+    if marker is None or not marker.wrote(STREAM_STATS.name):
         return report
-    lake = open_lake(paths, spark)
-    streams: pd.DataFrame = lake.period_frame(STREAM_STATS, job.job_id, period_end)
-    model: pd.DataFrame | None = (lake.period_frame(LOAD_MODEL, job.job_id, period_end)
-                                  if rows.get(LOAD_MODEL.name) else None)
+    streams: pd.DataFrame = ctx.lake.period_frame(STREAM_STATS, ctx.job_id, ctx.end)
+    model: pd.DataFrame | None = (ctx.lake.period_frame(LOAD_MODEL, ctx.job_id, ctx.end)
+                                  if marker.rows_of(LOAD_MODEL.name) else None)
     declared = (job.load_model.streams if job.load_model is not None
                 else sorted(set(streams["stream"].dropna())))
-    verdict = validate_streams(streams, model, declared_streams=declared, running_units=running)
+    verdict = validate_streams(streams, model, declared_streams=declared,
+                               running_units=set(checked.running))
     return ValidationReport(report.success and verdict.success,
                             report.failures + verdict.failures)
 
@@ -204,14 +203,23 @@ def keep_until_fitted(state: ClusterState, strategy: str) -> Plan | None:
                              "docs/operations.md); the current placement is kept")
 
 
-def with_load_model(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                    strategy: str, state: ClusterState) -> ClusterState:
-    """The plan stage's line: the period's stream_stats and load_model rows into `state`."""
-    from jobs.lake import concurrently, open_lake
+def read_stream_rows(ctx: StageContext
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """The plan's read: the period's stream_stats and load_model rows (None, without reading,
+    for a job declaring no streams)."""
+    from jobs.lake import concurrently
 
-    if job.load_model is None:
-        return state
-    lake = open_lake(paths, spark)
-    rates, model = concurrently(lambda: lake.period_rows(STREAM_STATS, job.job_id, period_end),
-                                lambda: lake.period_rows(LOAD_MODEL, job.job_id, period_end))
-    return with_streams(state, job, strategy, rates, model)
+    if ctx.job.load_model is None:
+        return None
+    rates, model = concurrently(lambda: ctx.lake.period_rows(STREAM_STATS, ctx.job_id, ctx.end),
+                                lambda: ctx.lake.period_rows(LOAD_MODEL, ctx.job_id, ctx.end))
+    return rates, model
+
+
+def attach_streams(assembly: Assembly,
+                   rows: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None) -> Assembly:
+    """The plan's attach: the period's rates and load model into the state (`with_streams`)."""
+    if rows is None:
+        return assembly
+    return replace(assembly, state=with_streams(assembly.state, assembly.job, assembly.strategy,
+                                                *rows))

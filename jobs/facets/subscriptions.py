@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 
 from jobs.errors import StageError
+from jobs.facets.base import Checked
 from jobs.facets.links import check_links_landing
 from jobs.validate.suites import ValidationReport
 from schemas.config import JobConfig, Paths
@@ -43,6 +44,8 @@ from schemas.tables import SUBSCRIPTIONS as SUBSCRIPTIONS_TABLE
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+
+    from jobs.context import StageContext
 
 __all__ = ["FACET_TABLES", "check_facet_landing", "facet_frames", "read_facet_rows",
            "validate_facets_of"]
@@ -138,36 +141,38 @@ def facet_frames(spark: SparkSession, files: dict[str, list[Path]], in_window: C
     return out
 
 
-def validate_facets_of(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                       marker: dict[str, Any], running: set[str], known_nodes: set[str],
-                       report: ValidationReport) -> ValidationReport:
+def _wrote_sources(ctx: StageContext) -> bool:
+    """A dynamic job's period always has the facet; another job's when its collect wrote it."""
+    return ctx.job.dynamic or (ctx.marker is not None
+                               and ctx.marker.wrote(SUBSCRIPTIONS_TABLE.name))
+
+
+def validate_facets_of(ctx: StageContext, checked: Checked, report: ValidationReport
+                       ) -> ValidationReport:
     """`report` with the facet tables' verdict added, for a period whose collect wrote them (a
     dynamic job's always): jobs/validate/suites.py `validate_facets`."""
-    from jobs.lake import concurrently, open_lake
+    from jobs.lake import concurrently
     from jobs.validate.suites import validate_facets  # GE: imported when a period is validated
 
-    if not job.dynamic and SUBSCRIPTIONS_TABLE.name not in (marker.get("rows") or {}):
+    if not _wrote_sources(ctx):
         return report
-    lake = open_lake(paths, spark)
     sources, subs = concurrently(
-        lambda: lake.period_frame(SOURCE_STATS, job.job_id, period_end),
-        lambda: lake.period_frame(SUBSCRIPTIONS_TABLE, job.job_id, period_end))
-    facets = validate_facets(sources, subs, running_units=running, known_nodes=known_nodes)
+        lambda: ctx.lake.period_frame(SOURCE_STATS, ctx.job_id, ctx.end),
+        lambda: ctx.lake.period_frame(SUBSCRIPTIONS_TABLE, ctx.job_id, ctx.end))
+    facets = validate_facets(sources, subs, running_units=set(checked.running),
+                             known_nodes=set(checked.known_nodes))
     return ValidationReport(report.success and facets.success, report.failures + facets.failures)
 
 
-def read_facet_rows(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                    marker: dict[str, Any] | None
+def read_facet_rows(ctx: StageContext
                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
     """The period's source_stats and subscriptions rows, for a period whose collect wrote them
     (a dynamic job's always); None otherwise, without reading a table."""
-    from jobs.lake import concurrently, open_lake
+    from jobs.lake import concurrently
 
-    rows = (marker or {}).get("rows") or {}
-    if not job.dynamic and SUBSCRIPTIONS_TABLE.name not in rows:
+    if not _wrote_sources(ctx):
         return None
-    lake = open_lake(paths, spark)
     sources, subs = concurrently(
-        lambda: lake.period_rows(SOURCE_STATS, job.job_id, period_end),
-        lambda: lake.period_rows(SUBSCRIPTIONS_TABLE, job.job_id, period_end))
+        lambda: ctx.lake.period_rows(SOURCE_STATS, ctx.job_id, ctx.end),
+        lambda: ctx.lake.period_rows(SUBSCRIPTIONS_TABLE, ctx.job_id, ctx.end))
     return sources, subs
