@@ -37,7 +37,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from placement.common import StrategyInputError, check_inputs, fits, is_frozen, make_plan
+from placement.common import StrategyInputError, fits, is_frozen, make_plan
 from placement.facets import Network
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 from placement.sprawl.constrained import algorithm3
@@ -169,8 +169,7 @@ def _solve(inst: Instance, params: SprawlParams) -> np.ndarray | None:
 
 def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Plan:
     """SPRAWL under reconf's budget (module docstring, steps 1–4)."""
-    started = time.perf_counter()
-    check_inputs(state, budget)
+    started = time.perf_counter()  # time_limit_s counts from here (the DP before the MILP)
     inst, units = state_instance(state, params)
     r = inst.routing
     current = np.array([r.index[state.assignment[u]] if u in state.assignment else -1
@@ -229,8 +228,7 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
         assignment = _fill(state, units, inst, dict(state.assignment))
         why = infeasible_cause(inst, params, budget, current, kgs, units, tree_ok, message,
                                _solve)
-        plan = make_plan("sprawl", state, assignment, status=SolverStatus.INFEASIBLE,
-                         lower_bound=None, started=started,
+        plan = make_plan(state, assignment, status=SolverStatus.INFEASIBLE, lower_bound=None,
                          message=f"{why}; the current assignment is kept")
         kept = np.array([r.index[assignment[u]] for u in units])
         now = evaluate(inst, kept)
@@ -250,9 +248,9 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
         notes.append(f"{metrics['latency_violations']:g} query(ies) over their latency bound "
                      f"(up to {metrics['max_latency_ratio']:.2f}× L_q): constraints="
                      f"{params.constraints!r} does not enforce latency bounds")
-    plan = make_plan("sprawl", state, assignment,
+    plan = make_plan(state, assignment,
                      status=SolverStatus.OPTIMAL if optimal else SolverStatus.HEURISTIC,
-                     lower_bound=lower if math.isfinite(lower) else None, started=started,
+                     lower_bound=lower if math.isfinite(lower) else None,
                      message="; ".join(filter(None, notes)))
     before = evaluate(inst, current) if (current >= 0).all() else None
     return dataclasses.replace(plan, facet_metrics=metrics,

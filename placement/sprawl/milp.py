@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
-from placement.milp.highs import BulkHiGHS, model_status_name
+from placement.highs import BulkHiGHS, model_status_name
 from placement.sprawl.instance import Instance
 
 __all__ = ["MilpResult", "solve_milp"]
