@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from schemas.landing import RuntimeReport, format_period_end
 from schemas.manifest import atomic_write_bytes
 
 __all__ = [
+    "CollectMarker",
     "check_validated",
     "clear_period_markers",
     "collect_marker_path",
@@ -33,6 +36,47 @@ __all__ = [
     "write_collect_marker",
     "write_report",
 ]
+
+
+@dataclass(frozen=True)
+class CollectMarker:
+    """What a completed collect vouches for: its id, each table it wrote (rows, Delta version) and
+    the runtime report it kept. Read once per stage (jobs/context.py `StageContext.marker`) and
+    passed as a value: nobody reads the JSON's keys but `from_json`."""
+
+    collect_id: str
+    rows: Mapping[str, int] = field(default_factory=dict)
+    versions: Mapping[str, int] = field(default_factory=dict)
+    runtime: RuntimeReport | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CollectMarker | None:
+        """The marker of a document, or None when it is not one (a damaged marker counts as
+        none: the stage before is simply rerun)."""
+        collect_id = data.get("collect_id")
+        if not isinstance(collect_id, str):
+            return None
+        raw = data.get("runtime")
+        runtime = (RuntimeReport(raw.get("version"), tuple(raw.get("nodes") or ()))
+                   if isinstance(raw, dict) else None)
+        rows, versions = data.get("rows"), data.get("versions")
+        return cls(collect_id,
+                   {str(k): int(v) for k, v in rows.items()} if isinstance(rows, dict) else {},
+                   {str(k): int(v) for k, v in versions.items()}
+                   if isinstance(versions, dict) else {},
+                   runtime)
+
+    def wrote(self, table: str) -> bool:
+        """Whether this collect wrote `table` for the period (a facet table: only when landed)."""
+        return table in self.rows
+
+    def rows_of(self, table: str) -> int | None:
+        return self.rows.get(table)
+
+    @property
+    def runtime_nodes(self) -> frozenset[str] | None:
+        """The nodes the runtime said it owns (None: it wrote no report)."""
+        return None if self.runtime is None else frozenset(self.runtime.nodes)
 
 
 def _period_reports(paths: Paths, job_id: str, period_end: datetime) -> Path:
@@ -82,16 +126,14 @@ def write_collect_marker(paths: Paths, job_id: str, period_end: datetime,
     return collect_id
 
 
-def runtime_of(marker: dict[str, Any]) -> RuntimeReport | None:
-    """The runtime report a collect marker kept (None: the runtime wrote none)."""
-    raw = marker.get("runtime")
-    if not isinstance(raw, dict):
-        return None
-    return RuntimeReport(raw.get("version"), tuple(raw.get("nodes") or ()))
+def runtime_of(marker: CollectMarker | None) -> RuntimeReport | None:
+    """The runtime report a collect marker kept (None: no marker, or the runtime wrote none)."""
+    return None if marker is None else marker.runtime
 
 
-def read_collect_marker(paths: Paths, job_id: str, period_end: datetime) -> dict[str, Any] | None:
-    return _read_json(collect_marker_path(paths, job_id, period_end))
+def read_collect_marker(paths: Paths, job_id: str, period_end: datetime) -> CollectMarker | None:
+    data = _read_json(collect_marker_path(paths, job_id, period_end))
+    return None if data is None else CollectMarker.from_json(data)
 
 
 def read_report(paths: Paths, job_id: str, period_end: datetime) -> dict[str, Any] | None:
@@ -105,24 +147,27 @@ def write_report(paths: Paths, job_id: str, period_end: datetime, document: dict
 
 
 def check_validated(paths: Paths, job: JobConfig, period_end: datetime, *,
-                    collect_id: str | None = None) -> dict[str, Any]:
+                    collect_id: str | None = None, marker: CollectMarker | None = None,
+                    report: dict[str, Any] | None = None) -> dict[str, Any]:
     """The period's passing validation report for its current collect, else `StageError`.
 
     `collect_id`, when given, is the collect a plan was made from: publish passes the plan's, so a
-    period collected again after planning is refused too.
+    period collected again after planning is refused too. `marker`, `report`: the period's
+    collect marker and validation report when the caller read them already (read here
+    otherwise).
     """
     stamp = format_period_end(period_end)
     validate_cmd = f"reconf validate --job {job.job_id} --period-end {stamp}"
-    marker = read_collect_marker(paths, job.job_id, period_end)
+    marker = marker or read_collect_marker(paths, job.job_id, period_end)
     if marker is None:
         raise StageError(
             f"period {stamp} of job {job.job_id!r} has no completed collect",
             where=str(collect_marker_path(paths, job.job_id, period_end)),
             fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}`, then `{validate_cmd}`",
         )
-    report = read_report(paths, job.job_id, period_end)
+    report = report or read_report(paths, job.job_id, period_end)
     path = report_path(paths, job.job_id, period_end)
-    if report is None or report.get("collect_id") != marker["collect_id"]:
+    if report is None or report.get("collect_id") != marker.collect_id:
         raise StageError(
             f"period {stamp} of job {job.job_id!r} was not validated since it was last collected",
             where=str(path), fix=f"run `{validate_cmd}` first",
@@ -135,7 +180,7 @@ def check_validated(paths: Paths, job: JobConfig, period_end: datetime, *,
             fix="fix the runtime's metrics, land and collect the period again, then "
                 f"`{validate_cmd}` (a dry run, `reconf plan --dry-run`, still shows a plan)",
         )
-    if collect_id is not None and collect_id != marker["collect_id"]:
+    if collect_id is not None and collect_id != marker.collect_id:
         raise StageError(
             f"the plan of period {stamp} was made from statistics that have since been collected "
             "again",

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from schemas.config import Paths
+from schemas.errors import ReconfError
 from schemas.landing import format_period_end, parse_period_end
+from schemas.tracking import Artifact, Tag, delta_versions, strip_prefix
 
 __all__ = ["AuditError", "audit", "format_report", "job_experiment", "mlflow_ui_base", "open_store"]
 
@@ -25,7 +27,7 @@ NEAREST = 3
 _TRAILING = re.compile(r"(\d+)$")
 
 
-class AuditError(ValueError):
+class AuditError(ReconfError, ValueError):
     """The audit cannot answer: what is wrong, where, and what to try instead."""
 
 
@@ -76,16 +78,16 @@ def _run_of(client: Any, experiment_id: str, job_id: str, when: datetime, stamp:
 
     runs = find_runs(client, experiment_id, job_id, stamp, dry_run=dry_run, attempts=True)
     if runs and plan_id is not None:
-        chosen = next((r for r in runs if r.data.tags.get("reconf.plan_id", f"{job_id}@{stamp}")
+        chosen = next((r for r in runs if r.data.tags.get(Tag.PLAN_ID, f"{job_id}@{stamp}")
                        == plan_id), None)
         if chosen is None:
-            ids = ", ".join(r.data.tags.get("reconf.plan_id", f"{job_id}@{stamp}") for r in runs)
+            ids = ", ".join(r.data.tags.get(Tag.PLAN_ID, f"{job_id}@{stamp}") for r in runs)
             raise AuditError(f"--plan-id {plan_id!r} is not a plan of job {job_id!r} for the "
                              f"period ending {stamp}; its plans: {ids}")
         return chosen, runs
     if runs:  # best first: the record (jobs/tracking/store.py `find_runs`)
         return runs[0], runs
-    periods = sorted({r.data.tags["reconf.period_end"]
+    periods = sorted({r.data.tags[Tag.PERIOD_END]
                       for r in find_runs(client, experiment_id, job_id, dry_run=dry_run)})
     kind = "dry run" if dry_run else "run"
     if not periods:
@@ -183,8 +185,8 @@ def _keygroup(query: str, keygroups: list[dict[str, str]], moves: list[dict[str,
 def _attempt(run: Any, job_id: str, stamp: str) -> dict[str, Any]:
     """One line's worth of a plan attempt: what it would have done, and its status."""
     tags, metrics = run.data.tags, run.data.metrics
-    return {"plan_id": tags.get("reconf.plan_id", f"{job_id}@{stamp}"), "run_id": run.info.run_id,
-            "status": tags.get("reconf.publish_status", "planned"),
+    return {"plan_id": tags.get(Tag.PLAN_ID, f"{job_id}@{stamp}"), "run_id": run.info.run_id,
+            "status": tags.get(Tag.PUBLISH_STATUS, "planned"),
             "migrations": None if "migrations" not in metrics else int(metrics["migrations"]),
             "load_distance_after": metrics.get("load_distance_after")}
 
@@ -206,18 +208,17 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
     experiment_id = job_experiment(client, job_id)
     run, runs = _run_of(client, experiment_id, job_id, when, stamp, dry_run, plan_id)
     rid, tags, metrics = run.info.run_id, run.data.tags, run.data.metrics
-    param = {k[len("reconf.param."):]: v for k, v in tags.items() if k.startswith("reconf.param.")}
+    param = strip_prefix(tags, Tag.PARAM_PREFIX)
     param = {**run.data.params, **param}  # tags hold the newest rerun's settings
-    moves = read_csv_artifact(client, rid, "moves.csv")
-    validation = _json_artifact(client, rid, "validation.json")
-    airflow = {k[len("reconf.airflow."):]: v for k, v in tags.items()
-               if k.startswith("reconf.airflow.")}
+    moves = read_csv_artifact(client, rid, Artifact.MOVES_CSV)
+    validation = _json_artifact(client, rid, Artifact.VALIDATION_JSON)
+    airflow = strip_prefix(tags, Tag.AIRFLOW_PREFIX)
     report: dict[str, Any] = {
         "job_id": job_id, "period_end": stamp,
         "run": {"id": rid, "name": run.info.run_name, "experiment_id": experiment_id,
                 "status": run.info.status,
                 "url": f"{mlflow_ui_base()}/#/experiments/{experiment_id}/runs/{rid}"},
-        "strategy": param.get("strategy"), "solver_status": tags.get("reconf.solver_status"),
+        "strategy": param.get("strategy"), "solver_status": tags.get(Tag.SOLVER_STATUS),
         "solve_time_s": metrics.get("solve_time_s"),
         "budget": {"max_migrations": _num(param.get("max_migrations")),
                    "max_migration_cost": _num(param.get("max_migration_cost"))},
@@ -236,29 +237,27 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
         "moves": [{"keygroup": m["keygroup"], "from": m["src_node"], "to": m["dst_node"],
                    "load_pct": _num(m["load_pct"]), "state_bytes": _num(m["state_bytes"]),
                    "reason": m["reason"]} for m in moves],
-        "scaling": ({"decision": tags["reconf.scaling.decision"],
-                     "reason": tags.get("reconf.scaling.reason", "")}
-                    if "reconf.scaling.decision" in tags else None),
+        "scaling": ({"decision": tags[Tag.SCALING_DECISION],
+                     "reason": tags.get(Tag.SCALING_REASON, "")}
+                    if Tag.SCALING_DECISION in tags else None),
         "validation": None if validation is None else {
             "success": validation.get("success"), "failures": validation.get("failure_count"),
             "expected_keygroups_from": validation.get("expected_keygroups_from"),
             "failed": [f"{f.get('table')}.{f.get('column') or ''}: {f.get('rule')}"
                        for f in validation.get("failures", [])]},
-        "delta_versions": {k[len("reconf.delta."):-len(".version")]: int(v)
-                           for k, v in sorted(tags.items())
-                           if k.startswith("reconf.delta.") and k.endswith(".version")},
+        "delta_versions": {k: int(v) for k, v in sorted(delta_versions(tags).items())},
         "airflow": airflow or None,
-        "published": ({"assignment_version": int(tags["reconf.assignment_version"]),
-                       "manifest": tags.get("reconf.manifest")}
-                      if "reconf.assignment_version" in tags else None),
-        "publish_status": tags.get("reconf.publish_status"),
-        "plan_id": tags.get("reconf.plan_id", f"{job_id}@{stamp}"),
-        "published_as": ({"assignment_version": int(tags["reconf.published_version"]),
-                          "plan_id": tags.get("reconf.published_plan_id")}
-                         if tags.get("reconf.published_version", "").isdigit() else None),
+        "published": ({"assignment_version": int(tags[Tag.ASSIGNMENT_VERSION]),
+                       "manifest": tags.get(Tag.MANIFEST)}
+                      if Tag.ASSIGNMENT_VERSION in tags else None),
+        "publish_status": tags.get(Tag.PUBLISH_STATUS),
+        "plan_id": tags.get(Tag.PLAN_ID, f"{job_id}@{stamp}"),
+        "published_as": ({"assignment_version": int(tags[Tag.PUBLISHED_VERSION]),
+                          "plan_id": tags.get(Tag.PUBLISHED_PLAN_ID)}
+                         if tags.get(Tag.PUBLISHED_VERSION, "").isdigit() else None),
         "other_attempts": [_attempt(r, job_id, stamp) for r in sorted(
             runs, key=lambda r: r.info.start_time or 0) if r.info.run_id != rid],
-        "base_version": tags.get("reconf.base_version"),
+        "base_version": tags.get(Tag.BASE_VERSION),
         "artifacts": sorted(a.path for a in client.list_artifacts(rid)),
         "dry_run": dry_run,
         "resilience": _resilience(metrics),
@@ -266,12 +265,12 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
     if compare:
         from jobs.whatif.stage import read_comparison
 
-        report["whatif"] = {"status": tags.get("reconf.whatif.status", "not run"),
+        report["whatif"] = {"status": tags.get(Tag.WHATIF_STATUS, "not run"),
                             "rows": read_comparison(client, rid)}
     if keygroup is not None:
-        report["keygroup"] = _keygroup(keygroup, read_csv_artifact(client, rid, "keygroups.csv"),
-                                       moves, read_csv_artifact(client, rid, "nodes.csv"), report,
-                                       read_csv_artifact(client, rid, "placements.csv"))
+        report["keygroup"] = _keygroup(keygroup, read_csv_artifact(client, rid, Artifact.KEYGROUPS_CSV),
+                                       moves, read_csv_artifact(client, rid, Artifact.NODES_CSV), report,
+                                       read_csv_artifact(client, rid, Artifact.PLACEMENTS_CSV))
     return report
 
 

@@ -21,6 +21,7 @@ from jobs.whatif.report import num
 from reconf.audit import AuditError, job_experiment, open_store
 from schemas.config import Paths
 from schemas.landing import format_period_end, parse_period_end
+from schemas.tracking import Tag
 
 __all__ = ["HELP", "TIE", "StrategySummary", "compare", "format_compare", "plot_compare", "summarise"]
 
@@ -115,15 +116,15 @@ def compare(job_id: str, since: str, *, until: str | None = None,
     client = open_store(paths or Paths.from_env())
     experiment_id = job_experiment(client, job_id)
     runs = [r for r in find_runs(client, experiment_id, job_id)
-            if start <= r.data.tags["reconf.period_end"] and (
-                end is None or r.data.tags["reconf.period_end"] <= end)]
+            if start <= r.data.tags[Tag.PERIOD_END] and (
+                end is None or r.data.tags[Tag.PERIOD_END] <= end)]
     if not runs:
         raise AuditError(f"job {job_id!r} has no cycle run for a period ending at or after "
                          f"{start}{f' and at or before {end}' if end else ''}; nothing to compare")
     periods = []
-    for run in sorted(runs, key=lambda r: r.data.tags["reconf.period_end"]):
+    for run in sorted(runs, key=lambda r: r.data.tags[Tag.PERIOD_END]):
         rows = read_comparison(client, run.info.run_id)
-        periods.append({"period_end": run.data.tags["reconf.period_end"],
+        periods.append({"period_end": run.data.tags[Tag.PERIOD_END],
                         "run_id": run.info.run_id, "rows": rows})
     with_whatif = [p for p in periods if p["rows"]]
     return {"job_id": job_id, "since": start, "until": end, "periods": periods,

@@ -18,11 +18,12 @@ docs/algorithms.md), so every strategy runs on a dynamic job.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from jobs.errors import StageError
+from jobs.facets.base import Assembly
 from jobs.tracking.placements import PLACEMENTS_ARTIFACT, placements_csv
 from placement.facets import Source
 from placement.herding.instance import from_state
@@ -33,7 +34,9 @@ from schemas.strategies import STRATEGIES
 
 __all__ = [
     "Prepared",
+    "attach_sources",
     "check_strategy_facets",
+    "prepare",
     "prepare_units",
     "preplace_arrivals",
     "with_facet_metrics",
@@ -149,6 +152,28 @@ class Prepared:
         return plan, logged, ({} if text is None else {PLACEMENTS_ARTIFACT: text})
 
 
+def attach_sources(assembly: Assembly,
+                   rows: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None) -> Assembly:
+    """The registry's attach step: sources, subscriptions and arrivals, when the period has
+    facet rows (`with_sources`)."""
+    if rows is None:
+        return assembly
+    start = assembly.start
+    return replace(assembly, state=with_sources(
+        assembly.state, assembly.job, [dict(k) for k in assembly.kg_rows], *rows,
+        start.assignment, start.version))
+
+
+def prepare(job: JobConfig, strategy: str, state: ClusterState,
+            kg_rows: Sequence[Mapping[str, Any]]) -> Prepared:
+    """After every facet is attached: the strategy's facets checked, arrivals pre-placed for a
+    strategy that does not place them."""
+    check_strategy_facets(job, strategy, state)
+    ready, preplaced = preplace_arrivals(state, strategy)
+    return Prepared(strategy, ready, state, {k["keygroup"]: k["node"] for k in kg_rows},
+                    preplaced)
+
+
 def prepare_units(job: JobConfig, strategy: str, state: ClusterState,
                   kg_rows: list[dict[str, Any]],
                   facet_rows: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None,
@@ -157,7 +182,4 @@ def prepare_units(job: JobConfig, strategy: str, state: ClusterState,
     facets checked, arrivals pre-placed for a strategy that does not place them."""
     if facet_rows is not None:
         state = with_sources(state, job, kg_rows, *facet_rows, current, version)
-    check_strategy_facets(job, strategy, state)
-    ready, preplaced = preplace_arrivals(state, strategy)
-    return Prepared(strategy, ready, state, {k["keygroup"]: k["node"] for k in kg_rows},
-                    preplaced)
+    return prepare(job, strategy, state, kg_rows)

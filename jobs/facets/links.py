@@ -7,12 +7,12 @@ with a line from its stage:
 - **collect** copies the rows inside the period's window into Delta ``network_links`` as they
   are (jobs/facets/subscriptions.py, like the other facet tables: partitioned by ``job_id``, the period
   replaced); `check_links_landing` refuses the dataset from a job without a topology file.
-- **validate** (`validate_links_of`): GE suite network_links.json against the job's topology
+- **validate** (`validate_links_of`, the facet's `validate` step): GE suite network_links.json against the job's topology
   file (both ends are its sites, the link is one of its links, measured at most once in either
   direction, latency > 0 and finite, bandwidth >= 0), then `partition_failure`: links measured
   down must not cut a zone off (refused here, naming the zone, rather than failing the plan);
   a failure names the rows and stops the cycle before planning.
-- **plan** (`read_link_rows`): the period's rows, which jobs/facets/network.py overlays on the
+- **plan** (`read_link_rows`, the `read` step of the network facet, jobs/facets/network.py): the period's rows, which jobs/facets/network.py overlays on the
   file's links (placement/sprawl/measured.py), so the plan follows the measured latencies.
 
 A period without the dataset is planned on the file's values, as before.
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jobs.errors import StageError
+from jobs.facets.base import Checked
 from jobs.validate.suites import MAX_ROWS, Failure, ValidationReport
 from placement.facets import Network
 from schemas.config import JobConfig, Paths
@@ -34,7 +35,8 @@ from schemas.tables import NETWORK_LINKS
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import SparkSession
+
+    from jobs.context import StageContext
 
 __all__ = ["check_links_landing", "partition_failure", "read_link_rows", "validate_links_of"]
 
@@ -54,11 +56,12 @@ def check_links_landing(paths: Paths, job: JobConfig, period_end: datetime,
             f"{format_period_end(period_end)}`)")
 
 
-def validate_links_of(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                      marker: Mapping[str, Any], report: ValidationReport) -> ValidationReport:
+def validate_links_of(ctx: StageContext, checked: Checked, report: ValidationReport
+                      ) -> ValidationReport:
     """`report` with the measured links' verdict added (jobs/validate/suites.py `validate_links`),
     for a period whose collect wrote network_links."""
-    if NETWORK_LINKS.name not in (marker.get("rows") or {}) or job.topology is None:
+    job = ctx.job
+    if ctx.marker is None or not ctx.marker.wrote(NETWORK_LINKS.name) or job.topology is None:
         return report
     from jobs.lake.base import period_predicate
     from jobs.lake.read import frame_where
@@ -70,7 +73,8 @@ def validate_links_of(spark: SparkSession, paths: Paths, job: JobConfig, period_
     except TopologyError as exc:
         raise StageError(str(exc), where=f"job {job.job_id!r}: topology",
                          fix="correct the topology file") from None
-    links = frame_where(spark, paths, NETWORK_LINKS.name, period_predicate(job.job_id, period_end))
+    links = frame_where(ctx.spark, ctx.paths, NETWORK_LINKS.name,
+                        period_predicate(job.job_id, ctx.end))
     verdict = validate_links(links, sites=topology.network.site_ids,
                              configured=[(lk.a, lk.b) for lk in topology.network.links])
     cut = partition_failure(topology.network, links) if verdict.success else None
@@ -120,13 +124,13 @@ def partition_failure(network: Network, links: pd.DataFrame) -> Failure | None:
             "period again; meanwhile the runtime keeps its assignment")
 
 
-def read_link_rows(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                   marker: Mapping[str, Any] | None) -> list[dict[str, Any]] | None:
+def read_link_rows(ctx: StageContext) -> list[dict[str, Any]] | None:
     """The period's network_links rows, for a period whose collect wrote them; None otherwise,
     without reading a table."""
-    if job.topology is None or NETWORK_LINKS.name not in ((marker or {}).get("rows") or {}):
+    if ctx.job.topology is None or ctx.marker is None or not ctx.marker.wrote(NETWORK_LINKS.name):
         return None
     from jobs.lake.base import period_predicate
     from jobs.lake.read import rows_where
 
-    return rows_where(spark, paths, NETWORK_LINKS.name, period_predicate(job.job_id, period_end))
+    return rows_where(ctx.spark, ctx.paths, NETWORK_LINKS.name,
+                      period_predicate(ctx.job_id, ctx.end))

@@ -15,7 +15,7 @@ Three steps, each called with a line from its stage:
 - **validate** (`validate_streams_of`): GE suites stream_stats.json (one finite rate ≥ 0 per
   declared stream, no undeclared stream) and, when fitted, load_model.json (every running unit,
   coefficients finite and ≥ 0, declared streams only), offending rows named.
-- **plan** (`with_load_model`): the state gains ``streams`` (the period's rates, the configured
+- **plan** (`read_stream_rows`, `attach_streams`): the state gains ``streams`` (the period's rates, the configured
   lower bounds) and ``load_model``, so `rod` runs and every strategy's plan gets its resilience.
   Before the model is fitted (the first periods), a strategy needing it keeps the current
   placement with a message saying why (`keep_until_fitted`, called by jobs/plan/scaling.py `solve`),
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from jobs.errors import StageError
+from jobs.facets.base import Assembly, Checked
 from jobs.validate.suites import ValidationReport
 from placement.common import make_plan
 from placement.facets import Stream
@@ -54,10 +55,12 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
 
+    from jobs.context import StageContext
+
 log = logging.getLogger(__name__)
 
-__all__ = ["Fitted", "fit_rows", "fit_stage", "keep_until_fitted", "validate_streams_of",
-           "with_load_model", "with_streams"]
+__all__ = ["Fitted", "attach_streams", "fit_rows", "fit_stage", "keep_until_fitted",
+           "read_stream_rows", "validate_streams_of", "with_streams"]
 
 
 @dataclass(frozen=True)
@@ -143,8 +146,7 @@ def fit_stage(spark: SparkSession, paths: Paths, job: JobConfig, period_end: dat
     return [(LOAD_MODEL, len(fitted.rows), table_version(spark, paths, LOAD_MODEL.name))]
 
 
-def validate_streams_of(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                        marker: Mapping[str, Any], running: set[str], report: ValidationReport
+def validate_streams_of(ctx: StageContext, checked: Checked, report: ValidationReport
                         ) -> ValidationReport:
     """`report` with the stream rates' and load model's verdict added (jobs/validate/suites.py
     `validate_streams`), for a period whose collect wrote stream_stats."""
@@ -152,16 +154,17 @@ def validate_streams_of(spark: SparkSession, paths: Paths, job: JobConfig, perio
     from jobs.lake.read import frame_where
     from jobs.validate.suites import validate_streams
 
-    rows = marker.get("rows") or {}
-    if STREAM_STATS.name not in rows:
+    marker, job = ctx.marker, ctx.job
+    if marker is None or not marker.wrote(STREAM_STATS.name):
         return report
-    where = period_predicate(job.job_id, period_end)
+    spark, paths, where = ctx.spark, ctx.paths, period_predicate(ctx.job_id, ctx.end)
     streams: pd.DataFrame = frame_where(spark, paths, STREAM_STATS.name, where)
     model: pd.DataFrame | None = (frame_where(spark, paths, LOAD_MODEL.name, where)
-                                  if rows.get(LOAD_MODEL.name) else None)
+                                  if marker.rows_of(LOAD_MODEL.name) else None)
     declared = (job.load_model.streams if job.load_model is not None
                 else sorted(set(streams["stream"].dropna())))
-    verdict = validate_streams(streams, model, declared_streams=declared, running_units=running)
+    verdict = validate_streams(streams, model, declared_streams=declared,
+                               running_units=set(checked.running))
     return ValidationReport(report.success and verdict.success,
                             report.failures + verdict.failures)
 
@@ -213,15 +216,25 @@ def keep_until_fitted(state: ClusterState, strategy: str) -> Plan | None:
     return replace(kept, strategy=strategy)
 
 
-def with_load_model(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                    strategy: str, state: ClusterState) -> ClusterState:
-    """The plan stage's line: the period's stream_stats and load_model rows into `state`."""
+def read_stream_rows(ctx: StageContext
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """The plan's read: the period's stream_stats and load_model rows (None, without reading,
+    for a job declaring no streams)."""
     from jobs.lake.base import concurrently, period_predicate
     from jobs.lake.read import rows_where
 
-    if job.load_model is None:
-        return state
-    where = period_predicate(job.job_id, period_end)
+    if ctx.job.load_model is None:
+        return None
+    spark, paths, where = ctx.spark, ctx.paths, period_predicate(ctx.job_id, ctx.end)
     rates, model = concurrently(lambda: rows_where(spark, paths, STREAM_STATS.name, where),
                                 lambda: rows_where(spark, paths, LOAD_MODEL.name, where))
-    return with_streams(state, job, strategy, rates, model)
+    return rates, model
+
+
+def attach_streams(assembly: Assembly,
+                   rows: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None) -> Assembly:
+    """The plan's attach: the period's rates and load model into the state (`with_streams`)."""
+    if rows is None:
+        return assembly
+    return replace(assembly, state=with_streams(assembly.state, assembly.job, assembly.strategy,
+                                                *rows))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 
 from jobs.errors import StageError
+from jobs.facets.base import Checked
 from jobs.facets.links import check_links_landing
 from jobs.validate.suites import ValidationReport
 from schemas.config import JobConfig, Paths
@@ -43,6 +44,8 @@ from schemas.tables import SUBSCRIPTIONS as SUBSCRIPTIONS_TABLE
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+
+    from jobs.context import StageContext
 
 __all__ = ["FACET_TABLES", "check_facet_landing", "facet_frames", "read_facet_rows",
            "validate_facets_of"]
@@ -138,36 +141,40 @@ def facet_frames(spark: SparkSession, files: dict[str, list[Path]], in_window: C
     return out
 
 
-def validate_facets_of(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                       marker: dict[str, Any], running: set[str], known_nodes: set[str],
-                       report: ValidationReport) -> ValidationReport:
+def _wrote_sources(ctx: StageContext) -> bool:
+    """A dynamic job's period always has the facet; another job's when its collect wrote it."""
+    return ctx.job.dynamic or (ctx.marker is not None
+                               and ctx.marker.wrote(SUBSCRIPTIONS_TABLE.name))
+
+
+def validate_facets_of(ctx: StageContext, checked: Checked, report: ValidationReport
+                       ) -> ValidationReport:
     """`report` with the facet tables' verdict added, for a period whose collect wrote them (a
     dynamic job's always): jobs/validate/suites.py `validate_facets`."""
     from jobs.lake.base import concurrently, period_predicate
     from jobs.lake.read import frame_where
     from jobs.validate.suites import validate_facets  # GE: imported when a period is validated
 
-    if not job.dynamic and SUBSCRIPTIONS_TABLE.name not in (marker.get("rows") or {}):
+    if not _wrote_sources(ctx):
         return report
-    where = period_predicate(job.job_id, period_end)
+    spark, paths, where = ctx.spark, ctx.paths, period_predicate(ctx.job_id, ctx.end)
     sources, subs = concurrently(lambda: frame_where(spark, paths, SOURCE_STATS.name, where),
                                  lambda: frame_where(spark, paths, SUBSCRIPTIONS_TABLE.name, where))
-    facets = validate_facets(sources, subs, running_units=running, known_nodes=known_nodes)
+    facets = validate_facets(sources, subs, running_units=set(checked.running),
+                             known_nodes=set(checked.known_nodes))
     return ValidationReport(report.success and facets.success, report.failures + facets.failures)
 
 
-def read_facet_rows(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                    marker: dict[str, Any] | None
+def read_facet_rows(ctx: StageContext
                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
     """The period's source_stats and subscriptions rows, for a period whose collect wrote them
     (a dynamic job's always); None otherwise, without reading a table."""
     from jobs.lake.base import concurrently, period_predicate
     from jobs.lake.read import rows_where
 
-    rows = (marker or {}).get("rows") or {}
-    if not job.dynamic and SUBSCRIPTIONS_TABLE.name not in rows:
+    if not _wrote_sources(ctx):
         return None
-    where = period_predicate(job.job_id, period_end)
+    spark, paths, where = ctx.spark, ctx.paths, period_predicate(ctx.job_id, ctx.end)
     sources, subs = concurrently(lambda: rows_where(spark, paths, SOURCE_STATS.name, where),
                                  lambda: rows_where(spark, paths, SUBSCRIPTIONS_TABLE.name, where))
     return sources, subs

@@ -31,6 +31,7 @@ from schemas.config import Paths
 from schemas.landing import format_period_end
 from schemas.manifest import assignment_checksum
 from schemas.tables import ASSIGNMENT_VERSIONS, PLANS
+from schemas.tracking import Tag
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -126,9 +127,9 @@ def check_identity(row: Mapping[str, Any], plan_json: Mapping[str, Any],
     recorded = [("its plan JSON", "plan_id", plan_json.get("plan_id"), pid),
                 ("its plan JSON", "checksum", plan_json.get("checksum"), checksum),
                 (f"its MLflow run {row['mlflow_run_id']}", "plan_id",
-                 run_tags.get("reconf.plan_id"), pid),
+                 run_tags.get(Tag.PLAN_ID), pid),
                 (f"its MLflow run {row['mlflow_run_id']}", "checksum",
-                 run_tags.get("reconf.checksum"), checksum)]
+                 run_tags.get(Tag.CHECKSUM), checksum)]
     for source, what, value, expected in recorded:
         if value is not None and value != expected:  # plans of older releases lack some
             raise StageError(

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
 
+    from jobs.context import StageContext
     from jobs.facets.dynamic import Prepared
     from jobs.lake.base import Start
     from jobs.plan.stage import PlanResult
@@ -189,15 +190,16 @@ def _select_jobs(job_ids: Iterable[str] | None) -> tuple[list[JobConfig], bool]:
 
 @dataclass(frozen=True)
 class FleetInputs:
-    """What build_tasks found: the tasks, each job's starting point and collect, and the jobs
-    left out (no stats for the period; or, unless a dry run, not validated: job -> why)."""
+    """What build_tasks found: the tasks, each job's period (its context: marker and report read
+    once), starting point and prepared state, and the jobs left out (no stats for the period;
+    or, unless a dry run, not validated: job -> why)."""
 
     tasks: list[FleetTask]
     starts: dict[str, Start]
-    collect_ids: dict[str, str | None]
+    contexts: dict[str, StageContext]
     skipped: list[str]
     refused: dict[str, str]
-    #: each job's state made ready for its strategy (a dynamic job's arrivals, jobs/dynamic_units)
+    #: each job's state made ready for its strategy (a dynamic job's arrivals, jobs/facets/dynamic.py)
     prepared: dict[str, Prepared] = field(default_factory=dict)
 
 
@@ -205,23 +207,17 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
                 period_end: datetime, strategy: str | None, *, strict: bool,
                 dry_run: bool = False) -> FleetInputs:
     """Checks every job before anything runs: its period end, its strategy, its budget, and
-    (unless a dry run) that the period passed validation for its current collect."""
+    (unless a dry run) that the period passed validation for its current collect. Each job's
+    state is assembled as the per-job plan assembles it (jobs/plan/assemble.py), from the stats
+    of all jobs read in one query per table."""
+    from jobs.context import stage_context
     from jobs.errors import StageError
-    from jobs.facets.dynamic import prepare_units
-    from jobs.facets.links import read_link_rows
-    from jobs.facets.load_model import with_load_model
-    from jobs.facets.network import attach_network
-    from jobs.facets.subscriptions import read_facet_rows
+    from jobs.facets.registry import read_facets
     from jobs.lake.base import Start, ensure_tables, starting_point
-    from jobs.markers import check_validated, read_collect_marker, runtime_of
+    from jobs.markers import check_validated
+    from jobs.plan.assemble import PeriodInputs, assemble
     from jobs.plan.scaling import earlier_sections
-    from jobs.plan.stage import (
-        build_state,
-        check_budget,
-        job_budget,
-        no_stats_error,
-        resolve_strategy,
-    )
+    from jobs.plan.stage import check_budget, job_budget, no_stats_error, resolve_strategy
     from schemas.landing import format_period_end
     from schemas.periods import PeriodError, check_period_end
     from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
@@ -239,51 +235,46 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
     nodes = _rows_by_job(spark, paths, NODE_STATS.name, ids, period_end)
     edges = _rows_by_job(spark, paths, COMM_STATS.name, ids, period_end)
     missing = [j for j in ids if not kgs.get(j)]
+    stamp = format_period_end(period_end)
     if missing and (strict or len(missing) == len(ids)):
-        raise no_stats_error(paths, missing[0], format_period_end(period_end))
+        raise no_stats_error(paths, missing[0], stamp)
     published = _published_by_job(spark, paths, ids, period_end)
-    tasks, starts, collect_ids, refused, prepared = [], {}, {}, {}, {}
+    tasks, starts, contexts, refused, prepared = [], {}, {}, {}, {}
     for job in jobs:
         if job.job_id in missing:
             continue
+        ctx = stage_context(job, period_end, paths, spark)
         if not dry_run:
             try:
-                check_validated(paths, job, period_end)
+                check_validated(paths, job, period_end, marker=ctx.marker, report=ctx.report)
             except StageError as exc:
                 if strict:
                     raise
                 refused[job.job_id] = exc.what
                 continue
-        marker = read_collect_marker(paths, job.job_id, period_end)
-        runtime = runtime_of(marker) if marker is not None else None
+        runtime = None if ctx.marker is None else ctx.marker.runtime
         newest, current = published.get(job.job_id, (None, {}))
         start = (Start(newest, current, newest) if runtime is None or runtime.version == newest
                  else starting_point(spark, paths, job.job_id, period_end, runtime))
         strat, params = resolved[job.job_id]
-        state = build_state(job, kgs[job.job_id], nodes.get(job.job_id, []),
-                            edges.get(job.job_id, []), start.assignment)
+        inputs = PeriodInputs(kgs[job.job_id], nodes.get(job.job_id, []),
+                              edges.get(job.job_id, []), start, read_facets(ctx))
         try:
-            state, params = attach_network(job, state, strat, params,  # a wide-area job's
-                                           read_link_rows(spark, paths, job, period_end, marker))
-            state = with_load_model(spark, paths, job, period_end, strat, state)
+            assembled = assemble(job, strat, params, inputs, stamp)
         except StageError as exc:  # e.g. a stream's lower bound above its observed rate
             if strict:
                 raise
             refused[job.job_id] = exc.what
             continue
-        ready = prepared[job.job_id] = prepare_units(
-            job, strat, state, kgs[job.job_id], read_facet_rows(spark, paths, job, period_end,
-                                                                marker),
-            start.assignment, start.version)
-        state = ready.state
+        ready = prepared[job.job_id] = assembled.prepared
         sections = (tuple(earlier_sections(spark, paths, job.job_id, period_end))
                     if job.scaling is not None else ())
-        tasks.append(FleetTask(job.job_id, strat, params, state, job_budget(job),
+        tasks.append(FleetTask(job.job_id, strat, assembled.params, ready.state, job_budget(job),
                                job.solver_time_limit_s, job.scaling, sections,
-                               None if runtime is None else frozenset(runtime.nodes)))
+                               None if ctx.marker is None else ctx.marker.runtime_nodes))
         starts[job.job_id] = start
-        collect_ids[job.job_id] = None if marker is None else marker.get("collect_id")
-    return FleetInputs(tasks, starts, collect_ids, missing, refused, prepared)
+        contexts[job.job_id] = ctx
+    return FleetInputs(tasks, starts, contexts, missing, refused, prepared)
 
 
 def run_fleet(period_end: str | datetime, *, job_ids: Iterable[str] | None = None,
@@ -291,10 +282,11 @@ def run_fleet(period_end: str | datetime, *, job_ids: Iterable[str] | None = Non
               spark: SparkSession | None = None) -> FleetResult:
     """Plan `period_end` of every configured job (or of `job_ids`) on Spark and record each."""
     from jobs.errors import job_lock
-    from jobs.markers import read_report
+    from jobs.plan.record import Computed, Provenance
     from jobs.plan.stage import record_plan, with_note
     from jobs.spark.session import get_spark
     from schemas.landing import format_period_end, parse_period_end
+    from schemas.tracking import Tag
 
     t0 = time.perf_counter()
     end = period_end if isinstance(period_end, datetime) else parse_period_end(period_end)
@@ -305,24 +297,22 @@ def run_fleet(period_end: str | datetime, *, job_ids: Iterable[str] | None = Non
     t1 = time.perf_counter()
     outcomes = solve_fleet(spark, inputs.tasks)
     solve_wall = time.perf_counter() - t1
-    by_id = {j.job_id: j for j in jobs}
     planned, failed = [], dict(inputs.refused)
     for task in inputs.tasks:
         out = outcomes.get(task.job_id)
         if out is None or out.plan is None or out.state is None:
             failed[task.job_id] = out.error if out is not None else "no outcome returned"
             continue
-        start = inputs.starts[task.job_id]
+        start, ctx = inputs.starts[task.job_id], inputs.contexts[task.job_id]
         plan, logged, artifacts = inputs.prepared[task.job_id].finish(
             with_note(out.plan, start), out.state)
+        marker = ctx.marker
         with (contextlib.nullcontext() if dry_run
               else job_lock(paths, task.job_id, "plan")):
             planned.append(record_plan(
-                spark, paths, by_id[task.job_id], end, task.strategy, logged, plan,
-                out.scaling_extra, start, validation=read_report(paths, task.job_id, end),
-                artifacts=artifacts,
-                tags={"reconf.planned_by": "fleet", "reconf.fleet.executor": out.host},
-                dry_run=dry_run, collect_id=inputs.collect_ids[task.job_id]))
+                ctx, Computed(task.strategy, logged, plan, start, out.scaling_extra, artifacts),
+                Provenance(ctx.report, {Tag.PLANNED_BY: "fleet", Tag.FLEET_EXECUTOR: out.host},
+                           dry_run, None if marker is None else marker.collect_id)))
     return FleetResult(format_period_end(end), tuple(planned), failed, tuple(inputs.skipped),
                        {k: o.host for k, o in outcomes.items()}, solve_wall,
                        time.perf_counter() - t0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,15 +23,42 @@ from jobs.plan.attempts import plan_id as attempt_id
 from jobs.tracking.store import CycleRecord, log_cycle, logged_attempts, tag_run
 from jobs.whatif.input import keep_input
 from placement.model import Budget, ClusterState, Plan
-from schemas.config import JobConfig, Paths
-from schemas.landing import format_period_end
+from schemas.config import JobConfig
 from schemas.manifest import assignment_checksum
 from schemas.tables import ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS, PLAN_MOVES, PLANS
+from schemas.tracking import Tag, delta_version_tag
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from jobs.context import StageContext
 
-__all__ = ["PlanResult", "job_budget", "plan_to_dict", "record_plan"]
+__all__ = ["Computed", "PlanResult", "Provenance", "job_budget", "plan_to_dict", "record_plan"]
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A computed plan of one period, as recording needs it: the strategy, the state to log the
+    plan against (every unit where the runtime ran it), the plan, where it started, Algorithm 1's
+    extra scaling fields and the run's extra artifacts (name -> text)."""
+
+    strategy: str
+    state: ClusterState
+    plan: Plan
+    start: Start
+    scaling_extra: Mapping[str, Any] | None = None
+    artifacts: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a plan came from: the validation report it was made under, extra run tags, a dry run,
+    the collect it read and the Delta versions of the tables it read (table -> version; the
+    rest are looked up)."""
+
+    validation: Mapping[str, Any] | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    dry_run: bool = False
+    collect_id: str | None = None
+    read_versions: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -75,35 +102,22 @@ def job_budget(job: JobConfig) -> Budget:
     return Budget(max_migration_cost=job.max_migration_cost, max_migrations=job.max_migrations)
 
 
-def record_plan(
-    spark: SparkSession,
-    paths: Paths,
-    job: JobConfig,
-    period_end: datetime,
-    strategy: str,
-    state: ClusterState,
-    plan: Plan,
-    scaling_extra: dict[str, Any] | None,
-    start: Start,
-    *,
-    validation: dict[str, Any] | None = None,
-    tags: dict[str, str] | None = None,
-    dry_run: bool = False,
-    collect_id: str | None = None,
-    artifacts: Mapping[str, str] | None = None,
-    read_versions: dict[str, int] | None = None,
-) -> PlanResult:
+def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -> PlanResult:
     """Log a computed plan to MLflow and (unless a dry run) write it to plans / plan_moves.
 
     Shared by the per-job path and fleet planning (jobs/plan/fleet.py), so both record the same.
-    `read_versions`: table -> Delta version the plan read, where the caller knows it (the rest
-    are looked up). The rows are built (and their types checked by Spark) before the MLflow run is logged, so a value
-    no table can hold fails before anything is written. Callers that write (not a dry run) hold
-    the job's lock, so the attempt number is theirs alone.
+    The rows are built (and their types checked by Spark) before the MLflow run is logged, so a
+    value no table can hold fails before anything is written. Callers that write (not a dry run)
+    hold the job's lock, so the attempt number is theirs alone.
     """
-    stamp = format_period_end(period_end)
+    spark, paths, job, period_end, stamp = ctx.spark, ctx.paths, ctx.job, ctx.end, ctx.stamp
+    strategy, state, plan, start = (computed.strategy, computed.state, computed.plan,
+                                    computed.start)
+    scaling_extra, artifacts = computed.scaling_extra, computed.artifacts
+    validation, tags, dry_run = provenance.validation, provenance.tags, provenance.dry_run
+    collect_id = provenance.collect_id
     base_version = start.version
-    read = dict(read_versions or {})
+    read = dict(provenance.read_versions)
     missing = [t.name for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS, ASSIGNMENTS)
                if t.name not in read]
     # one round: the period's attempts and version (not for a dry run: it writes no rows), the
@@ -132,19 +146,19 @@ def record_plan(
         for rows, table in zip(_plan_rows(job, period_end, pid, strategy, plan, base_version, "",
                                           plan_json, status), (PLAN_MOVES, PLANS), strict=True):
             records_table(rows, table)
-    read_tags = {f"reconf.delta.{name}.version": str(version) for name, version in sorted(
+    read_tags = {delta_version_tag(name): str(version) for name, version in sorted(
         read.items())}
-    attempt_tags = {"reconf.plan_id": pid, "reconf.attempt": str(attempt),
-                    "reconf.checksum": plan_json["checksum"]}
+    attempt_tags = {Tag.PLAN_ID: pid, Tag.ATTEMPT: str(attempt),
+                    Tag.CHECKSUM: plan_json["checksum"]}
     if published is not None:
-        attempt_tags.update({"reconf.publish_status": NOT_PUBLISHED,
-                             "reconf.published_version": str(published[0]),
-                             "reconf.published_plan_id": published[1]})
+        attempt_tags.update({Tag.PUBLISH_STATUS: NOT_PUBLISHED,
+                             Tag.PUBLISHED_VERSION: str(published[0]),
+                             Tag.PUBLISHED_PLAN_ID: published[1]})
     run_id = log_cycle(
         paths,
         CycleRecord(job, stamp, strategy, plan_json, validation,
-                    {**read_tags, "reconf.base_version": str(base_version), **attempt_tags,
-                     **(tags or {})}, dry_run, dict(artifacts or {})),
+                    {**read_tags, Tag.BASE_VERSION: str(base_version), **attempt_tags,
+                     **tags}, dry_run, dict(artifacts)),
         state,
         plan,
     )
@@ -161,7 +175,7 @@ def record_plan(
         write_records(spark, row, paths, PLANS, where)
         failpoint("plan.row")
         written = table_versions(spark, paths, (PLAN_MOVES.name, PLANS.name))
-        tag_run(paths, run_id, {f"reconf.delta.{name}.version": str(version)
+        tag_run(paths, run_id, {delta_version_tag(name): str(version)
                                 for name, version in written.items()})  # the versions holding this plan
     return PlanResult(job.job_id, stamp, pid, plan, base_version, run_id, plan_json, dry_run,
                       published)

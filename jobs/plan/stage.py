@@ -12,43 +12,33 @@ ever rewrites a plan, so a published period's record stays what was published.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from jobs.errors import StageError, job_lock, lake_rows_refused
-from jobs.facets.dynamic import prepare_units
-from jobs.facets.links import read_link_rows
-from jobs.facets.load_model import with_load_model
-from jobs.facets.network import attach_network
-from jobs.facets.subscriptions import read_facet_rows
-from jobs.lake.base import (
-    Start,
-    concurrently,
-    ensure_tables,
-    period_predicate,
-    starting_point,
-    table_version,
-)
+from jobs.context import StageContext, run_stage, stage_context
+from jobs.errors import StageError
+from jobs.facets.registry import read_facets
+from jobs.lake.base import Start, concurrently, period_predicate, starting_point, table_version
 from jobs.lake.read import rows_where
-from jobs.markers import check_validated, read_collect_marker, runtime_of
+from jobs.markers import check_validated
+from jobs.plan.assemble import PeriodInputs, assemble, build_state
 from jobs.plan.attempts import plan_id as attempt_id
-from jobs.plan.record import PlanResult, job_budget, plan_to_dict, record_plan
+from jobs.plan.record import (
+    Computed,
+    PlanResult,
+    Provenance,
+    job_budget,
+    plan_to_dict,
+    record_plan,
+)
 from jobs.plan.scaling import earlier_sections, solve
 from jobs.tracking.store import prepare_client
-from placement.model import ClusterState, Edge, KeyGroup, Node, Plan
+from placement.model import Plan
 from placement.registry import check_params, strategy_names
 from schemas.config import MAX_MIGRATIONS, JobConfig, Paths
-from schemas.landing import format_period_end
-from schemas.tables import (
-    ASSIGNMENTS,
-    COMM_STATS,
-    KEYGROUP_STATS,
-    NODE_STATS,
-    Table,
-)
+from schemas.tables import ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS, Table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -59,6 +49,7 @@ __all__ = [
     "check_budget",
     "job_budget",
     "no_stats_error",
+    "plan",
     "plan_id",
     "plan_period",
     "plan_to_dict",
@@ -71,58 +62,6 @@ __all__ = [
 def plan_id(job_id: str, period_end: datetime) -> str:
     """The id of a period's first plan attempt (jobs/plan/attempts.py numbers the later ones)."""
     return attempt_id(job_id, period_end)
-
-
-def build_state(
-    job: JobConfig,
-    keygroups: list[dict[str, Any]],
-    nodes: list[dict[str, Any]],
-    edges: list[dict[str, Any]],
-    current: dict[str, str],
-) -> ClusterState:
-    """The planner's model of one period: loads from the stats, placement from `current`.
-
-    Validation refuses missing or non-finite values; a dry run of an unvalidated period meets
-    them here and gets the same kind of message instead of a TypeError deep in the planner.
-    """
-    _check_finite(job, keygroups, ("load_pct", "state_bytes"), "keygroup", KEYGROUP_STATS.name)
-    _check_finite(job, nodes, ("capacity",), "node", NODE_STATS.name)
-    _check_finite(job, edges, ("tuples_per_s",), "src_keygroup", COMM_STATS.name)
-    capacity = {n["node"]: float(n["capacity"]) for n in nodes}
-    assignment = {k["keygroup"]: current.get(k["keygroup"], k["node"]) for k in keygroups}
-    node_ids = sorted(set(capacity) | set(assignment.values()))
-    return ClusterState(
-        nodes=tuple(Node(n, capacity.get(n, 1.0)) for n in node_ids),
-        keygroups=tuple(
-            KeyGroup(
-                id=k["keygroup"],
-                operator=k["operator"],
-                load=float(k["load_pct"]),
-                state_bytes=float(k["state_bytes"]),
-                migration_cost=job.alpha * float(k["state_bytes"]),
-            )
-            for k in sorted(keygroups, key=lambda row: row["keygroup"])
-        ),
-        assignment=assignment,
-        edges=tuple(
-            Edge(e["src_keygroup"], e["dst_keygroup"], float(e["tuples_per_s"])) for e in edges
-        ),
-    )
-
-
-def _check_finite(job: JobConfig, rows: list[dict[str, Any]], columns: tuple[str, ...], key: str,
-                  table: str) -> None:
-    for row in rows:
-        for column in columns:
-            value = row.get(column)
-            if value is None or not math.isfinite(float(value)):
-                raise StageError(
-                    f"{table}.{column} of {row.get(key)!r} is {value!r}; the planner needs a "
-                    "finite number",
-                    where=f"job {job.job_id!r}, table {table}",
-                    fix="run `reconf validate` on the period: it names every bad value; fix the "
-                        "runtime's metrics and land the period again",
-                )
 
 
 def check_budget(job: JobConfig) -> None:
@@ -144,27 +83,56 @@ def plan_period(
     spark: SparkSession,
     strategy: str | None = None,
     dry_run: bool = False,
-    validation: dict[str, Any] | None = None,
     tags: dict[str, str] | None = None,
 ) -> PlanResult:
-    """Plan one period. A dry run computes and returns the plan but writes nothing."""
-    strategy, params = resolve_strategy(job, strategy)
-    check_budget(job)
-    ensure_tables(spark, paths)
-    if dry_run:
-        return _plan(job, period_end, paths, spark, strategy, params, dry_run, validation, tags)
-    with job_lock(paths, job.job_id, "plan"):
-        check_validated(paths, job, period_end)
-        return _plan(job, period_end, paths, spark, strategy, params, dry_run, validation, tags)
+    """`plan` for a caller holding a job and a session (the tests, the bench)."""
+    return plan(stage_context(job, period_end, paths, spark), strategy=strategy, dry_run=dry_run,
+                tags=tags)
 
 
-def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession, strategy: str,
-          params: dict[str, Any], dry_run: bool, validation: dict[str, Any] | None,
-          tags: dict[str, str] | None) -> PlanResult:
-    where = period_predicate(job.job_id, period_end)
-    stamp = format_period_end(period_end)
-    marker = read_collect_marker(paths, job.job_id, period_end)
-    runtime = runtime_of(marker) if marker is not None else None
+def plan(ctx: StageContext, *, strategy: str | None = None, dry_run: bool = False,
+         tags: dict[str, str] | None = None) -> PlanResult:
+    """Plan one period: check → read → compute → commit inside the stage frame (jobs/context.py).
+
+    A dry run computes and returns the plan but writes nothing but its MLflow run; it takes no
+    lock and plans any collected period. Otherwise the period must have passed validation for
+    its current collect (checked under the job's lock, as the attempt number is).
+    """
+    name, params = resolve_strategy(ctx.job, strategy)  # check: what needs no lake
+
+    def body(ctx: StageContext) -> PlanResult:
+        if not dry_run:
+            check_validated(ctx.paths, ctx.job, ctx.end, marker=ctx.marker, report=ctx.report)
+        inputs, assignments_version = read_inputs(ctx)  # read
+        assembled = assemble(ctx.job, name, params, inputs, ctx.stamp)  # compute
+        job, start, prepared, runtime = ctx.job, inputs.start, assembled.prepared, ctx.marker
+        sections = (earlier_sections(ctx.spark, ctx.paths, job.job_id, ctx.end)
+                    if job.scaling is not None else ())
+        solved = solve(prepared.state, job_budget(job), name, assembled.params,
+                       job.solver_time_limit_s, job.scaling, sections,
+                       None if runtime is None else runtime.runtime_nodes)
+        final, logged, artifacts = prepared.finish(with_note(solved.plan, start), solved.state)
+        # the versions the plan read: the stats tables' from the collect that wrote the period
+        # (the validation gate ties the plan to that collect), the assignments' from the reads
+        marker = ctx.marker
+        read = {**(marker.versions if marker is not None else {}),
+                ASSIGNMENTS.name: assignments_version}
+        return record_plan(  # commit
+            ctx, Computed(name, logged, final, start, solved.scaling_extra, artifacts),
+            Provenance(ctx.report, tags or {}, dry_run,
+                       None if marker is None else marker.collect_id, read))
+
+    return run_stage(ctx, "plan", body, check=lambda c: check_budget(c.job), lock=not dry_run)
+
+
+def read_inputs(ctx: StageContext) -> tuple[PeriodInputs, int]:
+    """Everything the plan of the period reads, in one round of queries (the period's tables,
+    each facet's rows, the starting point, the assignments' version) while MLflow is imported;
+    the version of `assignments` read. A period without stats, or a refused starting point, is a
+    StageError (in that order: the stats' message first)."""
+    spark, paths, job = ctx.spark, ctx.paths, ctx.job
+    where = period_predicate(job.job_id, ctx.end)
+    runtime = None if ctx.marker is None else ctx.marker.runtime
 
     def rows(table: Table) -> Callable[[], list[dict[str, Any]]]:
         # in key order: the plan must not depend on how a writer laid out the table's files
@@ -173,47 +141,23 @@ def _plan(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSessio
 
     def start_or_error() -> Start | StageError:
         try:
-            return starting_point(spark, paths, job.job_id, period_end, runtime)
+            return starting_point(spark, paths, job.job_id, ctx.end, runtime)
         except StageError as exc:  # raised after the check of the stats, as before
             return exc
 
-    # one round of queries (the period's tables, the starting point) while MLflow is imported
     kg_rows: list[dict[str, Any]]
-    node_rows: list[dict[str, Any]]
-    edge_rows: list[dict[str, Any]]
     start: Start | StageError
-    kg_rows, node_rows, edge_rows, start, assignments_version, _ = concurrently(
+    kg_rows, node_rows, edge_rows, start, facets, assignments_version, _ = concurrently(
         rows(KEYGROUP_STATS), rows(NODE_STATS), rows(COMM_STATS), start_or_error,
-        lambda: table_version(spark, paths, ASSIGNMENTS.name), lambda: prepare_client(paths))
-    everyone_left = job.dynamic and ((marker or {}).get("rows") or {}).get(
+        lambda: read_facets(ctx), lambda: table_version(spark, paths, ASSIGNMENTS.name),
+        lambda: prepare_client(paths))
+    everyone_left = job.dynamic and ctx.marker is not None and ctx.marker.rows_of(
         KEYGROUP_STATS.name) == 0  # a dynamic job's units may all have left: an empty plan
     if not kg_rows and not everyone_left:
-        raise no_stats_error(paths, job.job_id, stamp)
+        raise no_stats_error(paths, job.job_id, ctx.stamp)
     if isinstance(start, StageError):
         raise start
-    with lake_rows_refused(job.job_id, stamp, "keygroup_stats, node_stats, comm_stats and the "
-                           "job's facet tables"):
-        state = build_state(job, kg_rows, node_rows, edge_rows, start.assignment)
-        state, params = attach_network(job, state, strategy, params,  # with the measured links
-                                       read_link_rows(spark, paths, job, period_end, marker))
-        state = with_load_model(spark, paths, job, period_end, strategy, state)  # its streams
-        # a dynamic job's sources, subscriptions and arrivals (jobs/facets/dynamic.py)
-        prepared = prepare_units(job, strategy, state, kg_rows,
-                                 read_facet_rows(spark, paths, job, period_end, marker),
-                                 start.assignment, start.version)
-    sections = (earlier_sections(spark, paths, job.job_id, period_end)
-                if job.scaling is not None else ())
-    solved = solve(prepared.state, job_budget(job), strategy, params, job.solver_time_limit_s,
-                   job.scaling, sections, None if runtime is None else frozenset(runtime.nodes))
-    plan, logged, artifacts = prepared.finish(with_note(solved.plan, start), solved.state)
-    # the versions the plan read: the stats tables' from the collect that wrote the period (the
-    # validation gate ties the plan to that collect), the assignments' from the round above
-    read = {**((marker or {}).get("versions") or {}), ASSIGNMENTS.name: assignments_version}
-    return record_plan(spark, paths, job, period_end, strategy, logged,
-                       plan, solved.scaling_extra, start, artifacts=artifacts,
-                       validation=validation, tags=tags, dry_run=dry_run,
-                       collect_id=None if marker is None else marker.get("collect_id"),
-                       read_versions=read)
+    return PeriodInputs(kg_rows, node_rows, edge_rows, start, facets), assignments_version
 
 
 def with_note(plan: Plan, start: Start) -> Plan:

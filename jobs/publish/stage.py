@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from jobs.errors import StageError, job_lock
+from jobs.context import StageContext, run_stage, stage_context
+from jobs.errors import StageError
 from jobs.faults import failpoint
 from jobs.lake.base import (
     concurrently,
-    ensure_tables,
     newest_version,
     period_predicate,
     quote,
@@ -69,11 +69,12 @@ from schemas.manifest import (
     write_manifest,
 )
 from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLANS
+from schemas.tracking import Tag, delta_version_tag
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["PublishResult", "publish_period"]
+__all__ = ["PublishResult", "publish", "publish_period"]
 
 
 @dataclass(frozen=True)
@@ -155,11 +156,16 @@ def publish_period(
     job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession,
     plan_id: str | None = None,
 ) -> PublishResult:
+    """`publish` for a caller holding a job and a session (the tests, the bench)."""
+    return publish(stage_context(job, period_end, paths, spark), plan_id=plan_id)
+
+
+def publish(ctx: StageContext, *, plan_id: str | None = None) -> PublishResult:
     """Publish the period's plan: `plan_id`, else the one this Airflow run planned, else the
-    period's newest attempt (jobs/plan/attempts.py `choose_attempt`)."""
-    ensure_tables(spark, paths)
-    with job_lock(paths, job.job_id, "publish"):
-        return _publish(job, period_end, paths, spark, plan_id)
+    period's newest attempt (jobs/plan/attempts.py `choose_attempt`), inside the stage frame
+    (jobs/context.py: the job's lock held throughout)."""
+    return run_stage(ctx, "publish",
+                     lambda c: _publish(c.job, c.end, c.paths, c.spark, plan_id))
 
 
 def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession,
@@ -191,7 +197,7 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
     if log["newer"]:
         set_status(spark, paths, job.job_id, period_end, pid, "historical")
         if run_id:
-            tag_run(paths, run_id, {"reconf.publish_status": "historical"})
+            tag_run(paths, run_id, {Tag.PUBLISH_STATUS: "historical"})
         return PublishResult(job.job_id, stamp, None, "historical", None, plan_id=pid)
     check_validated(paths, job, period_end, collect_id=plan_json.get("collect_id"))
     _check_budget(plan_row, plan_json, job.job_id, stamp)
@@ -201,7 +207,7 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
     if newest != planned_at:
         set_status(spark, paths, job.job_id, period_end, pid, "stale")
         if run_id:
-            tag_run(paths, run_id, {"reconf.publish_status": "stale"})
+            tag_run(paths, run_id, {Tag.PUBLISH_STATUS: "stale"})
         return PublishResult(
             job.job_id, stamp, None, "stale", None,
             f"the plan was made when the newest version was "
@@ -282,7 +288,7 @@ def _already_published(spark: SparkSession, paths: Paths, job: JobConfig, period
                 settle_statuses(spark, paths, job.job_id, period_end, pid)
                 _tag_others(paths, attempts, pid, version)
             tags = run_tags(paths, row["mlflow_run_id"]) if row["mlflow_run_id"] else {}
-            if tags and tags.get("reconf.assignment_version") != str(version):
+            if tags and tags.get(Tag.ASSIGNMENT_VERSION) != str(version):
                 _tag_published(spark, paths, row["mlflow_run_id"], version, mine["manifest_path"])
     others = sorted((str(r["plan_id"]) for r in attempts if r["plan_id"] != pid), key=attempt_of)
     note = (f"the period's other plan(s) {', '.join(others)} are kept as attempts, not published"
@@ -296,8 +302,8 @@ def _tag_others(paths: Paths, attempts: list[dict[str, Any]], pid: str, version:
     for row in attempts:
         if row["plan_id"] != pid and row["status"] == "planned" and row["mlflow_run_id"]:
             tag_run(paths, row["mlflow_run_id"], {
-                "reconf.publish_status": NOT_PUBLISHED, "reconf.published_version": str(version),
-                "reconf.published_plan_id": pid})
+                Tag.PUBLISH_STATUS: NOT_PUBLISHED, Tag.PUBLISHED_VERSION: str(version),
+                Tag.PUBLISHED_PLAN_ID: pid})
 
 
 def _version_log(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime
@@ -327,7 +333,7 @@ def _tag_published(spark: SparkSession, paths: Paths, run_id: str | None, versio
         log_version = table_version(spark, paths, ASSIGNMENT_VERSIONS.name)
     # the plan tagged the tables it read and wrote; publish adds the version log's version
     tag_run(paths, run_id, {
-        "reconf.publish_status": "published", "reconf.assignment_version": str(version),
-        "reconf.manifest": manifest, f"reconf.delta.{ASSIGNMENT_VERSIONS.name}.version":
+        Tag.PUBLISH_STATUS: "published", Tag.ASSIGNMENT_VERSION: str(version),
+        Tag.MANIFEST: manifest, delta_version_tag(ASSIGNMENT_VERSIONS.name):
         str(log_version),
     })

@@ -18,6 +18,7 @@ import csv
 import io
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -25,11 +26,13 @@ from jobs.whatif.report import markdown_table
 from placement.graphpart import pair_rates
 from placement.metrics import mean_load, node_loads
 from placement.model import ClusterState, Plan
+from schemas.tracking import Tag, delta_versions, strip_prefix
 
 __all__ = [
     "KEYGROUP_COLUMNS",
     "MOVE_COLUMNS",
     "NODE_COLUMNS",
+    "NodeLoads",
     "airflow_tags",
     "explain_moves",
     "keygroup_rows",
@@ -47,7 +50,7 @@ MOVE_COLUMNS = ("keygroup", "src_node", "dst_node", "reason_codes", "load_pct", 
 KEYGROUP_COLUMNS = ("keygroup", "operator", "load_pct", "state_bytes", "node_before",
                     "node_after", "moved")
 NODE_COLUMNS = ("node", "capacity", "marked_for_removal", "load_before", "load_after", "role")
-AIRFLOW_TAG = "reconf.airflow."
+AIRFLOW_TAG = Tag.AIRFLOW_PREFIX
 _EPS = 1e-9
 NOTE_MOVES = 25  # moves listed in the run description; moves.csv has them all
 
@@ -70,10 +73,24 @@ def _local_pct(partners: Mapping[str, float], where: Mapping[str, str], node: st
     return 100.0 * local / total if total > 0 else 0.0
 
 
-def explain_moves(state: ClusterState, plan: Plan) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class NodeLoads:
+    """Each node's load (% of the reference node) before and after a plan: computed once while a
+    plan is recorded (`of`) and shared by moves.csv, nodes.csv and the load chart."""
+
+    before: Mapping[str, float]
+    after: Mapping[str, float]
+
+    @classmethod
+    def of(cls, state: ClusterState, plan: Plan) -> NodeLoads:
+        return cls(node_loads(state, state.assignment), node_loads(state, plan.assignment))
+
+
+def explain_moves(state: ClusterState, plan: Plan, loads: NodeLoads | None = None
+                  ) -> list[dict[str, Any]]:
     """One row per move (MOVE_COLUMNS): the numbers the planner saw and why the move helps."""
-    before = node_loads(state, state.assignment)
-    after = node_loads(state, plan.assignment)
+    loads = loads or NodeLoads.of(state, plan)
+    before, after = loads.before, loads.after
     mean = mean_load(state)
     active = [n.id for n in state.nodes if not n.marked_for_removal]
     hottest = max(active, key=lambda n: (before.get(n, 0.0), n)) if active else None
@@ -132,9 +149,10 @@ def keygroup_rows(state: ClusterState, plan: Plan) -> list[dict[str, Any]]:
             for k in state.keygroups]
 
 
-def node_rows(state: ClusterState, plan: Plan) -> list[dict[str, Any]]:
-    before = node_loads(state, state.assignment)
-    after = node_loads(state, plan.assignment)
+def node_rows(state: ClusterState, plan: Plan, loads: NodeLoads | None = None
+              ) -> list[dict[str, Any]]:
+    loads = loads or NodeLoads.of(state, plan)
+    before, after = loads.before, loads.after
     roles = {**{n: "marked" for n in plan.scaling.nodes_to_mark},
              **{n: "added" for n in plan.scaling.nodes_to_add},
              **{n: "terminated" for n in plan.scaling.nodes_to_terminate}}
@@ -200,22 +218,21 @@ def _num(metrics: Mapping[str, float], key: str, fmt: str = ".3f") -> str:
 
 
 def _delta_versions(tags: Mapping[str, str]) -> dict[str, str]:
-    return {k[len("reconf.delta."):-len(".version")]: v for k, v in sorted(tags.items())
-            if k.startswith("reconf.delta.") and k.endswith(".version")}
+    return dict(sorted(delta_versions(dict(tags)).items()))
 
 
 def summary_line(tags: Mapping[str, str], metrics: Mapping[str, float], migrations: int) -> str:
     """What an operator reads first, on one line: LD before -> after, migrations, status."""
-    published = tags.get("reconf.publish_status")
-    version = tags.get("reconf.assignment_version")
-    status = ("dry run" if tags.get("reconf.dry_run") == "true"
+    published = tags.get(Tag.PUBLISH_STATUS)
+    version = tags.get(Tag.ASSIGNMENT_VERSION)
+    status = ("dry run" if tags.get(Tag.DRY_RUN) == "true"
               else f"published v{version}" if published == "published" and version
-              else f"not published (an attempt beside v{tags['reconf.published_version']})"
-              if published == "not_published" and tags.get("reconf.published_version")
+              else f"not published (an attempt beside v{tags[Tag.PUBLISHED_VERSION]})"
+              if published == "not_published" and tags.get(Tag.PUBLISHED_VERSION)
               else published or "planned, not published yet")
     return (f"**LD {_num(metrics, 'load_distance_before')} → "
             f"{_num(metrics, 'load_distance_after')}** · **{migrations} migration(s)** · "
-            f"**{status}** · solver {tags.get('reconf.solver_status', '?')}")
+            f"**{status}** · solver {tags.get(Tag.SOLVER_STATUS, '?')}")
 
 
 def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, float],
@@ -223,13 +240,13 @@ def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, 
                   whatif: Sequence[Mapping[str, str]] = ()) -> str:
     """The run description: the plan in prose, from the run's own tags, metrics and moves; its
     first line the summary (the UI folds the rest), the what-if comparison last once it ran."""
-    p = {k[len("reconf.param."):]: v for k, v in tags.items() if k.startswith("reconf.param.")}
-    job, period = tags.get("reconf.job_id", "?"), tags.get("reconf.period_end", run_name)
+    p = strip_prefix(dict(tags), Tag.PARAM_PREFIX)
+    job, period = tags.get(Tag.JOB_ID, "?"), tags.get(Tag.PERIOD_END, run_name)
     lines = [
         summary_line(tags, metrics, len(moves)),
         "",
         f"## Plan of {job} for the period ending {period}",
-        f"Strategy **{p.get('strategy', '?')}** (solver {tags.get('reconf.solver_status', '?')}, "
+        f"Strategy **{p.get('strategy', '?')}** (solver {tags.get(Tag.SOLVER_STATUS, '?')}, "
         f"{_num(metrics, 'solve_time_s', '.2f')} s); budget: max migrations "
         f"{p.get('max_migrations', '?')}, max migration cost {p.get('max_migration_cost', '?')}.",
         f"Load distance **{_num(metrics, 'load_distance_before')} -> "
@@ -240,7 +257,7 @@ def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, 
         f"{_num(metrics, 'collocation_factor_before', '.1f')}% -> "
         f"{_num(metrics, 'collocation_factor_after', '.1f')}%.",
         f"**{len(moves)} migration(s)** (cost {_num(metrics, 'migration_cost', '.4g')}) from "
-        f"{'assignment v' + tags['reconf.base_version'] if tags.get('reconf.base_version', 'None') != 'None' else 'the initial allocation'}"
+        f"{'assignment v' + tags[Tag.BASE_VERSION] if tags.get(Tag.BASE_VERSION, 'None') != 'None' else 'the initial allocation'}"
         "; every move with its numbers is in `moves.csv`, every key group in `keygroups.csv`.",
     ]
     if moves:
@@ -252,14 +269,14 @@ def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, 
         if len(moves) > NOTE_MOVES:
             lines.append(f"\n... and {len(moves) - NOTE_MOVES} more in moves.csv")
     lines.append("")
-    if "reconf.scaling.decision" in tags:
-        lines.append(f"**Scaling**: {tags['reconf.scaling.decision']}: "
-                     f"{tags.get('reconf.scaling.reason', '')}")
-    if "reconf.validation.success" in tags:
-        ok = tags["reconf.validation.success"] == "true"
+    if Tag.SCALING_DECISION in tags:
+        lines.append(f"**Scaling**: {tags[Tag.SCALING_DECISION]}: "
+                     f"{tags.get(Tag.SCALING_REASON, '')}")
+    if Tag.VALIDATION_SUCCESS in tags:
+        ok = tags[Tag.VALIDATION_SUCCESS] == "true"
         lines.append(f"**Validation**: {'passed' if ok else 'FAILED'} "
-                     f"({tags.get('reconf.validation.failures', '?')} failed expectation(s); "
-                     f"key groups checked against {tags.get('reconf.validation.expected_from', '?')}); "
+                     f"({tags.get(Tag.VALIDATION_FAILURES, '?')} failed expectation(s); "
+                     f"key groups checked against {tags.get(Tag.VALIDATION_EXPECTED_FROM, '?')}); "
                      "report in `validation.json`.")
     versions = _delta_versions(tags)
     if versions:
@@ -272,13 +289,13 @@ def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, 
         lines.append(f"**Airflow**: {run}" + (f" ([open]({url}))" if url else "") + ".")
     else:
         lines.append("**Airflow**: not run by Airflow (a manual or CLI cycle).")
-    if "reconf.assignment_version" in tags:
-        lines.append(f"**Published** as assignment version {tags['reconf.assignment_version']} "
-                     f"({tags.get('reconf.manifest', '')}).")
-    elif tags.get("reconf.publish_status") == "not_published":
-        lines.append(f"**Not published**: plan {tags.get('reconf.plan_id', '?')} is an attempt "
-                     f"beside the period's published plan {tags.get('reconf.published_plan_id', '?')}"
-                     f" (v{tags.get('reconf.published_version', '?')}), whose record never changes.")
+    if Tag.ASSIGNMENT_VERSION in tags:
+        lines.append(f"**Published** as assignment version {tags[Tag.ASSIGNMENT_VERSION]} "
+                     f"({tags.get(Tag.MANIFEST, '')}).")
+    elif tags.get(Tag.PUBLISH_STATUS) == "not_published":
+        lines.append(f"**Not published**: plan {tags.get(Tag.PLAN_ID, '?')} is an attempt "
+                     f"beside the period's published plan {tags.get(Tag.PUBLISHED_PLAN_ID, '?')}"
+                     f" (v{tags.get(Tag.PUBLISHED_VERSION, '?')}), whose record never changes.")
     if whatif:
         lines += ["", "## What-if: other strategies on the same state",
                   f"Same state, budget and time limit, after publish (dry runs; each a child "

@@ -19,14 +19,16 @@ from placement.model import ClusterState, Plan
 __all__ = ["COMM_GRAPH_PAIRS", "comm_graph", "heaviest_pairs", "load_chart"]
 
 
-def load_chart(state: ClusterState, plan: Plan, path: Path) -> None:
+def load_chart(state: ClusterState, plan: Plan, path: Path,
+               loads: tuple[Mapping[str, float], Mapping[str, float]] | None = None) -> None:
+    """The node loads before and after (`loads`: (before, after) when the caller has them)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    before = node_loads(state, state.assignment)
-    after = node_loads(state, plan.assignment)
+    before, after = loads or (node_loads(state, state.assignment),
+                              node_loads(state, plan.assignment))
     nodes = sorted(set(before) | set(after))
     xs = range(len(nodes))
     fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(nodes) + 2), 3.6), dpi=110)

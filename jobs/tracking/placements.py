@@ -20,10 +20,11 @@ from typing import Any
 
 from jobs.tracking.audit_trail import to_csv
 from placement.model import ClusterState, Plan
+from schemas.tracking import Artifact
 
 __all__ = ["PLACEMENTS_ARTIFACT", "PLACEMENT_COLUMNS", "placement_rows", "placements_csv"]
 
-PLACEMENTS_ARTIFACT = "placements.csv"
+PLACEMENTS_ARTIFACT = Artifact.PLACEMENTS_CSV
 PLACEMENT_COLUMNS = ("keygroup", "how", "node_before", "node_after", "sources",
                      "already_on_node", "traffic_added", "rule")
 

@@ -26,6 +26,7 @@ from jobs.tracking.audit_trail import (
     KEYGROUP_COLUMNS,
     MOVE_COLUMNS,
     NODE_COLUMNS,
+    NodeLoads,
     airflow_tags,
     explain_moves,
     keygroup_rows,
@@ -37,14 +38,15 @@ from jobs.tracking.charts import comm_graph, load_chart
 from placement.metrics import mean_load
 from placement.model import ClusterState, Plan
 from schemas.config import JobConfig, Paths
+from schemas.tracking import Artifact, Tag, param_tag
 
 __all__ = ["CycleRecord", "find_runs", "log_cycle", "logged_attempts", "open_experiment",
            "open_store", "plan_metrics", "prepare_client", "read_csv_artifact", "refresh_note",
            "run_name", "tag_run"]
 
-_JOB_TAG, _PERIOD_TAG = "reconf.job_id", "reconf.period_end"
-_KIND_TAG, _KIND = "mlflow.experimentKind", "custom_model_development"
-NOTE_TAG = "mlflow.note.content"  # the run description the MLflow UI shows on the run page
+_JOB_TAG, _PERIOD_TAG = Tag.JOB_ID, Tag.PERIOD_END
+_KIND_TAG, _KIND = Tag.EXPERIMENT_KIND, "custom_model_development"
+NOTE_TAG = Tag.NOTE  # the run description the MLflow UI shows on the run page
 
 
 @dataclass(frozen=True)
@@ -111,19 +113,19 @@ def _experiment_id(client: Any, paths: Paths, job_id: str) -> str:
 
 
 def _run_filter(job_id: str, period_end: str | None, dry_run: bool) -> str:
-    where = f"tags.`{_JOB_TAG}` = '{job_id}' AND tags.`reconf.dry_run` = '{str(dry_run).lower()}'"
+    where = f"tags.`{_JOB_TAG}` = '{job_id}' AND tags.`{Tag.DRY_RUN}` = '{str(dry_run).lower()}'"
     return where + (f" AND tags.`{_PERIOD_TAG}` = '{period_end}'" if period_end else "")
 
 
 def _attempt(run: Any) -> int:
     tags = run.data.tags
-    return int(tags["reconf.attempt"]) if tags.get("reconf.attempt", "").isdigit() else (
-        attempt_of(tags.get("reconf.plan_id", "")))
+    return int(tags[Tag.ATTEMPT]) if tags.get(Tag.ATTEMPT, "").isdigit() else (
+        attempt_of(tags.get(Tag.PLAN_ID, "")))
 
 
 def _record_rank(run: Any) -> tuple[bool, bool, int, int]:
     """The period's record is its published attempt; else the newest that may be published."""
-    status = run.data.tags.get("reconf.publish_status")
+    status = run.data.tags.get(Tag.PUBLISH_STATUS)
     return (status == "published", status != NOT_PUBLISHED, _attempt(run),
             int(run.info.start_time or 0))
 
@@ -157,16 +159,16 @@ def logged_attempts(paths: Paths, job_id: str, period_end: str, dry_run: bool) -
 
 def _create_run(client: Any, experiment_id: str, record: CycleRecord) -> str:
     """A new run for the attempt (a run is never reused: see the module's docstring)."""
-    attempt = int(record.tags.get("reconf.attempt", "1"))
+    attempt = int(record.tags.get(Tag.ATTEMPT, "1"))
     suffix = "" if attempt == 1 else f" #{attempt}"
     if record.dry_run:
         suffix = f" (dry run{suffix})"
-    elif record.tags.get("reconf.publish_status") == NOT_PUBLISHED:
+    elif record.tags.get(Tag.PUBLISH_STATUS) == NOT_PUBLISHED:
         suffix += " (not published)"
     run = client.create_run(
         experiment_id, run_name=run_name(record.period_end) + suffix,
         tags={_JOB_TAG: record.job.job_id, _PERIOD_TAG: record.period_end,
-              "reconf.dry_run": str(record.dry_run).lower()},
+              Tag.DRY_RUN: str(record.dry_run).lower()},
     )
     return str(run.info.run_id)
 
@@ -177,7 +179,7 @@ def _load_index(client: Any, experiment_id: str, period_end: str, system_load: f
     The warm-up period is the earliest period_end among the job's non-dry-run cycles that logged
     `system_load` (this one included), so the first cycle of a job has load index 100.
     """
-    runs = client.search_runs([experiment_id], filter_string="tags.`reconf.dry_run` = 'false'",
+    runs = client.search_runs([experiment_id], filter_string=f"tags.`{Tag.DRY_RUN}` = 'false'",
                               max_results=5000)
     first = (period_end, system_load)
     for run in runs:
@@ -204,9 +206,9 @@ def refresh_note(client: Any, run_id: str, moves: list[dict[str, str]] | None = 
     what-if comparison once it ran)."""
     run = client.get_run(run_id)
     if moves is None:
-        moves = read_csv_artifact(client, run_id, "moves.csv")
-    whatif = (read_csv_artifact(client, run_id, "whatif/comparison.csv")
-              if "reconf.whatif.status" in run.data.tags else [])
+        moves = read_csv_artifact(client, run_id, Artifact.MOVES_CSV)
+    whatif = (read_csv_artifact(client, run_id, Artifact.WHATIF_COMPARISON)
+              if Tag.WHATIF_STATUS in run.data.tags else [])
     note = note_markdown(run.info.run_name, run.data.tags, run.data.metrics, moves, whatif)
     client.set_tag(run_id, NOTE_TAG, note)
 
@@ -214,9 +216,9 @@ def refresh_note(client: Any, run_id: str, moves: list[dict[str, str]] | None = 
 def _validation_tags(validation: Mapping[str, Any] | None) -> dict[str, str]:
     if validation is None:
         return {}
-    return {"reconf.validation.success": str(bool(validation.get("success"))).lower(),
-            "reconf.validation.failures": str(validation.get("failure_count", 0)),
-            "reconf.validation.expected_from": str(validation.get("expected_keygroups_from", ""))}
+    return {Tag.VALIDATION_SUCCESS: str(bool(validation.get("success"))).lower(),
+            Tag.VALIDATION_FAILURES: str(validation.get("failure_count", 0)),
+            Tag.VALIDATION_EXPECTED_FROM: str(validation.get("expected_keygroups_from", ""))}
 
 
 def plan_metrics(plan: Plan) -> dict[str, float]:
@@ -275,7 +277,7 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
                   for key, value in params.items()]
     # the settings also as tags (runs of older releases were updated by reruns, and params are
     # write-once: there the tags held the newest values; reconf/audit.py reads both)
-    current = {f"reconf.param.{k}": "none" if v is None else str(v) for k, v in params.items()}
+    current = {param_tag(k): "none" if v is None else str(v) for k, v in params.items()}
     metrics = plan_metrics(plan)
     system_load = mean_load(state)  # collocation: the load index (paper §5), where computable
     if system_load > 0:
@@ -288,12 +290,12 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         metrics["nodes_active"] = float(scaling.get("nodes_active", 0))
     now = int(time.time() * 1000)
     provenance = airflow_tags()
-    tags = {"reconf.solver_status": plan.status.value, **current,
-            "reconf.trigger": "airflow" if provenance else "manual",
+    tags = {Tag.SOLVER_STATUS: plan.status.value, **current,
+            Tag.TRIGGER: "airflow" if provenance else "manual",
             **_validation_tags(record.validation), **provenance, **record.tags}
     if "decision" in scaling:
-        tags["reconf.scaling.decision"] = str(scaling["decision"])
-        tags["reconf.scaling.reason"] = str(scaling.get("reason", ""))[:4900]
+        tags[Tag.SCALING_DECISION] = str(scaling["decision"])
+        tags[Tag.SCALING_REASON] = str(scaling.get("reason", ""))[:4900]
     # one batch (a few store transactions) instead of one call per value
     client.log_batch(
         run_id,
@@ -303,18 +305,19 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        (folder / "plan.json").write_text(json.dumps(record.plan_json, indent=2, sort_keys=True))
-        moves_csv = to_csv(explain_moves(state, plan), MOVE_COLUMNS)
-        (folder / "moves.csv").write_text(moves_csv)
-        (folder / "keygroups.csv").write_text(to_csv(keygroup_rows(state, plan), KEYGROUP_COLUMNS))
-        (folder / "nodes.csv").write_text(to_csv(node_rows(state, plan), NODE_COLUMNS))
-        load_chart(state, plan, folder / "node_loads.png")
+        (folder / Artifact.PLAN_JSON).write_text(json.dumps(record.plan_json, indent=2, sort_keys=True))
+        loads = NodeLoads.of(state, plan)  # once: the moves, the nodes and the chart share them
+        moves_csv = to_csv(explain_moves(state, plan, loads), MOVE_COLUMNS)
+        (folder / Artifact.MOVES_CSV).write_text(moves_csv)
+        (folder / Artifact.KEYGROUPS_CSV).write_text(to_csv(keygroup_rows(state, plan), KEYGROUP_COLUMNS))
+        (folder / Artifact.NODES_CSV).write_text(to_csv(node_rows(state, plan, loads), NODE_COLUMNS))
+        load_chart(state, plan, folder / Artifact.NODE_LOADS_PNG, (loads.before, loads.after))
         if state.edges:
-            comm_graph(state, plan, folder / "comm_graph.png")
+            comm_graph(state, plan, folder / Artifact.COMM_GRAPH_PNG)
         for name, text in record.artifacts.items():
             (folder / name).write_text(text)
         if record.validation is not None:
-            (folder / "validation.json").write_text(
+            (folder / Artifact.VALIDATION_JSON).write_text(
                 json.dumps(record.validation, indent=2, sort_keys=True, default=str)
             )
         client.log_artifacts(run_id, str(folder))

@@ -23,37 +23,28 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from jobs.errors import StageError, job_lock
-from jobs.facets.links import validate_links_of
-from jobs.facets.load_model import validate_streams_of
-from jobs.facets.subscriptions import validate_facets_of
+from jobs.context import StageContext, run_stage, stage_context
+from jobs.errors import StageError
+from jobs.facets.base import Checked
+from jobs.facets.registry import validate_facets
 from jobs.lake.base import (
     Start,
     concurrently,
-    ensure_tables,
     period_predicate,
     quote,
     starting_point,
     timestamp,
 )
 from jobs.lake.read import fetch_records, frame_where
-from jobs.markers import (
-    collect_marker_path,
-    read_collect_marker,
-    read_report,
-    report_path,
-    runtime_of,
-    write_report,
-)
+from jobs.markers import CollectMarker, collect_marker_path, read_report, report_path, write_report
 from jobs.validate.suites import ValidationReport, prepare, validate_stats
 from schemas.config import JobConfig, Paths
-from schemas.landing import RuntimeReport, format_period_end
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS, Table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["ValidateResult", "read_report", "report_path", "validate_period"]
+__all__ = ["ValidateResult", "read_report", "report_path", "validate", "validate_period"]
 
 
 @dataclass(frozen=True)
@@ -61,20 +52,24 @@ class ValidateResult:
     report: ValidationReport
     report_path: Path
     expected_from: str  # where the job's key-group set came from
+    job_id: str = ""
+
+    def summary(self) -> str:
+        return (f"validate {self.job_id}: passed (key groups checked against "
+                f"{self.expected_from}); report {self.report_path}")
 
 
-def _expected_keygroups(
-    spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, reported: set[str],
-    start: Start, reported_by_runtime: bool, dynamic: bool = False,
-) -> tuple[set[str], str]:
-    if dynamic:
+def _expected_keygroups(ctx: StageContext, reported: set[str], start: Start,
+                        reported_by_runtime: bool) -> tuple[set[str], str]:
+    if ctx.job.dynamic:
         return reported, "this period (a dynamic job: units arrive and leave between periods)"
     if start.version is not None:
         ran = ", which the runtime ran" if reported_by_runtime else ""
         return set(start.assignment), f"{'' if ran else 'published '}assignment v{start.version}{ran}"
+    spark, paths, job_id = ctx.spark, ctx.paths, ctx.job_id
     table = "{" + KEYGROUP_STATS.name + "}"
     latest = fetch_records(spark, paths, f"SELECT max(period_end) AS latest FROM {table} "
-                           f"WHERE job_id = {quote(job_id)} AND period_end < {timestamp(period_end)}")
+                           f"WHERE job_id = {quote(job_id)} AND period_end < {timestamp(ctx.end)}")
     previous = latest[0]["latest"] if latest else None
     if previous is not None:
         rows = fetch_records(spark, paths, f"SELECT keygroup FROM {table} WHERE "
@@ -83,17 +78,17 @@ def _expected_keygroups(
     return reported, "this period (first period of the job)"
 
 
-def _read_period(
-    spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, where: str,
-    runtime: RuntimeReport | None,
-) -> tuple[list[pd.DataFrame], Start | StageError]:
+def _read_period(ctx: StageContext) -> tuple[list[pd.DataFrame], Start | StageError]:
     """The period's three tables and where its plan starts, read at once (jobs/lake/base.py
-    `concurrently`), while GE is imported; a refused starting point comes back as its error, raised after the checks
-    of the tables (their messages come first, as when the reads ran one by one)."""
+    `concurrently`), while GE is imported; a refused starting point comes back as its error,
+    raised after the checks of the tables (their messages come first, as when the reads ran one
+    by one)."""
+    spark, paths, where = ctx.spark, ctx.paths, period_predicate(ctx.job_id, ctx.end)
+    runtime = None if ctx.marker is None else ctx.marker.runtime
 
     def start() -> Start | StageError:
         try:
-            return starting_point(spark, paths, job_id, period_end, runtime)
+            return starting_point(spark, paths, ctx.job_id, ctx.end, runtime)
         except StageError as exc:
             return exc
 
@@ -108,33 +103,38 @@ def _read_period(
 def validate_period(
     job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession
 ) -> ValidateResult:
-    ensure_tables(spark, paths)
-    with job_lock(paths, job.job_id, "validate"):
-        return _validate(job, period_end, paths, spark)
+    """`validate` for a caller holding a job and a session (the tests, the bench)."""
+    return validate(stage_context(job, period_end, paths, spark))
 
 
-def _validate(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession
-              ) -> ValidateResult:
-    where = period_predicate(job.job_id, period_end)
-    stamp = format_period_end(period_end)
-    marker = read_collect_marker(paths, job.job_id, period_end)
-    if marker is None:
+def validate(ctx: StageContext) -> ValidateResult:
+    """Validate one collected period inside the stage frame (jobs/context.py)."""
+    return run_stage(ctx, "validate", _validate)
+
+
+def _check_collected(ctx: StageContext) -> CollectMarker:
+    if ctx.marker is None:
         raise StageError(
-            f"no completed collect for job {job.job_id!r}, period ending {stamp} (never "
+            f"no completed collect for job {ctx.job_id!r}, period ending {ctx.stamp} (never "
             "collected, or its collect was interrupted)",
-            where=str(collect_marker_path(paths, job.job_id, period_end)),
-            fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}` first",
+            where=str(collect_marker_path(ctx.paths, ctx.job_id, ctx.end)),
+            fix=f"run `{ctx.cmd('collect')}` first",
         )
-    runtime = runtime_of(marker)
-    # one round of queries: each table of the period once, and the plan's starting point
-    frames, start = _read_period(spark, paths, job.job_id, period_end, where, runtime)
-    keygroups, edges, nodes = frames
-    everyone_left = job.dynamic and (marker.get("rows") or {}).get(KEYGROUP_STATS.name) == 0
+    return ctx.marker
+
+
+def _validate(ctx: StageContext) -> ValidateResult:
+    job, stamp, paths = ctx.job, ctx.stamp, ctx.paths
+    marker = _check_collected(ctx)  # check
+    runtime = marker.runtime
+    # read: one round of queries, each table of the period once, and the plan's starting point
+    (keygroups, edges, nodes), start = _read_period(ctx)
+    everyone_left = job.dynamic and marker.rows_of(KEYGROUP_STATS.name) == 0
     if keygroups.empty and not everyone_left:  # a dynamic job's units may all have left
         raise StageError(
             f"no statistics collected for job {job.job_id!r}, period ending {stamp}",
             where=paths.table(KEYGROUP_STATS.name),
-            fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}` first",
+            fix=f"run `{ctx.cmd('collect')}` first",
         )
     if nodes.empty:
         raise StageError(
@@ -144,23 +144,18 @@ def _validate(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSe
         )
     if isinstance(start, StageError):
         raise start
-    expected, expected_from = _expected_keygroups(
-        spark, paths, job.job_id, period_end, set(keygroups["keygroup"].dropna()), start,
-        runtime is not None, job.dynamic,
-    )
+    running = set(keygroups["keygroup"].dropna())
+    expected, expected_from = _expected_keygroups(ctx, running, start, runtime is not None)
     known_nodes = set(runtime.nodes) if runtime is not None else set(nodes["node"].dropna())
+    # compute: the stats' suites, then each facet's (jobs/facets/registry.py)
     report = validate_stats(keygroups, edges, nodes,
                             expected_keygroups=expected, known_nodes=known_nodes)
-    report = validate_facets_of(spark, paths, job, period_end, marker,
-                                set(keygroups["keygroup"].dropna()), known_nodes, report)
-    report = validate_streams_of(spark, paths, job, period_end, marker or {},
-                                 set(keygroups["keygroup"].dropna()), report)
-    report = validate_links_of(spark, paths, job, period_end, marker, report)  # measured links
+    report = validate_facets(ctx, Checked(frozenset(running), frozenset(known_nodes)), report)
     document = {"job_id": job.job_id, "period_end": stamp, "expected_keygroups_from": expected_from,
                 "known_nodes_from": "the runtime's report" if runtime is not None
                 else "the nodes that sent samples",
-                "collect_id": marker["collect_id"], **report.to_dict()}
-    path = write_report(paths, job.job_id, period_end, document)
+                "collect_id": marker.collect_id, **report.to_dict()}
+    path = write_report(paths, job.job_id, ctx.end, document)  # commit, whatever the verdict
     if not report.success:
         raise StageError(
             report.summary(),
@@ -168,4 +163,4 @@ def _validate(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSe
             fix="nothing was planned or published and the runtime keeps its assignment; "
             "fix the runtime's metrics and land the period again",
         )
-    return ValidateResult(report, path, expected_from)
+    return ValidateResult(report, path, expected_from, job.job_id)

@@ -16,10 +16,11 @@ from typing import Any
 from jobs.whatif.shadow import choose_shadows
 from placement.model import Budget, ClusterState, Plan
 from schemas.config import JobConfig, Paths
+from schemas.tracking import Artifact
 
 __all__ = ["INPUT_ARTIFACT", "WhatIfInput", "keep_input", "load_input", "save_input", "whatif_input"]
 
-INPUT_ARTIFACT = "whatif/input.json"
+INPUT_ARTIFACT = Artifact.WHATIF_INPUT
 
 
 @dataclass(frozen=True)

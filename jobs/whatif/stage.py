@@ -38,6 +38,7 @@ from jobs.whatif.report import columns_of, comparison_row, plot_comparison
 from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows
 from placement.model import Budget
 from schemas.config import JobConfig, Paths
+from schemas.tracking import Artifact, Tag
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,11 +47,11 @@ __all__ = ["CHART_ARTIFACT", "COMPARISON_ARTIFACT", "INPUT_ARTIFACT", "WhatIfInp
            "WhatIfResult", "keep_input", "load_input", "read_comparison", "run_whatif", "save_input",
            "whatif_input"]
 
-COMPARISON_ARTIFACT = "whatif/comparison.csv"
-CHART_ARTIFACT = "whatif/comparison.png"
-TABLE_ARTIFACT = "whatif/comparison_table.json"
-STATUS_TAG = "reconf.whatif.status"
-_SHADOW = "reconf.shadow."  # the child runs' tags (never reconf.job_id: find_runs skips them)
+COMPARISON_ARTIFACT = Artifact.WHATIF_COMPARISON
+CHART_ARTIFACT = Artifact.WHATIF_CHART
+TABLE_ARTIFACT = Artifact.WHATIF_TABLE
+STATUS_TAG = Tag.WHATIF_STATUS
+_SHADOW = Tag.SHADOW_PREFIX  # the child runs' tags (never reconf.job_id: find_runs skips them)
 
 
 @dataclass(frozen=True)
@@ -100,9 +101,9 @@ def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
     from jobs.tracking.store import plan_metrics
 
     found = client.search_runs([experiment_id], filter_string=(
-        f"tags.`mlflow.parentRunId` = '{parent}' AND tags.`{_SHADOW}strategy` = "
+        f"tags.`{Tag.PARENT_RUN}` = '{parent}' AND tags.`{_SHADOW}strategy` = "
         f"'{outcome.strategy}'"), max_results=1)
-    tags = {"mlflow.parentRunId": parent, f"{_SHADOW}job_id": data.job_id,
+    tags = {Tag.PARENT_RUN: parent, f"{_SHADOW}job_id": data.job_id,
             f"{_SHADOW}period_end": data.period_end, f"{_SHADOW}strategy": outcome.strategy,
             f"{_SHADOW}status": outcome.status, f"{_SHADOW}message": outcome.message[:4900],
             f"{_SHADOW}in_force": data.strategy}
@@ -124,9 +125,9 @@ def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
             client.log_metric(run_id, name, float(number), step=0)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            (folder / "moves.csv").write_text(
+            (folder / Artifact.MOVES_CSV).write_text(
                 to_csv(explain_moves(data.state, outcome.plan), MOVE_COLUMNS))
-            (folder / "plan.json").write_text(
+            (folder / Artifact.PLAN_JSON).write_text(
                 json.dumps(outcome.plan.to_dict(), indent=2, sort_keys=True))
             client.log_artifacts(run_id, str(folder))
     client.set_terminated(run_id, "FINISHED" if outcome.status == "planned" else "FAILED")
@@ -155,8 +156,8 @@ def _log_comparison(client: Any, run_id: str, data: WhatIfInput,
         print(f"what-if: the MLflow table view was not logged ({type(exc).__name__}: {exc})")
     planned = [r for r in rows if r.get("load_distance_after") is not None]
     best = min(planned, key=lambda r: (r["load_distance_after"], r["migrations"]))
-    for key, value in {STATUS_TAG: "done", "reconf.whatif.best": str(best["strategy"]),
-                       "reconf.whatif.shadows": str(len(rows) - 1)}.items():
+    for key, value in {STATUS_TAG: "done", Tag.WHATIF_BEST: str(best["strategy"]),
+                       Tag.WHATIF_SHADOWS: str(len(rows) - 1)}.items():
         client.set_tag(run_id, key, value)
     refresh_note(client, run_id)
 
@@ -186,7 +187,7 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
     if not found:
         return WhatIfResult(job.job_id, period_end, "skipped", "the period has no MLflow run")
     run = found[0]
-    status = run.data.tags.get("reconf.publish_status", "not published")
+    status = run.data.tags.get(Tag.PUBLISH_STATUS, "not published")
     if status != "published" and not force:
         return WhatIfResult(job.job_id, period_end, "skipped",
                             f"the period's plan is {status}, not published", run_id=run.info.run_id)

@@ -120,7 +120,7 @@ def _collected_state(spark: Any, paths: Paths) -> dict[str, Any]:
         frame = rows(spark, paths, table.name, of_period(P3))
         out[table.name] = sorted(map(str, frame.sort_values(list(table.key)).values.tolist()))
     marker = read_collect_marker(paths, JOB_ID, P3)
-    out["marker_rows"] = None if marker is None else marker["rows"]
+    out["marker_rows"] = None if marker is None else dict(marker.rows)
     return out
 
 

@@ -1,0 +1,138 @@
+"""The stage frame: one period of one job as a value, and `run_stage`, the frame every stage runs in.
+
+`StageContext` carries what every stage function used to take one by one: the job, the period
+end and its window, the stores (`paths`), the Spark session (made on first use,
+jobs/spark/session.py `lazy_spark`) and the period's collect marker, read at most once. A stage
+function reads it check → read → compute → commit (jobs/__init__.py).
+
+`run_stage` owns what each stage repeated at its top: the home check, the lake's tables, the
+job's writer lock, and turning a Delta write conflict into a `StageError` (nothing of ours was
+written: the commit was refused). The entry points (jobs/run.py) print the result's one-line
+`summary()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from jobs.errors import StageError, check_home, is_concurrent_write, job_lock
+from jobs.markers import CollectMarker, read_collect_marker, read_report
+from schemas.config import JobConfig, Paths
+from schemas.landing import format_period_end
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["StageContext", "StageResult", "conflicts_refused", "run_stage", "stage_context"]
+
+R = TypeVar("R")
+
+
+class StageResult(Protocol):
+    """What a stage returns: its one-line summary is what the DAG's log and `reconf` print."""
+
+    def summary(self) -> str: ...
+
+
+@dataclass(frozen=True, eq=False)
+class StageContext:
+    """One period of one job, as every stage function reads it.
+
+    `end` is the period's end (checked against the job's schedule by `stage_context`); the
+    period is the window [end - spl, end). `marker` and `report` are read from the reports
+    directory on first use and kept: a stage reads each once.
+    """
+
+    job: JobConfig
+    end: datetime
+    paths: Paths
+    spark: SparkSession
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    @property
+    def stamp(self) -> str:
+        """The period end as every file, table row and message spells it."""
+        return format_period_end(self.end)
+
+    @property
+    def start(self) -> datetime:
+        return self.end - self.job.spl
+
+    @property
+    def window(self) -> str:
+        return f"[{format_period_end(self.start)}, {self.stamp})"
+
+    @cached_property
+    def marker(self) -> CollectMarker | None:
+        """The period's collect marker (None: never collected, or its collect was interrupted)."""
+        return read_collect_marker(self.paths, self.job_id, self.end)
+
+    @cached_property
+    def report(self) -> dict[str, Any] | None:
+        """The period's validation report, whatever its verdict (None: not validated)."""
+        return read_report(self.paths, self.job_id, self.end)
+
+    def cmd(self, stage: str) -> str:
+        """The command that runs `stage` of this period (for a message's fix)."""
+        return f"reconf {stage} --job {self.job_id} --period-end {self.stamp}"
+
+
+def stage_context(job: JobConfig, end: datetime, paths: Paths,
+                  spark: SparkSession | None = None) -> StageContext:
+    """The context of `job`'s period ending `end`; Spark made when first used when not given."""
+    if spark is None:
+        from jobs.spark.session import lazy_spark
+
+        spark = lazy_spark(paths)
+    return StageContext(job, end, paths, spark)
+
+
+@contextlib.contextmanager
+def conflicts_refused(stage: str, job_id: str) -> Iterator[None]:
+    """A writer outside this job's lock (another RECONF_HOME's process on a shared lake, a hand
+    edit) committed first: Delta refused our commit, so nothing of ours was written."""
+    try:
+        yield
+    except StageError:
+        raise
+    except Exception as exc:
+        if not is_concurrent_write(exc):
+            raise
+        raise StageError(
+            f"another writer changed a Delta table while {stage} of job {job_id!r} was "
+            f"writing it ({str(exc).splitlines()[0][:200]})",
+            where=f"{stage} of job {job_id!r}",
+            fix=f"run the {stage} again: its writes are idempotent per period",
+        ) from None
+
+
+def run_stage(ctx: StageContext, stage: str, body: Callable[[StageContext], R], *,
+              check: Callable[[StageContext], object] | None = None, lock: bool = True,
+              tables: bool = True) -> R:
+    """Run `body` (one stage's read → compute → commit, starting with its checks of the lake)
+    inside the frame.
+
+    In order: RECONF_HOME is usable; `check` (what needs no lake: the configuration, the
+    budget) refuses bad input before anything is created; the lake's tables exist (`tables`);
+    the job's writer lock is held for the whole body (`lock`: a dry run and collect, which locks
+    only its commits, pass False); a Delta conflict from another writer becomes a `StageError`
+    naming the stage.
+    """
+    check_home(ctx.paths)
+    if check is not None:
+        check(ctx)
+    with conflicts_refused(stage, ctx.job_id):
+        if tables:
+            from jobs.lake.base import ensure_tables
+
+            ensure_tables(ctx.spark, ctx.paths)
+        with job_lock(ctx.paths, ctx.job_id, stage) if lock else contextlib.nullcontext():
+            return body(ctx)

@@ -1,0 +1,117 @@
+"""A period's planning problem, assembled once: the rows it reads and the state it builds.
+
+Plan (jobs/plan/stage.py) and fleet (jobs/plan/fleet.py) both come here: `PeriodInputs` holds
+everything the plan of one job's period reads from the lake (the three stats tables, where the
+plan starts, each facet's rows: read once), and `assemble` builds the `ClusterState` from it,
+attaches every facet through the registry (jobs/facets/registry.py) and makes it ready for the
+strategy (jobs/facets/dynamic.py `prepare`). The plan stage reads one job's inputs in one round
+of queries; fleet reads the stats of all its jobs in one query per table and the facets per job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jobs.errors import StageError, lake_rows_refused
+from jobs.facets.base import Assembly
+from jobs.facets.dynamic import Prepared, prepare
+from jobs.facets.registry import attach_facets
+from placement.model import ClusterState, Edge, KeyGroup, Node
+from schemas.config import JobConfig
+from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
+
+if TYPE_CHECKING:
+    from jobs.lake.base import Start
+
+__all__ = ["Assembled", "PeriodInputs", "assemble", "build_state"]
+
+
+@dataclass(frozen=True)
+class PeriodInputs:
+    """What the plan of one job's period reads, each once."""
+
+    keygroups: Sequence[Mapping[str, Any]]
+    nodes: Sequence[Mapping[str, Any]]
+    edges: Sequence[Mapping[str, Any]]
+    start: Start
+    #: facet name -> its rows (jobs/facets/registry.py `read_facets`; None: the period has none)
+    facets: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """The state made ready for the strategy, and the strategy's parameters (a facet may add
+    some, e.g. the network's queries)."""
+
+    prepared: Prepared
+    params: dict[str, Any]
+
+
+def assemble(job: JobConfig, strategy: str, params: Mapping[str, Any], inputs: PeriodInputs,
+             stamp: str) -> Assembled:
+    """The period's state for `strategy`; the model's own checks of the rows (a ValueError)
+    become a StageError naming the tables (jobs/errors.py `lake_rows_refused`)."""
+    with lake_rows_refused(job.job_id, stamp, "keygroup_stats, node_stats, comm_stats and the "
+                           "job's facet tables"):
+        state = build_state(job, inputs.keygroups, inputs.nodes, inputs.edges,
+                            inputs.start.assignment)
+        attached = attach_facets(
+            Assembly(job, strategy, dict(params), state, tuple(inputs.keygroups), inputs.start),
+            dict(inputs.facets))
+        return Assembled(prepare(job, strategy, attached.state, inputs.keygroups),
+                         dict(attached.params))
+
+
+def build_state(
+    job: JobConfig,
+    keygroups: Sequence[Mapping[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
+    edges: Sequence[Mapping[str, Any]],
+    current: Mapping[str, str],
+) -> ClusterState:
+    """The planner's model of one period: loads from the stats, placement from `current`.
+
+    Validation refuses missing or non-finite values; a dry run of an unvalidated period meets
+    them here and gets the same kind of message instead of a TypeError deep in the planner.
+    """
+    _check_finite(job, keygroups, ("load_pct", "state_bytes"), "keygroup", KEYGROUP_STATS.name)
+    _check_finite(job, nodes, ("capacity",), "node", NODE_STATS.name)
+    _check_finite(job, edges, ("tuples_per_s",), "src_keygroup", COMM_STATS.name)
+    capacity = {n["node"]: float(n["capacity"]) for n in nodes}
+    assignment = {k["keygroup"]: current.get(k["keygroup"], k["node"]) for k in keygroups}
+    node_ids = sorted(set(capacity) | set(assignment.values()))
+    return ClusterState(
+        nodes=tuple(Node(n, capacity.get(n, 1.0)) for n in node_ids),
+        keygroups=tuple(
+            KeyGroup(
+                id=k["keygroup"],
+                operator=k["operator"],
+                load=float(k["load_pct"]),
+                state_bytes=float(k["state_bytes"]),
+                migration_cost=job.alpha * float(k["state_bytes"]),
+            )
+            for k in sorted(keygroups, key=lambda row: row["keygroup"])
+        ),
+        assignment=assignment,
+        edges=tuple(
+            Edge(e["src_keygroup"], e["dst_keygroup"], float(e["tuples_per_s"])) for e in edges
+        ),
+    )
+
+
+def _check_finite(job: JobConfig, rows: Sequence[Mapping[str, Any]], columns: tuple[str, ...],
+                  key: str, table: str) -> None:
+    for row in rows:
+        for column in columns:
+            value = row.get(column)
+            if value is None or not math.isfinite(float(value)):
+                raise StageError(
+                    f"{table}.{column} of {row.get(key)!r} is {value!r}; the planner needs a "
+                    "finite number",
+                    where=f"job {job.job_id!r}, table {table}",
+                    fix="run `reconf validate` on the period: it names every bad value; fix the "
+                        "runtime's metrics and land the period again",
+                )

@@ -1,0 +1,98 @@
+"""MLflow's vocabulary: every tag name and artifact path a plan's run carries, in one place.
+
+A plan attempt's run (jobs/tracking/store.py) is written by plan, completed by publish and the
+what-if, and read by `reconf audit` (reconf/audit.py) and `reconf compare` (reconf/compare.py):
+they agree on these names by importing them from here, never by repeating a literal. The names
+are part of the tracking store's contract: runs logged by older releases carry the same ones.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["Artifact", "Tag", "airflow_tag", "delta_version_tag", "delta_versions", "param_tag",
+           "shadow_tag", "strip_prefix"]
+
+
+class Tag:
+    """Tag names (`reconf.*` ours; `mlflow.*` the ones MLflow's UI reads)."""
+
+    JOB_ID: Final = "reconf.job_id"
+    PERIOD_END: Final = "reconf.period_end"
+    PLAN_ID: Final = "reconf.plan_id"
+    ATTEMPT: Final = "reconf.attempt"
+    CHECKSUM: Final = "reconf.checksum"
+    DRY_RUN: Final = "reconf.dry_run"
+    BASE_VERSION: Final = "reconf.base_version"
+    SOLVER_STATUS: Final = "reconf.solver_status"
+    TRIGGER: Final = "reconf.trigger"
+    PUBLISH_STATUS: Final = "reconf.publish_status"
+    PUBLISHED_VERSION: Final = "reconf.published_version"
+    PUBLISHED_PLAN_ID: Final = "reconf.published_plan_id"
+    ASSIGNMENT_VERSION: Final = "reconf.assignment_version"
+    MANIFEST: Final = "reconf.manifest"
+    SCALING_DECISION: Final = "reconf.scaling.decision"
+    SCALING_REASON: Final = "reconf.scaling.reason"
+    VALIDATION_SUCCESS: Final = "reconf.validation.success"
+    VALIDATION_FAILURES: Final = "reconf.validation.failures"
+    VALIDATION_EXPECTED_FROM: Final = "reconf.validation.expected_from"
+    WHATIF_STATUS: Final = "reconf.whatif.status"
+    WHATIF_BEST: Final = "reconf.whatif.best"
+    WHATIF_SHADOWS: Final = "reconf.whatif.shadows"
+    PLANNED_BY: Final = "reconf.planned_by"
+    FLEET_EXECUTOR: Final = "reconf.fleet.executor"
+    #: prefixes of families of tags
+    PARAM_PREFIX: Final = "reconf.param."
+    AIRFLOW_PREFIX: Final = "reconf.airflow."
+    DELTA_PREFIX: Final = "reconf.delta."
+    #: a shadow's child run (never reconf.job_id: `find_runs` must skip it)
+    SHADOW_PREFIX: Final = "reconf.shadow."
+    #: MLflow's own
+    NOTE: Final = "mlflow.note.content"
+    PARENT_RUN: Final = "mlflow.parentRunId"
+    EXPERIMENT_KIND: Final = "mlflow.experimentKind"
+
+
+class Artifact:
+    """Artifact paths of a plan's run."""
+
+    PLAN_JSON: Final = "plan.json"
+    MOVES_CSV: Final = "moves.csv"
+    KEYGROUPS_CSV: Final = "keygroups.csv"
+    NODES_CSV: Final = "nodes.csv"
+    NODE_LOADS_PNG: Final = "node_loads.png"
+    COMM_GRAPH_PNG: Final = "comm_graph.png"
+    VALIDATION_JSON: Final = "validation.json"
+    PLACEMENTS_CSV: Final = "placements.csv"
+    WHATIF_INPUT: Final = "whatif/input.json"
+    WHATIF_COMPARISON: Final = "whatif/comparison.csv"
+    WHATIF_CHART: Final = "whatif/comparison.png"
+    WHATIF_TABLE: Final = "whatif/comparison_table.json"
+
+
+def delta_version_tag(table: str) -> str:
+    """The tag holding the Delta version of `table` a plan read or wrote."""
+    return f"{Tag.DELTA_PREFIX}{table}.version"
+
+
+def delta_versions(tags: dict[str, str]) -> dict[str, str]:
+    """table -> Delta version, from a run's tags."""
+    return {k[len(Tag.DELTA_PREFIX):-len(".version")]: v for k, v in tags.items()
+            if k.startswith(Tag.DELTA_PREFIX) and k.endswith(".version")}
+
+
+def param_tag(name: str) -> str:
+    return f"{Tag.PARAM_PREFIX}{name}"
+
+
+def airflow_tag(name: str) -> str:
+    return f"{Tag.AIRFLOW_PREFIX}{name}"
+
+
+def shadow_tag(name: str) -> str:
+    return f"{Tag.SHADOW_PREFIX}{name}"
+
+
+def strip_prefix(tags: dict[str, str], prefix: str) -> dict[str, str]:
+    """The tags under `prefix`, by the rest of their names."""
+    return {k[len(prefix):]: v for k, v in tags.items() if k.startswith(prefix)}
