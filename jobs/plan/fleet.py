@@ -228,7 +228,8 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         try:
             check_period_end(job, period_end)
         except PeriodError as exc:
-            raise StageError(exc.what, where=exc.where, fix=exc.fix) from None
+            raise StageError.of(exc, where=f"job {job.job_id!r}",
+                                fix="give a period end on the job's grid") from None
     ensure_tables(spark, paths)
     ids = [j.job_id for j in jobs]
     kgs = _rows_by_job(spark, paths, KEYGROUP_STATS.name, ids, period_end)
