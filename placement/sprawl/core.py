@@ -62,7 +62,7 @@ def _routing(network: Network) -> Routing:
 def state_instance(state: ClusterState, params: SprawlParams) -> tuple[Instance, list[str]]:
     """The SPRAWL instance of a ClusterState (see the module docstring) and the unit order."""
     if state.network is None:
-        raise ValueError("strategy 'sprawl' needs the network facet (the job's topology file)")
+        raise ValueError("SPRAWL needs the network facet (the job's topology file)")
     r = _routing(state.network)
     units = sorted(k.id for k in state.keygroups)
     pos = {u: i for i, u in enumerate(units)}
