@@ -29,7 +29,7 @@ from placement.herding.migrate import herding_plan, within_budget
 from placement.herding.offline import run_offline
 from placement.herding.params import ExactParams
 from placement.mip import solve_problem
-from placement.model import Budget, ClusterState, Plan, SolverStatus
+from placement.model import Budget, ClusterState, Phase, Plan, SolverStatus
 
 __all__ = ["drainable", "plan_exact"]
 
@@ -56,9 +56,11 @@ def plan_exact(state: ClusterState, budget: Budget, params: ExactParams) -> Plan
     upper = np.maximum(caps, np.bincount(now, minlength=inst.k))  # never fuller than now
     cap_bound = max(used, capacity_bound(inst, upper))
 
+    phases: list[Phase] = []
+
     def done(node: np.ndarray, status: SolverStatus, bound: float, note: str) -> Plan:
         return herding_plan(state, inst, node, caps, status=status, message=note,
-                            extra={"traffic_lower_bound": bound})
+                            extra={"traffic_lower_bound": bound}, phases=tuple(phases))
 
     if inst.n > params.max_units:
         return done(start, SolverStatus.HEURISTIC, cap_bound,
@@ -122,7 +124,9 @@ def plan_exact(state: ClusterState, budget: Budget, params: ExactParams) -> Plan
     choices = {inst.unit_ids[q]: [(ids[j], v) for j, v in opts] for q, opts in by_unit.items()}
     limit = max(MIN_SOLVE_S, params.time_limit_s - (time.perf_counter() - started))
     base = {u: ids[int(j)] for u, j in zip(inst.unit_ids, start, strict=True)}
+    t0 = time.perf_counter()
     solved = solve_problem(prob, choices, warm, "highs", limit, params.gap_rel, base)
+    phases.append(Phase("solve", time.perf_counter() - t0, solved.kind))
     bound = cap_bound
     if solved.objective_bound is not None and math.isfinite(solved.objective_bound):
         bound = max(bound, float(solved.objective_bound))

@@ -21,7 +21,7 @@ from placement.common import fits, is_frozen, make_plan
 from placement.herding.instance import Instance, IntArray
 from placement.herding.metrics import facet_metrics
 from placement.herding.online import OnlinePlacer
-from placement.model import Budget, ClusterState, Plan, SolverStatus
+from placement.model import Budget, ClusterState, Phase, Plan, SolverStatus
 
 __all__ = ["herding_plan", "load_current", "within_budget"]
 
@@ -142,7 +142,8 @@ def _move(placer: OnlinePlacer, inst: Instance, q: int, src: int, dst: int, node
 
 def herding_plan(state: ClusterState, inst: Instance, node: IntArray, caps: IntArray, *,
                  status: SolverStatus, message: str = "",
-                 extra: Mapping[str, float] | None = None) -> Plan:
+                 extra: Mapping[str, float] | None = None, phases: tuple[Phase, ...] = ()
+                 ) -> Plan:
     """A Plan with the herding facet metrics after (`node`) and before (the current one).
 
     `lower_bound` stays None: elsewhere it bounds the load distance; the traffic bound is the
@@ -151,5 +152,6 @@ def herding_plan(state: ClusterState, inst: Instance, node: IntArray, caps: IntA
     after = facet_metrics(inst, node, caps)
     if extra:
         after.update(extra)
-    plan = make_plan(state, assignment, status=status, lower_bound=None, message=message)
+    plan = make_plan(state, assignment, status=status, lower_bound=None, message=message,
+                     phases=phases)
     return replace(plan, facet_metrics=after, facet_before=facet_metrics(inst, inst.current, caps))

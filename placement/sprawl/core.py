@@ -39,7 +39,7 @@ import numpy as np
 
 from placement.common import StrategyInputError, fits, is_frozen, make_plan
 from placement.facets import Network
-from placement.model import Budget, ClusterState, Plan, SolverStatus
+from placement.model import Budget, ClusterState, Phase, Plan, SolverStatus
 from placement.sprawl.constrained import algorithm3
 from placement.sprawl.dp import NotATree, algorithm1, tree_of
 from placement.sprawl.explain import infeasible_cause, latency_ratios, sprawl_metrics
@@ -193,6 +193,7 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
     lower = -math.inf
     x: np.ndarray | None = None
     message = ""
+    phases: tuple[Phase, ...] = ()
     if tree_ok:
         lower = algorithm1(inst.unconstrained()).cost
 
@@ -223,13 +224,14 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
                 if better and fits(budget, int(moved.sum()), cost):
                     x = _stay_on_ties(inst, res.x, current)
             message = f"milp {res.status}"
+            phases = (Phase("MILP", res.wall_s, res.status),)
     bounds = [q.latency_bound_ms for q in params.queries]
     if x is None:
         assignment = _fill(state, units, inst, dict(state.assignment))
         why = infeasible_cause(inst, params, budget, current, kgs, units, tree_ok, message,
                                _solve)
         plan = make_plan(state, assignment, status=SolverStatus.INFEASIBLE, lower_bound=None,
-                         message=f"{why}; the current assignment is kept")
+                         phases=phases, message=f"{why}; the current assignment is kept")
         kept = np.array([r.index[assignment[u]] for u in units])
         now = evaluate(inst, kept)
         metrics = {**sprawl_metrics(inst, now, bounds), **latency_ratios(params, now)}
@@ -250,7 +252,7 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
                      f"{params.constraints!r} does not enforce latency bounds")
     plan = make_plan(state, assignment,
                      status=SolverStatus.OPTIMAL if optimal else SolverStatus.HEURISTIC,
-                     lower_bound=lower if math.isfinite(lower) else None,
+                     lower_bound=lower if math.isfinite(lower) else None, phases=phases,
                      message="; ".join(filter(None, notes)))
     before = evaluate(inst, current) if (current >= 0).all() else None
     return dataclasses.replace(plan, facet_metrics=metrics,
