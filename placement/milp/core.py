@@ -80,7 +80,7 @@ def _start(ctx: Ctx) -> dict[str, str]:
     return min(ok, key=lambda a: objective(state, a, ctx.weights))
 
 
-def plan_milp(state: ClusterState, budget: Budget, p: MilpParams) -> Plan:
+def plan_milp(state: ClusterState, budget: Budget, params: MilpParams) -> Plan:
     """Solve the MILP within `time_limit_s` (model building included) and return the plan.
 
     OPTIMAL: the full model proven optimal, or the plan's d meets the certified lower bound.
@@ -94,10 +94,10 @@ def plan_milp(state: ClusterState, budget: Budget, p: MilpParams) -> Plan:
     outcome: the solver's status, e.g. "optimal", "time_limit", "solver_error (…)").
     """
     started = time.perf_counter()
-    weights = Weights(p.w1, p.w2, p.w_b)
-    solver, candidates, w_b, w1 = p.solver, p.candidates, p.w_b, p.w1
-    time_limit_s, gap_rel, seed = p.time_limit_s, p.gap_rel, p.seed
-    caps = dict(p.resource_caps or {})
+    weights = Weights(params.w1, params.w2, params.w_b)
+    solver, candidates, w_b, w1 = params.solver, params.candidates, params.w_b, params.w1
+    time_limit_s, gap_rel, seed = params.time_limit_s, params.gap_rel, params.seed
+    caps = dict(params.resource_caps or {})
     ctx = Ctx(state, budget, caps, weights, solver, gap_rel, started + time_limit_s)
 
     def better(new: Mapping[str, str] | None, old: Mapping[str, str]) -> bool:

@@ -83,22 +83,22 @@ def _left(budget: Budget, count: int, cost: float) -> Budget:
     return Budget(max_migration_cost=c, max_migrations=n)
 
 
-def plan_drain_then_balance(state: ClusterState, budget: Budget, p: DrainParams) -> Plan:
+def plan_drain_then_balance(state: ClusterState, budget: Budget, params: DrainParams) -> Plan:
     """Drain B evenly under the budget, then balance A with the rest (module docstring).
 
     The balancer is the strategy of that name, its own function (`run_inner`): the MILP with
-    the MILP's fields of `p` and the time left, Flux or greedy with the shared defaults."""
+    the MILP's fields of `params` and the time left, Flux or greedy with the shared defaults."""
     from placement.registry import run_inner  # the registry imports this module to register it
 
     started = time.perf_counter()
-    balancer, time_limit_s = p.balancer, p.time_limit_s
-    drained, count, cost = drain_evenly(state, budget, p.resource_caps)
+    balancer, time_limit_s = params.balancer, params.time_limit_s
+    drained, count, cost = drain_evenly(state, budget, params.resource_caps)
     marked = {n.id for n in state.nodes if n.marked_for_removal}
     left_on_b = sum(1 for node in drained.values() if node in marked)
     note = f"drain: {count} key groups moved off B, {left_on_b} left on B"
     if left_on_b:
         why = ("no node of A has room for them under the resource caps"
-               if p.resource_caps and fits(budget, count + 1, cost) else
+               if params.resource_caps and fits(budget, count + 1, cost) else
                "the budget allows no more migrations")
         note += f" (nodes marked for removal: {why})"
     rest = _left(budget, count, cost)
@@ -107,7 +107,7 @@ def plan_drain_then_balance(state: ClusterState, budget: Budget, p: DrainParams)
         own: dict[str, Any] = {}
         if balancer == "milp":
             left_s = max(MIN_SOLVE_S, time_limit_s - (time.perf_counter() - started))
-            own = {**p.model_dump(exclude={"balancer"}), "time_limit_s": left_s}
+            own = {**params.model_dump(exclude={"balancer"}), "time_limit_s": left_s}
         bal = run_inner(balancer, mid, rest, own)
         drained = dict(bal.assignment)
         note += f"; balance ({balancer}): {bal.migrations} migrations, {bal.status.value}"

@@ -184,6 +184,7 @@ def test_every_strategy_has_the_one_signature() -> None:
         spec = get_spec(name)
         sig = inspect.signature(spec.fn)
         params = list(sig.parameters.values())
+        assert [p.name for p in params] == ["state", "budget", "params"], name
         assert [p.kind for p in params] == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 3, name
         assert all(p.default is inspect.Parameter.empty for p in params), name
         hints = inspect.get_annotations(spec.fn, eval_str=True)
