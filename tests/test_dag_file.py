@@ -68,22 +68,23 @@ EVERY_STRATEGY = '[defaults]\nspl = "10m"\n' + "".join(
     for name, param in STRATEGY_PARAMS.items())
 
 
-@pytest.fixture()
-def every_strategy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _jobs_file(text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`text` as the config file the DAG files read, in local (not cluster) mode."""
     config = tmp_path / "jobs.toml"
-    config.write_text(EVERY_STRATEGY)
+    config.write_text(text)
     monkeypatch.setenv("RECONF_CONFIG", str(config))
     monkeypatch.delenv("RECONF_SPARK_SUBMIT", raising=False)
     return config
+
+
+@pytest.fixture()
+def every_strategy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return _jobs_file(EVERY_STRATEGY, tmp_path, monkeypatch)
 
 
 @pytest.fixture()
 def two_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    config = tmp_path / "jobs.toml"
-    config.write_text(TWO_JOBS)
-    monkeypatch.setenv("RECONF_CONFIG", str(config))
-    monkeypatch.delenv("RECONF_SPARK_SUBMIT", raising=False)
-    return config
+    return _jobs_file(TWO_JOBS, tmp_path, monkeypatch)
 
 
 @pytest.fixture()
