@@ -12,7 +12,7 @@ given. A strategy only plans: it does not check its inputs, time itself or name 
 (`make_plan` in placement/common.py leaves `strategy` and `wall_s` to the wrapper), and its
 solver's timed steps are data on the plan (`Plan.phases`), not prose in its message. A strategy
 that builds on another one (ALBIC falls back to the MILP, drain_then_balance balances with a
-strategy named by its `balancer`) calls that one's function through `get_spec(name).fn`, so no
+strategy named by its `balancer`) calls that one's own function by name (`run_inner`), so no
 family imports another (tests/test_import_graph.py).
 
 **The registered callable** (`get_strategy(name)`) is a wrapper, the part every strategy shares
