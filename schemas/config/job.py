@@ -24,9 +24,10 @@ from pydantic_core import ArgsKwargs
 
 import schemas.config.rules as rules
 from schemas.config.rules import Rule, Scalar
+from schemas.schedule import WaveLimits
 from schemas.streams import LoadModelConfig, parse_load_model
 
-__all__ = ["JobConfig", "ScalingConfig"]
+__all__ = ["ExecutionConfig", "JobConfig", "ScalingConfig"]
 
 _CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
@@ -97,6 +98,45 @@ class ScalingConfig:
         return self
 
 
+def _optional(rule: Any) -> Any:
+    return PlainValidator(lambda v: None if v is None else rule(v))
+
+
+@dataclass(frozen=True, config=_CONFIG)
+class ExecutionConfig:
+    """`[jobs.<id>.execution]`: how the runtime applies a plan (placement/waves.py).
+
+    The plan's moves go in ordered waves: a node takes part in at most `max_moves_per_node` moves
+    of one wave (as source or destination), a wave holds at most `max_moves_per_wave` moves and
+    `max_bytes_per_wave` state bytes, and no wave may take a node over `ceiling_pct` % of its
+    capacity. The defaults throttle only the per-node concurrency (5, as Cruise Control's
+    `num.concurrent.partition.movements.per.broker`); a job sets a ceiling to have one.
+    """
+
+    max_moves_per_node: Annotated[int | None, _optional(rules.at_least_one)] = 5
+    max_moves_per_wave: Annotated[int | None, _optional(rules.at_least_one)] = None
+    max_bytes_per_wave: Annotated[float | None, _optional(rules.positive)] = None
+    ceiling_pct: Annotated[float | None, _optional(rules.ceiling_pct)] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_table_of_known_fields(cls, raw: Any) -> Any:
+        keys = _keys(raw)
+        if keys is None and not isinstance(raw, ExecutionConfig):
+            raise Rule(f"must be a table, got {raw!r}")
+        known = {f.name for f in fields(ExecutionConfig)}
+        unknown = sorted(set(keys or {}) - known)
+        if unknown:
+            raise Rule(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return raw
+
+    @property
+    def limits(self) -> WaveLimits:
+        """The wave planner's limits (schemas/schedule.py)."""
+        return WaveLimits(self.max_moves_per_node, self.max_moves_per_wave,
+                          self.max_bytes_per_wave, self.ceiling_pct)
+
+
 @dataclass(frozen=True, config=_CONFIG)
 class JobConfig:
     """One job's reconfiguration settings; SPL is the statistics period length (paper §3)."""
@@ -137,6 +177,8 @@ class JobConfig:
     catchup_periods: Annotated[int, _checked(rules.catchup_periods)] = 1
     # How long after its period end a run waits for the landing's _SUCCESS (None: one SPL).
     landing_timeout: Annotated[timedelta | None, _checked(rules.landing_timeout)] = None
+    # How the runtime applies a plan: waves under per-node, per-wave and ceiling limits.
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
 
     @model_validator(mode="before")
     @classmethod
