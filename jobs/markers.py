@@ -57,7 +57,8 @@ class CollectMarker:
         if not isinstance(collect_id, str):
             return None
         raw = data.get("runtime")
-        runtime = (RuntimeReport(raw.get("version"), tuple(raw.get("nodes") or ()))
+        runtime = (RuntimeReport(raw.get("version"), tuple(raw.get("nodes") or ()),
+                                 raw.get("assignment"))
                    if isinstance(raw, dict) else None)
         rows, versions = data.get("rows"), data.get("versions")
         return cls(collect_id,
@@ -121,8 +122,9 @@ def write_collect_marker(paths: Paths, job_id: str, period_end: datetime,
     _write_json(collect_marker_path(paths, job_id, period_end), {
         "job_id": job_id, "period_end": format_period_end(period_end), "collect_id": collect_id,
         "versions": versions, "rows": rows,
-        "runtime": None if runtime is None else {"version": runtime.version,
-                                                 "nodes": sorted(runtime.nodes)}})
+        "runtime": None if runtime is None else {
+            "version": runtime.version, "nodes": sorted(runtime.nodes),
+            **({} if runtime.assignment is None else {"assignment": dict(runtime.assignment)})}})
     return collect_id
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -196,11 +195,11 @@ def keep_until_fitted(state: ClusterState, strategy: str) -> Plan | None:
     completes and the next one is not blocked; None otherwise (then the strategy runs)."""
     if not state.streams or state.load_model or "load_model" not in STRATEGIES[strategy].facets:
         return None
-    return make_plan(strategy, state, state.assignment, status=SolverStatus.HEURISTIC,
-                     lower_bound=None, started=time.perf_counter(),
+    kept = make_plan(state, state.assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
                      message=f"{strategy}: the job's load model is not fitted yet (the stream "
                              "rates collected so far do not span the declared streams; see "
                              "docs/operations.md); the current placement is kept")
+    return replace(kept, strategy=strategy)
 
 
 def read_stream_rows(ctx: StageContext

@@ -1,7 +1,7 @@
 """One pipeline stage, timed by layer: the unit `reconf bench cycle` runs in a fresh process (as
 Airflow runs a task) or in its own long-lived process (a worker).
 
-`python -m bench.cycle_stage STAGE JOB PERIOD_END` prints one `BENCH-JSON {...}` line: seconds
+`python -m bench.cycle.stage STAGE JOB PERIOD_END` prints one `BENCH-JSON {...}` line: seconds
 per layer and when the interpreter reached this module (the parent subtracts its spawn time to
 get the process start). Layers are timed by wrapping the stages' own helpers (only the outermost
 wrapped call of the stage's own thread counts): `spark` = getting the session, `read` = the
