@@ -51,7 +51,7 @@ def run_collect(job_id: str, period_end: str | datetime) -> str:
     # collect takes the lock around its commits only (jobs/collect/stage.py): reading and
     # aggregating the landing zone needs none
     result = run_stage(ctx, "collect", lambda c: collect(c.job, c.end, paths=c.paths,
-                                                         spark=c.spark),
+                                                         spark=c.spark, lake=c.lake),
                        lock=False, tables=False)
     rows = ", ".join(f"{name} {count} rows (v{result.versions[name]})"
                      for name, count in result.rows.items())

@@ -130,12 +130,15 @@ def _check_columns(file: Path, kind: str, schema: pa.Schema, land_cmd: str) -> N
 
 
 def collect(
-    job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession
+    job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession,
+    lake: Lake | None = None,
 ) -> CollectResult:
+    """Collect one period (the module docstring). `lake`: the stage's lake, if opened already
+    (the stage context's); else opened here, by the engine RECONF_LAKE_IO chooses."""
     files = check_landing(paths, job.job_id, period_end)
     facet_files = check_facet_landing(paths, job, period_end)
     landed = period_dir(paths.landing, job.job_id, period_end)
-    lake = open_lake(paths, spark)
+    lake = open_lake(paths, spark) if lake is None else lake
     frames = _aggregation(lake)(job, period_end, files, facet_files, landed)
     facets = [t for t in FACET_TABLES.values() if t.name in frames.tables]
 
