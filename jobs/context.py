@@ -1,9 +1,9 @@
 """The stage frame: one period of one job as a value, and `run_stage`, the frame every stage runs in.
 
 `StageContext` carries what every stage function used to take one by one: the job, the period
-end and its window, the stores (`paths`), the Spark session (made on first use,
-jobs/spark/session.py `lazy_spark`) and the period's collect marker, read at most once. A stage
-function reads it check → read → compute → commit (jobs/__init__.py).
+end and its window, the stores (`paths`) and the lake opened on them once (jobs/lake), the Spark
+session (made on first use, jobs/spark/session.py `lazy_spark`) and the period's collect marker,
+read at most once. A stage function reads it check → read → compute → commit (jobs/__init__.py).
 
 `run_stage` owns what each stage repeated at its top: the home check, the lake's tables, the
 job's writer lock, and turning a Delta write conflict into a `StageError` (nothing of ours was
@@ -21,6 +21,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from jobs.errors import StageError, check_home, is_concurrent_write, job_lock
+from jobs.lake import Lake, open_lake
 from jobs.markers import CollectMarker, read_collect_marker, read_report
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
@@ -69,6 +70,11 @@ class StageContext:
     @property
     def window(self) -> str:
         return f"[{format_period_end(self.start)}, {self.stamp})"
+
+    @cached_property
+    def lake(self) -> Lake:
+        """The stage's lake, opened once by the engine RECONF_LAKE_IO chooses (jobs/lake)."""
+        return open_lake(self.paths, self.spark)
 
     @cached_property
     def marker(self) -> CollectMarker | None:
@@ -131,8 +137,6 @@ def run_stage(ctx: StageContext, stage: str, body: Callable[[StageContext], R], 
         check(ctx)
     with conflicts_refused(stage, ctx.job_id):
         if tables:
-            from jobs.lake.base import ensure_tables
-
-            ensure_tables(ctx.spark, ctx.paths)
+            ctx.lake.ensure_tables()
         with job_lock(ctx.paths, ctx.job_id, stage) if lock else contextlib.nullcontext():
             return body(ctx)

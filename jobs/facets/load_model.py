@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -47,16 +46,16 @@ from placement.facets import Stream
 from placement.model import ClusterState, Plan, SolverStatus
 from placement.rod.fit import fit_load_model
 from placement.rod.model import LoadModelError
-from schemas.config import JobConfig, Paths
+from schemas.config import JobConfig
 from schemas.limits import LOAD_PCT_MAX, RATE_MAX
 from schemas.strategies import STRATEGIES
 from schemas.tables import KEYGROUP_STATS, LOAD_MODEL, STREAM_STATS, Table
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import SparkSession
 
     from jobs.context import StageContext
+    from jobs.lake import Lake
 
 log = logging.getLogger(__name__)
 
@@ -116,51 +115,37 @@ def fit_rows(job: JobConfig, period_end: datetime, loads: pd.DataFrame, rates: p
     return Fitted(rows, f"fitted over {len(usable)} period(s){left_out}")
 
 
-def fit_stage(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime
-              ) -> list[tuple[Table, int, int]]:
+def fit_stage(lake: Lake, job: JobConfig, period_end: datetime) -> list[tuple[Table, int, int]]:
     """collect's fit (module doc): [(load_model, rows, Delta version)], [] for a job declaring no
     streams. Call it with the job's collect lock held, after keygroup_stats is written."""
-    from jobs.lake.base import (
-        concurrently,
-        period_predicate,
-        quote,
-        table_version,
-        timestamp,
-        write_records,
-    )
-    from jobs.lake.read import frame_where
+    from jobs.lake import Scope, concurrently
 
     if job.load_model is None:
         return []
     since = period_end - job.load_model.periods * job.spl
-    window = (f"job_id = {quote(job.job_id)} AND period_end > {timestamp(since)} "
-              f"AND period_end <= {timestamp(period_end)}")
     loads, rates = concurrently(
-        lambda: frame_where(spark, paths, KEYGROUP_STATS.name, window,
-                            "period_end, keygroup, load_pct"),
-        lambda: frame_where(spark, paths, STREAM_STATS.name, window,
-                            "period_end, stream, tuples_per_s"))
+        lambda: lake.periods_frame(KEYGROUP_STATS, job.job_id, since, period_end,
+                                   ("period_end", "keygroup", "load_pct")),
+        lambda: lake.periods_frame(STREAM_STATS, job.job_id, since, period_end,
+                                   ("period_end", "stream", "tuples_per_s")))
     fitted = fit_rows(job, period_end, loads, rates)
     log.info("job %s, period %s: load model %s", job.job_id, period_end, fitted.note)
-    write_records(spark, [dict(row) for row in fitted.rows], paths, LOAD_MODEL,
-                  period_predicate(job.job_id, period_end))
-    return [(LOAD_MODEL, len(fitted.rows), table_version(spark, paths, LOAD_MODEL.name))]
+    lake.write_records(LOAD_MODEL, [dict(row) for row in fitted.rows],
+                       Scope(job.job_id, period_end))
+    return [(LOAD_MODEL, len(fitted.rows), lake.table_version(LOAD_MODEL.name))]
 
 
 def validate_streams_of(ctx: StageContext, checked: Checked, report: ValidationReport
                         ) -> ValidationReport:
     """`report` with the stream rates' and load model's verdict added (jobs/validate/suites.py
     `validate_streams`), for a period whose collect wrote stream_stats."""
-    from jobs.lake.base import period_predicate
-    from jobs.lake.read import frame_where
     from jobs.validate.suites import validate_streams
 
     marker, job = ctx.marker, ctx.job
     if marker is None or not marker.wrote(STREAM_STATS.name):
         return report
-    spark, paths, where = ctx.spark, ctx.paths, period_predicate(ctx.job_id, ctx.end)
-    streams: pd.DataFrame = frame_where(spark, paths, STREAM_STATS.name, where)
-    model: pd.DataFrame | None = (frame_where(spark, paths, LOAD_MODEL.name, where)
+    streams: pd.DataFrame = ctx.lake.period_frame(STREAM_STATS, ctx.job_id, ctx.end)
+    model: pd.DataFrame | None = (ctx.lake.period_frame(LOAD_MODEL, ctx.job_id, ctx.end)
                                   if marker.rows_of(LOAD_MODEL.name) else None)
     declared = (job.load_model.streams if job.load_model is not None
                 else sorted(set(streams["stream"].dropna())))
@@ -210,25 +195,23 @@ def keep_until_fitted(state: ClusterState, strategy: str) -> Plan | None:
     completes and the next one is not blocked; None otherwise (then the strategy runs)."""
     if not state.streams or state.load_model or "load_model" not in STRATEGIES[strategy].facets:
         return None
-    return make_plan(strategy, state, state.assignment, status=SolverStatus.HEURISTIC,
-                     lower_bound=None, started=time.perf_counter(),
+    kept = make_plan(state, state.assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
                      message=f"{strategy}: the job's load model is not fitted yet (the stream "
                              "rates collected so far do not span the declared streams; see "
                              "docs/operations.md); the current placement is kept")
+    return replace(kept, strategy=strategy)
 
 
 def read_stream_rows(ctx: StageContext
                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
     """The plan's read: the period's stream_stats and load_model rows (None, without reading,
     for a job declaring no streams)."""
-    from jobs.lake.base import concurrently, period_predicate
-    from jobs.lake.read import rows_where
+    from jobs.lake import concurrently
 
     if ctx.job.load_model is None:
         return None
-    spark, paths, where = ctx.spark, ctx.paths, period_predicate(ctx.job_id, ctx.end)
-    rates, model = concurrently(lambda: rows_where(spark, paths, STREAM_STATS.name, where),
-                                lambda: rows_where(spark, paths, LOAD_MODEL.name, where))
+    rates, model = concurrently(lambda: ctx.lake.period_rows(STREAM_STATS, ctx.job_id, ctx.end),
+                                lambda: ctx.lake.period_rows(LOAD_MODEL, ctx.job_id, ctx.end))
     return rates, model
 
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from jobs.context import StageContext
     from jobs.facets.dynamic import Prepared
-    from jobs.lake.base import Start
+    from jobs.lake import Start
     from jobs.plan.stage import PlanResult
 
 __all__ = ["FleetOutcome", "FleetResult", "FleetTask", "run_fleet", "solve_fleet", "solve_task",
@@ -146,35 +146,17 @@ class FleetResult:
 def _rows_by_job(spark: SparkSession, paths: Paths, table: str, ids: list[str],
                  period_end: datetime) -> dict[str, list[dict[str, Any]]]:
     """One query for all jobs: the period's rows of `table`, grouped by job id."""
-    from pyspark.sql import functions as F
+    from jobs.lake import open_lake
 
-    from jobs.lake.base import read_table
-
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    df = read_table(spark, paths, table).where(
-        F.col("job_id").isin(ids) & (F.col("period_end") == F.lit(period_end)))
-    for row in df.collect():
-        out[row["job_id"]].append(row.asDict())
-    return out
+    return defaultdict(list, open_lake(paths, spark).rows_of_jobs(table, ids, period_end))
 
 
 def _published_by_job(spark: SparkSession, paths: Paths, ids: list[str], before: datetime
                       ) -> dict[str, tuple[int, dict[str, str]]]:
-    """`jobs.lake.base.last_published` for many jobs in two queries: job -> (version, assignment)."""
-    from pyspark.sql import functions as F
+    """`Lake.last_published` for many jobs in one query: job -> (version, assignment)."""
+    from jobs.lake import open_lake
 
-    from jobs.lake.base import read_table
-
-    newest = (read_table(spark, paths, "assignment_versions")
-              .where(F.col("job_id").isin(ids) & (F.col("status") == "published")
-                     & (F.col("period_end") < F.lit(before)))
-              .groupBy("job_id").agg(F.max("version").alias("version")))
-    rows = (read_table(spark, paths, "assignments").join(newest, ["job_id", "version"])
-            .select("job_id", "version", "keygroup", "node").collect())
-    out: dict[str, tuple[int, dict[str, str]]] = {}
-    for r in rows:
-        out.setdefault(r["job_id"], (int(r["version"]), {}))[1][r["keygroup"]] = r["node"]
-    return out
+    return open_lake(paths, spark).last_published_of_jobs(ids, before)
 
 
 def _select_jobs(job_ids: Iterable[str] | None) -> tuple[list[JobConfig], bool]:
@@ -213,7 +195,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
     from jobs.context import stage_context
     from jobs.errors import StageError
     from jobs.facets.registry import read_facets
-    from jobs.lake.base import Start, ensure_tables, starting_point
+    from jobs.lake import Start, open_lake
     from jobs.markers import check_validated
     from jobs.plan.assemble import PeriodInputs, assemble
     from jobs.plan.scaling import earlier_sections
@@ -230,7 +212,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         except PeriodError as exc:
             raise StageError.of(exc, where=f"job {job.job_id!r}",
                                 fix="give a period end on the job's grid") from None
-    ensure_tables(spark, paths)
+    open_lake(paths, spark).ensure_tables()
     ids = [j.job_id for j in jobs]
     kgs = _rows_by_job(spark, paths, KEYGROUP_STATS.name, ids, period_end)
     nodes = _rows_by_job(spark, paths, NODE_STATS.name, ids, period_end)
@@ -256,7 +238,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         runtime = None if ctx.marker is None else ctx.marker.runtime
         newest, current = published.get(job.job_id, (None, {}))
         start = (Start(newest, current, newest) if runtime is None or runtime.version == newest
-                 else starting_point(spark, paths, job.job_id, period_end, runtime))
+                 else ctx.lake.starting_point(job.job_id, period_end, runtime))
         strat, params = resolved[job.job_id]
         inputs = PeriodInputs(kgs[job.job_id], nodes.get(job.job_id, []),
                               edges.get(job.job_id, []), start, read_facets(ctx))

@@ -15,22 +15,19 @@ which are exactly what the manifests told the runtime.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.facets.load_model import keep_until_fitted
-from jobs.lake.base import quote, timestamp
-from jobs.lake.read import fetch_records
+from jobs.lake import open_lake
 from placement.common import make_plan
 from placement.model import Budget, ClusterState, Node, Plan, SolverStatus
 from placement.registry import get_strategy
 from placement.scaling import ScalingOutcome, scaling_cycle
 from placement.scaling.policy import DECISIONS, ScalingHistory, ScalingPolicy
 from schemas.config import Paths, ScalingConfig
-from schemas.tables import PLANS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,10 +44,7 @@ def policy_of(config: ScalingConfig) -> ScalingPolicy:
 def earlier_sections(spark: SparkSession, paths: Paths, job_id: str, before: datetime
                      ) -> list[dict[str, Any]]:
     """The scaling sections of the published plans of periods before `before`, oldest first."""
-    rows = fetch_records(
-        spark, paths, f"SELECT period_end, plan_json FROM {{{PLANS.name}}} WHERE job_id = "
-        f"{quote(job_id)} AND status = 'published' AND period_end < {timestamp(before)} "
-        "ORDER BY period_end")
+    rows = open_lake(paths, spark).published_plans(job_id, before)
     return [dict(json.loads(r["plan_json"]).get("scaling") or {}) for r in rows]
 
 
@@ -118,10 +112,10 @@ def solve(state: ClusterState, budget: Budget, strategy: str, params: Mapping[st
     (`sections`: earlier published scaling sections), else the strategy alone. Pure: the plan
     stage and fleet planning's executors both call it."""
     if not state.keygroups:  # a dynamic job every unit of which has left: nothing to place
-        return Solved(make_plan(strategy, state, {}, status=SolverStatus.OPTIMAL, lower_bound=0.0,
-                                started=time.perf_counter(),
-                                message=f"{strategy}: no unit runs this period (every unit has "
-                                        "left); the assignment is empty"), state, None)
+        empty = make_plan(state, {}, status=SolverStatus.OPTIMAL, lower_bound=0.0,
+                          message=f"{strategy}: no unit runs this period (every unit has "
+                                  "left); the assignment is empty")
+        return Solved(replace(empty, strategy=strategy), state, None)
     if (kept := keep_until_fitted(state, strategy)) is not None:  # no load model yet
         return Solved(kept, state, None)
     if scaling is None:

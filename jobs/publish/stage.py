@@ -34,16 +34,7 @@ from typing import TYPE_CHECKING, Any
 from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
 from jobs.faults import failpoint
-from jobs.lake.base import (
-    concurrently,
-    newest_version,
-    period_predicate,
-    quote,
-    table_version,
-    timestamp,
-    write_records,
-)
-from jobs.lake.read import fetch_records, rows_where
+from jobs.lake import Scope, concurrently, open_lake
 from jobs.markers import check_validated
 from jobs.plan.attempts import (
     NOT_PUBLISHED,
@@ -124,7 +115,7 @@ def _check_latest(spark: SparkSession, paths: Paths, job_id: str) -> int | None:
     try:
         return read_latest_version(paths.published, job_id)
     except ManifestError as exc:
-        newest = newest_version(spark, paths, job_id)
+        newest = open_lake(paths, spark).newest_version(job_id)
         path = latest_path(paths.published, job_id)
         # rm first: LATEST may be a FIFO or a symbolic link, which `>` would block on or follow
         restore = (f"rm {path}; printf '{newest}\\n' > {path}" if newest is not None
@@ -176,7 +167,7 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
     attempts: list[dict[str, Any]]
     log: dict[str, Any]
     attempts, log, _ = concurrently(
-        lambda: rows_where(spark, paths, PLANS.name, period_predicate(job.job_id, period_end)),
+        lambda: open_lake(paths, spark).period_rows(PLANS, job.job_id, period_end),
         lambda: _version_log(spark, paths, job.job_id, period_end),
         lambda: open_store(paths))
     if not attempts:
@@ -232,22 +223,22 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
         raise StageError(str(exc), where=str(paths.published / job.job_id),
                          fix="inspect the published directory; versions are immutable") from exc
     failpoint("publish.manifest")
-    version_where = f"job_id = {quote(job.job_id)} AND version = {version}"
-    write_records(
-        spark,
+    lake, version_where = open_lake(paths, spark), Scope(job.job_id, version=version)
+    lake.write_records(
+        ASSIGNMENTS,
         [{"job_id": job.job_id, "version": version, "keygroup": kg, "node": node}
          for kg, node in sorted(assignment.items())],
-        paths, ASSIGNMENTS, version_where,
+        version_where,
     )
     failpoint("publish.assignments")
-    write_records(
-        spark,
+    lake.write_records(
+        ASSIGNMENT_VERSIONS,
         [{"job_id": job.job_id, "version": version, "plan_id": pid, "period_end": period_end,
           "checksum": manifest.checksum, "status": "published", "manifest_path": str(path),
           "published_at": datetime.now(UTC)}],
-        paths, ASSIGNMENT_VERSIONS, version_where,
+        version_where,
     )
-    committed = table_version(spark, paths, ASSIGNMENT_VERSIONS.name)
+    committed = lake.table_version(ASSIGNMENT_VERSIONS.name)
     failpoint("publish.version")
     write_latest(paths.published, job.job_id, version)
     failpoint("publish.latest")
@@ -310,17 +301,8 @@ def _version_log(spark: SparkSession, paths: Paths, job_id: str, period_end: dat
                  ) -> dict[str, Any]:
     """What publish needs of the job's version log, in one round: this period's version row
     (`mine`, or None), how many versions are of later periods (`newer`), the newest version."""
-    table = "{" + ASSIGNMENT_VERSIONS.name + "}"
-    job, when = quote(job_id), timestamp(period_end)
-    counts, mine = concurrently(
-        lambda: fetch_records(spark, paths, "SELECT max(version) AS newest, count(CASE WHEN "
-                              f"period_end > {when} THEN 1 END) AS newer FROM {table} "
-                              f"WHERE job_id = {job}"),
-        lambda: fetch_records(spark, paths, "SELECT version, plan_id, checksum, manifest_path FROM "
-                              f"{table} WHERE job_id = {job} AND period_end = {when} "
-                              "ORDER BY version DESC LIMIT 1"))
-    return {"newest": counts[0]["newest"], "newer": int(counts[0]["newer"]),
-            "mine": mine[0] if mine else None}
+    found = open_lake(paths, spark).version_log(job_id, period_end)
+    return {"newest": found.newest, "newer": found.newer, "mine": found.mine}
 
 
 def _tag_published(spark: SparkSession, paths: Paths, run_id: str | None, version: int,
@@ -330,7 +312,7 @@ def _tag_published(spark: SparkSession, paths: Paths, run_id: str | None, versio
     if not run_id:
         return
     if log_version is None:
-        log_version = table_version(spark, paths, ASSIGNMENT_VERSIONS.name)
+        log_version = open_lake(paths, spark).table_version(ASSIGNMENT_VERSIONS.name)
     # the plan tagged the tables it read and wrote; publish adds the version log's version
     tag_run(paths, run_id, {
         Tag.PUBLISH_STATUS: "published", Tag.ASSIGNMENT_VERSION: str(version),
