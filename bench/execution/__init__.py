@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
     from schemas.schedule import WaveLimits
 
     t0 = time.perf_counter()
-    nodes, per_node = (4, 2) if args.quick else (8, 3)
+    nodes, per_node = (4, 2) if args.quick else (12, 5)
     spec = ReplaySpec("bench-execution", job=2, nodes=nodes, keygroups_per_node=per_node,
                       periods=6, load_pct=args.load_pct)
     setup = prepare(spec, None, 2, args.strategy)
