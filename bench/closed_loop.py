@@ -104,7 +104,10 @@ def run_strategy(run: Run, workdir: Path, *, data: Datasets | None = None
     spec = ReplaySpec(job_id, job=run.job, periods=run.compress,
                       routing="potc" if run.strategy == "potc" else "key",
                       load_pct=LOAD_PCT if run.heterogeneous else ReplaySpec.load_pct)
-    config = JobConfig(job_id, spl=timedelta(seconds=spec.period_s), strategy=run.strategy,
+    # a run without a planner ("potc", "none") is no registered strategy: its job config names
+    # the default, which nothing of the run reads
+    config = JobConfig(job_id, spl=timedelta(seconds=spec.period_s),
+                       strategy="milp" if run.strategy in NO_PLANNER else run.strategy,
                        max_migrations=run.budget, solver_time_limit_s=run.time_limit_s)
     runtime = ReplayJob(spec, workdir / "runtime", data=data)
     if run.heterogeneous:

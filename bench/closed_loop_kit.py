@@ -15,8 +15,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow.parquet as pq
-
 from schemas.strategies import STRATEGIES as STRATEGY_TABLE
 
 if TYPE_CHECKING:
@@ -56,22 +54,20 @@ def available(names: list[str]) -> tuple[list[str], list[str]]:
 
 
 def landed_rows(where: Path, period_ms: float) -> tuple[list[dict[str, Any]], ...]:
-    """The period's rows aggregated as jobs/collect/stage.py does (in pandas, not Spark)."""
-    kg = pq.read_table(where / "keygroups").to_pandas().sort_values("ts")
-    keygroups = kg.groupby("keygroup", sort=True).agg(
-        operator=("operator", "last"), node=("node", "last"), tuples_in=("tuples_in", "sum"),
-        tuples_out=("tuples_out", "sum"), cpu_ms=("cpu_ms", "sum"),
-        state_bytes=("state_bytes", "last"), samples=("ts", "size")).reset_index()
-    keygroups["load_pct"] = keygroups["cpu_ms"] * 100.0 / period_ms
-    ed = pq.read_table(where / "edges").to_pandas()
-    edges = ed.groupby(["src_keygroup", "dst_keygroup"], sort=True).agg(
-        tuples=("tuples", "sum"), bytes=("bytes", "sum")).reset_index()
-    edges["tuples_per_s"] = edges["tuples"] * 1000.0 / period_ms
-    nd = pq.read_table(where / "nodes").to_pandas().sort_values("ts")
-    nodes = nd.groupby("node", sort=True).agg(capacity=("capacity", "last"),
-                                              cpu_ms=("cpu_ms", "sum")).reset_index()
-    nodes["utilisation_pct"] = nodes["cpu_ms"] * 100.0 / (nodes["capacity"] * period_ms)
-    return tuple(f.to_dict("records") for f in (keygroups, nodes, edges))
+    """The period landed at `where` (``<landing>/<job>/period_end=<end>``), aggregated by collect's
+    own aggregation (jobs/collect/native.py, its refusals included): (key groups, nodes, edges)
+    rows, each in its table's key order as the plan stage reads them."""
+    from jobs.collect.native import collect_frames
+    from schemas.config import JobConfig
+    from schemas.landing import EDGES, KEYGROUPS, NODES, parse_period_end
+    from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
+
+    job = JobConfig(where.parent.name, spl=timedelta(milliseconds=period_ms))
+    end = parse_period_end(where.name.partition("=")[2])
+    files = {kind: sorted((where / kind).glob("*.parquet")) for kind in (KEYGROUPS, EDGES, NODES)}
+    tables = collect_frames(job, end, files, {}, where).tables
+    return tuple(tables[t.name].sort_by([(k, "ascending") for k in t.key]).to_pylist()
+                 for t in (KEYGROUP_STATS, NODE_STATS, COMM_STATS))
 
 
 def system_load(nodes: list[dict[str, Any]], period_ms: float) -> float:

@@ -12,11 +12,11 @@ waits (deferred) for the period's landing and, if it never lands, skips the stag
 `missed_period` fails the run without holding the next (reconf/landing_wait.py); the four stage
 tasks `depends_on_past` (a plan starts from the assignment the previous cycle published, so a cycle
 waits for the previous one to succeed); Spark stages retry with exponential back-off, but bad
-input (StageError / ConfigError, e.g. a failed Great Expectations check) fails at once; manual
-runs take validated params (strategy, budget, solver time limit, dry_run); publish emits the Asset
-`reconf://<job_id>/assignment`; `whatif` (shadow strategies on the published plan's state) is a
-teardown: it runs once publish is done and its outcome never changes the run's state. A job
-whose config is invalid gets no DAG here: its error is reported by
+input (a ReconfError: StageError, ConfigError, PeriodError…, e.g. a failed Great Expectations
+check) fails at once; manual runs take validated params (strategy, budget, solver time limit,
+dry_run); publish emits the Asset `reconf://<job_id>/assignment`; `whatif` (shadow strategies
+on the published plan's state) is a teardown: it runs once publish is done and its outcome never
+changes the run's state. A job whose config is invalid gets no DAG here: its error is reported by
 dags/reconfigure_config_check.py, so the other jobs' DAGs stay schedulable.
 """
 
@@ -36,6 +36,7 @@ from reconf.landing_wait import WaitForLanding, missed_message
 from reconf.mlflow_link import MlflowRunLink
 from reconf.timetable import PeriodGridTimetable
 from schemas.config import PROJECT_ROOT, STRATEGY_NAMES, ConfigError, JobConfig, read_jobs
+from schemas.errors import ReconfError
 
 _log = logging.getLogger("reconf.dag")  # task logs at INFO: each stage's summary
 
@@ -70,14 +71,12 @@ def _fail_fast(stage: str) -> Iterator[None]:
     fix as the log's last lines; any other error propagates and is retried with back-off."""
     import time
 
-    from jobs.errors import StageError
-
     # Progress markers `reconf demo` relays as they come (one line per stage, with its time).
     print(f"reconf-stage {stage} start", flush=True)
     started = time.monotonic()
     try:
         yield
-    except (StageError, ConfigError) as exc:
+    except ReconfError as exc:  # any refused input: stage, period, config, manifest, params…
         print(f"{stage} refused to run: bad input, not retried; nothing was published "
               "(LATEST is unchanged)", flush=True)
         print(f"reconf-stage {stage} failed {time.monotonic() - started:.2f} s", flush=True)

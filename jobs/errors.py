@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 
 from schemas.config import Paths
+from schemas.errors import ReconfError
 
 __all__ = ["LOCK_WAIT_S", "StageError", "check_home", "is_concurrent_write", "job_lock",
            "lake_rows_refused"]
@@ -19,12 +20,12 @@ __all__ = ["LOCK_WAIT_S", "StageError", "check_home", "is_concurrent_write", "jo
 LOCK_WAIT_S = 600.0
 
 
-class StageError(Exception):
-    """A stage refused to run; nothing it would have written was written."""
+class StageError(ReconfError):
+    """A stage refused to run; nothing it would have written was written (what, where, fix: all
+    three always given). Not a ValueError, so an `except ValueError` never swallows it."""
 
     def __init__(self, what: str, *, where: str, fix: str) -> None:
-        self.what, self.where, self.fix = what, where, fix
-        super().__init__(f"{what}\n  where: {where}\n  fix:   {fix}")
+        super().__init__(what, where=where, fix=fix)
 
 
 def check_home(paths: Paths) -> None:

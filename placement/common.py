@@ -9,16 +9,16 @@ from dataclasses import dataclass
 
 from placement.metrics import check_assignment, mean_load, plan_metrics
 from placement.model import Budget, ClusterState, Plan, SolverStatus, moves_between
+from schemas.errors import ReconfError
 
 
-class StrategyInputError(ValueError):
+class StrategyInputError(ReconfError, ValueError):
     """An input the strategy cannot handle, refused before solving (what, where, fix): by the
     registry's shared pre-check, or by a strategy for what only it can check (SPRAWL's queries
     against the units and sites)."""
 
     def __init__(self, what: str, *, where: str, fix: str) -> None:
-        self.what, self.where, self.fix = what, where, fix
-        super().__init__(f"{what}\n  where: {where}\n  fix:   {fix}")
+        super().__init__(what, where=where, fix=fix)
 
 
 #: tolerance of every load, cost and bound comparison in the planners

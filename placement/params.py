@@ -1,7 +1,7 @@
 """The strategy contract's parameters: one typed, frozen, self-validating object per strategy.
 
 Each family's `params.py` extends `StrategyParams` and imports nothing but pydantic, so the
-config loader (`schemas/config.py`) checks a job's `strategy_params` when the file loads without
+config loader (`schemas/config/`) checks a job's `strategy_params` when the file loads without
 importing a solver. Three kinds of rule, in three places: per-field ranges and choices on the
 fields (`Field(ge=…)`, `Literal`), rules across fields in a model validator (the MILP's
 w1 > 2·w2), rules that need the `ClusterState` inside the strategy.
@@ -14,6 +14,9 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from schemas.errors import ReconfError
+from schemas.params import describe_errors, problems
+
 __all__ = ["ParamsError", "ResourceCaps", "Solver", "StrategyParams", "build_params",
            "describe_errors", "problems"]
 
@@ -23,7 +26,7 @@ ResourceCaps = Mapping[str, Annotated[float, Field(ge=0)]]
 P = TypeVar("P", bound="StrategyParams")
 
 
-class ParamsError(ValueError, TypeError):
+class ParamsError(ReconfError, ValueError, TypeError):
     """A strategy parameter is unknown, mistyped or out of range (a ValueError and a TypeError,
     as a call with a wrong keyword is); the message names the strategy, the field and the rule."""
 
@@ -56,34 +59,6 @@ class StrategyParams(BaseModel):
             raise ParamsError(f"strategy {strategy!r}: params must be a {cls.__name__}, got "
                               f"{type(params).__name__}")
         return params
-
-
-def problems(cls: type[StrategyParams], raw: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(field, rule) for each thing wrong with `raw` as `cls`'s fields; [] when it is valid.
-
-    A field is named with its description (the paper's symbol), a rule with the value given.
-    """
-    try:
-        cls.model_validate(dict(raw))
-    except ValidationError as exc:
-        return describe_errors(cls, exc)
-    return []
-
-
-def describe_errors(cls: type[StrategyParams], exc: ValidationError) -> list[tuple[str, str]]:
-    """(field, rule) for each error of `exc`."""
-    out = []
-    for err in exc.errors(include_url=False):
-        field = ".".join(str(p) for p in err["loc"])
-        info = cls.model_fields.get(str(err["loc"][0])) if err["loc"] else None
-        if info is not None and info.description:
-            field = f"{field} ({info.description})"
-        if err["type"] == "extra_forbidden":
-            rule = f"unknown parameter; {cls.__name__} takes {', '.join(sorted(cls.model_fields))}"
-        else:
-            rule = f"{err['msg'].removeprefix('Value error, ')}, got {err['input']!r}"
-        out.append((field or "(parameters)", rule))
-    return out
 
 
 def build_params(cls: type[P], raw: Mapping[str, Any], strategy: str) -> P:

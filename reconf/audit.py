@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.config import Paths
+from schemas.errors import ReconfError
 from schemas.landing import format_period_end, parse_period_end
 from schemas.tracking import Artifact, Tag, delta_versions, strip_prefix
 
@@ -26,7 +27,7 @@ NEAREST = 3
 _TRAILING = re.compile(r"(\d+)$")
 
 
-class AuditError(ValueError):
+class AuditError(ReconfError, ValueError):
     """The audit cannot answer: what is wrong, where, and what to try instead."""
 
 

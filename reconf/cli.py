@@ -372,19 +372,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     import os
 
-    from jobs.errors import StageError, check_home
+    from jobs.errors import check_home
     from reconf.cli_errors import bad_input, internal_error
     from schemas.config import Paths
-    from schemas.manifest import ManifestError
+    from schemas.errors import ReconfError
 
     try:
         if args.command in _USES_HOME:
             check_home(Paths.from_env())
         return int(args.func(args))
-    except StageError as exc:
-        print(f"reconf {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except (ManifestError, ValueError) as exc:
+    # refused input, of every kind (schemas/errors.py); a bare ValueError is a value check of the
+    # runtime stand-in or a planner that has not been given that type yet
+    except (ReconfError, ValueError) as exc:
         print(f"reconf {args.command}: error: {bad_input(args, exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,5 +1,5 @@
-"""How `reconf` ends on an error it did not raise as a StageError: bad input (exit 2) with its
-what/where/fix lines, or an unexpected failure (exit 1) with its traceback in a private file."""
+"""How `reconf` ends on an error: bad input (a `ReconfError`, exit 2) with its what/where/fix
+lines, or an unexpected failure (exit 1) with its traceback in a private file."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ __all__ = ["bad_input", "internal_error", "save_traceback"]
 
 
 def bad_input(args: argparse.Namespace, exc: Exception) -> str:
-    """A bad-input error that is not a StageError (a config, manifest or argument check), as
-    what/where/fix like every other exit 2: where is the file or field the message starts with
-    (config and manifest errors name it first), else the command and its job and period."""
+    """A bad-input error as what/where/fix like every other exit 2: as raised when it gives its
+    where and fix (a StageError, a PeriodError), else where is the file or field the message
+    starts with (config and manifest errors name it first), or the command and its job and
+    period."""
     text = str(exc).strip() or type(exc).__name__
     if "\n  where:" in text and "\n  fix:" in text:
         return text

@@ -24,6 +24,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from schemas.errors import PeriodError
+
 __all__ = [
     "EDGES",
     "FACET_GROUPS",
@@ -138,7 +140,7 @@ FACET_GROUPS: dict[str, tuple[str, ...]] = {"dynamic": (SUBSCRIPTIONS, SOURCES),
 def format_period_end(period_end: datetime) -> str:
     """Canonical ISO-8601 form used in paths, ids and manifests: UTC, seconds, trailing Z."""
     if period_end.tzinfo is None:
-        raise ValueError(f"period_end {period_end!r} has no time zone; give one (UTC)")
+        raise PeriodError(f"period_end {period_end!r} has no time zone; give one (UTC)")
     # isoformat, not strftime("%Y"): glibc's %Y does not pad years before 1000 to four digits
     return period_end.astimezone(UTC).replace(tzinfo=None, microsecond=0).isoformat() + "Z"
 
@@ -148,11 +150,11 @@ def parse_period_end(text: str) -> datetime:
     try:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise ValueError(
+        raise PeriodError(
             f"period end {text!r} is not an ISO-8601 instant; use e.g. 2026-01-01T00:05:00Z"
         ) from exc
     if value.tzinfo is None:
-        raise ValueError(
+        raise PeriodError(
             f"period end {text!r} has no time zone; append Z for UTC, e.g. {text}Z"
         )
     return value.astimezone(UTC)

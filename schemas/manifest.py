@@ -30,6 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from schemas.errors import ReconfError
 from schemas.landing import format_period_end, parse_period_end
 from schemas.safe_read import read_regular as _read_regular
 
@@ -70,7 +71,7 @@ _FIELDS = (
 _SCALING_FIELDS = ("nodes_to_add", "nodes_to_mark", "nodes_to_terminate", "reason")
 
 
-class ManifestError(ValueError):
+class ManifestError(ReconfError, ValueError):
     """A manifest (or LATEST) that is missing, malformed, or conflicts with what is published."""
 
 

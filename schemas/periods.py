@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from schemas.config import JobConfig
+from schemas.errors import PeriodError
 from schemas.landing import format_period_end
 
 __all__ = ["FUTURE_TOLERANCE", "LAST_STORABLE", "PeriodError", "check_period_end", "nearest_period_ends"]
@@ -21,14 +22,6 @@ FUTURE_TOLERANCE = timedelta(minutes=1)
 #: The last instant every layer stores: pandas' nanosecond timestamps end in April 2262; Delta,
 #: Spark and the manifests go further, so this is the binding one.
 LAST_STORABLE = datetime(2262, 4, 11, tzinfo=UTC)
-
-
-class PeriodError(ValueError):
-    """A period end the job does not have; the message says what, where and how to fix it."""
-
-    def __init__(self, what: str, *, where: str, fix: str) -> None:
-        self.what, self.where, self.fix = what, where, fix
-        super().__init__(f"{what}\n  where: {where}\n  fix:   {fix}")
 
 
 def nearest_period_ends(job: JobConfig, end: datetime) -> tuple[datetime, datetime]:

@@ -210,6 +210,24 @@ def test_bad_input_fails_fast_and_other_errors_are_retried(two_jobs: Path) -> No
         raise RuntimeError("executor lost")
 
 
+def test_every_kind_of_refused_input_fails_fast(two_jobs: Path) -> None:
+    """The DAG catches the one error base: a period, manifest, parameter, topology or load-model
+    refusal fails at once like a stage's, never retried."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from placement.params import ParamsError
+    from placement.rod.model import LoadModelError
+    from placement.sprawl.topology import TopologyError
+    from schemas.manifest import ManifestError
+    from schemas.periods import PeriodError
+
+    module = _dag_module()
+    for kind in (PeriodError, ManifestError, ParamsError, TopologyError, LoadModelError):
+        with (pytest.raises(AirflowFailException, match=f"{kind.__name__} said no"),
+              module._fail_fast("plan")):
+            raise kind(f"{kind.__name__} said no")
+
+
 def test_cluster_mode_collects_with_spark_submit(two_jobs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RECONF_SPARK_MASTER", "spark://127.0.0.1:7077")
     assert type(_bag(DAG_FILE).dags["reconfigure_alpha"].get_task("collect")).__name__ != \

@@ -1,18 +1,8 @@
-"""collect without Spark: one period of the landing zone -> its tables' rows, in the stage's process.
+"""collect's aggregation by pyarrow and numpy, in the stage's process (the default engine).
 
-The same rows as the Spark part of jobs/collect/stage.py `collect` (and jobs/facets/subscriptions.py
-`facet_frames`), value for value, computed with pyarrow and numpy:
-
-- the window [period_end - spl, period_end) on ``ts`` (a sample without ts lies outside it);
-- `_check_samples`'s refusals, with the same texts, the first failing kind (key groups, edges,
-  nodes) winning: no samples of key groups or nodes inside the window, a counter below 0
-  (capacity at or below 0), two samples of the same key and ts;
-- per key (a null key is a key, as in Spark's ``groupBy``): sums that are null when any sample's
-  value is null (NaN propagates), the sample count, and ``max_by(x, ts)``: x of the newest sample,
-  null if that sample's x is null;
-- ``load_pct``, ``tuples_per_s``, ``utilisation_pct`` by the same floating-point operations, and
-  the stamp columns job_id, period_end, period_start (UTC);
-- the facet datasets' rows inside the window, copied as they are.
+It implements the contract of jobs/collect/aggregate.py (the window, the refusals, null/NaN
+sums, ``max_by``, the derived columns, the facets copied) value for value with the Spark engine
+(jobs/collect/by_spark.py).
 
 How, at scale (45 million edge samples of 9 million pairs at 10^4 key groups): the string keys are
 read with Parquet's own dictionaries, so a key is a small integer code (a pair of keys, one
@@ -38,67 +28,28 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from jobs.collect.aggregate import COUNTERS, SAMPLE_KEYS, CollectedFrames, Period
 from jobs.errors import StageError
 from jobs.facets.subscriptions import FACET_TABLES
 from schemas.config import JobConfig
-from schemas.landing import EDGES, FACET_SCHEMAS, KEYGROUPS, NODES, SCHEMAS, format_period_end
+from schemas.landing import EDGES, FACET_SCHEMAS, KEYGROUPS, NODES, SCHEMAS
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS, Table
 
 __all__ = ["COUNTERS", "SAMPLE_KEYS", "CollectedFrames", "collect_frames"]
-
-#: Per sample kind: the columns that identify a sample (with ts) and the counters that must be
-#: finite and >= 0 (capacity must be > 0: it divides).
-SAMPLE_KEYS = {KEYGROUPS: ("keygroup",), EDGES: ("src_keygroup", "dst_keygroup"), NODES: ("node",)}
-COUNTERS = {KEYGROUPS: ("tuples_in", "tuples_out", "cpu_ms", "state_bytes"),
-            EDGES: ("tuples", "bytes"), NODES: ("cpu_ms", "capacity")}
 
 _TS = pa.timestamp("us", tz="UTC")
 _STAMP = ("job_id", "period_end", "period_start")
 
 
-@dataclass(frozen=True)
-class CollectedFrames:
-    """A period's rows per Delta table, and the rows each sample kind's table gets."""
-
-    tables: dict[str, pa.Table]  # Delta table name -> the period's rows (its columns and types)
-    groups: dict[str, int]  # KEYGROUPS/EDGES/NODES kind -> rows its table gets
-
-
-@dataclass(frozen=True)
-class _Period:
-    """The period being collected: its window, its stamp and the texts of its refusals."""
-
-    job_id: str
-    start: datetime
-    end: datetime
-    landed: Path
-
-    @property
-    def period_ms(self) -> float:
-        return (self.end - self.start).total_seconds() * 1000.0
-
-    @property
-    def window(self) -> str:
-        return f"[{format_period_end(self.start)}, {format_period_end(self.end)})"
-
-    @property
-    def land_cmd(self) -> str:
-        return f"reconf land --job {self.job_id} --period-end {format_period_end(self.end)}"
-
-    def refuse(self, kind: str, what: str) -> StageError:
-        return StageError(what, where=str(self.landed / kind),
-                          fix=f"fix the runtime's {kind} samples and land the period again "
-                              f"(`{self.land_cmd}`)")
-
-    def stamped(self, table: Table, columns: dict[str, Any], rows: int) -> pa.Table:
-        """`columns` with the stamp added, as the table's columns and Arrow types."""
-        stamp = {"job_id": pa.repeat(pa.scalar(self.job_id, pa.string()), rows),
-                 "period_end": pa.repeat(pa.scalar(self.end, _TS), rows),
-                 "period_start": pa.repeat(pa.scalar(self.start, _TS), rows)}
-        merged = {**stamp, **columns}
-        schema = table.arrow_schema()
-        return pa.Table.from_arrays([pa.array(merged[f.name], f.type) if isinstance(
-            merged[f.name], np.ndarray) else merged[f.name] for f in schema], schema=schema)
+def _stamped(period: Period, table: Table, columns: dict[str, Any], rows: int) -> pa.Table:
+    """`columns` with the stamp added, as the table's columns and Arrow types."""
+    stamp = {"job_id": pa.repeat(pa.scalar(period.job_id, pa.string()), rows),
+             "period_end": pa.repeat(pa.scalar(period.end, _TS), rows),
+             "period_start": pa.repeat(pa.scalar(period.start, _TS), rows)}
+    merged = {**stamp, **columns}
+    schema = table.arrow_schema()
+    return pa.Table.from_arrays([pa.array(merged[f.name], f.type) if isinstance(
+        merged[f.name], np.ndarray) else merged[f.name] for f in schema], schema=schema)
 
 
 @dataclass(frozen=True)
@@ -134,7 +85,7 @@ def collect_frames(job: JobConfig, period_end: datetime, files: dict[str, list[P
     `landed` the period's landing directory (named in refusals). Raises StageError as
     `_check_samples` does; reads nothing but the given files and writes nothing.
     """
-    period = _Period(job.job_id, period_end - job.spl, period_end, landed)
+    period = Period.of(job, period_end, landed)
     tables: dict[str, pa.Table] = {}
     groups: dict[str, int] = {}
     # one kind at a time, checked then aggregated, so the edges' samples are freed early; the
@@ -142,9 +93,9 @@ def collect_frames(job: JobConfig, period_end: datetime, files: dict[str, list[P
     for kind, table, aggregate in ((KEYGROUPS, KEYGROUP_STATS, _keygroups), (EDGES, COMM_STATS, _comm),
                                    (NODES, NODE_STATS, _nodes)):
         samples, total = _in_window(kind, files.get(kind, []), period)
-        grouped = _check(kind, samples, total, period, job.dynamic)
-        tables[table.name] = period.stamped(table, aggregate(samples, grouped, period),
-                                            grouped.size)
+        grouped = _check(kind, samples, total, period)
+        tables[table.name] = _stamped(period, table, aggregate(samples, grouped, period),
+                                      grouped.size)
         groups[kind] = grouped.size
     for kind, facet in FACET_TABLES.items():
         if kind in facet_files:
@@ -152,7 +103,7 @@ def collect_frames(job: JobConfig, period_end: datetime, files: dict[str, list[P
     return CollectedFrames(tables, groups)
 
 
-def _read(schema: pa.Schema, files: list[Path], period: _Period,
+def _read(schema: pa.Schema, files: list[Path], period: Period,
           dictionary: bool = True) -> pa.Table:
     """The files' rows of the contract's columns; strings dictionary-encoded (Parquet's own)."""
     strings = [f.name for f in schema if f.type == pa.string()] if dictionary else []
@@ -173,13 +124,13 @@ def _read(schema: pa.Schema, files: list[Path], period: _Period,
     return pa.concat_tables(parts).unify_dictionaries()
 
 
-def _in_window(kind: str, files: list[Path], period: _Period) -> tuple[pa.Table, int]:
+def _in_window(kind: str, files: list[Path], period: Period) -> tuple[pa.Table, int]:
     """The kind's samples inside the window, and how many samples it landed in all."""
     table = _read(SCHEMAS[kind], files, period)
     return _window(table, period), table.num_rows
 
 
-def _window(table: pa.Table, period: _Period) -> pa.Table:
+def _window(table: pa.Table, period: Period) -> pa.Table:
     ts = table.column("ts")
     inside = pc.fill_null(pc.and_(pc.greater_equal(ts, pa.scalar(period.start, _TS)),
                                   pc.less(ts, pa.scalar(period.end, _TS))), False)
@@ -188,14 +139,11 @@ def _window(table: pa.Table, period: _Period) -> pa.Table:
     return table.filter(inside)
 
 
-def _check(kind: str, samples: pa.Table, total: int, period: _Period, dynamic: bool = False
-           ) -> _Groups:
-    """`_check_samples`: refuse what summing would hide; the samples grouped by key."""
+def _check(kind: str, samples: pa.Table, total: int, period: Period) -> _Groups:
+    """Refuse what summing would hide (jobs/collect/aggregate.py); the samples grouped by key."""
     keys, counters = SAMPLE_KEYS[kind], COUNTERS[kind]
-    if kind != EDGES and samples.num_rows == 0 and not (
-            dynamic and kind == KEYGROUPS and total == 0):  # every unit of a dynamic job left
-        raise period.refuse(kind, f"the period has no {kind} samples inside its window "
-                                  f"{period.window} ({total} sample(s) lie outside it)")
+    if samples.num_rows == 0 and not period.may_be_empty(kind, total):
+        raise period.no_samples(kind, total)
     bad = pa.chunked_array([pa.array(np.zeros(samples.num_rows, bool))])
     for name in counters:
         column = samples.column(name)
@@ -203,10 +151,8 @@ def _check(kind: str, samples: pa.Table, total: int, period: _Period, dynamic: b
         bad = pc.or_(bad, pc.fill_null(broken, False))
     broken_count = pc.sum(bad).as_py() or 0
     if broken_count:
-        rule = " or ".join(f"{c} {'> 0' if c == 'capacity' else '>= 0'}" for c in counters)
-        example = _as_row(samples.filter(bad).slice(0, 1).to_pylist()[0])
-        raise period.refuse(kind, f"{broken_count} {kind} sample(s) break the rule {rule}, e.g. "
-                                  f"{example}")
+        raise period.broken(kind, broken_count,
+                            _as_row(samples.filter(bad).slice(0, 1).to_pylist()[0]))
     codes = _codes(samples, keys)
     ts = samples.column("ts").cast(pa.int64()).to_numpy()
     order = np.lexsort((ts, codes))
@@ -219,10 +165,7 @@ def _check(kind: str, samples: pa.Table, total: int, period: _Period, dynamic: b
         at = int(np.flatnonzero(repeats)[0])
         same = int(((sorted_codes == sorted_codes[at]) & (sorted_ts == sorted_ts[at])).sum())
         row = samples.select([*keys, "ts"]).take([int(order[at])]).to_pylist()[0]
-        example = _as_row({**row, "count": same})
-        raise period.refuse(kind, f"{duplicates} {kind} sample(s) repeat another sample's "
-                                  f"({', '.join(keys)}, ts), e.g. {example}; summing them would "
-                                  "inflate the load")
+        raise period.repeated(kind, duplicates, _as_row({**row, "count": same}))
     del codes, ts, sorted_codes, sorted_ts, repeats  # before the next 8 bytes per sample
     starts = np.flatnonzero(new_group)
     gid = np.empty(len(order), np.int64)
@@ -284,7 +227,7 @@ def _sum(samples: pa.Table, name: str, grouped: _Groups) -> pa.Array:
     return pa.array(total, column.type, mask=nulls)
 
 
-def _keygroups(samples: pa.Table, grouped: _Groups, period: _Period) -> dict[str, Any]:
+def _keygroups(samples: pa.Table, grouped: _Groups, period: Period) -> dict[str, Any]:
     newest = grouped.last_rows()
     cpu_ms = _sum(samples, "cpu_ms", grouped)
     return {"keygroup": _keys(samples, "keygroup", grouped.first_rows()),
@@ -298,7 +241,7 @@ def _keygroups(samples: pa.Table, grouped: _Groups, period: _Period) -> dict[str
             "samples": grouped.counts()}
 
 
-def _comm(samples: pa.Table, grouped: _Groups, period: _Period) -> dict[str, Any]:
+def _comm(samples: pa.Table, grouped: _Groups, period: Period) -> dict[str, Any]:
     first = grouped.first_rows()
     tuples = _sum(samples, "tuples", grouped)
     return {"src_keygroup": _keys(samples, "src_keygroup", first),
@@ -309,7 +252,7 @@ def _comm(samples: pa.Table, grouped: _Groups, period: _Period) -> dict[str, Any
                                       period.period_ms)}
 
 
-def _nodes(samples: pa.Table, grouped: _Groups, period: _Period) -> dict[str, Any]:
+def _nodes(samples: pa.Table, grouped: _Groups, period: Period) -> dict[str, Any]:
     capacity = _keys(samples, "capacity", grouped.last_rows())
     cpu_ms = _sum(samples, "cpu_ms", grouped)
     return {"node": _keys(samples, "node", grouped.first_rows()),
@@ -320,8 +263,8 @@ def _nodes(samples: pa.Table, grouped: _Groups, period: _Period) -> dict[str, An
             "samples": grouped.counts()}
 
 
-def _facet(kind: str, table: Table, files: list[Path], period: _Period) -> pa.Table:
+def _facet(kind: str, table: Table, files: list[Path], period: Period) -> pa.Table:
     """A facet dataset's rows inside the window, as they are (`facet_frames`)."""
     rows = _window(_read(FACET_SCHEMAS[kind], files, period, dictionary=False), period)
     columns = {c: rows.column(c) for c in table.columns if c not in _STAMP}
-    return period.stamped(table, columns, rows.num_rows)
+    return _stamped(period, table, columns, rows.num_rows)

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placement.model import ClusterState
+from schemas.errors import ReconfError
 
 __all__ = ["CAPACITY_PCT", "LoadModel", "LoadModelError", "node_coefficients", "weights"]
 
@@ -34,7 +35,7 @@ CAPACITY_PCT = 100.0
 Array = NDArray[np.float64]
 
 
-class LoadModelError(ValueError):
+class LoadModelError(ReconfError, ValueError):
     """The load-model facet cannot be used as given: what, where, and how to fix it."""
 
 

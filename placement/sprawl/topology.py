@@ -35,6 +35,7 @@ from scipy.sparse.csgraph import dijkstra
 
 from placement.facets import Link, Network, Site
 from placement.model import ClusterState
+from schemas.errors import ReconfError
 from schemas.limits import (
     TOPOLOGY_MAX_BYTES,
     TOPOLOGY_MAX_LINKS,
@@ -47,7 +48,7 @@ __all__ = ["QuerySpec", "Routing", "Topology", "TopologyError", "load_topology",
            "parse_topology", "query_params", "route_sums", "routing_of", "with_topology"]
 
 
-class TopologyError(ValueError):
+class TopologyError(ReconfError, ValueError):
     """A topology file is malformed: the message names the file, the entry and the fix."""
 
 

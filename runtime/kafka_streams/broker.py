@@ -25,13 +25,14 @@ from pathlib import Path
 
 from reconf.procs import PidRecord, alive, free_port, read_record, spawn, stop
 from runtime.kafka_streams.build import java_argv
+from schemas.errors import ReconfError
 
 __all__ = ["Broker", "BrokerFailed", "running", "start", "stop_broker"]
 
 _READY = "Kafka Server started"
 
 
-class BrokerFailed(ValueError):
+class BrokerFailed(ReconfError, ValueError):
     """The broker did not come up; the message quotes the end of its log (a ValueError: the CLI
     prints it as one message, exit 2)."""
 

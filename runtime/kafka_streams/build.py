@@ -11,13 +11,15 @@ import os
 import shutil
 from pathlib import Path
 
+from schemas.errors import ReconfError
+
 __all__ = ["MODULE", "BuildMissing", "classpath", "java_argv"]
 
 MODULE = Path(__file__).resolve().parent
 _TARGET = MODULE / "target"
 
 
-class BuildMissing(ValueError):
+class BuildMissing(ReconfError, ValueError):
     """The Maven module is not built (a ValueError, so the CLI prints one line and exits 2)."""
 
 

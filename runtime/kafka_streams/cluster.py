@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from reconf.procs import PidRecord, alive, read_record, spawn, stop
 from runtime.kafka_streams.build import java_argv
+from schemas.errors import ReconfError
 
 __all__ = ["AppSpec", "Cluster", "NotReached", "flights_csv", "wait_for"]
 
@@ -34,7 +35,7 @@ def flights_csv() -> Path:
     return data_dir() / "flights.csv.zip"
 
 
-class NotReached(TimeoutError, ValueError):
+class NotReached(ReconfError, TimeoutError, ValueError):
     """A state the instances did not reach in time. Also a ValueError, so the CLI prints it as
     one line (exit 2) with where to look, not a traceback."""
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from schemas.errors import ReconfError
+
 __all__ = [
     "INSTALL_HINT",
     "DatasetMissing",
@@ -33,7 +35,7 @@ _FILES = {"flights": "flights.csv.zip", "weather": "weather.csv", "airports": "a
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
-class DatasetMissing(ValueError):
+class DatasetMissing(ReconfError, ValueError):
     """The data set is not installed; the message says where we looked and how to install it.
 
     A ValueError so that the CLI reports it as a one-line error instead of a traceback.

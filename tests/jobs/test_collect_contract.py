@@ -1,5 +1,7 @@
-"""collect without Spark (jobs/collect/native.py): refusals, null/NaN/max_by semantics, a
-brute-force property, and one comparison with what Spark's `collect` writes to Delta."""
+"""collect's aggregation contract (jobs/collect/aggregate.py), held against both engines: pyarrow
+(jobs/collect/native.py) and Spark (jobs/collect/by_spark.py). Refusals, null/NaN/max_by
+semantics and the facets run on each engine; a brute-force property on the pyarrow one; and one
+comparison of its frames with what Spark's `collect` writes to Delta, refusals included."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pipeline_kit import JOB_ID, P1, SPL
 
-from jobs.collect.native import CollectedFrames, collect_frames
+from jobs.collect.aggregate import Aggregation, CollectedFrames
+from jobs.collect.native import collect_frames
 from jobs.collect.stage import check_landing
 from jobs.errors import StageError
 from jobs.facets.subscriptions import check_facet_landing
@@ -77,14 +80,16 @@ def land(home: Path, job: JobConfig, keygroups: list[dict[str, Any]], edges: lis
     return check_landing(paths, JOB_ID, P1), check_facet_landing(paths, job, P1), where
 
 
-def frames(home: Path, job: JobConfig, *args: Any, **kwargs: Any) -> CollectedFrames:
+def frames(home: Path, job: JobConfig, *args: Any, engine: Aggregation = collect_frames,
+           **kwargs: Any) -> CollectedFrames:
     files, facet_files, where = land(home, job, *args, **kwargs)
-    return collect_frames(job, P1, files, facet_files, where)
+    return engine(job, P1, files, facet_files, where)
 
 
-def refusal(home: Path, job: JobConfig, *args: Any) -> StageError:
+def refusal(home: Path, job: JobConfig, *args: Any, engine: Aggregation = collect_frames
+            ) -> StageError:
     with pytest.raises(StageError) as caught:
-        frames(home, job, *args)
+        frames(home, job, *args, engine=engine)
     return caught.value
 
 
@@ -95,46 +100,60 @@ def by_key(table: pa.Table, *key: str) -> dict[Any, dict[str, Any]]:
 GOOD_NODES = [node(_at(10))]
 
 
-def test_no_keygroup_sample_inside_the_window_is_refused(tmp_path, job):
+@pytest.fixture(params=["native", pytest.param("spark", marks=pytest.mark.spark)])
+def engine(request: pytest.FixtureRequest) -> Aggregation:
+    """Each implementation of the aggregation contract (the Spark one on the shared session)."""
+    if request.param == "native":
+        return collect_frames
+    from functools import partial
+
+    from jobs.collect.by_spark import spark_frames
+
+    return partial(spark_frames, request.getfixturevalue("spark"))
+
+
+def test_no_keygroup_sample_inside_the_window_is_refused(tmp_path, job, engine):
     outside = [kg(P1), kg(START - timedelta(microseconds=1)), kg(None)]
-    error = refusal(tmp_path, job, outside, [], GOOD_NODES)
+    error = refusal(tmp_path, job, outside, [], GOOD_NODES, engine=engine)
     assert error.what == ("the period has no keygroups samples inside its window "
                           "[2026-01-01T00:00:00Z, 2026-01-01T00:05:00Z) (3 sample(s) lie outside it)")
     assert error.where == str(period_dir(tmp_path / "landing", JOB_ID, P1) / KEYGROUPS)
     assert error.fix == f"fix the runtime's keygroups samples and land the period again (`{LAND_CMD}`)"
 
 
-def test_a_negative_counter_or_a_capacity_of_zero_is_refused_with_an_example(tmp_path, job):
+def test_a_negative_counter_or_a_capacity_of_zero_is_refused_with_an_example(tmp_path, job, engine):
     rows = [kg(_at(1)), kg(_at(2), tuples_in=None, cpu_ms=-1.5), kg(_at(3), state_bytes=-2),
             kg(P1, tuples_out=-9)]  # outside the window: not counted
-    error = refusal(tmp_path / "a", job, rows, [], GOOD_NODES)
+    error = refusal(tmp_path / "a", job, rows, [], GOOD_NODES, engine=engine)
     assert error.what == (
         "2 keygroups sample(s) break the rule tuples_in >= 0 or tuples_out >= 0 or cpu_ms >= 0 or "
         "state_bytes >= 0, e.g. {'ts': datetime.datetime(2026, 1, 1, 0, 0, 2), 'operator': 'op0', "
         "'keygroup': 'op0-kg000', 'node': 'node-00', 'tuples_in': None, 'tuples_out': 10, "
         "'cpu_ms': -1.5, 'state_bytes': 640}")
     error = refusal(tmp_path / "b", job, [kg(_at(1))], [], [node(_at(1), capacity=0.0),
-                                                          node(_at(2), capacity=math.nan)])
+                                                          node(_at(2), capacity=math.nan)],
+                    engine=engine)
     assert error.what.startswith("1 nodes sample(s) break the rule cpu_ms >= 0 or capacity > 0, "
                                  "e.g. {'ts': datetime.datetime(2026, 1, 1, 0, 0, 1), ")
     assert error.where.endswith("/nodes")
 
 
-def test_repeated_samples_are_refused_and_the_first_failing_kind_wins(tmp_path, job):
+def test_repeated_samples_are_refused_and_the_first_failing_kind_wins(tmp_path, job, engine):
     edges = [edge(_at(1)), edge(_at(1)), edge(_at(1)), edge(_at(2)), edge(_at(1), dst=None),
              edge(_at(1), dst=None), edge(P1), edge(P1)]
-    error = refusal(tmp_path / "a", job, [kg(_at(1))], edges, GOOD_NODES)
+    error = refusal(tmp_path / "a", job, [kg(_at(1))], edges, GOOD_NODES, engine=engine)
     assert error.what.startswith(
         "3 edges sample(s) repeat another sample's (src_keygroup, dst_keygroup, ts), e.g. {")
     assert error.what.endswith("; summing them would inflate the load")
     assert ("e.g. {'src_keygroup': 'op0-kg000', 'dst_keygroup': 'op1-kg000', 'ts': datetime."
             "datetime(2026, 1, 1, 0, 0, 1), 'count': 3};") in error.what
     # key groups' refusal wins over the edges' and the nodes'
-    error = refusal(tmp_path / "b", job, [kg(_at(1), tuples_in=-1)], edges, [node(_at(1), cpu_ms=-1)])
+    error = refusal(tmp_path / "b", job, [kg(_at(1), tuples_in=-1)], edges,
+                    [node(_at(1), cpu_ms=-1)], engine=engine)
     assert error.what.startswith("1 keygroups sample(s) break the rule")
 
 
-def test_sums_propagate_nulls_and_nan_and_max_by_takes_the_newest_sample(tmp_path, job):
+def test_sums_propagate_nulls_and_nan_and_max_by_takes_the_newest_sample(tmp_path, job, engine):
     keygroups = [
         kg(_at(3), "a", node="n-new", operator=None, state_bytes=None, cpu_ms=1.5),
         kg(_at(1), "a", node="n-old", state_bytes=7, cpu_ms=2.25, tuples_in=None),
@@ -145,7 +164,8 @@ def test_sums_propagate_nulls_and_nan_and_max_by_takes_the_newest_sample(tmp_pat
         kg(None, "c"),  # no ts: outside every window
     ]
     got = frames(tmp_path, job, keygroups, [], [node(_at(2), capacity=2.0, cpu_ms=None),
-                                                node(_at(1), capacity=4.0, cpu_ms=1.0)])
+                                                node(_at(1), capacity=4.0, cpu_ms=1.0)],
+                 engine=engine)
     rows = by_key(got.tables[KEYGROUP_STATS.name], "keygroup")
     assert set(rows) == {("a",), ("b",), (None,)} and got.groups[KEYGROUPS] == 3
     a, b = rows[("a",)], rows[("b",)]
@@ -163,7 +183,7 @@ def test_sums_propagate_nulls_and_nan_and_max_by_takes_the_newest_sample(tmp_pat
         assert table.schema.equals(TABLES[name].arrow_schema()), name
 
 
-def test_edges_sum_per_pair_and_facets_are_copied_inside_the_window(tmp_path, job):
+def test_edges_sum_per_pair_and_facets_are_copied_inside_the_window(tmp_path, job, engine):
     edges = [edge(_at(1), tuples=2**40), edge(_at(2), tuples=1), edge(_at(1), dst="x"),
              edge(_at(2), src=None, dst=None, bytes=None), edge(_at(3), src=None, dst=None),
              edge(_at(400))]
@@ -172,7 +192,7 @@ def test_edges_sum_per_pair_and_facets_are_copied_inside_the_window(tmp_path, jo
                               {"ts": P1, "keygroup": "q2", "node": "n", "source": "s"}],
               SOURCES: [{"ts": _at(299), "source": "s", "tuples_per_s": math.nan,
                          "bytes_per_s": None}]}
-    got = frames(tmp_path, job, [kg(_at(1))], edges, GOOD_NODES, facets)
+    got = frames(tmp_path, job, [kg(_at(1))], edges, GOOD_NODES, facets, engine=engine)
     rows = by_key(got.tables[COMM_STATS.name], "src_keygroup", "dst_keygroup")
     assert got.groups[EDGES] == 3
     pair = rows[("op0-kg000", "op1-kg000")]
@@ -187,18 +207,21 @@ def test_edges_sum_per_pair_and_facets_are_copied_inside_the_window(tmp_path, jo
 
 
 def test_several_files_and_row_groups_give_the_rows_of_one_file(tmp_path, job):
-    """Each file and row group has its own Parquet dictionary: the codes must unify them."""
+    """Each file and row group has its own Parquet dictionary: the codes must unify them (the
+    pyarrow engine's concern; Spark sums several files' partitions in no fixed order, so its
+    floating-point sums may differ from one file's in the last bit)."""
+    engine = collect_frames
     keygroups = [kg(_at(t), key, cpu_ms=0.1 * t, node=f"n{t}") for t in range(1, 9)
                  for key in (["a", "b", None] if t % 2 else ["c", "b"])]
     edges = [edge(_at(t), src, dst) for t in range(1, 5) for src, dst in
              (("a", "b"), ("b", "a"), (None, "a"), ("c", None))]
-    one = frames(tmp_path / "one", job, keygroups, edges, GOOD_NODES)
+    one = frames(tmp_path / "one", job, keygroups, edges, GOOD_NODES, engine=engine)
     _, facet_files, where = land(tmp_path / "split", job, keygroups[:7], edges[:5], GOOD_NODES)
     for kind, rest in ((KEYGROUPS, keygroups[7:]), (EDGES, edges[5:])):
         pq.write_table(pa.Table.from_pylist(rest, schema=SCHEMAS[kind]),
                        where / kind / "part-1.parquet", row_group_size=3)
-    split = collect_frames(job, P1, check_landing(Paths(tmp_path / "split"), JOB_ID, P1),
-                           facet_files, where)
+    split = engine(job, P1, check_landing(Paths(tmp_path / "split"), JOB_ID, P1),
+                   facet_files, where)
     assert split.groups == one.groups == {KEYGROUPS: 4, EDGES: 4, NODES: 1}
     for name, table in one.tables.items():
         assert sorted(map(repr, table.to_pylist())) == sorted(
@@ -261,7 +284,7 @@ def test_sums_and_max_by_equal_a_brute_force_fold_over_the_window(samples, negat
             assert _same(row[column], value), (key, column, row[column], value)
 
 
-# -- the same rows as Spark's collect writes to Delta ----------------------------------------------
+# -- the same rows as Spark's collect writes to Delta (the whole stage, through the Spark lake) ---
 
 
 def _normal(table: pa.Table, schema: pa.Schema) -> list[tuple[Any, ...]]:

@@ -1,0 +1,260 @@
+"""The rules of the job table's fields, as pydantic validators that word their own errors.
+
+Each field type of `JobConfig` (schemas/config/job.py) is `Annotated[<type>, PlainValidator(rule)]`:
+the rule takes the TOML value (or, from code, the typed value) and returns the field's value, or
+raises `Rule` with the text the config error shows after the field's name. The loader
+(schemas/config/load.py) prefixes each rule with the file, the job and the field path.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from pydantic import ValidationInfo
+
+from schemas.config.paths import PROJECT_ROOT
+from schemas.errors import ConfigError
+from schemas.strategies import PIPELINE_PARAMS, STRATEGIES
+
+__all__ = ["MAX_CATCHUP_PERIODS", "MAX_LANDING_WAIT_SPL", "MAX_MIGRATIONS", "STRATEGY_NAMES",
+           "UNIT_SETS", "Rule", "Scalar", "check_max_migrations", "parse_duration"]
+
+Scalar: TypeAlias = int | float | str | bool
+# The strategies' names, from their one table (schemas/strategies.py, which the registry reads).
+STRATEGY_NAMES = frozenset(STRATEGIES)
+#: the values of a job's `units` field
+UNIT_SETS = ("fixed", "dynamic")
+#: The largest migration budget a job may give (larger is the same as "every key group").
+MAX_MIGRATIONS = 2**31 - 1
+#: The most catch-up periods a job may ask for, and the longest landing wait, in SPLs.
+MAX_CATCHUP_PERIODS, MAX_LANDING_WAIT_SPL = 1000, 10
+_JOB_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d)\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+class Rule(ValueError):
+    """Broken rules: (path below the validated field, rule text) pairs; pydantic keeps the
+    exception in its error's context, so the loader reads the pairs back."""
+
+    def __init__(self, rule: str, *at: str) -> None:
+        super().__init__(rule)
+        self.found: list[tuple[tuple[str, ...], str]] = [(at, rule)]
+
+    @classmethod
+    def many(cls, found: list[tuple[tuple[str, ...], str]]) -> Rule:
+        error = cls(found[0][1], *found[0][0])
+        error.found = found
+        return error
+
+
+def job_id(value: object) -> str:
+    if not isinstance(value, str) or not _JOB_ID.match(value):
+        raise Rule("job id must be lower-case letters, digits, '-' or '_' (at most 63)")
+    return value
+
+
+def duration(value: object) -> timedelta:
+    """'5m', '300s', '1h', '1d' or a number of seconds; must be positive."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, bool):
+        raise Rule(f"must be a duration like '5m' or '300s', got {value!r}")
+    elif isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and (m := _DURATION.match(value)):
+        seconds = timedelta(**{_UNITS[m.group(2)]: int(m.group(1))}).total_seconds()
+    else:
+        raise Rule(f"must be a duration like '5m' or '300s', got {value!r}")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise Rule(f"must be a positive duration, got {value!r}")
+    return timedelta(seconds=seconds)
+
+
+def parse_duration(value: object, where: str) -> timedelta:
+    """`duration` for a caller outside the job table: ConfigError naming `where`."""
+    try:
+        return duration(value)
+    except Rule as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def number(value: object, *, integer: bool = False) -> float:
+    """A finite number >= 0 (a whole one if `integer`)."""
+    ok = isinstance(value, int) if integer else isinstance(value, int | float)
+    if isinstance(value, bool) or not ok:
+        raise Rule(f"must be {'a whole number' if integer else 'a number'}, got {value!r}")
+    out = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(out) or out < 0:
+        raise Rule(f"must be >= 0, got {value!r}")
+    return out
+
+
+def whole(value: object) -> int:
+    return int(number(value, integer=True))
+
+
+def positive(value: object) -> float:
+    limit = number(value)
+    if limit <= 0:
+        raise Rule(f"must be > 0, got {limit!r}")
+    return limit
+
+
+def budget(value: object) -> int:
+    """A migration budget: a whole number in [0, MAX_MIGRATIONS]."""
+    count = number(value, integer=True)
+    if count != int(count) or not 0 <= count <= MAX_MIGRATIONS:
+        raise Rule(f"must be a whole number from 0 to {MAX_MIGRATIONS} "
+                   f"(a budget above the job's key-group count moves any), got {count!r}")
+    return int(count)
+
+
+def check_max_migrations(value: float, where: str) -> int:
+    """A migration budget: a whole number in [0, MAX_MIGRATIONS] (ConfigError otherwise)."""
+    try:
+        return budget(value)
+    except Rule as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def cycles(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        raise Rule(f"must be >= 0 cycles, got {value!r}")
+    return whole(value)
+
+
+def fraction(value: object) -> float:
+    got = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if got is None or not (0 < got <= 1):
+        raise Rule(f"must be a fraction of capacity in (0, 1] (0.8 = 80 %), got {value!r}")
+    return float(got)
+
+
+def strategy(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise Rule(f"must be a strategy name, got {value!r}")
+    if value not in STRATEGY_NAMES:
+        raise Rule(f"unknown strategy {value!r}; known: {', '.join(sorted(STRATEGY_NAMES))}")
+    return value
+
+
+def start_date(value: object) -> datetime:
+    if not isinstance(value, datetime):
+        raise Rule(f"must be a TOML date-time, got {value!r}")
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def table(value: object) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise Rule(f"must be a table, got {value!r}")
+    return dict(value)
+
+
+def units(value: object) -> str:
+    if value not in UNIT_SETS:
+        raise Rule("must be \"fixed\" (every key group present every period) or \"dynamic\" "
+                   f"(units arrive and leave between periods), got {value!r}")
+    return str(value)
+
+
+def topology(value: object) -> str:
+    """A topology file that exists (its contents are checked when the plan stage loads it)."""
+    if not isinstance(value, str) or not value:
+        raise Rule(f"must be the path of a topology file, got {value!r}")
+    path = Path(value) if Path(value).is_absolute() else PROJECT_ROOT / value
+    if not path.is_file():
+        raise Rule(f"no topology file at {path}; give a .toml or .json file "
+                   "(docs/algorithms.md, SPRAWL)")
+    return str(path)
+
+
+def shadow_strategies(value: object) -> tuple[str, ...] | None:
+    """A list of strategy names ([] = no shadows), or "auto" (every strategy the state suits)."""
+    if value == "auto" or value is None:
+        return None
+    if not isinstance(value, list | tuple) or not all(isinstance(s, str) for s in value):
+        raise Rule("must be a list of strategy names (e.g. [\"albic\", \"greedy\"]), [] for "
+                   f"none, or \"auto\"; got {value!r}")
+    unknown = sorted(set(value) - STRATEGY_NAMES)
+    if unknown:
+        raise Rule(f"unknown strategy {', '.join(map(repr, unknown))}; known: "
+                   f"{', '.join(sorted(STRATEGY_NAMES))}")
+    return tuple(dict.fromkeys(value))
+
+
+def _file_spl(info: ValidationInfo) -> timedelta | None:
+    """The job's SPL, for a rule relative to it: only for a config file's table (the loader passes
+    a context), as a job built in code (a bench's, a `dataclasses.replace`) keeps its defaults."""
+    spl = info.data.get("spl")
+    return spl if info.context is not None and isinstance(spl, timedelta) else None
+
+
+def shadow_budget(value: object, info: ValidationInfo) -> float:
+    """Wall time of a period's shadow plans: at most half the period (they run after publish)."""
+    seconds = number(value)
+    spl = _file_spl(info)
+    if spl is not None and seconds > spl.total_seconds() / 2:
+        raise Rule(f"{seconds:g} s is more than half the period ({spl}); shadow plans run after "
+                   "publish and must leave the next cycle room: lower it (0 turns shadows off)")
+    return seconds
+
+
+def catchup_periods(value: object) -> int:
+    if (isinstance(value, bool) or not isinstance(value, int)
+            or not 0 <= value <= MAX_CATCHUP_PERIODS):
+        raise Rule(
+            f"must be a whole number of periods from 0 to {MAX_CATCHUP_PERIODS} (how many missed "
+            "periods run when several are due at once; 0 = none, only periods that end from now "
+            f"on), got {value!r}")
+    return value
+
+
+def landing_timeout(value: object, info: ValidationInfo) -> timedelta | None:
+    """How long a run waits for its landing: at most MAX_LANDING_WAIT_SPL periods."""
+    if value is None:
+        return None
+    wait = duration(value)
+    spl = _file_spl(info)
+    if spl is not None and wait > MAX_LANDING_WAIT_SPL * spl:
+        raise Rule(
+            f"{value!r} is more than {MAX_LANDING_WAIT_SPL} periods ({MAX_LANDING_WAIT_SPL * spl}); "
+            "runs go one at a time, so later periods would queue behind the wait: use at most "
+            "that (default: one SPL)")
+    return wait
+
+
+def strategy_params(value: object, info: ValidationInfo) -> dict[str, dict[str, Scalar]]:
+    """`[jobs.<id>.strategy_params.<strategy>]` tables, each checked against its strategy's
+    params class (schemas/params.py): an unknown strategy or parameter, a wrong type or an
+    out-of-range value names the field and the rule."""
+    from schemas.params import params_class, problems
+
+    if not isinstance(value, Mapping):
+        raise Rule(f"must be a table of per-strategy tables, e.g. [jobs.{info.data.get('job_id')}"
+                   f".strategy_params.albic] with max_pl = 20; got {value!r}")
+    out: dict[str, dict[str, Scalar]] = {}
+    for name, params in value.items():
+        name = str(name)
+        if not isinstance(params, Mapping):
+            raise Rule(f"must be a table of parameters (e.g. {{ s_f = 1.5 }}), got {params!r}",
+                       name)
+        for key, given in params.items():
+            if not isinstance(given, int | float | str | bool):
+                raise Rule(f"must be a number, string or boolean, got {given!r}", name, key)
+        if name not in STRATEGIES:
+            raise Rule(f"unknown strategy {name!r}; known: {', '.join(sorted(STRATEGIES))}", name)
+        for key in params:
+            if key in PIPELINE_PARAMS:
+                raise Rule(f"set by the job's {PIPELINE_PARAMS[key]!r}, not as a strategy "
+                           "parameter", name, key)
+        found = problems(params_class(name), params)
+        if found:
+            raise Rule.many([((name, field), rule) for field, rule in found])
+        out[name] = dict(params)
+    return out
