@@ -1,8 +1,10 @@
 """The stage frame: one period of one job as a value, and `run_stage`, the frame every stage runs in.
 
 `StageContext` carries what every stage function used to take one by one: the job, the period
-end and its window, the stores (`paths`), the Spark session (made on first use,
-jobs/spark/session.py `lazy_spark`) and the period's collect marker, read at most once. A stage
+end and its window, the stores (`paths`), the lake (opened once, jobs/lake `open_lake`, by the
+engine RECONF_LAKE_IO chooses), the Spark session (made on first use, jobs/spark/session.py
+`lazy_spark`: only the Spark engine and fleet planning use it) and the period's collect marker
+and validation report, each read at most once. A stage
 function reads it check → read → compute → commit (jobs/__init__.py).
 
 `run_stage` owns what each stage repeated at its top: the home check, the lake's tables, the
@@ -27,6 +29,8 @@ from schemas.landing import format_period_end
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from jobs.lake import Lake
 
 __all__ = ["StageContext", "StageResult", "conflicts_refused", "run_stage", "stage_context"]
 
@@ -69,6 +73,13 @@ class StageContext:
     @property
     def window(self) -> str:
         return f"[{format_period_end(self.start)}, {self.stamp})"
+
+    @cached_property
+    def lake(self) -> Lake:
+        """The stage's lake, opened on first use (jobs/lake/__init__.py `open_lake`)."""
+        from jobs.lake import open_lake
+
+        return open_lake(self.paths, self.spark)
 
     @cached_property
     def marker(self) -> CollectMarker | None:
@@ -131,8 +142,6 @@ def run_stage(ctx: StageContext, stage: str, body: Callable[[StageContext], R], 
         check(ctx)
     with conflicts_refused(stage, ctx.job_id):
         if tables:
-            from jobs.lake.base import ensure_tables
-
-            ensure_tables(ctx.spark, ctx.paths)
+            ctx.lake.ensure_tables()
         with job_lock(ctx.paths, ctx.job_id, stage) if lock else contextlib.nullcontext():
             return body(ctx)

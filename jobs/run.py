@@ -34,7 +34,8 @@ def period_context(job_id: str, period_end: str | datetime) -> StageContext:
         end = period_end if isinstance(period_end, datetime) else parse_period_end(period_end)
         check_period_end(job, end)
     except PeriodError as exc:
-        raise StageError(exc.what, where=exc.where, fix=exc.fix) from None
+        raise StageError(exc.what, where=exc.where or f"job {job_id!r}",
+                         fix=exc.fix or "give a period end of the job's schedule") from None
     except ValueError as exc:
         raise StageError(str(exc), where=f"job {job_id!r}",
                          fix="give the period end as ISO-8601 with a zone, e.g. 2026-01-01T00:05:00Z"

@@ -63,8 +63,6 @@ def validate_links_of(ctx: StageContext, checked: Checked, report: ValidationRep
     job = ctx.job
     if ctx.marker is None or not ctx.marker.wrote(NETWORK_LINKS.name) or job.topology is None:
         return report
-    from jobs.lake.base import period_predicate
-    from jobs.lake.read import frame_where
     from jobs.validate.suites import validate_links
     from placement.sprawl.topology import TopologyError, load_topology
 
@@ -73,8 +71,7 @@ def validate_links_of(ctx: StageContext, checked: Checked, report: ValidationRep
     except TopologyError as exc:
         raise StageError(str(exc), where=f"job {job.job_id!r}: topology",
                          fix="correct the topology file") from None
-    links = frame_where(ctx.spark, ctx.paths, NETWORK_LINKS.name,
-                        period_predicate(job.job_id, ctx.end))
+    links = ctx.lake.period_frame(NETWORK_LINKS, job.job_id, ctx.end)
     verdict = validate_links(links, sites=topology.network.site_ids,
                              configured=[(lk.a, lk.b) for lk in topology.network.links])
     cut = partition_failure(topology.network, links) if verdict.success else None
@@ -129,8 +126,4 @@ def read_link_rows(ctx: StageContext) -> list[dict[str, Any]] | None:
     without reading a table."""
     if ctx.job.topology is None or ctx.marker is None or not ctx.marker.wrote(NETWORK_LINKS.name):
         return None
-    from jobs.lake.base import period_predicate
-    from jobs.lake.read import rows_where
-
-    return rows_where(ctx.spark, ctx.paths, NETWORK_LINKS.name,
-                      period_predicate(ctx.job_id, ctx.end))
+    return ctx.lake.period_rows(NETWORK_LINKS, ctx.job_id, ctx.end)

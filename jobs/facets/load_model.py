@@ -151,16 +151,14 @@ def validate_streams_of(ctx: StageContext, checked: Checked, report: ValidationR
                         ) -> ValidationReport:
     """`report` with the stream rates' and load model's verdict added (jobs/validate/suites.py
     `validate_streams`), for a period whose collect wrote stream_stats."""
-    from jobs.lake.base import period_predicate
-    from jobs.lake.read import frame_where
     from jobs.validate.suites import validate_streams
 
     marker, job = ctx.marker, ctx.job
     if marker is None or not marker.wrote(STREAM_STATS.name):
         return report
-    spark, paths, where = ctx.spark, ctx.paths, period_predicate(ctx.job_id, ctx.end)
-    streams: pd.DataFrame = frame_where(spark, paths, STREAM_STATS.name, where)
-    model: pd.DataFrame | None = (frame_where(spark, paths, LOAD_MODEL.name, where)
+    lake, job_id, end = ctx.lake, ctx.job_id, ctx.end
+    streams: pd.DataFrame = lake.period_frame(STREAM_STATS, job_id, end)
+    model: pd.DataFrame | None = (lake.period_frame(LOAD_MODEL, job_id, end)
                                   if marker.rows_of(LOAD_MODEL.name) else None)
     declared = (job.load_model.streams if job.load_model is not None
                 else sorted(set(streams["stream"].dropna())))
@@ -221,14 +219,13 @@ def read_stream_rows(ctx: StageContext
                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
     """The plan's read: the period's stream_stats and load_model rows (None, without reading,
     for a job declaring no streams)."""
-    from jobs.lake.base import concurrently, period_predicate
-    from jobs.lake.read import rows_where
+    from jobs.lake import concurrently
 
     if ctx.job.load_model is None:
         return None
-    spark, paths, where = ctx.spark, ctx.paths, period_predicate(ctx.job_id, ctx.end)
-    rates, model = concurrently(lambda: rows_where(spark, paths, STREAM_STATS.name, where),
-                                lambda: rows_where(spark, paths, LOAD_MODEL.name, where))
+    lake, job_id, end = ctx.lake, ctx.job_id, ctx.end
+    rates, model = concurrently(lambda: lake.period_rows(STREAM_STATS, job_id, end),
+                                lambda: lake.period_rows(LOAD_MODEL, job_id, end))
     return rates, model
 
 

@@ -151,15 +151,14 @@ def validate_facets_of(ctx: StageContext, checked: Checked, report: ValidationRe
                        ) -> ValidationReport:
     """`report` with the facet tables' verdict added, for a period whose collect wrote them (a
     dynamic job's always): jobs/validate/suites.py `validate_facets`."""
-    from jobs.lake.base import concurrently, period_predicate
-    from jobs.lake.read import frame_where
+    from jobs.lake import concurrently
     from jobs.validate.suites import validate_facets  # GE: imported when a period is validated
 
     if not _wrote_sources(ctx):
         return report
-    spark, paths, where = ctx.spark, ctx.paths, period_predicate(ctx.job_id, ctx.end)
-    sources, subs = concurrently(lambda: frame_where(spark, paths, SOURCE_STATS.name, where),
-                                 lambda: frame_where(spark, paths, SUBSCRIPTIONS_TABLE.name, where))
+    lake, job_id, end = ctx.lake, ctx.job_id, ctx.end
+    sources, subs = concurrently(lambda: lake.period_frame(SOURCE_STATS, job_id, end),
+                                 lambda: lake.period_frame(SUBSCRIPTIONS_TABLE, job_id, end))
     facets = validate_facets(sources, subs, running_units=set(checked.running),
                              known_nodes=set(checked.known_nodes))
     return ValidationReport(report.success and facets.success, report.failures + facets.failures)
@@ -169,12 +168,11 @@ def read_facet_rows(ctx: StageContext
                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
     """The period's source_stats and subscriptions rows, for a period whose collect wrote them
     (a dynamic job's always); None otherwise, without reading a table."""
-    from jobs.lake.base import concurrently, period_predicate
-    from jobs.lake.read import rows_where
+    from jobs.lake import concurrently
 
     if not _wrote_sources(ctx):
         return None
-    spark, paths, where = ctx.spark, ctx.paths, period_predicate(ctx.job_id, ctx.end)
-    sources, subs = concurrently(lambda: rows_where(spark, paths, SOURCE_STATS.name, where),
-                                 lambda: rows_where(spark, paths, SUBSCRIPTIONS_TABLE.name, where))
+    lake, job_id, end = ctx.lake, ctx.job_id, ctx.end
+    sources, subs = concurrently(lambda: lake.period_rows(SOURCE_STATS, job_id, end),
+                                 lambda: lake.period_rows(SUBSCRIPTIONS_TABLE, job_id, end))
     return sources, subs

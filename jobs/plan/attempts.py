@@ -25,16 +25,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.errors import StageError
-from jobs.lake.base import concurrently, period_predicate, quote, timestamp, update_rows
-from jobs.lake.read import fetch_records
-from schemas.config import Paths
+from jobs.lake import Scope, concurrently
 from schemas.landing import format_period_end
 from schemas.manifest import assignment_checksum
-from schemas.tables import ASSIGNMENT_VERSIONS, PLANS
 from schemas.tracking import Tag
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from jobs.lake import Lake
+    from schemas.config import Paths
 
 __all__ = ["NOT_PUBLISHED", "PeriodRecord", "attempt_of", "attempt_predicate", "check_identity",
            "choose_attempt", "period_record", "plan_id", "set_status", "settle_statuses"]
@@ -60,9 +60,9 @@ def attempt_of(pid: str) -> int:
     return int(tail) if sep and tail.isdigit() else 1
 
 
-def attempt_predicate(job_id: str, period_end: datetime, pid: str) -> str:
+def attempt_predicate(job_id: str, period_end: datetime, pid: str) -> Scope:
     """The rows of one attempt (of `plans` or `plan_moves`)."""
-    return f"{period_predicate(job_id, period_end)} AND plan_id = {quote(pid)}"
+    return Scope(job_id, period_end, pid)
 
 
 @dataclass(frozen=True)
@@ -78,19 +78,14 @@ class PeriodRecord:
         return max([logged, *map(attempt_of, self.attempts)]) + 1
 
 
-def period_record(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime
-                  ) -> PeriodRecord:
+def period_record(lake: Lake, job_id: str, period_end: datetime) -> PeriodRecord:
     """The period's attempts and its published version, in one round of queries."""
-    when = f"job_id = {quote(job_id)} AND period_end = {timestamp(period_end)}"
-    plans, versions = concurrently(
-        lambda: fetch_records(spark, paths, f"SELECT plan_id FROM {{{PLANS.name}}} WHERE {when}"),
-        lambda: fetch_records(spark, paths, f"SELECT version, plan_id FROM "
-                              f"{{{ASSIGNMENT_VERSIONS.name}}} WHERE {when} "
-                              "ORDER BY version DESC LIMIT 1"))
-    ids = tuple(sorted((str(r["plan_id"]) for r in plans), key=attempt_of))
-    if not versions:
+    plans, version = concurrently(lambda: lake.plan_ids(job_id, period_end),
+                                  lambda: lake.period_version(job_id, period_end))
+    ids = tuple(sorted(plans, key=attempt_of))
+    if version is None:
         return PeriodRecord(ids)
-    return PeriodRecord(ids, int(versions[0]["version"]), str(versions[0]["plan_id"]))
+    return PeriodRecord(ids, int(version["version"]), str(version["plan_id"]))
 
 
 def choose_attempt(job_id: str, stamp: str, attempts: list[dict[str, Any]], wanted: str | None,
@@ -146,15 +141,14 @@ def settle_statuses(spark: SparkSession, paths: Paths, job_id: str, period_end: 
                     published: str) -> None:
     """After the period's version is committed: its plan `published`, the period's other attempts
     that were waiting (`planned`) `not_published`, in one commit."""
-    update_rows(spark, paths, PLANS, {
-        "status": f"CASE WHEN plan_id = {quote(published)} THEN 'published' "
-                  f"ELSE '{NOT_PUBLISHED}' END"},
-        f"{period_predicate(job_id, period_end)} AND (plan_id = {quote(published)} "
-        "OR status = 'planned')")
+    from jobs.lake import open_lake
+
+    open_lake(paths, spark).settle_plan_statuses(job_id, period_end, published, NOT_PUBLISHED)
 
 
 def set_status(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, pid: str,
                status: str) -> None:
     """One attempt's status (`historical`, `stale`)."""
-    update_rows(spark, paths, PLANS, {"status": quote(status)},
-                attempt_predicate(job_id, period_end, pid))
+    from jobs.lake import open_lake
+
+    open_lake(paths, spark).set_plan_status(job_id, period_end, pid, status)

@@ -21,7 +21,6 @@ import pickle
 import socket
 import time
 import traceback
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -143,40 +142,6 @@ class FleetResult:
         return "\n".join(lines)
 
 
-def _rows_by_job(spark: SparkSession, paths: Paths, table: str, ids: list[str],
-                 period_end: datetime) -> dict[str, list[dict[str, Any]]]:
-    """One query for all jobs: the period's rows of `table`, grouped by job id."""
-    from pyspark.sql import functions as F
-
-    from jobs.lake.base import read_table
-
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    df = read_table(spark, paths, table).where(
-        F.col("job_id").isin(ids) & (F.col("period_end") == F.lit(period_end)))
-    for row in df.collect():
-        out[row["job_id"]].append(row.asDict())
-    return out
-
-
-def _published_by_job(spark: SparkSession, paths: Paths, ids: list[str], before: datetime
-                      ) -> dict[str, tuple[int, dict[str, str]]]:
-    """`jobs.lake.base.last_published` for many jobs in two queries: job -> (version, assignment)."""
-    from pyspark.sql import functions as F
-
-    from jobs.lake.base import read_table
-
-    newest = (read_table(spark, paths, "assignment_versions")
-              .where(F.col("job_id").isin(ids) & (F.col("status") == "published")
-                     & (F.col("period_end") < F.lit(before)))
-              .groupBy("job_id").agg(F.max("version").alias("version")))
-    rows = (read_table(spark, paths, "assignments").join(newest, ["job_id", "version"])
-            .select("job_id", "version", "keygroup", "node").collect())
-    out: dict[str, tuple[int, dict[str, str]]] = {}
-    for r in rows:
-        out.setdefault(r["job_id"], (int(r["version"]), {}))[1][r["keygroup"]] = r["node"]
-    return out
-
-
 def _select_jobs(job_ids: Iterable[str] | None) -> tuple[list[JobConfig], bool]:
     from schemas.config import load_jobs, resolve_job
 
@@ -213,7 +178,8 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
     from jobs.context import stage_context
     from jobs.errors import StageError
     from jobs.facets.registry import read_facets
-    from jobs.lake.base import Start, ensure_tables, starting_point
+    from jobs.lake import open_lake
+    from jobs.lake.api import start_from
     from jobs.markers import check_validated
     from jobs.plan.assemble import PeriodInputs, assemble
     from jobs.plan.scaling import earlier_sections
@@ -228,17 +194,20 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         try:
             check_period_end(job, period_end)
         except PeriodError as exc:
-            raise StageError(exc.what, where=exc.where, fix=exc.fix) from None
-    ensure_tables(spark, paths)
+            raise StageError(exc.what, where=exc.where or f"job {job.job_id!r}",
+                             fix=exc.fix or "give a period end of the job's schedule") from None
+    lake = open_lake(paths, spark)
+    lake.ensure_tables()
     ids = [j.job_id for j in jobs]
-    kgs = _rows_by_job(spark, paths, KEYGROUP_STATS.name, ids, period_end)
-    nodes = _rows_by_job(spark, paths, NODE_STATS.name, ids, period_end)
-    edges = _rows_by_job(spark, paths, COMM_STATS.name, ids, period_end)
+    # one query per table for all the jobs
+    kgs = lake.rows_of_jobs(KEYGROUP_STATS, ids, period_end)
+    nodes = lake.rows_of_jobs(NODE_STATS, ids, period_end)
+    edges = lake.rows_of_jobs(COMM_STATS, ids, period_end)
     missing = [j for j in ids if not kgs.get(j)]
     stamp = format_period_end(period_end)
     if missing and (strict or len(missing) == len(ids)):
         raise no_stats_error(paths, missing[0], stamp)
-    published = _published_by_job(spark, paths, ids, period_end)
+    published = lake.last_published_of_jobs(ids, period_end)
     tasks, starts, contexts, refused, prepared = [], {}, {}, {}, {}
     for job in jobs:
         if job.job_id in missing:
@@ -254,8 +223,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
                 continue
         runtime = None if ctx.marker is None else ctx.marker.runtime
         newest, current = published.get(job.job_id, (None, {}))
-        start = (Start(newest, current, newest) if runtime is None or runtime.version == newest
-                 else starting_point(spark, paths, job.job_id, period_end, runtime))
+        start = start_from(ctx.lake, job.job_id, newest, current, runtime)
         strat, params = resolved[job.job_id]
         inputs = PeriodInputs(kgs[job.job_id], nodes.get(job.job_id, []),
                               edges.get(job.job_id, []), start, read_facets(ctx))
@@ -267,7 +235,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
             refused[job.job_id] = exc.what
             continue
         ready = prepared[job.job_id] = assembled.prepared
-        sections = (tuple(earlier_sections(spark, paths, job.job_id, period_end))
+        sections = (tuple(earlier_sections(ctx.lake, job.job_id, period_end))
                     if job.scaling is not None else ())
         tasks.append(FleetTask(job.job_id, strat, assembled.params, ready.state, job_budget(job),
                                job.solver_time_limit_s, job.scaling, sections,

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.faults import failpoint
-from jobs.lake.base import Start, concurrently, table_versions, write_records
+from jobs.lake import Start, concurrently
 from jobs.lake.write import records_table
 from jobs.plan.attempts import NOT_PUBLISHED, PeriodRecord, attempt_predicate, period_record
 from jobs.plan.attempts import plan_id as attempt_id
@@ -110,7 +110,7 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
     value no table can hold fails before anything is written. Callers that write (not a dry run)
     hold the job's lock, so the attempt number is theirs alone.
     """
-    spark, paths, job, period_end, stamp = ctx.spark, ctx.paths, ctx.job, ctx.end, ctx.stamp
+    lake, paths, job, period_end, stamp = ctx.lake, ctx.paths, ctx.job, ctx.end, ctx.stamp
     strategy, state, plan, start = (computed.strategy, computed.state, computed.plan,
                                     computed.start)
     scaling_extra, artifacts = computed.scaling_extra, computed.artifacts
@@ -123,9 +123,9 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
     # one round: the period's attempts and version (not for a dry run: it writes no rows), the
     # attempts MLflow holds, the versions of the tables read not known yet
     record, logged, versions = concurrently(
-        lambda: PeriodRecord() if dry_run else period_record(spark, paths, job.job_id, period_end),
+        lambda: PeriodRecord() if dry_run else period_record(lake, job.job_id, period_end),
         lambda: logged_attempts(paths, job.job_id, stamp, dry_run),
-        lambda: table_versions(spark, paths, missing))
+        lambda: lake.table_versions(missing))
     read.update(versions)
     attempt = record.next_attempt(logged)
     pid = attempt_id(job.job_id, period_end, attempt, dry_run=dry_run)
@@ -170,11 +170,11 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
         where = attempt_predicate(job.job_id, period_end, pid)
         # Moves first, plan row last: publish reads the plan row, so it only ever sees a plan
         # whose moves are already written. Only this attempt's rows: never another attempt's.
-        write_records(spark, moves, paths, PLAN_MOVES, where)
+        lake.write_records(PLAN_MOVES, moves, where)
         failpoint("plan.moves")
-        write_records(spark, row, paths, PLANS, where)
+        lake.write_records(PLANS, row, where)
         failpoint("plan.row")
-        written = table_versions(spark, paths, (PLAN_MOVES.name, PLANS.name))
+        written = lake.table_versions((PLAN_MOVES.name, PLANS.name))
         tag_run(paths, run_id, {delta_version_tag(name): str(version)
                                 for name, version in written.items()})  # the versions holding this plan
     return PlanResult(job.job_id, stamp, pid, plan, base_version, run_id, plan_json, dry_run,

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
 from jobs.facets.registry import read_facets
-from jobs.lake.base import Start, concurrently, period_predicate, starting_point, table_version
-from jobs.lake.read import rows_where
+from jobs.lake import Start, concurrently
 from jobs.markers import check_validated
 from jobs.plan.assemble import PeriodInputs, assemble, build_state
 from jobs.plan.attempts import plan_id as attempt_id
@@ -106,7 +105,7 @@ def plan(ctx: StageContext, *, strategy: str | None = None, dry_run: bool = Fals
         inputs, assignments_version = read_inputs(ctx)  # read
         assembled = assemble(ctx.job, name, params, inputs, ctx.stamp)  # compute
         job, start, prepared, runtime = ctx.job, inputs.start, assembled.prepared, ctx.marker
-        sections = (earlier_sections(ctx.spark, ctx.paths, job.job_id, ctx.end)
+        sections = (earlier_sections(ctx.lake, job.job_id, ctx.end)
                     if job.scaling is not None else ())
         solved = solve(prepared.state, job_budget(job), name, assembled.params,
                        job.solver_time_limit_s, job.scaling, sections,
@@ -130,18 +129,16 @@ def read_inputs(ctx: StageContext) -> tuple[PeriodInputs, int]:
     each facet's rows, the starting point, the assignments' version) while MLflow is imported;
     the version of `assignments` read. A period without stats, or a refused starting point, is a
     StageError (in that order: the stats' message first)."""
-    spark, paths, job = ctx.spark, ctx.paths, ctx.job
-    where = period_predicate(job.job_id, ctx.end)
+    lake, paths, job = ctx.lake, ctx.paths, ctx.job
     runtime = None if ctx.marker is None else ctx.marker.runtime
 
     def rows(table: Table) -> Callable[[], list[dict[str, Any]]]:
         # in key order: the plan must not depend on how a writer laid out the table's files
-        ordered = f"{where} ORDER BY {', '.join(table.key)}"
-        return lambda: rows_where(spark, paths, table.name, ordered)
+        return lambda: lake.period_rows(table, job.job_id, ctx.end, ordered=True)
 
     def start_or_error() -> Start | StageError:
         try:
-            return starting_point(spark, paths, job.job_id, ctx.end, runtime)
+            return lake.starting_point(job.job_id, ctx.end, runtime)
         except StageError as exc:  # raised after the check of the stats, as before
             return exc
 
@@ -149,7 +146,7 @@ def read_inputs(ctx: StageContext) -> tuple[PeriodInputs, int]:
     start: Start | StageError
     kg_rows, node_rows, edge_rows, start, facets, assignments_version, _ = concurrently(
         rows(KEYGROUP_STATS), rows(NODE_STATS), rows(COMM_STATS), start_or_error,
-        lambda: read_facets(ctx), lambda: table_version(spark, paths, ASSIGNMENTS.name),
+        lambda: read_facets(ctx), lambda: lake.table_version(ASSIGNMENTS.name),
         lambda: prepare_client(paths))
     everyone_left = job.dynamic and ctx.marker is not None and ctx.marker.rows_of(
         KEYGROUP_STATS.name) == 0  # a dynamic job's units may all have left: an empty plan

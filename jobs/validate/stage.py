@@ -27,15 +27,7 @@ from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
 from jobs.facets.base import Checked
 from jobs.facets.registry import validate_facets
-from jobs.lake.base import (
-    Start,
-    concurrently,
-    period_predicate,
-    quote,
-    starting_point,
-    timestamp,
-)
-from jobs.lake.read import fetch_records, frame_where
+from jobs.lake import Start, concurrently
 from jobs.markers import CollectMarker, collect_marker_path, read_report, report_path, write_report
 from jobs.validate.suites import ValidationReport, prepare, validate_stats
 from schemas.config import JobConfig, Paths
@@ -66,14 +58,10 @@ def _expected_keygroups(ctx: StageContext, reported: set[str], start: Start,
     if start.version is not None:
         ran = ", which the runtime ran" if reported_by_runtime else ""
         return set(start.assignment), f"{'' if ran else 'published '}assignment v{start.version}{ran}"
-    spark, paths, job_id = ctx.spark, ctx.paths, ctx.job_id
-    table = "{" + KEYGROUP_STATS.name + "}"
-    latest = fetch_records(spark, paths, f"SELECT max(period_end) AS latest FROM {table} "
-                           f"WHERE job_id = {quote(job_id)} AND period_end < {timestamp(ctx.end)}")
-    previous = latest[0]["latest"] if latest else None
+    previous = ctx.lake.latest_period(KEYGROUP_STATS, ctx.job_id, ctx.end)
     if previous is not None:
-        rows = fetch_records(spark, paths, f"SELECT keygroup FROM {table} WHERE "
-                             f"{period_predicate(job_id, previous.replace(tzinfo=UTC))}")
+        rows = ctx.lake.period_rows(KEYGROUP_STATS, ctx.job_id, previous.replace(tzinfo=UTC),
+                                    ("keygroup",))
         return {r["keygroup"] for r in rows}, f"previous period {previous.isoformat()}"
     return reported, "this period (first period of the job)"
 
@@ -83,17 +71,17 @@ def _read_period(ctx: StageContext) -> tuple[list[pd.DataFrame], Start | StageEr
     `concurrently`), while GE is imported; a refused starting point comes back as its error,
     raised after the checks of the tables (their messages come first, as when the reads ran one
     by one)."""
-    spark, paths, where = ctx.spark, ctx.paths, period_predicate(ctx.job_id, ctx.end)
+    lake = ctx.lake
     runtime = None if ctx.marker is None else ctx.marker.runtime
 
     def start() -> Start | StageError:
         try:
-            return starting_point(spark, paths, ctx.job_id, ctx.end, runtime)
+            return lake.starting_point(ctx.job_id, ctx.end, runtime)
         except StageError as exc:
             return exc
 
     def frame(table: Table) -> Callable[[], pd.DataFrame]:
-        return lambda: frame_where(spark, paths, table.name, where)
+        return lambda: lake.period_frame(table, ctx.job_id, ctx.end)
 
     *frames, begin, _ = concurrently(frame(KEYGROUP_STATS), frame(COMM_STATS), frame(NODE_STATS),
                                      start, prepare)
