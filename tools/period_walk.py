@@ -11,7 +11,8 @@ Two figures the architecture notes quote (docs/architecture.md, "One period thro
 - **signatures**: functions (by AST, in jobs/) whose parameters include a job (``job`` or
   ``job_id``) and ``period_end``; and those whose first two parameters are ``spark, paths``.
 
-Run: ``.venv/bin/python tools/period_walk.py [--signatures-only]`` (Spark starts: ~1 min).
+Run: ``.venv/bin/python tools/period_walk.py [--signatures-only [--root <checkout>]]`` (the walk
+starts Spark: ~1 min).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ PACKAGES = ("jobs", "schemas", "placement", "reconf")
 
 
 def signatures(root: Path = ROOT / "jobs") -> tuple[list[str], list[str]]:
+    """(module doc)"""
     """(functions taking a job and period_end, functions taking spark, paths first)."""
     by_period, by_spark = [], []
     for file in sorted(root.rglob("*.py")):
@@ -40,7 +42,7 @@ def signatures(root: Path = ROOT / "jobs") -> tuple[list[str], list[str]]:
                 continue
             names = [a.arg for a in (*node.args.posonlyargs, *node.args.args,
                                      *node.args.kwonlyargs)]
-            where = f"{file.relative_to(ROOT)}:{node.lineno} {node.name}"
+            where = f"{file.relative_to(root.parent)}:{node.lineno} {node.name}"
             if "period_end" in names and ({"job", "job_id"} & set(names)):
                 by_period.append(where)
             if names[:2] == ["spark", "paths"]:
@@ -110,7 +112,8 @@ def walk() -> list[tuple[str, str]]:
 
 
 def main() -> None:
-    by_period, by_spark = signatures()
+    root = Path(sys.argv[sys.argv.index("--root") + 1]) if "--root" in sys.argv else ROOT
+    by_period, by_spark = signatures(root / "jobs")
     print(f"functions in jobs/ taking a job and period_end: {len(by_period)}")
     print(f"functions in jobs/ taking (spark, paths, ...): {len(by_spark)}")
     if "--signatures-only" in sys.argv:

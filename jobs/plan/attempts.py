@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from schemas.config import Paths
 
 __all__ = ["NOT_PUBLISHED", "PeriodRecord", "attempt_of", "attempt_predicate", "check_identity",
-           "choose_attempt", "period_record", "plan_id", "set_status", "settle_statuses"]
+           "choose_attempt", "period_record", "plan_id", "settle_statuses"]
 
 #: the status of an attempt that can never be published: its period has (or got) a version
 #: published from another attempt
@@ -144,11 +144,3 @@ def settle_statuses(spark: SparkSession, paths: Paths, job_id: str, period_end: 
     from jobs.lake import open_lake
 
     open_lake(paths, spark).settle_plan_statuses(job_id, period_end, published, NOT_PUBLISHED)
-
-
-def set_status(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, pid: str,
-               status: str) -> None:
-    """One attempt's status (`historical`, `stale`)."""
-    from jobs.lake import open_lake
-
-    open_lake(paths, spark).set_plan_status(job_id, period_end, pid, status)

@@ -1,7 +1,8 @@
 """Fleet planning: plan one period of many jobs at once, one solver per job on Spark executors.
 
 The driver reads every job's stats and current assignment in one query per table (not one per
-job), builds each job's `ClusterState` with `jobs.plan.stage.build_state`, and ships one task per job
+job; jobs/lake `Lake.rows_of_jobs`, `last_published_of_jobs`), assembles each job's state as the
+per-job plan does (jobs/plan/assemble.py: the same facets, read once), and ships one task per job
 through `groupBy(job_id).applyInPandas`, so each executor core runs the solvers of its share of
 the jobs. The plans come back to the driver, which records each one exactly as the per-job path
 does (`jobs.plan.stage.record_plan`: a new attempt of the period, its own MLflow run, then its plans /
@@ -9,7 +10,8 @@ plan_moves rows; a job whose period is already published gets an attempt marked 
 and its published record is never touched).
 
 Jobs are independent: a solver that fails for one job is reported and that job gets no plan;
-the others are recorded. With `--jobs` every named job must have stats for the period; without
+the others are recorded (a job whose state cannot be assembled is refused and listed, unless
+`--jobs` named it). With `--jobs` every named job must have stats for the period; without
 it, configured jobs with no stats for the period are skipped (and listed).
 """
 
