@@ -24,8 +24,16 @@ class StageError(ReconfError):
     """A stage refused to run; nothing it would have written was written (what, where, fix: all
     three always given). Not a ValueError, so an `except ValueError` never swallows it."""
 
+    where: str
+    fix: str
+
     def __init__(self, what: str, *, where: str, fix: str) -> None:
         super().__init__(what, where=where, fix=fix)
+
+    @classmethod
+    def of(cls, error: ReconfError, *, where: str, fix: str) -> StageError:
+        """`error` as a stage's refusal; `where` and `fix` stand in for the ones it lacks."""
+        return cls(error.what, where=error.where or where, fix=error.fix or fix)
 
 
 def check_home(paths: Paths) -> None:

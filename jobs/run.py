@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # each stage imports only what it runs: a DAG task stays ligh
     from jobs.plan.stage import PlanResult
     from jobs.publish.stage import PublishResult
 
+_PERIOD_FIX = "give the period end as ISO-8601 with a zone, e.g. 2026-01-01T00:05:00Z"
+
 __all__ = ["period_context", "run_collect", "run_plan", "run_publish", "run_validate",
            "run_whatif"]
 
@@ -34,11 +36,10 @@ def period_context(job_id: str, period_end: str | datetime) -> StageContext:
         end = period_end if isinstance(period_end, datetime) else parse_period_end(period_end)
         check_period_end(job, end)
     except PeriodError as exc:
-        raise StageError(exc.what, where=exc.where or f"job {job_id!r}",
-                         fix=exc.fix or "give a period end of the job's schedule") from None
+        raise StageError.of(exc, where=f"job {job_id!r}", fix=_PERIOD_FIX) from None
     except ValueError as exc:
         raise StageError(str(exc), where=f"job {job_id!r}",
-                         fix="give the period end as ISO-8601 with a zone, e.g. 2026-01-01T00:05:00Z"
+                         fix=_PERIOD_FIX
                          ) from None
     return stage_context(job, end, Paths.from_env())
 

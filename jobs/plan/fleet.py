@@ -196,8 +196,8 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         try:
             check_period_end(job, period_end)
         except PeriodError as exc:
-            raise StageError(exc.what, where=exc.where or f"job {job.job_id!r}",
-                             fix=exc.fix or "give a period end of the job's schedule") from None
+            raise StageError.of(exc, where=f"job {job.job_id!r}",
+                                fix="give a period end on the job's grid") from None
     lake = open_lake(paths, spark)
     lake.ensure_tables()
     ids = [j.job_id for j in jobs]

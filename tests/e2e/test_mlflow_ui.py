@@ -30,7 +30,7 @@ from pipeline_kit import JOB_ID, P1, P2, of_period, rows, stamp
 from jobs.plan.stage import plan_period
 from jobs.publish.stage import publish_period
 from jobs.tracking.store import run_name
-from jobs.validate.stage import read_report, validate_period
+from jobs.validate.stage import validate_period
 from jobs.whatif.stage import read_comparison, run_whatif
 from schemas.config import PROJECT_ROOT, Paths
 from schemas.tables import PLAN_MOVES, PLANS
@@ -61,8 +61,7 @@ def _get(url: str) -> bytes:
 def cycles(collected_home: Paths, spark: Any, job: Any) -> Paths:
     for period_end in (P1, P2):
         validate_period(job, period_end, paths=collected_home, spark=spark)
-        plan_period(job, period_end, paths=collected_home, spark=spark,
-                    validation=read_report(collected_home, JOB_ID, period_end))
+        plan_period(job, period_end, paths=collected_home, spark=spark)
         publish_period(job, period_end, paths=collected_home, spark=spark)
     assert run_whatif(job, stamp(P2), paths=collected_home).status == "done"
     return collected_home

@@ -37,7 +37,7 @@ T1, T2 = datetime(2026, 1, 1, 0, 5, tzinfo=UTC), datetime(2026, 1, 1, 0, 10, tzi
 def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
     monkeypatch.setenv(IO_ENV, "native")
     paths = Paths(tmp_path)
-    ensure_tables(None, paths)  # type: ignore[arg-type]  # natively: no Spark session needed
+    ensure_tables(None, paths)  # natively: no Spark session needed
     return paths
 
 
@@ -47,7 +47,7 @@ def _nodes(job: str, end: datetime, *names: str) -> list[dict[str, object]]:
 
 
 def test_every_table_is_made_once_with_the_contract_schema_and_partitioning(lake: Paths) -> None:
-    ensure_tables(None, lake)  # type: ignore[arg-type]  # a second time changes nothing
+    ensure_tables(None, lake)  # a second time changes nothing
     for table in TABLES.values():
         dt = DeltaTable(lake.table(table.name))
         assert dt.version() == 0, table.name
@@ -57,13 +57,13 @@ def test_every_table_is_made_once_with_the_contract_schema_and_partitioning(lake
 
 def test_a_period_is_replaced_not_added_and_other_periods_and_jobs_stay(lake: Paths) -> None:
     where = period_predicate("a", T1)
-    write_records(None, _nodes("a", T1, "n1", "n2"), lake, NODE_STATS, where)  # type: ignore[arg-type]
-    write_records(None, _nodes("a", T2, "n1"), lake, NODE_STATS,  # type: ignore[arg-type]
+    write_records(None, _nodes("a", T1, "n1", "n2"), lake, NODE_STATS, where)
+    write_records(None, _nodes("a", T2, "n1"), lake, NODE_STATS,
                   period_predicate("a", T2))
-    write_records(None, _nodes("b", T1, "n9"), lake, NODE_STATS,  # type: ignore[arg-type]
+    write_records(None, _nodes("b", T1, "n9"), lake, NODE_STATS,
                   period_predicate("b", T1))
-    write_records(None, _nodes("a", T1, "n3"), lake, NODE_STATS, where)  # type: ignore[arg-type]
-    rows = rows_where(None, lake, NODE_STATS.name, "true")  # type: ignore[arg-type]
+    write_records(None, _nodes("a", T1, "n3"), lake, NODE_STATS, where)
+    rows = rows_where(None, lake, NODE_STATS.name, "true")
     assert sorted((r["job_id"], r["period_end"], r["node"]) for r in rows) == [
         ("a", T1.replace(tzinfo=None), "n3"), ("a", T2.replace(tzinfo=None), "n1"),
         ("b", T1.replace(tzinfo=None), "n9")]
@@ -73,14 +73,14 @@ def test_a_period_is_replaced_not_added_and_other_periods_and_jobs_stay(lake: Pa
 def test_an_update_touches_only_its_predicate_and_commits_nothing_without_a_match(lake: Paths) -> None:
     rows = [{"job_id": "a", "period_end": end, "plan_id": f"p{i}", "status": "planned"}
             for i, end in enumerate((T1, T2))]
-    write_records(None, rows, lake, PLANS, "job_id = 'a'")  # type: ignore[arg-type]
-    update_rows(None, lake, PLANS, {"status": quote("published")},  # type: ignore[arg-type]
+    write_records(None, rows, lake, PLANS, "job_id = 'a'")
+    update_rows(None, lake, PLANS, {"status": quote("published")},
                 period_predicate("a", T2))
     version = DeltaTable(lake.table(PLANS.name)).version()
-    update_rows(None, lake, PLANS, {"status": quote("x")},  # type: ignore[arg-type]
+    update_rows(None, lake, PLANS, {"status": quote("x")},
                 period_predicate("nobody", T2))
     assert DeltaTable(lake.table(PLANS.name)).version() == version
-    got = {r["plan_id"]: r["status"] for r in rows_where(None, lake, PLANS.name, "true")}  # type: ignore[arg-type]
+    got = {r["plan_id"]: r["status"] for r in rows_where(None, lake, PLANS.name, "true")}
     assert got == {"p0": "planned", "p1": "published"}
 
 
@@ -92,7 +92,7 @@ def test_an_arrow_table_is_conformed_to_the_contract_and_a_missing_column_refuse
     assert out.schema == NODE_STATS.arrow_schema()
     assert out.column("period_end")[0].as_py() == T1
     write_rows(data, lake, NODE_STATS, period_predicate("a", T1))
-    assert rows_where(None, lake, NODE_STATS.name, "true")[0]["capacity"] == 2.0  # type: ignore[arg-type]
+    assert rows_where(None, lake, NODE_STATS.name, "true")[0]["capacity"] == 2.0
     with pytest.raises(ValueError, match="lack the column\\(s\\) samples"):
         conform(data.drop(["samples"]), NODE_STATS)
 
@@ -117,9 +117,9 @@ def test_spark_timestamp_literals_become_typed_for_delta_rs() -> None:
 
 def test_a_commit_lost_to_another_writer_is_recognised_as_a_conflict(lake: Paths) -> None:
     where = period_predicate("a", T1)
-    write_records(None, _nodes("a", T1, "n1"), lake, NODE_STATS, where)  # type: ignore[arg-type]
+    write_records(None, _nodes("a", T1, "n1"), lake, NODE_STATS, where)
     stale = DeltaTable(lake.table(NODE_STATS.name))
-    write_records(None, _nodes("a", T1, "n2"), lake, NODE_STATS, where)  # type: ignore[arg-type]
+    write_records(None, _nodes("a", T1, "n2"), lake, NODE_STATS, where)
     with pytest.raises(Exception) as lost:
         write_deltalake(stale, conform(records_table(_nodes("a", T1, "n3"), NODE_STATS),
                                        NODE_STATS), mode="overwrite", predicate=predicate(where))
@@ -146,9 +146,9 @@ def test_with_native_io_validate_plan_and_publish_start_no_spark(
     published = run_publish(JOB_ID, P1)
     assert (published.status, published.version) == ("published", 1)
     manifest = json.loads((collected_home.published / JOB_ID / "v1.json").read_text())
-    assert published_assignment(None, collected_home, JOB_ID, 1) == manifest["assignment"]  # type: ignore[arg-type]
+    assert published_assignment(None, collected_home, JOB_ID, 1) == manifest["assignment"]
     assert manifest["assignment"] == {k: str(v) for k, v in planned.plan_json["assignment"].items()}
-    status = rows_where(None, collected_home, PLANS.name,  # type: ignore[arg-type]
+    status = rows_where(None, collected_home, PLANS.name,
                         period_predicate(JOB_ID, P1), "status")
     assert status == [{"status": "published"}]
 

@@ -31,7 +31,7 @@ def test_every_refusal_is_one_type(kind: type[Exception]) -> None:
     assert issubclass(kind, ValueError) == (kind is not StageError)
 
 
-texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+texts = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
 
 
 @given(texts, texts, texts)
