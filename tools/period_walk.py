@@ -7,7 +7,9 @@ Two figures the architecture notes quote (docs/architecture.md, "One period thro
   packages, of a function one of whose arguments carries the period end (the datetime itself,
   its ISO stamp, or a value whose ``end`` / ``period_end`` attribute is it). Printed: the stops
   (calls), the modules visited, and the returns (a stop in a module already visited earlier,
-  not the one just before).
+  not the one just before); once for every call, once for the stages' own functions (without the
+  lake engine's SQL building, dataclass-made code, the period value's accessors and the stamp's
+  formatting).
 - **signatures**: functions (by AST, in jobs/) whose parameters include a job (``job`` or
   ``job_id``) and ``period_end``; and those whose first two parameters are ``spark, paths``.
 
@@ -121,17 +123,31 @@ def main() -> None:
             print("  ", line)
         return
     stops = walk()
+    own = [(m, f) for m, f in stops if not _engine_or_accessor(m, f)]
+    for label, walked in (("walk of one period through plan", stops),
+                          ("  the stages' own functions", own)):
+        print(f"{label}: {len(walked)} stops in {len(set(m for m, _ in walked))} modules, "
+              f"{_returns([m for m, _ in walked])} returns to a module already left")
+    for module, name in stops:
+        print(f"   {module}.{name}")
+
+
+def _returns(modules: list[str]) -> int:
     seen: list[str] = []
     returns = 0
-    for module, _ in stops:
+    for module in modules:
         if seen and module != seen[-1] and module in seen:
             returns += 1
         if not seen or module != seen[-1]:
             seen.append(module)
-    print(f"walk of one period through plan: {len(stops)} stops in "
-          f"{len(set(m for m, _ in stops))} modules, {returns} returns to a module already left")
-    for module, name in stops:
-        print(f"   {module}.{name}")
+    return returns
+
+
+def _engine_or_accessor(module: str, name: str) -> bool:
+    """The lake engine's SQL building (jobs/lake), dataclass-made code, the period value's own
+    accessors and the stamp's formatting: stops of the values, not of the stages."""
+    return (module.startswith("jobs.lake") or "__create_fn__" in name
+            or name.startswith(("StageContext.", "Scope.")) or name == "format_period_end")
 
 
 if __name__ == "__main__":
