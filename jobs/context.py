@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobs.errors import StageError, check_home, is_concurrent_write, job_lock
 from jobs.markers import CollectMarker, read_collect_marker, read_report
@@ -32,15 +32,9 @@ if TYPE_CHECKING:
 
     from jobs.lake import Lake
 
-__all__ = ["StageContext", "StageResult", "conflicts_refused", "run_stage", "stage_context"]
+__all__ = ["StageContext", "conflicts_refused", "run_stage", "stage_context"]
 
 R = TypeVar("R")
-
-
-class StageResult(Protocol):
-    """What a stage returns: its one-line summary is what the DAG's log and `reconf` print."""
-
-    def summary(self) -> str: ...
 
 
 @dataclass(frozen=True, eq=False)
