@@ -5,6 +5,11 @@ A benchmark module offers:
 - `add_arguments(parser)`, its own options (the CLI adds `--quick` and `--json PATH` to all);
 - `main(args) -> int`, which prints a table and writes its rows as JSON to `args.json`.
 Targets live in the benchmarks, never in timed tests. Modules import heavy things lazily.
+
+A benchmark of one module is `bench/<name>.py`; one of several is a package `bench/<name>/`
+whose `__init__` is the benchmark (the three names above) and whose other modules are its parts:
+`kit` (shared machinery), `sim` / `workload` (simulators, generators), `report` / `figures`
+(tables, plots, paper targets), and one module per scenario (`closed_loop/ramp.py`, …).
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def run_arm(arm: str, bootstrap: str, work: Path, args: argparse.Namespace) -> l
     """One arm's closed loop; one row per period."""
     import os
 
-    from bench.closed_loop_kit import landed_rows
+    from bench.closed_loop.kit import landed_rows
     from jobs.plan.stage import build_state
     from placement.model import Budget
     from placement.registry import get_strategy

@@ -23,14 +23,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobs.errors import StageError, check_home, is_concurrent_write, job_lock
+from jobs.lake import Lake, open_lake
 from jobs.markers import CollectMarker, read_collect_marker, read_report
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-    from jobs.lake import Lake
 
 __all__ = ["StageContext", "conflicts_refused", "run_stage", "stage_context"]
 
@@ -71,7 +70,6 @@ class StageContext:
     @cached_property
     def lake(self) -> Lake:
         """The stage's lake, opened on first use (jobs/lake/__init__.py `open_lake`)."""
-        from jobs.lake import open_lake
 
         return open_lake(self.paths, self.spark)
 

@@ -58,7 +58,8 @@ class CollectMarker:
             return None
         raw = data.get("runtime")
         try:
-            runtime = (RuntimeReport(raw.get("version"), tuple(map(str, raw.get("nodes") or ())))
+            runtime = (RuntimeReport(raw.get("version"), tuple(map(str, raw.get("nodes") or ())),
+                                     _assignment(raw.get("assignment")))
                        if isinstance(raw, dict) else None)
             return cls(collect_id, _counts(data.get("rows")), _counts(data.get("versions")),
                        runtime)
@@ -85,6 +86,15 @@ def _counts(raw: Any) -> dict[str, int]:
     if not isinstance(raw, dict):
         raise TypeError(f"not a table of counts: {raw!r}")
     return {str(k): _whole(v) for k, v in raw.items()}
+
+
+def _assignment(raw: Any) -> dict[str, str] | None:
+    """A partial assignment the runtime reported (None: it runs a published version exactly)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TypeError(f"not an assignment: {raw!r}")
+    return {str(k): str(v) for k, v in raw.items()}
 
 
 def _whole(value: Any) -> int:
@@ -135,8 +145,9 @@ def write_collect_marker(paths: Paths, job_id: str, period_end: datetime,
     _write_json(collect_marker_path(paths, job_id, period_end), {
         "job_id": job_id, "period_end": format_period_end(period_end), "collect_id": collect_id,
         "versions": versions, "rows": rows,
-        "runtime": None if runtime is None else {"version": runtime.version,
-                                                 "nodes": sorted(runtime.nodes)}})
+        "runtime": None if runtime is None else {
+            "version": runtime.version, "nodes": sorted(runtime.nodes),
+            **({} if runtime.assignment is None else {"assignment": dict(runtime.assignment)})}})
     return collect_id
 
 

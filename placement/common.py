@@ -1,14 +1,17 @@
-"""Helpers shared by the strategies: budget arithmetic, load bookkeeping, and Plan assembly."""
+"""Helpers shared by the strategies: budget arithmetic, load bookkeeping, and Plan assembly.
+
+A strategy does not check its inputs, time itself or name its plan: the registry's wrapper
+does all three (placement/registry.py); `make_plan` leaves `strategy` and `wall_s` to it.
+"""
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from placement.metrics import check_assignment, mean_load, plan_metrics
-from placement.model import Budget, ClusterState, Plan, SolverStatus, moves_between
+from placement.model import Budget, ClusterState, Phase, Plan, SolverStatus, moves_between
 from schemas.errors import ReconfError
 
 
@@ -25,15 +28,6 @@ class StrategyInputError(ReconfError, ValueError):
 EPS = 1e-9
 #: the shortest solver time limit a planner passes on (HiGHS and CBC need a moment to start)
 MIN_SOLVE_S = 0.05
-
-
-def check_inputs(state: ClusterState, budget: Budget) -> None:
-    """Type checks that model.py's constructors cannot do (wrong objects passed in)."""
-    if not isinstance(state, ClusterState):
-        raise ValueError(f"state: expected a ClusterState, got {type(state).__name__}")
-    if not isinstance(budget, Budget):
-        raise ValueError(f"budget: expected a Budget, got {type(budget).__name__}")
-    check_assignment(present_state(state), state.assignment)
 
 
 def present_state(state: ClusterState) -> ClusterState:
@@ -108,28 +102,42 @@ class Loads:
 
 
 def make_plan(
-    strategy: str,
     state: ClusterState,
     assignment: Mapping[str, str],
     *,
     status: SolverStatus,
     lower_bound: float | None,
-    started: float,
     message: str = "",
+    phases: tuple[Phase, ...] = (),
 ) -> Plan:
-    """Assemble a Plan: moves against the current allocation and metrics before and after."""
+    """Assemble a Plan: moves against the current allocation and metrics before and after.
+
+    The plan's `strategy` ("") and `wall_s` (0) are left to the registry's wrapper, which
+    names the plan after the registered strategy and times the whole call."""
     new = dict(assignment)
     check_assignment(state, new)
     if lower_bound is not None and not math.isfinite(lower_bound):
         lower_bound = None
     return Plan(
-        strategy=strategy,
+        strategy="",
         assignment=new,
         moves=moves_between(state, new),
         before=plan_metrics(present_state(state), state.assignment),
         after=plan_metrics(state, new),
         status=status,
         lower_bound=lower_bound,
-        wall_s=time.perf_counter() - started,
+        wall_s=0.0,
         message=message,
+        phases=phases,
     )
+
+
+def relaxed_five(d: float, mean: float, bound: float) -> str:
+    """The note of a plan whose d breaks the MILP's constraint (5) (mean − d ≥ 0; §4.3.1),
+    '' when it holds: the MILP and ALBIC, which balances with it, say so alike."""
+    if d <= mean + 1e-9 * max(1.0, mean):
+        return ""
+    why = (f"no plan within the budget has d <= mean (lower bound {bound:.6g} > mean "
+           f"{mean:.6g})" if bound > mean + 1e-9 else
+           f"no plan found with d <= mean = {mean:.6g}")
+    return f"constraint (5) relaxed: {why}; d minimised without it (d = {d:.6g})"

@@ -25,6 +25,7 @@ __all__ = [
     "KeyGroup",
     "Move",
     "Node",
+    "Phase",
     "Plan",
     "PlanMetrics",
     "ScalingActions",
@@ -257,7 +258,21 @@ class PlanMetrics:
 
 
 @dataclass(frozen=True)
+class Phase:
+    """One timed step of a solver (a warm start, a model build, a solve): its name, the seconds
+    it took, and how it ended ("optimal", "time_limit", "12 sub-MILPs, 3 improved"; "" when it
+    has nothing to report). A plan's phases are data, so a reader never parses its message."""
+
+    name: str
+    seconds: float
+    outcome: str = ""
+
+
+@dataclass(frozen=True)
 class Plan:
+    """A strategy's proposal. `strategy` and `wall_s` are the registry's: its wrapper names the
+    plan after the registered strategy and times the call (placement/registry.py)."""
+
     strategy: str
     assignment: Mapping[str, str]
     moves: tuple[Move, ...]
@@ -273,6 +288,13 @@ class Plan:
     #: pipeline logs each to MLflow as `<name>_after` (and `<name>_before` from `facet_before`)
     facet_metrics: Mapping[str, float] = field(default_factory=dict)
     facet_before: Mapping[str, float] = field(default_factory=dict)
+    #: the solver's timed steps, in order (the MILP: warm start, neighbourhood search, model
+    #: build, transfer to the solver, solve); () for a strategy that has none worth timing
+    phases: tuple[Phase, ...] = ()
+
+    def phase(self, name: str) -> Phase | None:
+        """The first phase called `name`, None if the plan has none."""
+        return next((p for p in self.phases if p.name == name), None)
 
     @property
     def migrations(self) -> int:
@@ -296,6 +318,7 @@ class Plan:
             "migration_cost": self.migration_cost,
             "moves": [asdict(m) for m in self.moves],
             "scaling": asdict(self.scaling),
+            "phases": [asdict(p) for p in self.phases],
             "assignment": dict(sorted(self.assignment.items())),
         }
 

@@ -1,5 +1,9 @@
 """The strategy contract's parameters: one typed, frozen, self-validating object per strategy.
 
+The MILP's parameters (paper §4.3.1, `MilpParams`) live here too, beside the shared ones: three
+strategies of three families take them (the MILP, drain_then_balance, which hands them to its
+balancer, and ALBIC's plain-MILP fallback), and no family imports another.
+
 Each family's `params.py` extends `StrategyParams` and imports nothing but pydantic, so the
 config loader (`schemas/config/`) checks a job's `strategy_params` when the file loads without
 importing a solver. Three kinds of rule, in three places: per-field ranges and choices on the
@@ -12,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from schemas.errors import ReconfError
 from schemas.params import describe_errors, problems
 
-__all__ = ["ParamsError", "ResourceCaps", "Solver", "StrategyParams", "build_params",
-           "describe_errors", "problems"]
+__all__ = ["DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "MilpParams", "ParamsError", "ResourceCaps",
+           "Solver", "StrategyParams", "build_params", "describe_errors", "problems"]
 
 Solver = Literal["highs", "cbc"]
 #: per resource r, caps[r] in units of a reference node's capacity (the MILP's (R))
@@ -68,3 +72,31 @@ def build_params(cls: type[P], raw: Mapping[str, Any], strategy: str) -> P:
     except ValidationError as exc:
         found = "; ".join(f"{field}: {rule}" for field, rule in describe_errors(cls, exc))
         raise ParamsError(f"strategy {strategy!r}: {found}") from None
+
+
+DEFAULT_W1 = 1.0
+DEFAULT_WB = 1e-4
+DEFAULT_W2 = 1e-6
+
+
+class MilpParams(StrategyParams):
+    """min w1·d − w2·(d_u + d_l) + w_b·Σ_{n_i∈B} load_i with w1 ≫ w_b ≫ w2."""
+
+    w1: float = Field(DEFAULT_W1, description="w1, weight of the load distance d")
+    w2: float = Field(DEFAULT_W2, ge=0, description="w2, weight of the slacks d_u + d_l")
+    w_b: float = Field(DEFAULT_WB, ge=0, description="w_b, weight of the load left on B")
+    resource_caps: ResourceCaps | None = Field(
+        None, description="caps[r] per resource, in reference-node units (constraint (R))")
+    candidates: Literal["auto", "all"] = Field(
+        "auto", description="'all': the full model; 'auto': LNS first above AUTO_MAX_VARS")
+    gap_rel: float = Field(1e-6, ge=0, description="the solver's relative MIP gap")
+
+    weighs_b: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _w1_dominates(self) -> MilpParams:
+        """d must dominate the slacks: with w1 ≤ 2·w2 widening both slacks pays for a worse d."""
+        if not self.w1 > 2 * self.w2:
+            raise ValueError(f"weights need w1 > 2·w2 (w1 ≫ w_b ≫ w2), got w1={self.w1}, "
+                             f"w2={self.w2}")
+        return self

@@ -1,17 +1,33 @@
 """Strategies by name, so the pipeline, the CLI and the benchmarks pick them alike.
 
 The names, where each strategy and its params class live, and what each promises are one table,
-`schemas/strategies.py`; this module registers every line of it. A strategy is
-`fn(state, budget, params) -> Plan` with `params` a frozen `StrategyParams` (placement/params.py).
-The registered callable is a wrapper, the part every strategy shares (as Cruise Control's
-AbstractGoal):
+`schemas/strategies.py`; this module registers every line of it.
+
+**The strategy interface.** Every strategy is one function of one shape,
+
+    plan(state: ClusterState, budget: Budget, params: P) -> Plan
+
+with `P` its frozen `StrategyParams` subclass (placement/params.py; the table names it), always
+given. A strategy only plans: it does not check its inputs, time itself or name its plan
+(`make_plan` in placement/common.py leaves `strategy` and `wall_s` to the wrapper), and its
+solver's timed steps are data on the plan (`Plan.phases`), not prose in its message. A strategy
+that builds on another one (ALBIC falls back to the MILP, drain_then_balance balances with a
+strategy named by its `balancer`) calls that one's own function by name (`run_inner`), so no
+family imports another (tests/test_import_graph.py).
+
+**The registered callable** (`get_strategy(name)`) is a wrapper, the part every strategy shares
+(as Cruise Control's AbstractGoal); callers pass a params object or keywords:
+`get_strategy("milp")(state, budget, MilpParams(w_b=0))` or `…(state, budget, w_b=0)`.
 - it builds and validates the params (from a params object or keywords: an unknown, mistyped
   or out-of-range one is a ParamsError before any solving);
 - the pre-check refuses an input the strategy cannot handle with a StrategyInputError (what,
-  where, fix), never a bare exception from inside: wrong types, a facet the strategy needs and
-  the state lacks, arrivals (units with no node) given to a strategy that does not place them;
+  where, fix), never a bare exception from inside: wrong types, an assignment that leaves a
+  unit without a known node, a facet the strategy needs and the state lacks, arrivals (units
+  with no node) given to a strategy that does not place them;
 - it hands the strategy the state in canonical order (placement/canonical.py), so the plan
   does not depend on the order in which nodes, units, sources or streams are listed;
+- it times the strategy's call (`Plan.wall_s`) and names the plan after the registered
+  strategy (`Plan.strategy`), so two names registered for one function stay apart;
 - the post-check: the assignment is complete and names only known nodes, the budget is kept
   (unless the strategy ignores it on purpose), nothing moves onto a node of B, a heuristic
   never claims OPTIMAL, and a unit left on a node of B is explained in the plan's message
@@ -26,12 +42,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from placement.canonical import canonical_state, natural_key
-from placement.common import StrategyInputError, fits
+from placement.common import StrategyInputError, fits, present_state
 from placement.metrics import check_assignment
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 from placement.params import ParamsError, StrategyParams, build_params
@@ -39,8 +56,8 @@ from placement.rod.resilience import with_resilience
 from schemas.strategies import PIPELINE_PARAMS, STRATEGIES
 
 __all__ = ["B_NOTE", "PIPELINE_PARAMS", "ParamsError", "PostConditionError", "Spec", "Strategy",
-           "StrategyInputError", "build_strategy_params", "check_params", "get_spec",
-           "get_strategy", "precheck", "register", "strategy_names"]
+           "StrategyFn", "StrategyInputError", "build_strategy_params", "check_params", "get_spec",
+           "get_strategy", "precheck", "register", "run_inner", "strategy_names"]
 
 #: the words a plan's message uses when units stay on nodes marked for removal
 B_NOTE = "marked for removal"
@@ -62,7 +79,10 @@ B_TRADE_OFF: Mapping[str, str] = {
               "whose move would raise the cost, stays",
 }
 
+#: the registered, checked callable: `(state, budget, params=None, **params_as_keywords)`
 Strategy = Callable[..., Plan]
+#: a strategy's own function: `plan(state, budget, params) -> Plan` (module docstring)
+StrategyFn = Callable[[ClusterState, Budget, Any], Plan]
 
 
 class PostConditionError(AssertionError):
@@ -77,7 +97,7 @@ class Spec:
 
     name: str
     params: type[StrategyParams]
-    fn: Callable[[ClusterState, Budget, Any], Plan]
+    fn: StrategyFn
     guarantee: Literal["exact", "heuristic"]
     facets: tuple[str, ...] = ()
     keeps_budget: bool = True
@@ -161,6 +181,13 @@ def precheck(spec: Spec, state: ClusterState, budget: Budget) -> None:
                                  f"{type(budget).__name__}, not a Budget",
                                  where="the budget argument",
                                  fix="pass a placement.model.Budget (Budget() is unlimited)")
+    try:
+        check_assignment(present_state(state), state.assignment)
+    except ValueError as exc:  # a state assembled without the model's own checks
+        raise StrategyInputError(f"strategy {spec.name!r}: {exc}",
+                                 where="the state's assignment",
+                                 fix="build the state with ClusterState(...), which puts every "
+                                     "unit on a known node or lists it as an arrival") from None
     # no edges is a valid communication facet (no traffic): only the others can be missing
     missing = sorted(set(spec.facets) - state.facets - {"arrivals", "communication"})
     if missing:
@@ -180,7 +207,7 @@ def precheck(spec: Spec, state: ClusterState, budget: Budget) -> None:
                 f"utilised node), or use a strategy that places arrivals: {placers}")
 
 
-def register(name: str, params: type[StrategyParams], fn: Callable[..., Plan], *,
+def register(name: str, params: type[StrategyParams], fn: StrategyFn, *,
              guarantee: Literal["exact", "heuristic"], facets: tuple[str, ...] = (),
              keeps_budget: bool = True, places_arrivals: bool = False) -> Strategy:
     """Register `fn` under `name` (once) and return the checked wrapper."""
@@ -195,7 +222,9 @@ def register(name: str, params: type[StrategyParams], fn: Callable[..., Plan], *
                 **kwargs: Any) -> Plan:
         built = spec.params.of(params, kwargs, name)
         precheck(spec, state, budget)
+        started = time.perf_counter()
         plan = fn(canonical_state(state), budget, built)
+        plan = dataclasses.replace(plan, strategy=name, wall_s=time.perf_counter() - started)
         check_plan(spec, state, budget, plan)
         plan = explain_b(spec, state, budget, plan)
         return with_resilience(state, plan)  # F/F* and headroom, where there is a load model
@@ -217,6 +246,16 @@ def get_strategy(name: str) -> Strategy:
     """The checked callable of strategy `name` (see the module docstring)."""
     get_spec(name)
     return _WRAPPED[name]
+
+
+def run_inner(name: str, state: ClusterState, budget: Budget, params: Mapping[str, Any]
+              ) -> Plan:
+    """Strategy `name`'s own function, unwrapped, with `params` as its params object: for a
+    strategy that builds on another (ALBIC's plain MILP, drain_then_balance's balancer), whose
+    own call the wrapper already checks, times and names. A family calls it through a
+    function-level import: the registry imports the family's module while it registers it."""
+    spec = get_spec(name)
+    return spec.fn(state, budget, build_params(spec.params, params, name))
 
 
 def build_strategy_params(name: str, params: Mapping[str, Any]) -> StrategyParams:

@@ -5,7 +5,7 @@ logical date (`airflow dags test`: collect -> validate -> plan -> publish on rea
 and MLflow), and the runtime applies the published version. The demo continues after the newest
 period it already landed, so running it again extends the history instead of redoing it.
 
-The stages read and write the lake with delta-rs in each task's process (jobs/lake/read.py,
+The stages read and write the lake with delta-rs in each task's process (jobs/lake/delta_rs.py,
 jobs/lake/write.py), so no Spark runs. With `RECONF_LAKE_IO=spark` they are thin clients of a
 Spark Connect server (jobs/spark/connect.py) instead: the one `make up` started, or
 `$RECONF_SPARK_REMOTE`, or else one the demo starts for its run and stops at the end.
@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 from jobs.errors import StageError
-from jobs.lake.read import native_io
+from jobs.lake import native_io
 from reconf.settings import airflow_bin, airflow_env, ensure_airflow, make_source
 from runtime.source import MetricsSource
 from schemas.config import Paths, resolve_job

@@ -56,7 +56,8 @@ __all__ = [
 STATE_FILE = "runtime.json"
 _STATE_FORMAT = 1
 
-ApplyStatus = Literal["applied", "unchanged", "refused"]
+#: "partial": a schedule stopped or failed between waves; the runtime runs a partial assignment
+ApplyStatus = Literal["applied", "unchanged", "refused", "partial"]
 
 
 @dataclass(frozen=True)
@@ -186,10 +187,13 @@ def _same_tree(a: Path, b: Path) -> bool:
 def write_period(
     landing_root: Path, job_id: str, period_end: datetime, tables: Mapping[str, pa.Table],
     running: RuntimeState | None = None, facets: Mapping[str, pa.Table] | None = None,
+    execution: Mapping[str, Any] | None = None, partial: bool = False,
 ) -> Path:
     """Land one period all-or-nothing: `<kind>/part-0.parquet` for each kind, the runtime report
     of `running` (the version and nodes the runtime ran at the period's end), then `_SUCCESS`.
-    `facets` (a dynamic job's subscriptions and sources, schemas.landing.FACET_SCHEMAS) land the
+    `execution` (the last schedule's progress) goes into the report, and with `partial` the
+    running assignment too (a schedule stopped or failed between waves: the next plan starts
+    from it). `facets` (a dynamic job's subscriptions and sources, schemas.landing.FACET_SCHEMAS) land the
     same way, in the same directory, before `_SUCCESS`.
 
     Everything is written into a hidden temp sibling (``.period_end=…``, which collectors and Spark
@@ -227,7 +231,8 @@ def write_period(
                 os.fsync(handle.fileno())
             _fsync_dir(tmp / kind)
         if running is not None:
-            report = RuntimeReport(running.version, running.nodes)
+            report = RuntimeReport(running.version, running.nodes,
+                                   dict(running.assignment) if partial else None, execution)
             (tmp / RUNTIME_REPORT).write_text(report.to_json(), encoding="utf-8")
         with open(tmp / SUCCESS_MARKER, "wb") as handle:
             os.fsync(handle.fileno())

@@ -28,33 +28,27 @@ class ReconfError(Exception):
     """
 
     what: str
-    where: str | None
-    fix: str | None
+    where: str  # "" when the message names its place itself
+    fix: str
 
     def __init__(self, what: str, *, where: str | None = None, fix: str | None = None) -> None:
-        self.what, self.where, self.fix = what, where, fix
-        super().__init__(self.render(what, where, fix))
-
-    @staticmethod
-    def render(what: str, where: str | None, fix: str | None) -> str:
-        """The message: `what`, then the where and fix lines when given."""
+        self.what, self.where, self.fix = what, where or "", fix or ""
         lines = [what]
         if where is not None:
             lines.append(f"  where: {where}")
         if fix is not None:
             lines.append(f"  fix:   {fix}")
-        return "\n".join(lines)
+        super().__init__("\n".join(lines))
 
     def __reduce__(self) -> tuple[object, ...]:
         # keyword-only fields survive pickling (Spark executors and Airflow's workers send
         # exceptions across processes); the default reduce would call cls(message) only
-        return (_rebuild, (type(self), self.what, self.where, self.fix, self.__dict__))
+        return (_rebuild, (type(self), str(self), self.__dict__))
 
 
-def _rebuild(cls: type[ReconfError], what: str, where: str | None, fix: str | None,
-             state: dict[str, object]) -> ReconfError:
+def _rebuild(cls: type[ReconfError], message: str, state: dict[str, object]) -> ReconfError:
     error = cls.__new__(cls)
-    Exception.__init__(error, ReconfError.render(what, where, fix))
+    Exception.__init__(error, message)
     error.__dict__.update(state)
     return error
 

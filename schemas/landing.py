@@ -17,6 +17,7 @@ optional) are planned from the newest published version, as before.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -166,14 +167,27 @@ def period_dir(landing_root: Path, job_id: str, period_end: datetime) -> Path:
 
 @dataclass(frozen=True)
 class RuntimeReport:
-    """What the runtime ran at a period's end: its applied version (None: initial) and its nodes."""
+    """What the runtime ran at a period's end: its applied version (None: initial) and its nodes.
+
+    `assignment` is set only when the runtime runs no published version exactly: a schedule that
+    stopped or failed between waves (runtime/execution.py) left a partial assignment, and the next
+    plan starts from it. `execution` is the progress of the last schedule (wave k of n, units
+    moved, state bytes, seconds, status). Both are left out of the file when None, so a report
+    without them is written as before.
+    """
 
     version: int | None
     nodes: tuple[str, ...]
+    assignment: Mapping[str, str] | None = None
+    execution: Mapping[str, Any] | None = None
 
     def to_json(self) -> str:
-        return json.dumps({"format": 1, "version": self.version, "nodes": sorted(self.nodes)},
-                          indent=1) + "\n"
+        body: dict[str, Any] = {"format": 1, "version": self.version, "nodes": sorted(self.nodes)}
+        if self.assignment is not None:
+            body["assignment"] = dict(sorted(self.assignment.items()))
+        if self.execution is not None:
+            body["execution"] = dict(self.execution)
+        return json.dumps(body, indent=1) + "\n"
 
 
 def read_runtime_report(period: Path) -> RuntimeReport | None:
@@ -185,11 +199,22 @@ def read_runtime_report(period: Path) -> RuntimeReport | None:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not readable JSON ({exc})") from None
-    if not isinstance(data, dict) or set(data) != {"format", "version", "nodes"} or data["format"] != 1:
-        raise ValueError(f"{path}: expected an object with exactly format (1), version and nodes")
+    if (not isinstance(data, dict) or not {"format", "version", "nodes"} <= set(data)
+            or not set(data) <= {"format", "version", "nodes", "assignment", "execution"}
+            or data["format"] != 1):
+        raise ValueError(f"{path}: expected an object with format (1), version and nodes, and "
+                         "optionally assignment and execution")
     version, nodes = data["version"], data["nodes"]
     if version is not None and (type(version) is not int or version < 1):
         raise ValueError(f"{path}: version must be null or an integer >= 1, got {version!r}")
     if not isinstance(nodes, list) or not nodes or not all(isinstance(n, str) and n for n in nodes):
         raise ValueError(f"{path}: nodes must be a non-empty list of node ids, got {nodes!r}")
-    return RuntimeReport(version, tuple(nodes))
+    assignment = data.get("assignment")
+    if assignment is not None and (not isinstance(assignment, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v in nodes
+            for k, v in assignment.items())):
+        raise ValueError(f"{path}: assignment must be an object of unit -> one of its nodes")
+    execution = data.get("execution")
+    if execution is not None and not isinstance(execution, dict):
+        raise ValueError(f"{path}: execution must be an object")
+    return RuntimeReport(version, tuple(nodes), assignment, execution)

@@ -9,6 +9,13 @@ Checksum: ``"sha256:" + hex(sha256(canonical_assignment_bytes(assignment)))`` â€
 spelled out in the value so a later change of algorithm is detectable, not silently mismatched.
 The canonical bytes are the assignment as JSON, keys sorted, no whitespace, UTF-8.
 
+Schedule (optional, schemas/schedule.py): the plan's moves in ordered waves. It carries its own
+checksum, which covers the waves, their limits and the assignment checksum above, so neither the
+schedule nor the assignment can change without a mismatch; `checksum` itself stays the
+assignment's, so a reader that applies only the final assignment (and ignores `schedule`) checks
+exactly what it checked before. A manifest without `schedule` is written byte for byte as before
+schedules existed, and loads as a schedule of no waves given (the runtime applies it at once).
+
 Versions are immutable: writing a version that exists with other content is an error, writing it
 again with identical content is a no-op (idempotent reruns). ``LATEST`` only moves forward and only
 to a version whose manifest is on disk, so a reader never follows it to a missing file.
@@ -33,12 +40,14 @@ from typing import Any
 from schemas.errors import ReconfError
 from schemas.landing import format_period_end, parse_period_end
 from schemas.safe_read import read_regular as _read_regular
+from schemas.schedule import Schedule, ScheduleError
 
 __all__ = [
     "LATEST_FILE",
     "Manifest",
     "ManifestError",
     "ScalingSection",
+    "Schedule",
     "assignment_checksum",
     "atomic_write_bytes",
     "canonical_assignment_bytes",
@@ -68,6 +77,8 @@ _FIELDS = (
     "assignment",
     "scaling",
 )
+#: fields a manifest may carry beyond `_FIELDS`
+_OPTIONAL = ("schedule",)
 _SCALING_FIELDS = ("nodes_to_add", "nodes_to_mark", "nodes_to_terminate", "reason")
 
 
@@ -140,6 +151,7 @@ class Manifest:
     checksum: str
     assignment: Mapping[str, str]
     scaling: ScalingSection = field(default_factory=ScalingSection)
+    schedule: Schedule | None = None
 
     def __post_init__(self) -> None:
         self._validate("<Manifest>")
@@ -157,6 +169,7 @@ class Manifest:
         assignment: Mapping[str, str],
         scaling: ScalingSection | None = None,
         created_at: datetime | None = None,
+        schedule: Schedule | None = None,
     ) -> Manifest:
         """Build a manifest with the checksum computed, so publishers cannot get it wrong."""
         end = period_end if isinstance(period_end, datetime) else parse_period_end(period_end)
@@ -170,6 +183,7 @@ class Manifest:
             checksum=assignment_checksum(assignment),
             assignment=dict(assignment),
             scaling=scaling or ScalingSection(),
+            schedule=schedule,
         )
 
     def _validate(self, source: str) -> None:
@@ -197,6 +211,14 @@ class Manifest:
             _str(node, source, f"assignment[{kg!r}]")
         if not isinstance(self.scaling, ScalingSection):
             raise _fail(source, "scaling", "must be a ScalingSection")
+        if self.schedule is not None:
+            if not isinstance(self.schedule, Schedule):
+                raise _fail(source, "schedule", "must be a Schedule")
+            try:
+                self.schedule.verify(checksum, source)
+                self.schedule.check_leads_to(self.assignment, source)
+            except ScheduleError as exc:
+                raise ManifestError(str(exc)) from None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -208,6 +230,7 @@ class Manifest:
             "checksum": self.checksum,
             "assignment": {kg: self.assignment[kg] for kg in sorted(self.assignment)},
             "scaling": self.scaling.to_dict(),
+            **({"schedule": self.schedule.to_dict()} if self.schedule is not None else {}),
         }
 
     def to_json(self) -> str:
@@ -226,7 +249,7 @@ class Manifest:
                                 f"{str(exc)[:120]})") from None
         if not isinstance(data, dict):
             raise ManifestError(f"{source}: top level must be a JSON object")
-        _check_keys(data, _FIELDS, source, "")
+        _check_keys(data, _FIELDS, source, "", optional=_OPTIONAL)
         scaling = data["scaling"]
         if not isinstance(scaling, dict):
             raise _fail(source, "scaling", f"must be an object, got {type(scaling).__name__}")
@@ -243,25 +266,33 @@ class Manifest:
             ),
             reason=_str(scaling["reason"], source, "scaling.reason", empty_ok=True),
         )
+        schedule = None
+        if "schedule" in data:
+            try:
+                schedule = Schedule.from_dict(data["schedule"], source)
+            except ScheduleError as exc:
+                raise ManifestError(str(exc)) from None
         manifest = cls.__new__(cls)
         for name in _FIELDS[:-1]:
             object.__setattr__(manifest, name, data[name])
         object.__setattr__(manifest, "scaling", section)
+        object.__setattr__(manifest, "schedule", schedule)
         manifest._validate(source)
         object.__setattr__(manifest, "assignment", MappingProxyType(dict(data["assignment"])))
         return manifest
 
 
 def _check_keys(
-    data: Mapping[str, object], expected: tuple[str, ...], source: str, prefix: str
+    data: Mapping[str, object], expected: tuple[str, ...], source: str, prefix: str,
+    optional: tuple[str, ...] = (),
 ) -> None:
     missing = [k for k in expected if k not in data]
     if missing:
         raise ManifestError(f"{source}: missing field '{prefix}{missing[0]}'")
-    unknown = sorted(set(data) - set(expected))
+    unknown = sorted(set(data) - set(expected) - set(optional))
     if unknown:
         raise ManifestError(
-            f"{source}: unknown field '{prefix}{unknown[0]}'; expected only {list(expected)}"
+            f"{source}: unknown field '{prefix}{unknown[0]}'; expected only {list(expected) + list(optional)}"
         )
 
 

@@ -45,7 +45,7 @@ _ROD = "placement.rod.strategy"
 _HERD = "placement.herding"
 
 STRATEGIES: Mapping[str, StrategyEntry] = {
-    "milp": StrategyEntry(f"{_MILP}.core:plan_milp", f"{_MILP}.params:MilpParams", "exact"),
+    "milp": StrategyEntry(f"{_MILP}.core:plan_milp", "placement.params:MilpParams", "exact"),
     "albic": StrategyEntry(f"{_ALBIC}.core:plan_albic", f"{_ALBIC}.params:AlbicParams", "exact",
                            ("communication",)),
     "albic_many": StrategyEntry(f"{_ALBIC}.core:plan_albic_many",

@@ -52,13 +52,39 @@ solver = "gurobi"
 """
 
 
-@pytest.fixture()
-def two_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+# One job per registered strategy, each with a parameter of its own (the shared `seed` where it
+# has none): loading it imports every strategy's params class, so the config check's import
+# budget below holds for every strategy (a herding job once made the check import numpy).
+STRATEGY_PARAMS: dict[str, str] = {
+    "milp": "w_b = 0.001", "albic": "max_ld = 5.0", "albic_many": "pair_share = 0.25",
+    "flux": "seed = 1", "greedy": "seed = 1", "random": "moves = 2", "cola": "max_ld = 5.0",
+    "drain_then_balance": 'balancer = "greedy"', "rod": 'class2 = "min"', "llf": "seed = 1",
+    "connected_lb": "seed = 1", "sprawl": "beta = 0.5", "herding_offline": 'algorithm = "mms"',
+    "herding_online": 'metric = "least_source"', "herding_exact": "max_units = 50",
+    "cg": "rounds = 2",
+}
+EVERY_STRATEGY = '[defaults]\nspl = "10m"\n' + "".join(
+    f'[jobs.{name}]\nstrategy = "{name}"\n[jobs.{name}.strategy_params.{name}]\n{param}\n'
+    for name, param in STRATEGY_PARAMS.items())
+
+
+def _jobs_file(text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`text` as the config file the DAG files read, in local (not cluster) mode."""
     config = tmp_path / "jobs.toml"
-    config.write_text(TWO_JOBS)
+    config.write_text(text)
     monkeypatch.setenv("RECONF_CONFIG", str(config))
     monkeypatch.delenv("RECONF_SPARK_SUBMIT", raising=False)
     return config
+
+
+@pytest.fixture()
+def every_strategy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return _jobs_file(EVERY_STRATEGY, tmp_path, monkeypatch)
+
+
+@pytest.fixture()
+def two_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return _jobs_file(TWO_JOBS, tmp_path, monkeypatch)
 
 
 @pytest.fixture()
@@ -262,14 +288,26 @@ def test_cluster_mode_collects_with_spark_submit(two_jobs: Path, monkeypatch: py
         "spark-submit", "--master", "spark://127.0.0.1:7077"]
 
 
+def test_the_fixture_covers_every_registered_strategy(every_strategy: Path) -> None:
+    from placement.registry import get_spec, strategy_names
+    from schemas.config import load_jobs
+
+    assert set(STRATEGY_PARAMS) == set(strategy_names())
+    jobs = load_jobs(every_strategy)
+    for name in strategy_names():  # each job's table is its strategy's, and not the defaults
+        params = get_spec(name).params.model_validate(dict(jobs[name].strategy_params[name]))
+        assert params != get_spec(name).params(), name
+
+
 @pytest.mark.parametrize("dag_file", [DAG_FILE, CHECK_FILE])
-def test_dag_files_import_nothing_heavy(two_jobs: Path, dag_file: Path) -> None:
+def test_dag_files_import_nothing_heavy(every_strategy: Path, dag_file: Path) -> None:
     # The config check imports the strategies' params classes (pydantic only) and the package
-    # `__init__`s they sit in (lazy), nothing else of the planner: no solver, METIS or numpy.
+    # `__init__`s they sit in (lazy), nothing else of the planner: no solver, METIS or numpy,
+    # for a job of every registered strategy.
     heavy = ("pyspark", "mlflow", "great_expectations", "pulp", "highspy", "pymetis", "numpy",
              "pandas", "jobs", "airflow.providers.apache.spark.operators")
-    light = ("placement", "placement.exports", "placement.milp", "placement.albic",
-             "placement.baselines", "placement.scaling")
+    families = sorted(p.name for p in (ROOT / "placement").iterdir() if (p / "__init__.py").exists())
+    light = ("placement", "placement.exports", *(f"placement.{f}" for f in families))
     probe = "\n".join([
         "import runpy, sys",
         "runpy.run_path(sys.argv[1])",

@@ -113,3 +113,37 @@ def test_no_import_cycle() -> None:
 def test_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def placement_families() -> frozenset[str]:
+    """The folders of placement/: one family each (a paper's strategies, or the workloads);
+    the modules directly in placement/ are the core every family may import."""
+    return frozenset(p.name for p in (ROOT / "placement").iterdir() if (p / "__init__.py").exists())
+
+
+def family_crossings(graph: dict[str, set[str]], families: frozenset[str]) -> list[str]:
+    """'importer -> imported' for each import from one placement family into another."""
+    def family(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 and parts[0] == "placement" and parts[1] in families \
+            else None
+
+    return sorted(f"{m} -> {t}" for m, targets in graph.items() if (own := family(m))
+                  for t in targets if family(t) not in (None, own))
+
+
+def test_no_placement_family_imports_another() -> None:
+    # shared solver helpers live in the core (placement/heuristics.py, mip.py, highs.py,
+    # params.py); a strategy that builds on another calls it by name (registry.run_inner)
+    found = family_crossings(import_graph(), placement_families())
+    assert found == [], "a placement family imports another (move the shared part to the " \
+        "placement core, or call the other strategy through the registry):\n" + "\n".join(found)
+
+
+def test_the_family_rule_finds_a_crossing() -> None:
+    families = frozenset({"milp", "albic"})
+    graph = {"placement.albic.core": {"placement.milp.core", "placement.common"},
+             "placement.milp.core": {"placement.milp.model", "placement.heuristics"},
+             "placement.registry": {"placement.albic.core"}}
+    assert family_crossings(graph, families) == ["placement.albic.core -> placement.milp.core"]
+    assert {"milp", "albic", "herding", "workloads"} <= placement_families()

@@ -26,7 +26,7 @@ from schemas.tables import Table
 
 if TYPE_CHECKING:
     from jobs.context import StageContext
-    from jobs.lake.base import Start
+    from jobs.lake import Start
     from jobs.validate.suites import ValidationReport
 
 __all__ = ["Assembly", "Checked", "Facet"]

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -47,16 +46,16 @@ from placement.facets import Stream
 from placement.model import ClusterState, Plan, SolverStatus
 from placement.rod.fit import fit_load_model
 from placement.rod.model import LoadModelError
-from schemas.config import JobConfig, Paths
+from schemas.config import JobConfig
 from schemas.limits import LOAD_PCT_MAX, RATE_MAX
 from schemas.strategies import STRATEGIES
 from schemas.tables import KEYGROUP_STATS, LOAD_MODEL, STREAM_STATS, Table
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import SparkSession
 
     from jobs.context import StageContext
+    from jobs.lake import Lake
 
 log = logging.getLogger(__name__)
 
@@ -116,35 +115,24 @@ def fit_rows(job: JobConfig, period_end: datetime, loads: pd.DataFrame, rates: p
     return Fitted(rows, f"fitted over {len(usable)} period(s){left_out}")
 
 
-def fit_stage(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime
-              ) -> list[tuple[Table, int, int]]:
+def fit_stage(lake: Lake, job: JobConfig, period_end: datetime) -> list[tuple[Table, int, int]]:
     """collect's fit (module doc): [(load_model, rows, Delta version)], [] for a job declaring no
     streams. Call it with the job's collect lock held, after keygroup_stats is written."""
-    from jobs.lake.base import (
-        concurrently,
-        period_predicate,
-        quote,
-        table_version,
-        timestamp,
-        write_records,
-    )
-    from jobs.lake.read import frame_where
+    from jobs.lake import Scope, concurrently
 
     if job.load_model is None:
         return []
     since = period_end - job.load_model.periods * job.spl
-    window = (f"job_id = {quote(job.job_id)} AND period_end > {timestamp(since)} "
-              f"AND period_end <= {timestamp(period_end)}")
     loads, rates = concurrently(
-        lambda: frame_where(spark, paths, KEYGROUP_STATS.name, window,
-                            "period_end, keygroup, load_pct"),
-        lambda: frame_where(spark, paths, STREAM_STATS.name, window,
-                            "period_end, stream, tuples_per_s"))
+        lambda: lake.periods_frame(KEYGROUP_STATS, job.job_id, since, period_end,
+                                   ("period_end", "keygroup", "load_pct")),
+        lambda: lake.periods_frame(STREAM_STATS, job.job_id, since, period_end,
+                                   ("period_end", "stream", "tuples_per_s")))
     fitted = fit_rows(job, period_end, loads, rates)
     log.info("job %s, period %s: load model %s", job.job_id, period_end, fitted.note)
-    write_records(spark, [dict(row) for row in fitted.rows], paths, LOAD_MODEL,
-                  period_predicate(job.job_id, period_end))
-    return [(LOAD_MODEL, len(fitted.rows), table_version(spark, paths, LOAD_MODEL.name))]
+    lake.write_records(LOAD_MODEL, [dict(row) for row in fitted.rows],
+                       Scope(job.job_id, period_end))
+    return [(LOAD_MODEL, len(fitted.rows), lake.table_version(LOAD_MODEL.name))]
 
 
 def validate_streams_of(ctx: StageContext, checked: Checked, report: ValidationReport
@@ -208,11 +196,11 @@ def keep_until_fitted(state: ClusterState, strategy: str) -> Plan | None:
     completes and the next one is not blocked; None otherwise (then the strategy runs)."""
     if not state.streams or state.load_model or "load_model" not in STRATEGIES[strategy].facets:
         return None
-    return make_plan(strategy, state, state.assignment, status=SolverStatus.HEURISTIC,
-                     lower_bound=None, started=time.perf_counter(),
+    kept = make_plan(state, state.assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
                      message=f"{strategy}: the job's load model is not fitted yet (the stream "
                              "rates collected so far do not span the declared streams; see "
                              "docs/operations.md); the current placement is kept")
+    return replace(kept, strategy=strategy)
 
 
 def read_stream_rows(ctx: StageContext

@@ -333,6 +333,12 @@ def start_from(lake: Lake, job_id: str, newest: int | None, assignment: dict[str
                runtime: RuntimeReport | None) -> Start:
     """`Lake.starting_point` once the newest published version (`newest`, `assignment`) is
     known (fleet planning looks it up for many jobs at once)."""
+    if runtime is not None and runtime.assignment is not None:
+        # a schedule stopped or failed between waves (runtime/execution.py): plan from the
+        # partial assignment the runtime reports, so no unit is assumed where it is not
+        return Start(runtime.version, dict(runtime.assignment), newest,
+                     f"the runtime runs a partial assignment (a schedule towards v{newest} stopped "
+                     "or failed between waves); planned from what it runs")
     if runtime is None or runtime.version == newest:
         return Start(newest, assignment, newest)
     if runtime.version is None:

@@ -24,7 +24,7 @@ from schemas.config import JobConfig
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
 
 if TYPE_CHECKING:
-    from jobs.lake.base import Start
+    from jobs.lake import Start
 
 __all__ = ["Assembled", "PeriodInputs", "assemble", "build_state"]
 

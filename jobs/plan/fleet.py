@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from jobs.context import StageContext
     from jobs.facets.dynamic import Prepared
-    from jobs.lake.base import Start
+    from jobs.lake import Start
     from jobs.plan.stage import PlanResult
 
 __all__ = ["FleetOutcome", "FleetResult", "FleetTask", "run_fleet", "solve_fleet", "solve_task",

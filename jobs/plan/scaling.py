@@ -15,7 +15,6 @@ which are exactly what the manifests told the runtime.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -111,10 +110,10 @@ def solve(state: ClusterState, budget: Budget, strategy: str, params: Mapping[st
     (`sections`: earlier published scaling sections), else the strategy alone. Pure: the plan
     stage and fleet planning's executors both call it."""
     if not state.keygroups:  # a dynamic job every unit of which has left: nothing to place
-        return Solved(make_plan(strategy, state, {}, status=SolverStatus.OPTIMAL, lower_bound=0.0,
-                                started=time.perf_counter(),
-                                message=f"{strategy}: no unit runs this period (every unit has "
-                                        "left); the assignment is empty"), state, None)
+        empty = make_plan(state, {}, status=SolverStatus.OPTIMAL, lower_bound=0.0,
+                          message=f"{strategy}: no unit runs this period (every unit has "
+                                  "left); the assignment is empty")
+        return Solved(replace(empty, strategy=strategy), state, None)
     if (kept := keep_until_fitted(state, strategy)) is not None:  # no load model yet
         return Solved(kept, state, None)
     if scaling is None:

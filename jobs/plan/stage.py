@@ -1,7 +1,7 @@
 """plan: the period's stats + the current assignment -> a Plan (placement/) -> plans, plan_moves.
 
 The current allocation is what the runtime ran at the period's end (the version in its report,
-jobs/lake/base.py `starting_point`): normally the last version published for an *earlier* period, so a
+jobs/lake/api.py `Lake.starting_point`): normally the last version published for an *earlier* period, so a
 rerun of a period plans from the same starting point and gives the same plan; before anything was
 published, where the runtime reports its key groups (its initial allocation). A plan for
 publishing is made only from a period that passed validation for its current collect

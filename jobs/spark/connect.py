@@ -9,7 +9,7 @@ The server is PySpark's own `SparkConnectServer` (the pyspark wheel bundles spar
 through spark-submit with the locally fetched Delta jars and the same session settings as the
 in-process session (`jobs.spark.session.session_conf`): Delta's SQL extension and catalog, UTC, few
 shuffle partitions. Delta's Python `DeltaTable` API needs py4j and does not work over Connect;
-the stages use SQL for what it did (jobs/lake/base.py), so one code path serves both.
+the lake uses SQL for what it did (jobs/lake/spark_sql.py), so one code path serves both.
 
 A process is either a Connect client or holds an in-process session, never both: PySpark marks
 Connect mode process-wide (`SPARK_CONNECT_MODE_ENABLED`).

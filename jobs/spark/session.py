@@ -68,7 +68,7 @@ def _base_builder(app_name: str, master: str | None) -> SparkSession.Builder:
 
 class _SessionOnUse:
     """`get_spark(paths)`, called when the stage first uses the session (`lazy_spark`); once,
-    though a stage's concurrent queries (`jobs.lake.base.concurrently`) may all use it first."""
+    though a stage's concurrent queries (`jobs.lake.concurrently`) may all use it first."""
 
     def __init__(self, paths: Paths | None) -> None:
         self._paths = paths
@@ -84,7 +84,7 @@ class _SessionOnUse:
 
 def lazy_spark(paths: Paths | None = None) -> SparkSession:
     """The stage's session, made when first used: a stage whose reads and writes of the lake
-    all go through delta-rs (jobs/lake/read.py, jobs/lake/write.py) neither starts a JVM nor
+    all go through delta-rs (jobs/lake/delta_rs.py) neither starts a JVM nor
     connects to a Spark Connect server."""
     return cast("SparkSession", _SessionOnUse(paths))
 

@@ -67,7 +67,7 @@ def _expected_keygroups(ctx: StageContext, reported: set[str], start: Start,
 
 
 def _read_period(ctx: StageContext) -> tuple[list[pd.DataFrame], Start | StageError]:
-    """The period's three tables and where its plan starts, read at once (jobs/lake/base.py
+    """The period's three tables and where its plan starts, read at once (jobs/lake
     `concurrently`), while GE is imported; a refused starting point comes back as its error,
     raised after the checks of the tables (their messages come first, as when the reads ran one
     by one)."""

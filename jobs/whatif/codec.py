@@ -31,6 +31,7 @@ from placement.model import (
     KeyGroup,
     Move,
     Node,
+    Phase,
     Plan,
     PlanMetrics,
     ScalingActions,
@@ -40,7 +41,7 @@ from placement.model import (
 __all__ = ["decode", "encode"]
 
 _TYPES: dict[str, type] = {cls.__name__: cls for cls in (
-    Budget, ClusterState, Edge, KeyGroup, Link, Move, Network, Node, Plan, PlanMetrics,
+    Budget, ClusterState, Edge, KeyGroup, Link, Move, Network, Node, Phase, Plan, PlanMetrics,
     ScalingActions, Site, Source, Stream)}
 _ENUMS: dict[str, type[Enum]] = {SolverStatus.__name__: SolverStatus}
 _MAX_DEPTH = 64  # the deepest legitimate input is ~8 levels (params may nest a little)

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from placement.common import MIN_SOLVE_S, fits
-from placement.milp.core import plan_milp
 from placement.model import Budget, ClusterState, KeyGroup, Plan
 
 __all__ = ["Constrained", "solve_constrained"]
@@ -119,6 +118,8 @@ def solve_constrained(
 ) -> Constrained:
     """Solve the MILP with `units` indivisible and `pins` fixed; the forced moves are `forced`
     = (count, cost) and must already fit `budget` (step 3 checks this)."""
+    from placement.registry import run_inner  # the registry imports ALBIC to register it
+
     count, cost = forced
     if not fits(budget, count, cost):
         raise RuntimeError("albic: the pins' forced migrations exceed the budget")
@@ -138,9 +139,10 @@ def solve_constrained(
     for round_ in range(MAX_TIGHTEN + 2):
         small, members, cap_used = _contract(state, units, pins, cost_of=cost_of, cap=cap,
                                              frozen=frozen)
-        plan = plan_milp(small, Budget(max_migration_cost=cap_used, max_migrations=count_cap),
-                         **{**(milp_params or {}),
-                            "time_limit_s": max(MIN_SOLVE_S, deadline - time.perf_counter())})
+        plan = run_inner("milp", small,
+                         Budget(max_migration_cost=cap_used, max_migrations=count_cap),
+                         {**(milp_params or {}),
+                          "time_limit_s": max(MIN_SOLVE_S, deadline - time.perf_counter())})
         real = _expand(plan, members)
         for unit, node in pins.items():  # the MILP must not move a unit it cannot afford
             if any(real[k] != node for k in unit):

@@ -38,9 +38,8 @@ from placement.albic.contract import solve_constrained
 from placement.albic.params import AlbicManyParams, AlbicParams
 from placement.albic.partitions import maintain_collocation
 from placement.albic.scores import calc_scores
-from placement.common import MIN_SOLVE_S, check_inputs, make_plan
+from placement.common import MIN_SOLVE_S, make_plan, relaxed_five
 from placement.metrics import max_deviation, mean_load, node_loads
-from placement.milp.core import plan_milp, relaxed_five
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 
 __all__ = ["plan_albic", "plan_albic_many"]
@@ -71,10 +70,11 @@ def _share(budget: Budget, share: float) -> Budget:
     return Budget(max_migration_cost=cost, max_migrations=count)
 
 
-def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, name: str, many: bool,
+def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, many: bool,
          pair_share: float) -> Plan:
+    from placement.registry import run_inner  # the registry imports this module (ALBIC)
+
     started = time.perf_counter()
-    check_inputs(state, budget)
     _check_edges(state)
     max_ld, max_pl, step_pl, s_f = p.max_ld, p.max_pl, p.step_pl, p.s_f
     time_limit_s, seed = p.time_limit_s, p.seed
@@ -108,13 +108,12 @@ def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, name: str, many
                      f"LD {d:.3f}")
         if solved.milp.status is not SolverStatus.INFEASIBLE:
             if d <= max_ld and not _saturates(state, solved.assignment):
-                return _plan(name, state, solved.assignment, solved.milp.status, None, started,
-                             notes)
+                return _plan(state, solved.assignment, solved.milp.status, None, notes)
             if best is None or d < best[0]:
                 best = (d, solved.assignment, solved.milp.status, level_pl)
         level_pl -= step_pl
     left = max(MIN_SOLVE_S, deadline - time.perf_counter())
-    plain = plan_milp(state, budget, **{**milp_params, "time_limit_s": left, "seed": seed})
+    plain = run_inner("milp", state, budget, {**milp_params, "time_limit_s": left, "seed": seed})
     plain_d = max_deviation(state, plain.assignment)
     notes.append(f"maxPL 0: plain MILP {plain.status.value}, LD {plain_d:.3f}"
                  + (f" ({plain.message})" if plain.message else ""))
@@ -122,8 +121,8 @@ def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, name: str, many
         d, assignment, status, pl = best
         notes.append(f"the plan of maxPL {pl:g} (LD {d:.3f}) is kept: it balances better than "
                      f"the plain MILP did in its time")
-        return _plan(name, state, assignment, status, plain.lower_bound, started, notes)
-    return _plan(name, state, plain.assignment, plain.status, plain.lower_bound, started, notes)
+        return _plan(state, assignment, status, plain.lower_bound, notes)
+    return _plan(state, plain.assignment, plain.status, plain.lower_bound, notes)
 
 
 def _saturates(state: ClusterState, assignment: Mapping[str, str]) -> bool:
@@ -133,32 +132,28 @@ def _saturates(state: ClusterState, assignment: Mapping[str, str]) -> bool:
     return top > SATURATED + 1e-9 and mean_load(state) <= SATURATED
 
 
-def _plan(name: str, state: ClusterState, assignment: Mapping[str, str], status: SolverStatus,
-          bound: float | None, started: float, notes: list[str]) -> Plan:
+def _plan(state: ClusterState, assignment: Mapping[str, str], status: SolverStatus,
+          bound: float | None, notes: list[str]) -> Plan:
     """The returned plan, its message saying so when constraint (5) does not hold."""
     d = max_deviation(state, assignment)
     note = relaxed_five(d, mean_load(state), 0.0 if bound is None else bound)
-    return make_plan(name, state, assignment, status=status, lower_bound=bound,
-                     started=started, message="; ".join(filter(None, [*notes, note])))
+    return make_plan(state, assignment, status=status, lower_bound=bound,
+                     message="; ".join(filter(None, [*notes, note])))
 
 
-def plan_albic(state: ClusterState, budget: Budget, params: AlbicParams | None = None,
-               **kwargs: Any) -> Plan:
+def plan_albic(state: ClusterState, budget: Budget, params: AlbicParams) -> Plan:
     """ALBIC as in the paper: one beneficial pair per invocation (Algorithm 2).
 
     maxLD = `max_ld` (load distance, percentage points), maxPL = `max_pl` (partition load, % of
     a reference node, in (0, 100]), stepPL = `step_pl`, sF = `s_f` (> 0).
     """
-    p = AlbicParams.of(params, kwargs, "albic")
-    return _run(state, budget, p, name="albic", many=False, pair_share=1.0)
+    return _run(state, budget, params, many=False, pair_share=1.0)
 
 
-def plan_albic_many(state: ClusterState, budget: Budget,
-                    params: AlbicManyParams | None = None, **kwargs: Any) -> Plan:
+def plan_albic_many(state: ClusterState, budget: Budget, params: AlbicManyParams) -> Plan:
     """ALBIC adding as many beneficial pairs per invocation as `pair_share` of the budget allows.
 
     Pairs are taken in step 3's order (largest out() first) while the forced migrations of all
     pins fit `pair_share` × the budget; the rest of the budget is left to the MILP's balancing.
     """
-    p = AlbicManyParams.of(params, kwargs, "albic_many")
-    return _run(state, budget, p, name="albic_many", many=True, pair_share=p.pair_share)
+    return _run(state, budget, params, many=True, pair_share=params.pair_share)

@@ -13,15 +13,16 @@ from placement.exports import lazy
 if TYPE_CHECKING:
     from placement.baselines.cola import cola_partitions, plan_cola
     from placement.baselines.flux import plan_flux
-    from placement.baselines.greedy import greedy_assignment, plan_greedy
+    from placement.baselines.greedy import plan_greedy
     from placement.baselines.params import ColaParams, RandomParams
     from placement.baselines.random_moves import plan_random
+    from placement.heuristics import greedy_assignment
 
 __getattr__ = lazy(__name__, {
     "cola_partitions": "placement.baselines.cola",
     "plan_cola": "placement.baselines.cola",
     "plan_flux": "placement.baselines.flux",
-    "greedy_assignment": "placement.baselines.greedy",
+    "greedy_assignment": "placement.heuristics",
     "plan_greedy": "placement.baselines.greedy",
     "ColaParams": "placement.baselines.params",
     "RandomParams": "placement.baselines.params",

@@ -22,12 +22,10 @@ and never places anything on a node marked for removal (B). Status HEURISTIC, no
 from __future__ import annotations
 
 import heapq
-import time
 from collections.abc import Mapping
-from typing import Any
 
 from placement.baselines.params import DEFAULT_COLA_MAX_LD, ColaParams
-from placement.common import check_inputs, make_plan
+from placement.common import make_plan
 from placement.graphpart import graph_part, pair_rates, undirected_weights
 from placement.metrics import mean_load
 from placement.model import Budget, ClusterState, Plan, SolverStatus
@@ -74,15 +72,10 @@ def cola_partitions(state: ClusterState, max_ld: float = DEFAULT_COLA_MAX_LD, *,
     return parts, assignment, ld
 
 
-def plan_cola(state: ClusterState, budget: Budget, params: ColaParams | None = None,
-              **kwargs: Any) -> Plan:
+def plan_cola(state: ClusterState, budget: Budget, params: ColaParams) -> Plan:
     """COLA from scratch; `budget` is ignored on purpose (the point of the comparison)."""
-    started = time.perf_counter()
-    p = ColaParams.of(params, kwargs, "cola")
-    check_inputs(state, budget)
-    max_ld, seed = p.max_ld, p.seed
+    max_ld, seed = params.max_ld, params.seed
     parts, assignment, ld = cola_partitions(state, max_ld, seed=seed)
-    return make_plan("cola", state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
-                     started=started,
+    return make_plan(state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
                      message=f"{len(parts)} partitions, LPT load distance {ld:.3f} "
                              f"(target {max_ld:g}); migration budget ignored")

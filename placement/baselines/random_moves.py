@@ -8,23 +8,17 @@ is left. With no count budget, `moves` (default |G| // 10, at least 1) caps the 
 from __future__ import annotations
 
 import random
-import time
-from typing import Any
 
 from placement.baselines.params import RandomParams
-from placement.common import check_inputs, fits, make_plan
+from placement.common import fits, make_plan
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 
 __all__ = ["plan_random"]
 
 
-def plan_random(state: ClusterState, budget: Budget, params: RandomParams | None = None,
-                **kwargs: Any) -> Plan:
+def plan_random(state: ClusterState, budget: Budget, params: RandomParams) -> Plan:
     """Random migrations within the budget; status HEURISTIC, no lower bound."""
-    started = time.perf_counter()
-    p = RandomParams.of(params, kwargs, "random")
-    check_inputs(state, budget)
-    seed, moves = p.seed, p.moves
+    seed, moves = params.seed, params.moves
     rng = random.Random(seed)
     target = budget.max_migrations if budget.max_migrations is not None else (
         moves if moves is not None else max(1, len(state.keygroups) // 10))
@@ -43,5 +37,5 @@ def plan_random(state: ClusterState, budget: Budget, params: RandomParams | None
             continue
         assignment[kg.id] = rng.choice(options)
         count, cost = count + 1, cost + kg.migration_cost
-    return make_plan("random", state, assignment, status=SolverStatus.HEURISTIC,
-                     lower_bound=None, started=started, message=f"seed {seed}")
+    return make_plan(state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
+                     message=f"seed {seed}")

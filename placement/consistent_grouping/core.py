@@ -28,12 +28,11 @@ Arrivals (units with no node yet) go to the least utilised node of A, one by one
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import numpy as np
 
-from placement.common import EPS, check_inputs, fits, make_plan
+from placement.common import EPS, fits, make_plan
 from placement.consistent_grouping.metrics import cg_metrics
 from placement.consistent_grouping.pairing import Thresholds, pair_step
 from placement.consistent_grouping.params import CgParams
@@ -178,17 +177,13 @@ def _all_busy(state: ClusterState, assignment: dict[str, str], params: CgParams)
     return all(v > thresholds.busy for v in util.values())
 
 
-def plan_cg(state: ClusterState, budget: Budget, params: CgParams | None = None) -> Plan:
+def plan_cg(state: ClusterState, budget: Budget, params: CgParams) -> Plan:
     """One pairing cycle under the budget; status HEURISTIC, no lower bound. The plan's
     facet metrics: utilisation imbalance, normalised imbalance and VWs against α*
     (consistent_grouping/metrics.py), before and after."""
-    started = time.perf_counter()
-    check_inputs(state, budget)
-    params = params or CgParams()
     assignment = cg_assignment(state, budget, params)
-    plan = make_plan("cg", state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
-                     started=started, message=_b_note(state, budget, params, assignment))
+    plan = make_plan(state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
+                     message=_b_note(state, budget, params, assignment))
     before = {name: value for name, value in cg_metrics(state, state.assignment).items()
               if not name.startswith("vws_optimal/")} if not state.arrivals else {}
-    return replace(plan, facet_metrics=cg_metrics(state, assignment), facet_before=before,
-                   wall_s=time.perf_counter() - started)
+    return replace(plan, facet_metrics=cg_metrics(state, assignment), facet_before=before)

@@ -25,11 +25,11 @@ import pulp
 from placement.common import MIN_SOLVE_S, fits, is_frozen
 from placement.herding.instance import capacities, from_state
 from placement.herding.metrics import capacity_bound, traffic_arrays
-from placement.herding.migrate import check_state, herding_plan, within_budget
+from placement.herding.migrate import herding_plan, within_budget
 from placement.herding.offline import run_offline
 from placement.herding.params import ExactParams
-from placement.milp.model import solve_problem
-from placement.model import Budget, ClusterState, Plan, SolverStatus
+from placement.mip import solve_problem
+from placement.model import Budget, ClusterState, Phase, Plan, SolverStatus
 
 __all__ = ["drainable", "plan_exact"]
 
@@ -47,8 +47,7 @@ def drainable(costs: list[float], budget: Budget) -> int:
 
 def plan_exact(state: ClusterState, budget: Budget, params: ExactParams) -> Plan:
     """The optimal QA assignment within the budget (or the best found in time_limit_s)."""
-    started = time.perf_counter()
-    check_state(state, budget)
+    started = time.perf_counter()  # time_limit_s counts from here (IC's start included)
     inst = from_state(state)
     caps = capacities(inst, params.nu)
     start, _ = within_budget(inst, run_offline(inst, caps, "ic", nu=params.nu), caps, budget)
@@ -57,10 +56,11 @@ def plan_exact(state: ClusterState, budget: Budget, params: ExactParams) -> Plan
     upper = np.maximum(caps, np.bincount(now, minlength=inst.k))  # never fuller than now
     cap_bound = max(used, capacity_bound(inst, upper))
 
+    phases: list[Phase] = []
+
     def done(node: np.ndarray, status: SolverStatus, bound: float, note: str) -> Plan:
-        return herding_plan("herding_exact", state, inst, node, caps, status=status,
-                            started=started, message=note,
-                            extra={"traffic_lower_bound": bound})
+        return herding_plan(state, inst, node, caps, status=status, message=note,
+                            extra={"traffic_lower_bound": bound}, phases=tuple(phases))
 
     if inst.n > params.max_units:
         return done(start, SolverStatus.HEURISTIC, cap_bound,
@@ -124,7 +124,9 @@ def plan_exact(state: ClusterState, budget: Budget, params: ExactParams) -> Plan
     choices = {inst.unit_ids[q]: [(ids[j], v) for j, v in opts] for q, opts in by_unit.items()}
     limit = max(MIN_SOLVE_S, params.time_limit_s - (time.perf_counter() - started))
     base = {u: ids[int(j)] for u, j in zip(inst.unit_ids, start, strict=True)}
+    t0 = time.perf_counter()
     solved = solve_problem(prob, choices, warm, "highs", limit, params.gap_rel, base)
+    phases.append(Phase("solve", time.perf_counter() - t0, solved.kind))
     bound = cap_bound
     if solved.objective_bound is not None and math.isfinite(solved.objective_bound):
         bound = max(bound, float(solved.objective_bound))

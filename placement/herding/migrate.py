@@ -12,19 +12,18 @@ has room, else on the server with room that adds the least traffic.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
-from placement.common import fits, is_frozen, present_state
+from placement.common import fits, is_frozen, make_plan
 from placement.herding.instance import Instance, IntArray
 from placement.herding.metrics import facet_metrics
 from placement.herding.online import OnlinePlacer
-from placement.metrics import check_assignment, plan_metrics
-from placement.model import Budget, ClusterState, Plan, SolverStatus, moves_between
+from placement.model import Budget, ClusterState, Phase, Plan, SolverStatus
 
-__all__ = ["check_state", "herding_plan", "load_current", "within_budget"]
+__all__ = ["herding_plan", "load_current", "within_budget"]
 
 MAX_PASSES = 4
 
@@ -141,28 +140,18 @@ def _move(placer: OnlinePlacer, inst: Instance, q: int, src: int, dst: int, node
     node[q] = dst
 
 
-def check_state(state: ClusterState, budget: Budget) -> None:
-    """Type checks (model.py's constructors check the rest; arrivals have no node yet)."""
-    if not isinstance(state, ClusterState):
-        raise ValueError(f"state: expected a ClusterState, got {type(state).__name__}")
-    if not isinstance(budget, Budget):
-        raise ValueError(f"budget: expected a Budget, got {type(budget).__name__}")
-
-
-def herding_plan(name: str, state: ClusterState, inst: Instance, node: IntArray,
-                 caps: IntArray, *, status: SolverStatus, started: float, message: str = "",
-                 extra: Mapping[str, float] | None = None) -> Plan:
+def herding_plan(state: ClusterState, inst: Instance, node: IntArray, caps: IntArray, *,
+                 status: SolverStatus, message: str = "",
+                 extra: Mapping[str, float] | None = None, phases: tuple[Phase, ...] = ()
+                 ) -> Plan:
     """A Plan with the herding facet metrics after (`node`) and before (the current one).
 
     `lower_bound` stays None: elsewhere it bounds the load distance; the traffic bound is the
     facet metric `traffic_lower_bound`. `before` scores the units that have a node."""
     assignment = {u: inst.node_ids[int(j)] for u, j in zip(inst.unit_ids, node, strict=True)}
-    check_assignment(state, assignment)
     after = facet_metrics(inst, node, caps)
     if extra:
         after.update(extra)
-    return Plan(strategy=name, assignment=assignment, moves=moves_between(state, assignment),
-                before=plan_metrics(present_state(state), state.assignment),
-                after=plan_metrics(state, assignment), status=status, lower_bound=None,
-                wall_s=time.perf_counter() - started, message=message,
-                facet_metrics=after, facet_before=facet_metrics(inst, inst.current, caps))
+    plan = make_plan(state, assignment, status=status, lower_bound=None, message=message,
+                     phases=phases)
+    return replace(plan, facet_metrics=after, facet_before=facet_metrics(inst, inst.current, caps))

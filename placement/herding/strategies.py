@@ -10,13 +10,11 @@ Fig. 3 and eq. 4. Both are heuristics (status HEURISTIC).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from placement.common import fits
 from placement.herding.instance import Instance, IntArray, capacities, from_state
-from placement.herding.migrate import check_state, herding_plan, load_current, within_budget
+from placement.herding.migrate import herding_plan, load_current, within_budget
 from placement.herding.offline import run_offline
 from placement.herding.params import OfflineParams, OnlineParams
 from placement.model import Budget, ClusterState, Plan, SolverStatus
@@ -26,15 +24,12 @@ __all__ = ["online_order", "place_online", "plan_offline", "plan_online", "reser
 
 def plan_offline(state: ClusterState, budget: Budget, params: OfflineParams) -> Plan:
     """The offline algorithm's target, reached as far as the budget allows."""
-    started = time.perf_counter()
-    check_state(state, budget)
     inst = from_state(state)
     caps = capacities(inst, params.nu)
     target = run_offline(inst, caps, params.algorithm, seed=params.seed, theta=params.theta,
                          nu=params.nu)
     node, note = within_budget(inst, target, caps, budget)
-    return herding_plan("herding_offline", state, inst, node, caps,
-                        status=SolverStatus.HEURISTIC, started=started,
+    return herding_plan(state, inst, node, caps, status=SolverStatus.HEURISTIC,
                         message=f"{params.algorithm}: {note}")
 
 
@@ -94,13 +89,10 @@ def place_online(inst: Instance, params: OnlineParams, budget: Budget
 
 def plan_online(state: ClusterState, budget: Budget, params: OnlineParams) -> Plan:
     """Arrivals (and units on B) placed one at a time; every other unit stays."""
-    started = time.perf_counter()
-    check_state(state, budget)
     inst = from_state(state)
     node, placed, left = place_online(inst, params, budget)
     caps = capacities(inst, params.nu)
     kind = f"{params.metric}{' + §5.2.1 reservations' if params.known_types else ''}"
     note = f"{kind}: placed {placed} arrival(s)" + (
         f"; {left} unit(s) left on nodes marked for removal (budget)" if left else "")
-    return herding_plan("herding_online", state, inst, node, caps,
-                        status=SolverStatus.HEURISTIC, started=started, message=note)
+    return herding_plan(state, inst, node, caps, status=SolverStatus.HEURISTIC, message=note)

@@ -7,8 +7,10 @@ Guarantee: exact. OPTIMAL when the full model is proven optimal or the plan's d 
 certified lower bound (`bounds`); else TIME_LIMITED, never worse than the current allocation,
 greedy or Flux.
 Modules: `core` (the driver, `plan_milp`), `model` (PuLP model, solve), `lns` (large-
-neighbourhood search), `start` (warm start: the pairwise-exchange search), `highs` (PuLP → HiGHS
-bridge), `bounds` (the lower bound without a solver), `params` (`MilpParams`).
+neighbourhood search), `start` (warm start: the pairwise-exchange search), `bounds` (the lower
+bound without a solver); the solver helpers it shares live in the core (placement/heuristics.py,
+mip.py, highs.py). Its parameters, `MilpParams`, live in
+placement/params.py (ALBIC and drain_then_balance take them too).
 """
 from typing import TYPE_CHECKING
 
@@ -16,18 +18,16 @@ from placement.exports import lazy
 
 if TYPE_CHECKING:
     from placement.milp.bounds import lower_bound_d
-    from placement.milp.core import plan_milp, relaxed_five
-    from placement.milp.params import DEFAULT_W1, DEFAULT_W2, DEFAULT_WB, MilpParams
+    from placement.milp.core import plan_milp
+    from placement.params import DEFAULT_W1, DEFAULT_W2, DEFAULT_WB, MilpParams
 
 __getattr__ = lazy(__name__, {
     "lower_bound_d": "placement.milp.bounds",
-    "DEFAULT_W1": "placement.milp.params",
-    "DEFAULT_W2": "placement.milp.params",
-    "DEFAULT_WB": "placement.milp.params",
+    "DEFAULT_W1": "placement.params",
+    "DEFAULT_W2": "placement.params",
+    "DEFAULT_WB": "placement.params",
     "plan_milp": "placement.milp.core",
-    "relaxed_five": "placement.milp.core",
-    "MilpParams": "placement.milp.params",
+    "MilpParams": "placement.params",
 })
 
-__all__ = ["DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "MilpParams", "lower_bound_d", "plan_milp",
-           "relaxed_five"]
+__all__ = ["DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "MilpParams", "lower_bound_d", "plan_milp"]

@@ -33,20 +33,18 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from typing import Any
 
-from placement.baselines.flux import plan_flux
-from placement.baselines.greedy import greedy_assignment
-from placement.common import EPS, MIN_SOLVE_S, check_inputs, is_frozen, make_plan
+from placement.common import EPS, MIN_SOLVE_S, is_frozen, make_plan, relaxed_five
+from placement.heuristics import flux_assignment, greedy_assignment
 from placement.metrics import max_deviation, mean_load
 from placement.milp.bounds import lower_bound_d
 from placement.milp.lns import Ctx, search
 from placement.milp.model import Weights, build, caps_violation, objective, solve, valid
-from placement.milp.params import MilpParams
 from placement.milp.start import exchange_search
-from placement.model import Budget, ClusterState, KeyGroup, Plan, SolverStatus
+from placement.model import Budget, ClusterState, KeyGroup, Phase, Plan, SolverStatus
+from placement.params import MilpParams
 
-__all__ = ["plan_milp", "relaxed_five"]
+__all__ = ["plan_milp"]
 
 AUTO_MAX_VARS = 4000  # "auto" solves models up to this many x-variables in one go
 #: measured cost per x-variable of a full model outside the solver's own clock: PuLP build +
@@ -71,7 +69,7 @@ def _start(ctx: Ctx) -> dict[str, str]:
     """
     state, budget = ctx.state, ctx.budget
     options = [dict(state.assignment), greedy_assignment(state, budget),
-               dict(plan_flux(state, budget).assignment)]
+               flux_assignment(state, budget)[0]]
     ok = [a for a in options if valid(state, budget, a, ctx.caps)]
     heuristic = min(ok[1:] or ok or options[:1], key=lambda a: objective(state, a, ctx.weights))
     # a third of the time at most for each exchange search (the first one is the better)
@@ -82,18 +80,7 @@ def _start(ctx: Ctx) -> dict[str, str]:
     return min(ok, key=lambda a: objective(state, a, ctx.weights))
 
 
-def relaxed_five(d: float, mean: float, bound: float) -> str:
-    """The plan's note when its d breaks constraint (5) (mean − d ≥ 0), '' when it holds."""
-    if d <= mean + 1e-9 * max(1.0, mean):
-        return ""
-    why = (f"no plan within the budget has d <= mean (lower bound {bound:.6g} > mean "
-           f"{mean:.6g})" if bound > mean + 1e-9 else
-           f"no plan found with d <= mean = {mean:.6g}")
-    return f"constraint (5) relaxed: {why}; d minimised without it (d = {d:.6g})"
-
-
-def plan_milp(state: ClusterState, budget: Budget, params: MilpParams | None = None,
-              **kwargs: Any) -> Plan:
+def plan_milp(state: ClusterState, budget: Budget, params: MilpParams) -> Plan:
     """Solve the MILP within `time_limit_s` (model building included) and return the plan.
 
     OPTIMAL: the full model proven optimal, or the plan's d meets the certified lower bound.
@@ -101,15 +88,16 @@ def plan_milp(state: ClusterState, budget: Budget, params: MilpParams | None = N
     than the current allocation, greedy or Flux. INFEASIBLE: only when the current allocation
     breaks a resource cap and no plan within the budget meets the caps; the current assignment
     is kept and `message` says why. `lower_bound` is a certified lower bound on the MILP's d
-    (= LD unless a node of B sits above mean + LD) over every plan within the budget.
+    (= LD unless a node of B sits above mean + LD) over every plan within the budget. The
+    plan's phases time the warm start, the neighbourhood search (its outcome: sub-MILPs run
+    and improved) and the full model's PuLP build, transfer to the solver and solve (its
+    outcome: the solver's status, e.g. "optimal", "time_limit", "solver_error (…)").
     """
     started = time.perf_counter()
-    p = MilpParams.of(params, kwargs, "milp")
-    check_inputs(state, budget)
-    weights = Weights(p.w1, p.w2, p.w_b)
-    solver, candidates, w_b, w1 = p.solver, p.candidates, p.w_b, p.w1
-    time_limit_s, gap_rel, seed = p.time_limit_s, p.gap_rel, p.seed
-    caps = dict(p.resource_caps or {})
+    weights = Weights(params.w1, params.w2, params.w_b)
+    solver, candidates, w_b, w1 = params.solver, params.candidates, params.w_b, params.w1
+    time_limit_s, gap_rel, seed = params.time_limit_s, params.gap_rel, params.seed
+    caps = dict(params.resource_caps or {})
     ctx = Ctx(state, budget, caps, weights, solver, gap_rel, started + time_limit_s)
 
     def better(new: Mapping[str, str] | None, old: Mapping[str, str]) -> bool:
@@ -125,9 +113,11 @@ def plan_milp(state: ClusterState, budget: Budget, params: MilpParams | None = N
     def can_move(kg: KeyGroup) -> bool:
         return not is_frozen(budget) and kg.migration_cost <= cost_cap
 
+    phases: list[Phase] = []
+
     def keep(status: SolverStatus, bound: float | None, why: str) -> Plan:
-        return make_plan("milp", state, state.assignment, status=status, lower_bound=bound,
-                         started=started, message=why)
+        return make_plan(state, state.assignment, status=status, lower_bound=bound,
+                         message=why, phases=tuple(phases))
 
     problem = caps_violation(state, state.assignment, caps)
     movers = [k for k in state.keygroups if can_move(k)]
@@ -151,10 +141,12 @@ def plan_milp(state: ClusterState, budget: Budget, params: MilpParams | None = N
     def done(best: Mapping[str, str], status: SolverStatus, notes: list[str]) -> Plan:
         d = max_deviation(state, best)
         note = relaxed_five(d, mean, bound)
-        return make_plan("milp", state, best, status=status, lower_bound=min(bound, d),
-                         started=started, message="; ".join(filter(None, [note, *notes])))
+        return make_plan(state, best, status=status, lower_bound=min(bound, d),
+                         message="; ".join(filter(None, [note, *notes])), phases=tuple(phases))
 
+    t0 = time.perf_counter()
     start = _start(ctx)
+    phases.append(Phase("warm start", time.perf_counter() - t0))
     best: dict[str, str] | None = start if valid(state, budget, start, caps) else None
     notes: list[str] = []
     if best is not None and certified(best):
@@ -165,7 +157,9 @@ def plan_milp(state: ClusterState, budget: Budget, params: MilpParams | None = N
     a_nodes = [n.id for n in state.nodes if not n.marked_for_removal]
     full_vars = len(movers) * len(a_nodes)
     if candidates == "auto" and full_vars > AUTO_MAX_VARS and best is not None:
-        best = search(ctx, can_move, best, seed, certified, notes)
+        t0 = time.perf_counter()
+        best, searched = search(ctx, can_move, best, seed, certified)
+        phases.append(Phase("neighbourhood search", time.perf_counter() - t0, searched))
         if certified(best):
             notes.append("certified by the lower bound")
             return done(best, SolverStatus.OPTIMAL, notes)
@@ -178,9 +172,9 @@ def plan_milp(state: ClusterState, budget: Budget, params: MilpParams | None = N
         t1 = time.perf_counter()
         limit = max(MIN_SOLVE_S, ctx.left() - full_vars * POST_S_PER_VAR[solver])
         solved = solve(state, built, solver, limit, gap_rel, base)
-        notes.append(f"full model: {solved.kind}, {len(built.x)} x-vars, PuLP build "
-                     f"{t1 - t0:.3f}s, transfer to solver {solved.transfer_s:.3f}s, solve "
-                     f"{time.perf_counter() - t1 - solved.transfer_s:.3f}s")
+        phases += [Phase("PuLP build", t1 - t0, f"{len(built.x)} x-vars"),
+                   Phase("transfer to solver", solved.transfer_s),
+                   Phase("solve", time.perf_counter() - t1 - solved.transfer_s, solved.kind)]
         if solved.objective_bound is not None and math.isfinite(solved.objective_bound):
             # obj = w1·d − w2·(d_u + d_l) + w_b·L_B with d_u, d_l ≥ 0 and L_B ≤ its current value
             # (nothing moves onto B), so d ≥ (bound − w_b·L_B(q)) / w1. With (5) kept, this
@@ -197,8 +191,8 @@ def plan_milp(state: ClusterState, budget: Budget, params: MilpParams | None = N
         notes.append("no time left for the full model")
     if best is None:
         return keep(SolverStatus.INFEASIBLE, bound,
-                    f"infeasible: {problem}; no plan within the budget meets the resource caps; "
-                    "current assignment kept; " + "; ".join(notes))
+                    "; ".join([f"infeasible: {problem}", "no plan within the budget meets the "
+                               "resource caps", "current assignment kept", *notes]))
     if status is not SolverStatus.OPTIMAL and certified(best):
         status = SolverStatus.OPTIMAL
         notes.append("certified by the lower bound")

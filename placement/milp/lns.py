@@ -42,7 +42,8 @@ import pulp
 
 from placement.common import EPS, MIN_SOLVE_S
 from placement.metrics import mean_load
-from placement.milp.model import Weights, objective, solve_problem, valid
+from placement.milp.model import Weights, objective, valid
+from placement.mip import solve_problem
 from placement.model import Budget, ClusterState, KeyGroup
 
 __all__ = ["LNS_STALL", "LNS_VARS", "Ctx", "search"]
@@ -234,8 +235,9 @@ def _sub_model(ctx: Ctx, incumbent: Mapping[str, str], raw: Mapping[str, float],
 
 
 def search(ctx: Ctx, movable: Callable[[KeyGroup], bool], incumbent: dict[str, str], seed: int,
-           done: Callable[[Mapping[str, str]], bool], notes: list[str]) -> dict[str, str]:
-    """Run the LNS from `incumbent` (valid for the full model); return the best plan found."""
+           done: Callable[[Mapping[str, str]], bool]) -> tuple[dict[str, str], str]:
+    """Run the LNS from `incumbent` (valid for the full model); return the best plan found and
+    what the search did (the outcome of the plan's "neighbourhood search" phase)."""
     state = ctx.state
     mean = mean_load(state)
     per_node = len(state.keygroups) / len(state.nodes)
@@ -263,6 +265,4 @@ def search(ctx: Ctx, movable: Callable[[KeyGroup], bool], incumbent: dict[str, s
                 accepted += 1
                 continue
         stall += 1
-    notes.append(f"neighbourhood search: {steps} sub-MILPs of {2 * k}+ nodes, "
-                 f"{accepted} improved")
-    return incumbent
+    return incumbent, f"{steps} sub-MILPs of {2 * k}+ nodes, {accepted} improved"

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Mapping
 
 import numpy as np
 from numpy.typing import NDArray
 
-from placement.common import EPS, check_inputs, fits, is_frozen, make_plan
+from placement.common import EPS, fits, is_frozen, make_plan
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 from placement.params import StrategyParams
 from placement.rod.algorithm import rod_assign
@@ -142,9 +141,11 @@ def _quartic(w: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _finish(name: str, state: ClusterState, model: LoadModel, bins: Bins, budget: Budget,
-            started: float, note: str = "", *, never_worse: bool = False) -> Plan:
+            note: str = "", *, space: Array | None, never_worse: bool = False) -> Plan:
+    """The plan that reaches the target `bins` of the algorithm `name` (the paper's name, for
+    the message) under the budget, its moves ordered by the weight energy in `space` (None:
+    ROD's own normalised space)."""
     target = relabel(state, model, bins)
-    space = None if name == "rod" else balance_space(model)
     assignment, left = budgeted(state, model, target, budget, space)
     message = note
     if left:
@@ -158,8 +159,8 @@ def _finish(name: str, state: ClusterState, model: LoadModel, bins: Bins, budget
             assignment = dict(state.assignment)
             message = (f"the {name} placement's feasible-set ratio {then:.3f} is not above the "
                        f"current placement's {now:.3f}: units stay where they are")
-    return make_plan(name, state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
-                     started=started, message=message)
+    return make_plan(state, assignment, status=SolverStatus.HEURISTIC, lower_bound=None,
+                     message=message)
 
 
 def _ratio(state: ClusterState, assignment: Mapping[str, str]) -> float:
@@ -172,11 +173,8 @@ def _allowed(state: ClusterState, model: LoadModel) -> NDArray[np.bool_]:
     return np.array([n not in marked for n in model.nodes])
 
 
-def plan_rod(state: ClusterState, budget: Budget, params: RodParams | None = None) -> Plan:
+def plan_rod(state: ClusterState, budget: Budget, params: RodParams) -> Plan:
     """ROD's resilient placement (Xing et al. 2006 Fig. 10), reached under the budget."""
-    started = time.perf_counter()
-    params = params or RodParams()
-    check_inputs(state, budget)
     model = LoadModel.of(state)
     allowed = _allowed(state, model)
     act = model.active
@@ -199,7 +197,7 @@ def plan_rod(state: ClusterState, budget: Budget, params: RodParams | None = Non
         safe = np.where(allowed, share, 1.0)  # never chosen: only to keep W finite
         bins = rod_assign(coef, norm, safe, lower=lower, class2=params.class2,
                           sort=params.sort, neighbours=near, allowed=allowed)
-    plan = _finish("rod", state, model, bins, budget, started, note, never_worse=True)
+    plan = _finish("ROD", state, model, bins, budget, note, space=None, never_worse=True)
     return _lower_bound_overload(model, allowed, plan)
 
 
@@ -258,22 +256,16 @@ def _clustered(state: ClusterState, model: LoadModel, coef: NDArray[np.float64],
     return a[best.bins], f"§6.3: {chosen} (plane distance {best.plane_distance:.3f})"
 
 
-def plan_llf(state: ClusterState, budget: Budget, params: StrategyParams | None = None
-             ) -> Plan:
+def plan_llf(state: ClusterState, budget: Budget, params: StrategyParams) -> Plan:
     """LLF at the observed rates (§7.2), reached under the budget like ROD."""
-    started = time.perf_counter()
-    check_inputs(state, budget)
     model = LoadModel.of(state)
     bins = llf(model.coefficients, model.rates, model.capacity, _allowed(state, model))
-    return _finish("llf", state, model, bins, budget, started)
+    return _finish("LLF", state, model, bins, budget, space=balance_space(model))
 
 
-def plan_connected_lb(state: ClusterState, budget: Budget,
-                      params: StrategyParams | None = None) -> Plan:
+def plan_connected_lb(state: ClusterState, budget: Budget, params: StrategyParams) -> Plan:
     """Connected-LB at the observed rates (§7.2), reached under the budget like ROD."""
-    started = time.perf_counter()
-    check_inputs(state, budget)
     model = LoadModel.of(state)
     bins = connected_lb(model.coefficients, model.rates, model.capacity,
                         neighbours(state, model), _allowed(state, model))
-    return _finish("connected_lb", state, model, bins, budget, started)
+    return _finish("Connected-LB", state, model, bins, budget, space=balance_space(model))

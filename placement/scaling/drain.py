@@ -26,11 +26,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from placement.baselines.flux import plan_flux
-from placement.baselines.greedy import plan_greedy
-from placement.common import MIN_SOLVE_S, Loads, check_inputs, fits, is_frozen, make_plan
-from placement.milp.core import plan_milp
-from placement.milp.params import MilpParams
+from placement.common import MIN_SOLVE_S, Loads, fits, is_frozen, make_plan
 from placement.model import Budget, ClusterState, KeyGroup, Plan, SolverStatus
 from placement.scaling.params import BALANCERS, DrainParams
 
@@ -87,35 +83,33 @@ def _left(budget: Budget, count: int, cost: float) -> Budget:
     return Budget(max_migration_cost=c, max_migrations=n)
 
 
-def plan_drain_then_balance(state: ClusterState, budget: Budget,
-                            params: DrainParams | None = None, **kwargs: Any) -> Plan:
-    """Drain B evenly under the budget, then balance A with the rest (module docstring)."""
+def plan_drain_then_balance(state: ClusterState, budget: Budget, params: DrainParams) -> Plan:
+    """Drain B evenly under the budget, then balance A with the rest (module docstring).
+
+    The balancer is the strategy of that name, its own function (`run_inner`): the MILP with
+    the MILP's fields of `params` and the time left, Flux or greedy with the shared defaults."""
+    from placement.registry import run_inner  # the registry imports this module to register it
+
     started = time.perf_counter()
-    p = DrainParams.of(params, kwargs, "drain_then_balance")
-    check_inputs(state, budget)
-    balancer, time_limit_s = p.balancer, p.time_limit_s
-    drained, count, cost = drain_evenly(state, budget, p.resource_caps)
+    balancer, time_limit_s = params.balancer, params.time_limit_s
+    drained, count, cost = drain_evenly(state, budget, params.resource_caps)
     marked = {n.id for n in state.nodes if n.marked_for_removal}
     left_on_b = sum(1 for node in drained.values() if node in marked)
     note = f"drain: {count} key groups moved off B, {left_on_b} left on B"
     if left_on_b:
         why = ("no node of A has room for them under the resource caps"
-               if p.resource_caps and fits(budget, count + 1, cost) else
+               if params.resource_caps and fits(budget, count + 1, cost) else
                "the budget allows no more migrations")
         note += f" (nodes marked for removal: {why})"
     rest = _left(budget, count, cost)
     if rest.max_migrations != 0 and rest.max_migration_cost != 0 and not is_frozen(budget):
         mid = replace(state, assignment=drained)
+        own: dict[str, Any] = {}
         if balancer == "milp":
             left_s = max(MIN_SOLVE_S, time_limit_s - (time.perf_counter() - started))
-            milp = MilpParams.model_validate(
-                {**p.model_dump(exclude={"balancer"}), "time_limit_s": left_s})
-            bal = plan_milp(mid, rest, milp)
-        elif balancer == "flux":
-            bal = plan_flux(mid, rest)
-        else:
-            bal = plan_greedy(mid, rest)
+            own = {**params.model_dump(exclude={"balancer"}), "time_limit_s": left_s}
+        bal = run_inner(balancer, mid, rest, own)
         drained = dict(bal.assignment)
         note += f"; balance ({balancer}): {bal.migrations} migrations, {bal.status.value}"
-    return make_plan("drain_then_balance", state, drained, status=SolverStatus.HEURISTIC,
-                     lower_bound=None, started=started, message=note)
+    return make_plan(state, drained, status=SolverStatus.HEURISTIC, lower_bound=None,
+                     message=note)

@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from placement.milp.params import MilpParams
+from placement.params import MilpParams
 
 __all__ = ["BALANCERS", "DrainParams"]
 

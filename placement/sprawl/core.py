@@ -37,9 +37,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from placement.common import StrategyInputError, check_inputs, fits, is_frozen, make_plan
+from placement.common import StrategyInputError, fits, is_frozen, make_plan
 from placement.facets import Network
-from placement.model import Budget, ClusterState, Plan, SolverStatus
+from placement.model import Budget, ClusterState, Phase, Plan, SolverStatus
 from placement.sprawl.constrained import algorithm3
 from placement.sprawl.dp import NotATree, algorithm1, tree_of
 from placement.sprawl.explain import infeasible_cause, latency_ratios, sprawl_metrics
@@ -62,7 +62,7 @@ def _routing(network: Network) -> Routing:
 def state_instance(state: ClusterState, params: SprawlParams) -> tuple[Instance, list[str]]:
     """The SPRAWL instance of a ClusterState (see the module docstring) and the unit order."""
     if state.network is None:
-        raise ValueError("strategy 'sprawl' needs the network facet (the job's topology file)")
+        raise ValueError("SPRAWL needs the network facet (the job's topology file)")
     r = _routing(state.network)
     units = sorted(k.id for k in state.keygroups)
     pos = {u: i for i, u in enumerate(units)}
@@ -169,8 +169,7 @@ def _solve(inst: Instance, params: SprawlParams) -> np.ndarray | None:
 
 def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Plan:
     """SPRAWL under reconf's budget (module docstring, steps 1–4)."""
-    started = time.perf_counter()
-    check_inputs(state, budget)
+    started = time.perf_counter()  # time_limit_s counts from here (the DP before the MILP)
     inst, units = state_instance(state, params)
     r = inst.routing
     current = np.array([r.index[state.assignment[u]] if u in state.assignment else -1
@@ -194,6 +193,7 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
     lower = -math.inf
     x: np.ndarray | None = None
     message = ""
+    phases: tuple[Phase, ...] = ()
     if tree_ok:
         lower = algorithm1(inst.unconstrained()).cost
 
@@ -224,14 +224,14 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
                 if better and fits(budget, int(moved.sum()), cost):
                     x = _stay_on_ties(inst, res.x, current)
             message = f"milp {res.status}"
+            phases = (Phase("MILP", res.wall_s, res.status),)
     bounds = [q.latency_bound_ms for q in params.queries]
     if x is None:
         assignment = _fill(state, units, inst, dict(state.assignment))
         why = infeasible_cause(inst, params, budget, current, kgs, units, tree_ok, message,
                                _solve)
-        plan = make_plan("sprawl", state, assignment, status=SolverStatus.INFEASIBLE,
-                         lower_bound=None, started=started,
-                         message=f"{why}; the current assignment is kept")
+        plan = make_plan(state, assignment, status=SolverStatus.INFEASIBLE, lower_bound=None,
+                         phases=phases, message=f"{why}; the current assignment is kept")
         kept = np.array([r.index[assignment[u]] for u in units])
         now = evaluate(inst, kept)
         metrics = {**sprawl_metrics(inst, now, bounds), **latency_ratios(params, now)}
@@ -250,9 +250,9 @@ def plan_sprawl(state: ClusterState, budget: Budget, params: SprawlParams) -> Pl
         notes.append(f"{metrics['latency_violations']:g} query(ies) over their latency bound "
                      f"(up to {metrics['max_latency_ratio']:.2f}× L_q): constraints="
                      f"{params.constraints!r} does not enforce latency bounds")
-    plan = make_plan("sprawl", state, assignment,
+    plan = make_plan(state, assignment,
                      status=SolverStatus.OPTIMAL if optimal else SolverStatus.HEURISTIC,
-                     lower_bound=lower if math.isfinite(lower) else None, started=started,
+                     lower_bound=lower if math.isfinite(lower) else None, phases=phases,
                      message="; ".join(filter(None, notes)))
     before = evaluate(inst, current) if (current >= 0).all() else None
     return dataclasses.replace(plan, facet_metrics=metrics,

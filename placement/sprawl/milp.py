@@ -8,7 +8,7 @@ the objective is Formula 3.1 exactly:
   s.t. Σ_o CPU_o x_{o,n} ≤ cap_n;  Σ_e rate_e Σ_{k,n: l ∈ route(k,n)} y_{e,k,n} ≤ cap_l;
        for each query q and each source → sink path P: Σ_{e ∈ P} Σ Lat_{k,n} y_{e,k,n}
        + Σ_n Lat_{n,client} x_{sink,n} ≤ L_q   (Eq. 4.5 with Lat_proc = 0, as a longest path).
-Solved by HiGHS through the project's PuLP bridge (placement/milp/highs.py), warm-started from
+Solved by HiGHS through the project's PuLP bridge (placement/highs.py), warm-started from
 a DP placement; the result carries HiGHS's dual bound, a certified lower bound on the optimum,
 so a DP plan's gap is (cost − bound) / cost even when the MILP does not finish.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
-from placement.milp.highs import BulkHiGHS, model_status_name
+from placement.highs import BulkHiGHS, model_status_name
 from placement.sprawl.instance import Instance
 
 __all__ = ["MilpResult", "solve_milp"]

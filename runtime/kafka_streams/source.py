@@ -106,7 +106,7 @@ class KafkaStreamsJob:
         assignor falls back to Kafka's sticky assignor over the others (it applies nothing, so
         applied.json still names the version): reporting that version would make the next plan
         start from the lost instance's tasks where they no longer run; reporting none makes it
-        start from the tasks' landed nodes, which are what ran (jobs/lake/base.py `starting_point`)."""
+        start from the tasks' landed nodes, which are what ran (jobs/lake/api.py `Lake.starting_point`)."""
         assignment = wait_for(cluster.reported_assignment, 120, "a settled assignment",
                               logs=cluster.home / "logs")
         applied = cluster.applied()

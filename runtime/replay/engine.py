@@ -34,12 +34,14 @@ Routing = str
 
 @dataclass(frozen=True)
 class MigrationReport:
-    """What one applied assignment moved: key groups, state bytes, summed pause, CPU units."""
+    """What one applied assignment moved: key groups, state bytes, summed pause, CPU units, and
+    the longest single pause (the time of a wave whose moves run in parallel)."""
 
     moved: tuple[str, ...] = ()
     state_bytes: int = 0
     pause_s: float = 0.0
     units: float = 0.0
+    max_pause_s: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,7 +156,7 @@ class ReplayEngine:
         old = dict(self.assignment)
         self._set(assignment, nodes)
         moved = tuple(kg for kg in self.layout.names if old[kg] != self.assignment[kg])
-        total_bytes, pause, units = 0, 0.0, 0.0
+        total_bytes, pause, units, longest = 0, 0.0, 0.0, 0.0
         for kg in moved:
             gid = self._gid[kg]
             state_bytes = self.store.entries(gid) * int(self._entry_bytes[gid])
@@ -165,12 +167,14 @@ class ReplayEngine:
             self._pending[dst] = self._pending.get(dst, 0.0) + cost.dst_units
             total_bytes += state_bytes
             pause += cost.pause_s
+            longest = max(longest, cost.pause_s)
             units += cost.src_units + cost.dst_units
         prev = self._pending_report
         report = MigrationReport(prev.moved + moved, prev.state_bytes + total_bytes,
-                                 prev.pause_s + pause, prev.units + units)
+                                 prev.pause_s + pause, prev.units + units,
+                                 max(prev.max_pause_s, longest))
         self._pending_report = report
-        return MigrationReport(moved, total_bytes, pause, units)
+        return MigrationReport(moved, total_bytes, pause, units, longest)
 
     @property
     def pending(self) -> tuple[dict[str, float], MigrationReport]:

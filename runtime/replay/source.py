@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from runtime.client import next_state
+from runtime.execution import Execution, execute, failing_units, load_execution
 from runtime.replay.costs import CostModel
 from runtime.replay.dataflow import Dataflow, Layout
 from runtime.replay.datasets import Datasets, load_datasets
@@ -45,6 +46,7 @@ from schemas.landing import (
     period_dir,
 )
 from schemas.manifest import atomic_write_bytes
+from schemas.schedule import ScheduledMove
 
 __all__ = ["ReplayJob", "compile_job", "initial_assignment", "landing_tables", "new_engine"]
 
@@ -160,6 +162,8 @@ class ReplayJob:
         self._state = state
         self.engine = self._restore(state)
         self.last_migration = MigrationReport()
+        #: the last schedule this runtime executed (or resumed), for its period report
+        self.execution: Execution | None = load_execution(self.state_root, spec.job_id)
 
     @property
     def state(self) -> RuntimeState:
@@ -225,23 +229,63 @@ class ReplayJob:
             self.engine.step()  # periods nobody asked for run, unlanded
         metrics = self.engine.step()
         tables = landing_tables(metrics, self.engine.layout, period_end, self.spec.period_s)
-        where = write_period(Path(landing_root), self.spec.job_id, period_end, tables, self._state)
+        ex = self.execution
+        where = write_period(Path(landing_root), self.spec.job_id, period_end, tables, self._state,
+                             execution=None if ex is None else {**ex.to_dict(),
+                                                                "summary": ex.summary()},
+                             partial=ex is not None and ex.status in ("stopped", "failed"))
         self._checkpoint()
         return where
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
+        """Apply the newest published version wave by wave (runtime/execution.py): one wave's
+        units migrate together, the runtime's state is saved after each, and a stop request or a
+        unit that cannot move ends the schedule between waves with the partial assignment."""
         outcome = next_state(published_root, self._state, self.engine.layout.names)
         if isinstance(outcome, ApplyResult):
             return outcome
         manifest, new = outcome
-        report = self.engine.migrate(new.assignment, new.nodes)
+        last = load_execution(self.state_root, self.spec.job_id)
+        if last is not None and last.version == manifest.version and last.status in (
+                "stopped", "failed"):
+            self.execution = last
+            return ApplyResult("unchanged", self._state.version,
+                               f"keeps the partial assignment of {last.summary()}; the next "
+                               "published version starts from it")
+        during = tuple(sorted(set(self._state.nodes) | set(new.nodes)))
+        fail = failing_units()
+        reports: list[MigrationReport] = []
+
+        def wave(moves: tuple[ScheduledMove, ...]) -> tuple[tuple[str, ...], float, float,
+                                                            tuple[str, ...]]:
+            failed = tuple(m.keygroup for m in moves if m.keygroup in fail)
+            assignment = dict(self._state.assignment)
+            for m in moves:
+                if m.keygroup not in failed:
+                    assignment[m.keygroup] = m.dst
+            report = self.engine.migrate(assignment, during)
+            self._state = RuntimeState(self.spec.job_id, self._state.version, assignment, during)
+            save_state(self.state_root, self._state)
+            self._checkpoint()
+            reports.append(report)
+            return report.moved, float(report.state_bytes), report.max_pause_s, failed
+
+        execution = execute(manifest, self._state.assignment, wave, self.state_root,
+                            self.spec.job_id)
+        self.execution = execution
+        moved = tuple(kg for r in reports for kg in r.moved)
+        self.last_migration = MigrationReport(
+            moved, sum(r.state_bytes for r in reports), sum(r.pause_s for r in reports),
+            sum(r.units for r in reports), max((r.max_pause_s for r in reports), default=0.0))
+        if execution.status != "done":
+            return ApplyResult("partial", self._state.version, execution.summary(), moved)
+        self.engine.migrate(new.assignment, new.nodes)  # nothing moves: terminated nodes leave
         save_state(self.state_root, new)
         self._state = new
         self._checkpoint()
-        self.last_migration = report
         return ApplyResult(
             "applied", new.version,
-            f"applied v{manifest.version} (plan {manifest.plan_id}, period {manifest.period_end}): "
-            f"{len(report.moved)} key group(s) moved by direct state migration, "
-            f"{report.state_bytes} state bytes, pauses {report.pause_s:.2f} s in total",
-            report.moved)
+            f"applied v{manifest.version} (plan {manifest.plan_id}, period {manifest.period_end}) "
+            f"in {execution.waves} wave(s): {len(moved)} key group(s) moved by direct state "
+            f"migration, {self.last_migration.state_bytes} state bytes, "
+            f"{execution.seconds:.2f} s of waves", moved)

@@ -4,25 +4,30 @@ Each field carries its rule (schemas/config/rules.py) the way a strategy's param
 theirs (placement/params.py): a value that breaks it fails when the file loads, before any cycle
 runs, with a message naming the file, the job, the field and the rule. The classes are frozen
 pydantic dataclasses, so code builds them like any dataclass (`JobConfig("demo", spl=…)`,
-`dataclasses.replace`) and every instance, from the file or from code, obeys the same rules.
+`dataclasses.replace`). The rules apply to a config file's tables (the loader validates with a
+context naming the file); a job built in code (a benchmark, a test, a CLI override such as
+`--max-migrations`) is taken as given, and the stage that uses a value checks it, with its own
+message (the plan stage's budget range).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 from dataclasses import field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, PlainValidator, model_validator
+from pydantic import ConfigDict, PlainValidator, ValidationInfo, model_validator
 from pydantic.dataclasses import dataclass
 from pydantic_core import ArgsKwargs
 
 import schemas.config.rules as rules
 from schemas.config.rules import Rule, Scalar
+from schemas.schedule import WaveLimits
 from schemas.streams import LoadModelConfig, parse_load_model
 
-__all__ = ["JobConfig", "ScalingConfig"]
+__all__ = ["ExecutionConfig", "JobConfig", "ScalingConfig"]
 
 _CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
@@ -32,6 +37,19 @@ def _keys(raw: object) -> Mapping[str, Any] | None:
     if isinstance(raw, ArgsKwargs):
         return raw.kwargs or {}
     return raw if isinstance(raw, Mapping) else None
+
+
+def _checked(rule: Callable[..., Any], *, optional: bool = False) -> PlainValidator:
+    """The field's rule, for a config file's table; from code, or None where `optional`, the value
+    is taken as given."""
+    with_info = "info" in inspect.signature(rule).parameters
+
+    def validate(value: Any, info: ValidationInfo) -> Any:
+        if info.context is None or (optional and value is None):
+            return value
+        return rule(value, info) if with_info else rule(value)
+
+    return PlainValidator(validate)
 
 
 def _load_model(value: object) -> LoadModelConfig | None:
@@ -51,16 +69,17 @@ class ScalingConfig:
     node's capacity in (0, 1]; `max_ld` is in percentage points of a reference node.
     """
 
-    min_nodes: Annotated[int, PlainValidator(rules.whole)] = 1
-    max_nodes: Annotated[int | None, PlainValidator(
-        lambda v: None if v is None else rules.whole(v))] = None
-    target_utilisation: Annotated[float, PlainValidator(rules.fraction)] = 0.8
-    cooldown_cycles: Annotated[int, PlainValidator(rules.cycles)] = 3
-    max_ld: Annotated[float, PlainValidator(rules.number)] = 10.0
+    min_nodes: Annotated[int, _checked(rules.whole)] = 1
+    max_nodes: Annotated[int | None, _checked(rules.whole, optional=True)] = None
+    target_utilisation: Annotated[float, _checked(rules.fraction)] = 0.8
+    cooldown_cycles: Annotated[int, _checked(rules.cycles)] = 3
+    max_ld: Annotated[float, _checked(rules.number)] = 10.0
 
     @model_validator(mode="before")
     @classmethod
-    def _a_table_of_known_fields(cls, raw: Any) -> Any:
+    def _a_table_of_known_fields(cls, raw: Any, info: ValidationInfo) -> Any:
+        if info.context is None:
+            return raw
         keys = _keys(raw)
         if keys is None and not isinstance(raw, ScalingConfig):
             raise Rule(f"must be a table, got {raw!r}")
@@ -71,66 +90,107 @@ class ScalingConfig:
         return raw
 
     @model_validator(mode="after")
-    def _bounds_in_order(self) -> ScalingConfig:
-        if self.max_nodes is not None and self.max_nodes < max(1, self.min_nodes):
+    def _bounds_in_order(self, info: ValidationInfo) -> ScalingConfig:
+        if (info.context is not None and self.max_nodes is not None
+                and self.max_nodes < max(1, self.min_nodes)):
             raise Rule(f"min_nodes ({self.min_nodes}) must be <= max_nodes ({self.max_nodes}), "
                        "and max_nodes >= 1")
         return self
+
+
+def _optional(rule: Any) -> Any:
+    return PlainValidator(lambda v: None if v is None else rule(v))
+
+
+@dataclass(frozen=True, config=_CONFIG)
+class ExecutionConfig:
+    """`[jobs.<id>.execution]`: how the runtime applies a plan (placement/waves.py).
+
+    The plan's moves go in ordered waves: a node takes part in at most `max_moves_per_node` moves
+    of one wave (as source or destination), a wave holds at most `max_moves_per_wave` moves and
+    `max_bytes_per_wave` state bytes, and no wave may take a node over `ceiling_pct` % of its
+    capacity. The defaults throttle only the per-node concurrency (5, as Cruise Control's
+    `num.concurrent.partition.movements.per.broker`); a job sets a ceiling to have one.
+    """
+
+    max_moves_per_node: Annotated[int | None, _optional(rules.at_least_one)] = 5
+    max_moves_per_wave: Annotated[int | None, _optional(rules.at_least_one)] = None
+    max_bytes_per_wave: Annotated[float | None, _optional(rules.positive)] = None
+    ceiling_pct: Annotated[float | None, _optional(rules.ceiling_pct)] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_table_of_known_fields(cls, raw: Any) -> Any:
+        keys = _keys(raw)
+        if keys is None and not isinstance(raw, ExecutionConfig):
+            raise Rule(f"must be a table, got {raw!r}")
+        known = {f.name for f in fields(ExecutionConfig)}
+        unknown = sorted(set(keys or {}) - known)
+        if unknown:
+            raise Rule(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return raw
+
+    @property
+    def limits(self) -> WaveLimits:
+        """The wave planner's limits (schemas/schedule.py)."""
+        return WaveLimits(self.max_moves_per_node, self.max_moves_per_wave,
+                          self.max_bytes_per_wave, self.ceiling_pct)
 
 
 @dataclass(frozen=True, config=_CONFIG)
 class JobConfig:
     """One job's reconfiguration settings; SPL is the statistics period length (paper §3)."""
 
-    job_id: Annotated[str, PlainValidator(rules.job_id)]
-    spl: Annotated[timedelta, PlainValidator(rules.duration)] = timedelta(minutes=5)
-    strategy: Annotated[str, PlainValidator(rules.strategy)] = "milp"
-    max_migrations: Annotated[int | None, PlainValidator(
-        lambda v: None if v is None else rules.budget(v))] = 8
-    max_migration_cost: Annotated[float | None, PlainValidator(
-        lambda v: None if v is None else rules.number(v))] = None
-    solver_time_limit_s: Annotated[float, PlainValidator(rules.positive)] = 10.0
-    alpha: Annotated[float, PlainValidator(rules.number)] = 1e-6
-    start_date: Annotated[datetime, PlainValidator(rules.start_date)] = datetime(
+    job_id: Annotated[str, _checked(rules.job_id)]
+    spl: Annotated[timedelta, _checked(rules.duration)] = timedelta(minutes=5)
+    strategy: Annotated[str, _checked(rules.strategy)] = "milp"
+    max_migrations: Annotated[int | None, _checked(rules.budget, optional=True)] = 8
+    max_migration_cost: Annotated[float | None, _checked(rules.number, optional=True)] = None
+    solver_time_limit_s: Annotated[float, _checked(rules.positive)] = 10.0
+    alpha: Annotated[float, _checked(rules.number)] = 1e-6
+    start_date: Annotated[datetime, _checked(rules.start_date)] = datetime(
         2026, 1, 1, tzinfo=UTC)
-    source: Annotated[Mapping[str, Any], PlainValidator(rules.table)] = field(
+    source: Annotated[Mapping[str, Any], _checked(rules.table)] = field(
         default_factory=dict)
     scaling: ScalingConfig | None = None
     # "fixed": every key group present every period (the strict check); "dynamic": units (a
     # query platform's queries) arrive and leave between periods (DESIGN.md, "Units may come
     # and go"; docs/operations.md).
-    units: Annotated[str, PlainValidator(rules.units)] = "fixed"
+    units: Annotated[str, _checked(rules.units)] = "fixed"
     # declared input streams, rate lower bounds and K: the load-model facet (schemas/streams.py)
-    load_model: Annotated[LoadModelConfig | None, PlainValidator(_load_model)] = None
+    load_model: Annotated[LoadModelConfig | None, _checked(_load_model)] = None
     # Per strategy name, keyword parameters of that strategy (e.g. albic: max_pl, s_f); only the
     # table of the strategy that runs is used, so a manual `--strategy` override stays valid.
-    strategy_params: Annotated[Mapping[str, Mapping[str, Scalar]], PlainValidator(
-        rules.strategy_params)] = field(default_factory=dict)
+    strategy_params: Annotated[Mapping[str, Mapping[str, Scalar]],
+                               _checked(rules.strategy_params)] = field(default_factory=dict)
     # A wide-area job's topology file (placement/sprawl/topology.py: sites, links, pinned units,
     # queries), absolute or relative to the project; the plan stage loads and validates it.
-    topology: Annotated[str | None, PlainValidator(
-        lambda v: None if v is None else rules.topology(v))] = None
+    topology: Annotated[str | None, _checked(rules.topology, optional=True)] = None
     # What-if (jobs/whatif/stage.py): the strategies that shadow-plan each published period's
     # state after publish. None ("auto") = every registered strategy whose facets the state
     # provides, decided at plan time; () = no shadows. Their params come from `strategy_params`.
-    shadow_strategies: Annotated[tuple[str, ...] | None, PlainValidator(
-        rules.shadow_strategies)] = None
+    shadow_strategies: Annotated[tuple[str, ...] | None, _checked(rules.shadow_strategies)] = None
     # Wall time all shadow plans of one period may take together; 0 turns shadows off.
-    shadow_time_budget_s: Annotated[float, PlainValidator(rules.shadow_budget)] = 60.0
+    shadow_time_budget_s: Annotated[float, _checked(rules.shadow_budget)] = 60.0
     # The DAG's catch-up policy (reconf/timetable.py): when several periods are due at once, only
     # the newest this many run; 0 = only periods that end from now on.
-    catchup_periods: Annotated[int, PlainValidator(rules.catchup_periods)] = 1
+    catchup_periods: Annotated[int, _checked(rules.catchup_periods)] = 1
     # How long after its period end a run waits for the landing's _SUCCESS (None: one SPL).
-    landing_timeout: Annotated[timedelta | None, PlainValidator(rules.landing_timeout)] = None
+    landing_timeout: Annotated[timedelta | None, _checked(rules.landing_timeout)] = None
+    # How the runtime applies a plan: waves under per-node, per-wave and ceiling limits.
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
 
     @model_validator(mode="before")
     @classmethod
-    def _known_fields(cls, raw: Any) -> Any:
+    def _known_fields(cls, raw: Any, info: ValidationInfo) -> Any:
+        if info.context is None:
+            return raw
         keys = _keys(raw) or {}
-        args = raw.args if isinstance(raw, ArgsKwargs) else ()
-        rules.job_id(args[0] if args else keys.get("job_id"))  # the job's own where, no field
+        rules.job_id(keys.get("job_id"))  # the job's own where, no field
         known = {f.name for f in fields(JobConfig)} - {"job_id"}
-        unknown = sorted(set(keys) - known - {"job_id"})
+        # the job id is the table's name: a `job_id` key in the table is unknown
+        given = set(info.context["table"])
+        unknown = sorted(given - known)
         if unknown:
             raise Rule(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         return raw

@@ -57,7 +57,8 @@ def _located(where: str, exc: ValidationError) -> ConfigError:
 def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
     where = f"{origin}: jobs.{job_id}"
     try:
-        return _adapter().validate_python({**raw, "job_id": job_id}, context={"file": origin})
+        return _adapter().validate_python({**raw, "job_id": job_id},
+                                          context={"file": origin, "table": tuple(raw)})
     except ValidationError as exc:
         raise _located(where, exc) from None
 
@@ -86,6 +87,9 @@ def read_jobs(path: Path | None = None) -> JobsFile:
     if unknown:
         raise ConfigError(f"{path}: unknown top-level table(s) {', '.join(unknown)}")
     defaults = doc.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise ConfigError(f"{path}: defaults: must be a table [defaults] of job fields, "
+                          f"got {defaults!r}")
     jobs = doc.get("jobs", {})
     if not isinstance(jobs, dict) or not jobs:
         raise ConfigError(f"{path}: no [jobs.<id>] table; define at least one job")
@@ -101,9 +105,8 @@ def read_jobs(path: Path | None = None) -> JobsFile:
         try:
             if not isinstance(raw, dict):
                 raise ConfigError(f"{path}: jobs.{job_id}: must be a table [jobs.{job_id}]")
-            good[job_id] = _job(job_id, {**defaults, **raw, "source": {
-                **defaults.get("source", {}), **raw.get("source", {})},
-                **_merged_strategy_params(defaults, raw)}, str(path))
+            good[job_id] = _job(job_id, {**defaults, **raw, **_merged(defaults, raw, "source"),
+                                         **_merged_strategy_params(defaults, raw)}, str(path))
         except ConfigError as exc:
             errors[job_id] = exc
     return JobsFile(path, good, errors)
@@ -115,6 +118,15 @@ def load_jobs(path: Path | None = None) -> dict[str, JobConfig]:
     if loaded.errors:
         raise next(iter(loaded.errors.values()))
     return dict(loaded.jobs)
+
+
+def _merged(defaults: Mapping[str, Any], raw: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """Table `name` of the defaults and the job, merged (the job's keys win); a value that is no
+    table is passed on as given, for its field's rule to refuse."""
+    base, own = defaults.get(name, {}), raw.get(name, {})
+    if isinstance(base, Mapping) and isinstance(own, Mapping):
+        return {name: {**base, **own}}
+    return {name: own if name in raw else base}
 
 
 def _merged_strategy_params(defaults: Mapping[str, Any], raw: Mapping[str, Any]) -> dict[str, Any]:

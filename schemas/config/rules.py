@@ -33,6 +33,8 @@ UNIT_SETS = ("fixed", "dynamic")
 MAX_MIGRATIONS = 2**31 - 1
 #: The most catch-up periods a job may ask for, and the longest landing wait, in SPLs.
 MAX_CATCHUP_PERIODS, MAX_LANDING_WAIT_SPL = 1000, 10
+#: The highest utilisation ceiling (%) a job may set for its waves.
+MAX_CEILING_PCT = 1000.0
 _JOB_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d)\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -97,6 +99,23 @@ def number(value: object, *, integer: bool = False) -> float:
 
 def whole(value: object) -> int:
     return int(number(value, integer=True))
+
+
+def at_least_one(value: object) -> int:
+    """A whole number >= 1 (a concurrency or a count of moves)."""
+    count = whole(value)
+    if count < 1:
+        raise Rule(f"must be a whole number >= 1 (leave it out for no limit), got {value!r}")
+    return count
+
+
+def ceiling_pct(value: object) -> float:
+    """A node utilisation ceiling in % of the node's capacity, in (0, MAX_CEILING_PCT]."""
+    pct = number(value)
+    if not 0 < pct <= MAX_CEILING_PCT:
+        raise Rule(f"must be a utilisation in % of a node's capacity, above 0 and at most "
+                   f"{MAX_CEILING_PCT} (100 = full), got {value!r}")
+    return pct
 
 
 def positive(value: object) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from jobs.whatif.codec import decode, encode
 from jobs.whatif.stage import INPUT_ARTIFACT, WhatIfInput, load_input, run_whatif, whatif_input
 from placement.facets import Link, Network, Site, Source, Stream
-from placement.model import Budget, ClusterState, KeyGroup, Node
+from placement.model import Budget, ClusterState, KeyGroup, Node, Phase
 from placement.registry import get_strategy
 from placement.workloads.synthetic import synthetic_state
 from schemas.config import JobConfig, Paths
@@ -48,6 +49,7 @@ def test_the_input_round_trips_exactly_with_every_facet() -> None:
     ready = ClusterState(nodes=state.nodes, keygroups=state.keygroups[:3],
                          assignment=state.assignment)
     plan = get_strategy("greedy")(ready, Budget(max_migrations=2))
+    plan = replace(plan, phases=(Phase("warm start", 0.01), Phase("solve", 0.25, "optimal")))
     job = JobConfig("wi", max_migrations=2, shadow_strategies=("greedy", "milp"))
     data = whatif_input(job, STAMP, "greedy", state, plan, Budget(max_migrations=2))
     assert data is not None

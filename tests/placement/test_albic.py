@@ -7,12 +7,16 @@ import random
 
 import pytest
 
-from placement.albic import calc_scores, maintain_collocation, plan_albic, plan_albic_many
+from placement.albic import calc_scores, maintain_collocation
 from placement.albic.contract import solve_constrained
+from placement.albic.params import AlbicParams
 from placement.metrics import collocation_factor
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, SolverStatus
-from placement.registry import get_strategy
+from placement.registry import get_spec, get_strategy
 from placement.workloads.comm import comm_workload
+
+#: the checked strategies (placement/registry.py): a params object or keywords
+plan_albic, plan_albic_many = get_strategy("albic"), get_strategy("albic_many")
 
 
 def _pair_state() -> ClusterState:
@@ -135,6 +139,9 @@ def test_edges_naming_unknown_keygroups_or_negative_rates_are_rejected() -> None
     tampered = _pair_state()
     object.__setattr__(tampered, "edges", (Edge("p1", "p2", 1.0), Edge("p1", "ghost", 1.0)))
     with pytest.raises(ValueError, match="albic: edge 'p1'->'ghost' names unknown key group"):
+        get_spec("albic").fn(tampered, Budget(max_migrations=1), AlbicParams())
+    # and the registry's wrapper, which re-checks the state as it puts it in canonical order
+    with pytest.raises(ValueError, match="edge 'p1'->'ghost' names unknown key group"):
         plan_albic(tampered, Budget(max_migrations=1))
     negative = Edge("p1", "p2", 1.0)
     object.__setattr__(negative, "rate", -5.0)

@@ -11,10 +11,13 @@ from placement.albic import (
     calc_sets,
     improve_collocation,
     maintain_collocation,
-    plan_albic,
 )
 from placement.graphpart import graph_part
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node
+from placement.registry import get_strategy
+
+#: the checked strategy (placement/registry.py): a params object or keywords
+plan_albic = get_strategy("albic")
 
 KG = tuple[str, str, float, str]  # id, operator, load, node
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from placement_testlib import make_state
 
-from bench.closed_loop_hetero import (
+from bench.closed_loop.hetero import (
     STRONG_CAPACITY,
     make_heterogeneous,
     overload,

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from placement.baselines.cola import cola_partitions, plan_cola
+from placement.baselines.cola import cola_partitions
 from placement.metrics import collocation_factor, load_distance
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node
 from placement.registry import get_strategy
 from placement.workloads.comm import comm_workload
+
+#: the checked strategy (placement/registry.py): a params object or keywords
+plan_cola = get_strategy("cola")
 
 
 def _cliques(marked: tuple[str, ...] = ()) -> ClusterState:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.herding_report import targets
-from bench.herding_sim import dynamic_run, gap_point, static_point
-from bench.herding_workload import workload
+from bench.herding.report import targets
+from bench.herding.sim import dynamic_run, gap_point, static_point
+from bench.herding.workload import workload
 
 
 def test_generator_deals_n_queries_of_d_distinct_sources() -> None:

@@ -18,6 +18,8 @@ def test_exact_milp_matches_brute_force(case: tuple, nu: float) -> None:
     plan = get_strategy("herding_exact")(state, Budget(), nu=nu, time_limit_s=5.0)
     opt = brute_force(state, nu)
     assert plan.status is SolverStatus.OPTIMAL
+    solve = plan.phase("solve")  # HiGHS's run, timed as data on the plan
+    assert solve is not None and solve.seconds > 0 and solve.outcome in ("optimal", "time_limit")
     assert abs(plan.facet_metrics["stream_traffic"] - opt) <= 1e-6 * max(1.0, opt)
     assert plan.facet_metrics["traffic_lower_bound"] <= opt + 1e-6 * max(1.0, opt)
 

@@ -9,7 +9,7 @@ from herding_testlib import brute_force, greedy_reference, qa_state, tiny
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.herding_workload import workload
+from bench.herding.workload import workload
 from placement.herding.instance import capacities, from_state
 from placement.herding.metrics import stream_traffic
 from placement.herding.offline import (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 
@@ -20,12 +21,14 @@ from placement import (
     get_strategy,
     load_distance,
     node_loads,
-    plan_flux,
     plan_metrics,
-    plan_milp,
     strategy_names,
     synthetic_state,
 )
+from placement.baselines.flux import plan_flux
+
+#: the checked strategy (placement/registry.py): a params object or keywords
+plan_milp = get_strategy("milp")
 
 
 def test_registry_names_and_errors() -> None:
@@ -83,7 +86,7 @@ def test_bad_planner_parameters() -> None:
         with pytest.raises(ValueError, match=match):
             plan_milp(state, budget, **kwargs)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="Budget"):
-        plan_milp(state, 3)  # type: ignore[arg-type]
+        plan_milp(state, 3)
     with pytest.raises(ValueError, match="unknown node"):
         node_loads(state, {"g0": "n0", "g1": "n9"})
 
@@ -149,7 +152,7 @@ def test_the_registry_checks_the_hard_post_conditions() -> None:
     spec = Spec("x", StrategyParams, plan_flux, "heuristic")
 
     def plan(assignment: dict[str, str], status: SolverStatus) -> Plan:
-        return make_plan("x", state, assignment, status=status, lower_bound=None, started=0.0)
+        return make_plan(state, assignment, status=status, lower_bound=None)
 
     keep = plan({"g0": "n0", "g1": "n0"}, SolverStatus.HEURISTIC)
     check_plan(spec, state, Budget(max_migrations=0), keep)
@@ -170,3 +173,45 @@ def test_every_strategy_declares_its_guarantee() -> None:
         assert spec.guarantee in ("exact", "heuristic")
         assert spec.params.model_config.get("frozen") and spec.params.model_config.get("extra") \
             == "forbid"
+
+
+def test_every_strategy_has_the_one_signature() -> None:
+    # plan(state, budget, params) -> Plan, the params its registered class and always given:
+    # the registry's wrapper builds them, so no strategy takes keywords or a None default
+    from placement.registry import get_spec
+
+    for name in strategy_names():
+        spec = get_spec(name)
+        sig = inspect.signature(spec.fn)
+        params = list(sig.parameters.values())
+        assert [p.name for p in params] == ["state", "budget", "params"], name
+        assert [p.kind for p in params] == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 3, name
+        assert all(p.default is inspect.Parameter.empty for p in params), name
+        hints = inspect.get_annotations(spec.fn, eval_str=True)
+        assert hints[params[0].name] is ClusterState and hints[params[1].name] is Budget, name
+        assert hints[params[2].name] is spec.params and hints["return"] is Plan, name
+
+
+def test_the_wrapper_names_and_times_the_plan() -> None:
+    # a strategy leaves its plan unnamed and untimed (make_plan); the wrapper stamps both, so
+    # one function registered under two names would give two names
+    from placement.registry import get_spec
+
+    state = synthetic_state(4, 40, 2, 30.0, seed=3)
+    for name in ("milp", "flux", "greedy", "random", "drain_then_balance", "cg"):
+        spec = get_spec(name)
+        raw = spec.fn(state, Budget(max_migrations=3), spec.params(time_limit_s=1.0))
+        assert (raw.strategy, raw.wall_s) == ("", 0.0), name
+        plan = get_strategy(name)(state, Budget(max_migrations=3), time_limit_s=1.0)
+        assert plan.strategy == name and plan.wall_s > 0, name
+        assert plan.assignment == raw.assignment, name
+
+
+def test_the_pre_check_refuses_a_tampered_assignment() -> None:
+    from placement.registry import StrategyInputError
+
+    state = make_state([3.0, 1.0], [0, 0], [1.0, 1.0], [False, False])
+    object.__setattr__(state, "assignment", {"g0": "n0", "g1": "n7"})
+    for name in ("milp", "herding_online", "cg"):
+        with pytest.raises(StrategyInputError, match=r"key group 'g1' is on unknown node 'n7'"):
+            get_strategy(name)(state, Budget())

@@ -11,7 +11,7 @@ import pytest
 import bench.balance as balance
 import bench.scale as scale
 from bench import BENCHMARKS
-from bench.balance_report import format_table, summary, target_lines
+from bench.balance.report import format_table, summary, target_lines
 
 
 def _args(path: Path, **over: object) -> argparse.Namespace:

@@ -6,12 +6,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from placement_testlib import brute_force_min_d, make_state, tiny_instances
 
-from placement.baselines.flux import plan_flux
 from placement.metrics import load_distance, max_deviation, mean_load
-from placement.milp import plan_milp
 from placement.milp.bounds import lower_bound_d
 from placement.milp.start import exchange_search
 from placement.model import Budget, ClusterState, KeyGroup, SolverStatus
+from placement.registry import get_strategy
+
+#: the checked strategies (placement/registry.py): a params object or keywords
+plan_flux, plan_milp = get_strategy("flux"), get_strategy("milp")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,7 +6,10 @@ import pytest
 from placement_testlib import make_state
 
 from placement import Budget, SolverStatus, get_strategy, node_loads
-from placement.scaling.drain import drain_evenly, plan_drain_then_balance
+from placement.scaling.drain import drain_evenly
+
+#: the checked strategy (placement/registry.py): a params object or keywords
+plan_drain_then_balance = get_strategy("drain_then_balance")
 
 
 def test_drain_spreads_b_evenly_hand_computed() -> None:

@@ -1,4 +1,4 @@
-"""ROD's closed loop (bench/closed_loop_rod.py) through the runtime, collect's fit, the plan
+"""ROD's closed loop (bench/closed_loop/rod.py) through the runtime, collect's fit, the plan
 stage's solve, publish and apply; and the budget order of the load balancers."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.closed_loop_rod import FIT_PERIODS, RodRun, deployment, rod_targets, run_rod
+from bench.closed_loop.rod import FIT_PERIODS, RodRun, deployment, rod_targets, run_rod
 from placement.facets import Stream
 from placement.model import Budget, ClusterState, KeyGroup, Node
 from placement.registry import get_strategy

@@ -163,6 +163,8 @@ def test_a_non_tree_job_is_solved_by_the_milp() -> None:
                          network=net, pinned={"s": sites[0], "k": sites[5]})
     plan = get_strategy("sprawl")(state, Budget())
     assert plan.status is SolverStatus.OPTIMAL and "milp optimal" in plan.message
+    milp = plan.phase("MILP")  # its solve timed as data on the plan
+    assert milp is not None and milp.outcome == "optimal" and milp.seconds > 0
     assert plan.facet_metrics["gap"] == pytest.approx(0.0, abs=1e-6)
 
 

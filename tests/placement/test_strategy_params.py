@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -143,3 +145,21 @@ def test_a_bad_table_of_one_job_leaves_the_others(tmp_path: Path) -> None:
     assert set(loaded.jobs) == {"good"}
     assert "less than or equal to 100, got 101" in str(loaded.errors["bad"])
     assert "unknown strategy 'albicc'" in str(loaded.errors["typo"])
+
+
+def test_every_family_package_and_params_module_is_light() -> None:
+    # A family's `__init__` resolves its names on first use and its `params` imports pydantic
+    # only, so the config loader reads any job's parameters without a solver or numpy.
+    root = Path(__file__).resolve().parents[2] / "placement"
+    families = sorted(p.name for p in root.iterdir() if (p / "__init__.py").exists())
+    modules = [f"placement.{f}" for f in families]
+    modules += [f"placement.{f}.params" for f in families if (root / f / "params.py").exists()]
+    probe = "\n".join([
+        "import sys",
+        f"for m in {modules!r}: __import__(m)",
+        "heavy = ('numpy', 'pulp', 'highspy', 'pymetis', 'scipy', 'pandas', 'numba')",
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))",
+    ])
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    assert len(families) >= 9 and done.stdout.strip() == ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.consistent_grouping_sim import (
+from bench.consistent_grouping.sim import (
     Workload,
     memory,
     normalized_imbalance,

@@ -46,7 +46,7 @@ def test_what_where_fix_render_and_survive_pickling(what: str, where: str, fix: 
 
 def test_a_message_that_names_its_place_is_the_message() -> None:
     error = ConfigError("jobs.toml: jobs.a.spl: must be a positive duration, got 0")
-    assert str(error) == error.what and error.where is None and error.fix is None
+    assert str(error) == error.what and error.where == "" and error.fix == ""
     assert str(pickle.loads(pickle.dumps(error))) == str(error)
 
 

@@ -1,4 +1,4 @@
-"""The Consistent Grouping closed loop (bench/closed_loop_cg.py) on the tiny data set: the
+"""The Consistent Grouping closed loop (bench/closed_loop/cg.py) on the tiny data set: the
 pairing relieves the overloaded reference nodes where key grouping alone does not, and the
 capacity change is visible to the planner."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.closed_loop_cg import CgRun, cg_summary, changes_at, pairing_speed, run_cg
+from bench.closed_loop.cg import CgRun, cg_summary, changes_at, pairing_speed, run_cg
 from runtime.replay.datasets import Datasets
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import bench.closed_loop as cl
-from bench.closed_loop_report import format_table, plot, targets
+from bench.closed_loop.report import format_table, plot, targets
 from runtime.replay.datasets import Datasets
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bench.closed_loop as cl
-from bench.closed_loop_ramp import (
+from bench.closed_loop.ramp import (
     RampRun,
     ScalingInvariantError,
     check_placement,
@@ -17,7 +17,7 @@ from bench.closed_loop_ramp import (
     ramp_summary,
     run_ramp,
 )
-from bench.closed_loop_report import plot
+from bench.closed_loop.report import plot
 from runtime.replay.datasets import Datasets
 from runtime.replay.flights import build_job, period_of_rows
 from runtime.replay.source import new_engine

@@ -36,6 +36,9 @@ public record Manifest(String jobId, long version, String periodEnd, String plan
         Pattern.compile("^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$");
     private static final List<String> FIELDS = List.of("job_id", "version", "period_end", "plan_id",
         "created_at", "checksum", "assignment", "scaling");
+    /** Top-level fields a manifest may carry and this client ignores: the move schedule
+     * (schemas/schedule.py); this assignor applies the final assignment, which `checksum` covers. */
+    private static final List<String> OPTIONAL = List.of("schedule");
     private static final List<String> SCALING_FIELDS =
         List.of("nodes_to_add", "nodes_to_mark", "nodes_to_terminate", "reason");
 
@@ -219,6 +222,9 @@ public record Manifest(String jobId, long version, String periodEnd, String plan
         TreeSet<String> unknown = new TreeSet<>();
         data.fieldNames().forEachRemaining(unknown::add);
         unknown.removeAll(expected);
+        if (prefix.isEmpty()) {
+            unknown.removeAll(OPTIONAL);
+        }
         if (!unknown.isEmpty()) {
             throw new Invalid(source + ": unknown field '" + prefix + unknown.first()
                 + "'; expected only " + expected);

@@ -14,7 +14,7 @@ applies the new version. Five ways to run the four stages, side by side in one r
   samples aggregated by pyarrow in the stage's process (jobs/lake/read.py, jobs/lake/write.py,
   jobs/collect/native.py): no Spark at all.
 
-Per stage: wall seconds and its layers (bench/cycle_stage.py: process start, imports, Spark
+Per stage: wall seconds and its layers (bench/cycle/stage.py: process start, imports, Spark
 session, the concurrent reads, Delta, GE, solver, MLflow, other), and the machine's load average
 when the cycle ended. Every (job, mode) gets its own RECONF_HOME; its untimed warm-up cycle
 (period 1: table creation, MLflow's schema, the server's JIT) runs in one resident Connect worker
@@ -42,14 +42,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.cycle_stage import STAGES
+from bench.cycle.stage import STAGES
 
 DESCRIPTION = ("one cycle land -> applied: stages with a JVM each (the old path) vs Spark Connect "
                "clients vs the lake by delta-rs")
 
 TARGET_S = 10.0  # one demo-job cycle, land -> applied
 MODES = ("process+jvm", "process+connect", "worker+connect", "process+native", "worker+native")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = 'source = { kind = "synthetic", operators = 4, keygroups_per_operator = 16, nodes = 8, seed = 7, varies = 30 }'
 SIZES_FULL, SIZES_QUICK = (100, 1_000, 10_000, 30_000), (100, 1_000)
 FLEET_FULL, FLEET_QUICK = (1, 4, 16), (1, 4)
@@ -87,7 +87,7 @@ def _config(sizes: tuple[int, ...], fleet: int) -> str:
 def _stage_in_process(stage: str, job_id: str, period: str, env: dict[str, str]) -> dict[str, float]:
     """A fresh interpreter runs the stage; process start = spawn to reaching the stage module."""
     spawned = time.time()
-    done = subprocess.run([sys.executable, "-m", "bench.cycle_stage", stage, job_id, period],
+    done = subprocess.run([sys.executable, "-m", "bench.cycle.stage", stage, job_id, period],
                           env=env, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.time() - spawned
     line = next((x for x in done.stdout.splitlines() if x.startswith("BENCH-JSON ")), None)
@@ -103,7 +103,7 @@ def _stage_in_process(stage: str, job_id: str, period: str, env: dict[str, str])
 
 def _worker(env: dict[str, str]) -> subprocess.Popen[str]:
     """A long-lived process that runs stages on request (one line in, one JSON line out)."""
-    return subprocess.Popen([sys.executable, "-m", "bench.cycle_stage", "--serve"], env=env,
+    return subprocess.Popen([sys.executable, "-m", "bench.cycle.stage", "--serve"], env=env,
                             cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
 

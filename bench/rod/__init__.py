@@ -8,7 +8,7 @@ clustering, and clustered ROD against Connected-LB), fig19 (statistics errors), 
 in spirit, in the planner: bursty rates on a ramp, ROD against LLF and the MILP re-planning every
 period under the budget: periods with an overloaded node, peak utilisation, migrations), speed (ROD at
 10,000 operators × 100 nodes × 10 streams ≤ 5 s; F/F* at d = 10 to ±1 % in ≤ 2 s).
-The experiments are in bench/rod_figures.py. `--quick` shrinks every sweep (about a minute).
+The experiments are in bench/rod/figures.py. `--quick` shrinks every sweep (about a minute).
 Where a figure gives only a trend, the target is the trend (e.g. "falls with d").
 """
 
@@ -66,7 +66,7 @@ def _by(rows: list[dict[str, Any]], key: str, algo: str | None = None,
 
 
 def _targets(section: str, rows: list[dict[str, Any]]) -> list[Target]:
-    from bench.rod_figures import BASELINES
+    from bench.rod.figures import BASELINES
 
     out: list[Target] = []
     if section == "fig9":
@@ -208,7 +208,7 @@ def speed(quick: bool) -> list[dict[str, Any]]:
 
 
 def run_section(section: str, quick: bool) -> list[dict[str, Any]]:
-    from bench import rod_figures as f
+    from bench.rod import figures as f
 
     cfg = QUICK if quick else FULL
     if section == "fig9":
@@ -237,7 +237,7 @@ def plot(path: Path, rows: list[dict[str, Any]]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bench.rod_figures import BASELINES
+    from bench.rod.figures import BASELINES
 
     fig, ax = plt.subplots(3, 3, figsize=(15, 12.5))
     by: dict[str, list[dict[str, Any]]] = defaultdict(list)

@@ -8,10 +8,10 @@ under the budget; the plan is published as a versioned manifest; the engine appl
 the assignment client (direct state migration). `none` and `potc` plan nothing (key grouping /
 power-of-two-choices routing). One JSON row per (strategy, period); row n describes period n as
 the runtime lived it: the migrations applied at its start and the load they and the data caused.
-`--scenario ramp` (bench/closed_loop_ramp.py): a load ramp with Algorithm 1 scaling out and in.
-`--scenario consistent-grouping` (bench/closed_loop_cg.py): Nasir et al. Figs. 8 and 12.
-`--scenario rod` (bench/closed_loop_rod.py): ROD against LLF and the MILP under bursty rates.
-`--heterogeneous` (bench/closed_loop_hetero.py): some nodes stronger, the others overloaded;
+`--scenario ramp` (bench/closed_loop/ramp.py): a load ramp with Algorithm 1 scaling out and in.
+`--scenario consistent-grouping` (bench/closed_loop/cg.py): Nasir et al. Figs. 8 and 12.
+`--scenario rod` (bench/closed_loop/rod.py): ROD against LLF and the MILP under bursty rates.
+`--heterogeneous` (bench/closed_loop/hetero.py): some nodes stronger, the others overloaded;
 default strategies milp, albic_many and flux; per period the most utilised node and whether a
 plan within the budget could have relieved an overload the strategy left.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench import write_rows
-from bench.closed_loop_kit import (
+from bench.closed_loop.kit import (
     BUDGET,
     NO_PLANNER,
     STRATEGIES,
@@ -80,20 +80,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", choices=SCENARIOS, default="steady",
                         help="steady: constant input rate, fixed nodes (default); ramp: a load "
                         "ramp (1x -> 2.5x -> 0.6x) with Algorithm 1 scaling the cluster out and "
-                        "in (default strategy milp; see bench/closed_loop_ramp.py); "
+                        "in (default strategy milp; see bench/closed_loop/ramp.py); "
                         "consistent-grouping: 3 of 10 nodes 5x stronger, rotating, KG / PKG / "
-                        "MILP / CG (bench/closed_loop_cg.py); rod: ROD vs LLF and the MILP on a "
+                        "MILP / CG (bench/closed_loop/cg.py); rod: ROD vs LLF and the MILP on a "
                         "job with declared streams whose rates ramp and burst "
-                        "(bench/closed_loop_rod.py)")
+                        "(bench/closed_loop/rod.py)")
     parser.add_argument("--heterogeneous", action="store_true",
                         help="every 4th node at capacity 2.0, 80 %% load: the others overload "
-                        "(default strategies milp,albic_many,flux; bench/closed_loop_hetero.py)")
+                        "(default strategies milp,albic_many,flux; bench/closed_loop/hetero.py)")
 
 
 def run_strategy(run: Run, workdir: Path, *, data: Datasets | None = None
                  ) -> list[dict[str, Any]]:
     """One strategy's closed loop; one row per period (`data`: another data set, for tests)."""
-    from bench.closed_loop_hetero import LOAD_PCT, make_heterogeneous, overload
+    from bench.closed_loop.hetero import LOAD_PCT, make_heterogeneous, overload
     from placement.model import Budget
     from placement.registry import get_strategy
     from runtime.replay.source import ReplayJob
@@ -104,10 +104,7 @@ def run_strategy(run: Run, workdir: Path, *, data: Datasets | None = None
     spec = ReplaySpec(job_id, job=run.job, periods=run.compress,
                       routing="potc" if run.strategy == "potc" else "key",
                       load_pct=LOAD_PCT if run.heterogeneous else ReplaySpec.load_pct)
-    # a run without a planner ("potc", "none") is no registered strategy: its job config names
-    # the default, which nothing of the run reads
-    config = JobConfig(job_id, spl=timedelta(seconds=spec.period_s),
-                       strategy="milp" if run.strategy in NO_PLANNER else run.strategy,
+    config = JobConfig(job_id, spl=timedelta(seconds=spec.period_s), strategy=run.strategy,
                        max_migrations=run.budget, solver_time_limit_s=run.time_limit_s)
     runtime = ReplayJob(spec, workdir / "runtime", data=data)
     if run.heterogeneous:
@@ -174,19 +171,19 @@ def choose(args: argparse.Namespace) -> Choice:
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from bench.closed_loop_hetero import summary_lines
-    from bench.closed_loop_report import format_table, plot, targets
+    from bench.closed_loop.hetero import summary_lines
+    from bench.closed_loop.report import format_table, plot, targets
 
     if getattr(args, "scenario", "steady") == "ramp":
-        from bench.closed_loop_ramp import run_ramp_cli
+        from bench.closed_loop.ramp import run_ramp_cli
 
         return run_ramp_cli(args)
     if getattr(args, "scenario", "steady") == "consistent-grouping":
-        from bench.closed_loop_cg import run_cg_cli
+        from bench.closed_loop.cg import run_cg_cli
 
         return run_cg_cli(args)
     if getattr(args, "scenario", "steady") == "rod":
-        from bench.closed_loop_rod import run_rod_cli
+        from bench.closed_loop.rod import run_rod_cli
 
         return run_rod_cli(args)
     choice = choose(args)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.herding_workload import Correlation, workload
+from bench.herding.workload import Correlation, workload
 from placement.herding.instance import capacities, from_arrays
 from placement.herding.metrics import traffic_arrays
 from placement.herding.offline import run_offline

@@ -14,7 +14,7 @@ small instances. `--quick` shrinks every axis (n = 5,000, k = 50, one run, 30 da
 processes, reported together with `--report A.json B.json`); one progress line per point
 (stderr), and the rows so far are rewritten to `--json` after each point, so a stopped run
 keeps what it finished. `--scale` measures the speed targets instead
-(bench/herding_scale.py). Printed: one table per experiment, then each paper target with
+(bench/herding/scale.py). Printed: one table per experiment, then each paper target with
 match / beat / miss.
 """
 
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from bench import write_rows
 
 if TYPE_CHECKING:
-    from bench.herding_workload import Correlation
+    from bench.herding.workload import Correlation
 
 DESCRIPTION = "herding small queries (Zong et al. 2015): sweeps, dynamics, trace, MILP gap"
 
@@ -78,7 +78,7 @@ def _log(msg: str) -> None:
 
 def _hetero(cfg: dict[str, Any], corr: Correlation, gamma: float, seed: int
             ) -> list[dict[str, Any]]:
-    from bench.herding_sim import static_point
+    from bench.herding.sim import static_point
 
     got = static_point(cfg["n"], cfg["k"], cfg["d"], cfg["beta"], seed, rate_exp=gamma,
                        correlation=corr, offline=("mms",), known=False)
@@ -86,7 +86,7 @@ def _hetero(cfg: dict[str, Any], corr: Correlation, gamma: float, seed: int
 
 
 def _dynamic(cfg: dict[str, Any], exp: str, seed: int) -> list[dict[str, Any]]:
-    from bench.herding_sim import dynamic_run
+    from bench.herding.sim import dynamic_run
 
     dyn = cfg["dynamic"]
     got = dynamic_run(cfg["k"], cfg["d"], cfg["beta"], seed, steps=dyn["steps"],
@@ -96,21 +96,21 @@ def _dynamic(cfg: dict[str, Any], exp: str, seed: int) -> list[dict[str, Any]]:
 
 
 def _trace(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    from bench.herding_sim import trace_run
+    from bench.herding.sim import trace_run
 
     return [{**r, "experiment": "trace"} for r in trace_run(100, cfg["trace_days"])]
 
 
 def _gap(cfg: dict[str, Any], n: int, k: int, d: int, beta: float, seed: int
          ) -> list[dict[str, Any]]:
-    from bench.herding_sim import gap_point
+    from bench.herding.sim import gap_point
 
     return [{**gap_point(n, k, d, beta, seed, cfg["gap_limit_s"]), "experiment": "gap"}]
 
 
 def _capacities(cfg: dict[str, Any], n: int, k: int, d: int, beta: float, seed: int
                 ) -> list[dict[str, Any]]:
-    from bench.herding_sim import gap_point
+    from bench.herding.sim import gap_point
 
     return [{**gap_point(n, k, d, beta, seed, cfg["gap_limit_s"], cfg["caps"]),
              "experiment": "capacities"}]
@@ -121,7 +121,7 @@ def points(cfg: dict[str, Any], only: Sequence[str] = EXPERIMENTS) -> list[Point
 
     The default point (n, k, d, β) serves every sweep it lies on: it is computed once and
     its rows are repeated under each sweep (the thunks share a memo)."""
-    from bench.herding_sim import static_point
+    from bench.herding.sim import static_point
 
     memo: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
 
@@ -237,10 +237,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.herding_report import plot, tables, targets
+    from bench.herding.report import plot, tables, targets
 
     if args.scale:
-        from bench.herding_scale import main_scale
+        from bench.herding.scale import main_scale
 
         return main_scale(args)
     t0 = time.perf_counter()

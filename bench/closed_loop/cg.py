@@ -8,7 +8,7 @@ each capacity phase is one round) at 80 % of the cluster's capacity; every node 
 nodes start near 170 % utilisation. Fig. 12: the capacities change twice (at a third and at two
 thirds of the run) and their sum stays the same: the strong set rotates (the paper leaves the
 new capacities open). Runs, each on its own replay through the real contracts
-(bench/closed_loop_kit.py), budget `BUDGET` (25) migrations per period for every planner (the
+(bench/closed_loop/kit.py), budget `BUDGET` (25) migrations per period for every planner (the
 paper's pairing has no budget; 10 per period leaves both planners budget-bound):
 
 - `kg`: key grouping, no planner; `pkg`: partial key grouping (reconf's `potc` routing), no
@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from bench import write_rows
-from bench.closed_loop_kit import periods, publish_and_apply
+from bench.closed_loop.kit import periods, publish_and_apply
 
 if TYPE_CHECKING:
     from runtime.replay.datasets import Datasets

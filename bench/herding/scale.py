@@ -31,7 +31,7 @@ WINDOW = 10_000
 
 
 def _offline(n: int, k: int, algorithm: str, queue: Any) -> None:
-    from bench.herding_workload import workload
+    from bench.herding.workload import workload
     from placement.herding.instance import capacities
     from placement.herding.metrics import traffic_arrays
     from placement.herding.offline import run_offline
@@ -66,7 +66,7 @@ def offline_row(n: int, k: int, algorithm: str, timeout_s: float) -> dict[str, A
 
 
 def online_rows(n: int, k: int) -> list[dict[str, Any]]:
-    from bench.herding_workload import workload
+    from bench.herding.workload import workload
     from placement.herding.instance import from_arrays
     from placement.herding.online import OnlinePlacer
 

@@ -1,6 +1,6 @@
 """The closed loop's period, once: land -> aggregate -> ClusterState -> (plan) -> publish -> apply.
 
-`bench/closed_loop.py` (steady input, one strategy at a time) and `bench/closed_loop_ramp.py`
+`bench/closed_loop/` (steady input, one strategy at a time) and `bench/closed_loop/ramp.py`
 (a load ramp with Algorithm 1) differ only in how they plan; both drive the replay engine through
 `periods` and hand their plan to `publish_and_apply`. The strategy-name helpers both command
 lines share live here too, so neither bench imports the other's internals.

@@ -1,4 +1,4 @@
-"""Tables and the target summary of `reconf bench balance` (rows as written by bench/balance.py).
+"""Tables and the target summary of `reconf bench balance` (rows as written by bench/balance/).
 
 Targets (paper §5.1, Figures 2-4): at a 2 s limit the MILP's load distance is ≤ Flux's in every cell, and on
 average (the mean over cells of LD_MILP / LD_Flux) at most 0.7 × Flux's. The summary also gives

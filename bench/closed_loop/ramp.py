@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench import write_rows
-from bench.closed_loop_kit import (
+from bench.closed_loop.kit import (
     BUDGET,
     NO_PLANNER,
     available,
@@ -223,7 +223,7 @@ def run_ramp_cli(args: Any) -> list[dict[str, Any]]:
     """`reconf bench closed-loop --scenario ramp`: defaults, runs, table, summary, JSON, plot."""
     import tempfile
 
-    from bench.closed_loop_report import plot
+    from bench.closed_loop.report import plot
 
     job = args.job or 2
     names = parse_strategies(args.strategy, job) if args.strategy else ["milp"]

@@ -10,7 +10,7 @@ the same deployment (`deployment`: operator by operator, published as version 1)
 goes
 
   runtime lands the period (keygroups/, nodes/, edges/, streams/)
-  → collect: the rows aggregated as jobs/collect/stage.py does (bench/closed_loop_kit.py
+  → collect: the rows aggregated as jobs/collect/stage.py does (bench/closed_loop/kit.py
     `landed_rows`), and collect's load-model fit over the last K periods (jobs/facets/load_model.py
     `fit_rows`: NNLS per key group, nothing until the rates span the streams)
   → plan: `build_state`, the plan stage's `with_streams` (rates, lower bounds, fitted model),
@@ -37,7 +37,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from bench import write_rows
-from bench.closed_loop_kit import Period, available, landed_rows, publish_and_apply
+from bench.closed_loop.kit import Period, available, landed_rows, publish_and_apply
 
 __all__ = ["RodRun", "deployment", "format_rod_table", "plot_rod", "rod_targets", "run_rod",
            "run_rod_cli"]
@@ -246,7 +246,7 @@ def run_rod_cli(args: argparse.Namespace) -> list[dict[str, Any]]:
     """`reconf bench closed-loop --scenario rod`: the runs, the table, the targets, JSON, plot."""
     import tempfile
 
-    from bench.closed_loop_kit import parse_strategies
+    from bench.closed_loop.kit import parse_strategies
 
     names = parse_strategies(args.strategy, 2) if args.strategy else list(ROD_STRATEGIES)
     _, missing = available(names)

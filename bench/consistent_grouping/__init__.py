@@ -1,6 +1,6 @@
 """Consistent Grouping (Nasir et al.): Table 1, Figs. 4-12 and the memory comparison, simulated.
 
-Streams are Zipf stand-ins for WP and TW (bench/consistent_grouping_sim.py): "WP" p₁ = 9.32 %,
+Streams are Zipf stand-ins for WP and TW (bench/consistent_grouping/sim.py): "WP" p₁ = 9.32 %,
 "TW" p₁ = 2.67 % (Table 2) and "TW*" p₁ = 24.7 % (what Table 1's TW column implies: KG's
 normalized imbalance ≈ p₁·b − 1). Each result is printed next to the paper's number or claim
 with match / beat / miss (figures are images in the paper: their stated claims are checked).
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from bench import write_rows
-from bench.consistent_grouping_report import Check, close, plot, print_checks, tiny, within, yes
-from bench.consistent_grouping_sim import (
+from bench.consistent_grouping.report import Check, close, plot, print_checks, tiny, within, yes
+from bench.consistent_grouping.sim import (
     SimResult,
     Workload,
     memory,

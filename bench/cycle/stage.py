@@ -1,15 +1,15 @@
 """One pipeline stage, timed by layer: the unit `reconf bench cycle` runs in a fresh process (as
 Airflow runs a task) or in its own long-lived process (a worker).
 
-`python -m bench.cycle_stage STAGE JOB PERIOD_END` prints one `BENCH-JSON {...}` line: seconds
+`python -m bench.cycle.stage STAGE JOB PERIOD_END` prints one `BENCH-JSON {...}` line: seconds
 per layer and when the interpreter reached this module (the parent subtracts its spawn time to
 get the process start). Layers are timed by wrapping the stages' own helpers (only the outermost
 wrapped call of the stage's own thread counts): `spark` = getting the session, `read` = the
-stage's reads of the lake (jobs/lake/read.py, by delta-rs unless RECONF_LAKE_IO=spark) and its
-rounds of concurrent queries (jobs.lake.base.concurrently: the period's tables, the starting point;
-GE's or MLflow's import overlaps it in a fresh process), `delta` = table creation,
-commits (jobs/lake/write.py by delta-rs, or Spark's), the plans status update and version
-look-ups, `ge` = the Great Expectations run,
+stage's queries of its lake (jobs/lake: `Lake.records` / `Lake.frame`, by delta-rs unless
+RECONF_LAKE_IO=spark) and its rounds of concurrent queries (jobs.lake.concurrently: the period's
+tables, the starting point; GE's or MLflow's import overlaps it in a fresh process), `delta` =
+table creation, commits (`Lake.replace`, by delta-rs or Spark), the plans status updates and
+version look-ups, `ge` = the Great Expectations run,
 `mlflow` = logging and tagging, `solver` = the plan's own wall time; `other` = what is left:
 pandas, Python, the imports not overlapped.
 """
@@ -33,16 +33,15 @@ STAGES = ("collect", "validate", "plan", "publish")
 LAYERS = ("spark", "read", "delta", "ge", "mlflow", "solver")
 _STAGE_MODULES = {"collect": "jobs.collect.stage", "validate": "jobs.validate.stage",
                   "plan": "jobs.plan.stage", "publish": "jobs.publish.stage"}
-# layer -> (module, function) pairs whose calls count as that layer
+_ENGINES = (("delta_rs", "DeltaRsLake"), ("spark_sql", "SparkLake"))
+# layer -> (module, function or Class.method) pairs whose calls count as that layer
 _TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
     "spark": (("jobs.spark.session", "get_spark"),),
-    "read": (("jobs.lake.base", "concurrently"), ("jobs.lake.read", "fetch"),
-             ("jobs.lake.read", "fetch_records")),
-    "delta": (("jobs.lake.base", "ensure_tables"),
-              ("jobs.lake.read", "version_of"),
-              ("jobs.lake.base", "write_rows"), ("jobs.lake.base", "write_records"),
-              ("jobs.lake.base", "update_rows"), ("jobs.lake.base", "table_version"),
-              ("jobs.lake.base", "table_versions"), ("jobs.publish.stage", "_set_plan_status")),
+    "read": (("jobs.lake.api", "concurrently"),
+             *((f"jobs.lake.{m}", f"{c}.{q}") for m, c in _ENGINES for q in ("records", "frame"))),
+    "delta": (("jobs.lake.api", "Lake.ensure_tables"), ("jobs.lake.api", "Lake.replace"),
+              ("jobs.lake.api", "Lake.update"), ("jobs.lake.api", "Lake.table_versions"),
+              *((f"jobs.lake.{m}", f"{c}.table_version") for m, c in _ENGINES)),
     "ge": (("jobs.validate.suites", "validate_stats"),),
     "mlflow": (("jobs.tracking.store", "log_cycle"), ("jobs.tracking.store", "tag_run")),
 }
@@ -82,7 +81,15 @@ def _instrument() -> None:
     originals: dict[int, tuple[str, Callable[..., Any]]] = {}
     for layer, targets in _TARGETS.items():
         for module, name in targets:
-            fn = getattr(importlib.import_module(module), name)
+            owner: Any = importlib.import_module(module)
+            if "." in name:  # a method: wrapped on its class
+                cls, name = name.split(".")
+                owner = getattr(owner, cls)
+                fn = vars(owner)[name]
+                if not hasattr(fn, "__wrapped_layer__"):
+                    setattr(owner, name, _CLOCK.wrap(layer, fn))
+                continue
+            fn = getattr(owner, name)
             if not hasattr(fn, "__wrapped_layer__"):
                 originals[id(fn)] = (layer, fn)
     for loaded_name, loaded in list(sys.modules.items()):

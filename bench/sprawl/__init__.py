@@ -1,8 +1,8 @@
 """SPRAWL (Mei 2015) reproduction: §6.3 wide-area placement, §6.4 constrained placement, the
 §6.2 EC2 run as a cost-model simulation, and (`--speed`) the issue's speed checks.
 
-Experiments (bench/sprawl_wan.py, bench/sprawl_constrained.py) and targets with their verdicts
-(bench/sprawl_report.py). `--quick`: one 1,550-node network with 3 queries per size, 2 trials
+Experiments (bench/sprawl/wan.py, bench/sprawl/constrained.py) and targets with their verdicts
+(bench/sprawl/report.py). `--quick`: one 1,550-node network with 3 queries per size, 2 trials
 per connectivity, 40 single queries per constraint set on an 8-node cluster, the §6.4.2 run on
 3 × 3 sites with a 10-failure stop, and the §6.2 simulation with 100 queries. Full: 5 networks
 × 10 queries per size, 10 trials, 5 × 200 single queries on 10 nodes, §6.4.2 on 3 × 4 sites
@@ -56,8 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from bench.sprawl_constrained import cloud, multi_query, runtimes, single_query
-    from bench.sprawl_wan import connectivity, speed, wan
+    from bench.sprawl.constrained import cloud, multi_query, runtimes, single_query
+    from bench.sprawl.wan import connectivity, speed, wan
 
     cfg = THESIS if getattr(args, "thesis_size", False) else QUICK if args.quick else FULL
     space = getattr(args, "cost_space", "vivaldi")
@@ -95,7 +95,7 @@ def format_table(found: list[tuple[str, str, str, str]]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.sprawl_report import plot, targets
+    from bench.sprawl.report import plot, targets
 
     t0 = time.perf_counter()
     rows = run(args)

@@ -16,7 +16,7 @@ seed), and two hot spots on reference nodes, "hot1" (one node at 3.5× its share
 One JSON row per plan (keys in `ROW_KEYS`, plus `status` and `cell`), written after every cell
 (so a long run can be resumed with `--resume`); one progress line per cell on stderr with the
 ETA; at the end a table (one line per cell) and the summary against the issue's targets
-(`bench/balance_report.py`).
+(`bench/balance/report.py`).
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def _clock(seconds: float) -> str:
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run (or resume) the grid; rows go to args.json after every cell."""
-    from bench.balance_report import cell_line
+    from bench.balance.report import cell_line
 
     g = grid(args)
     plan_runs = runs(g)
@@ -203,7 +203,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.balance_report import format_table, summary
+    from bench.balance.report import format_table, summary
 
     t0 = time.perf_counter()
     rows = run(args)

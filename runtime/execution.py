@@ -1,0 +1,226 @@
+"""Executing a manifest's move schedule: wave by wave, with progress, stop and failure.
+
+Any runtime (the replay engine, the Kafka Streams assignor) applies a manifest through
+`execute`: it hands over one wave at a time to the runtime's `apply_wave` and, between waves,
+records the progress in ``<state_root>/<job_id>/execution.json`` (written atomically) and looks
+for the stop flag ``<state_root>/<job_id>/STOP`` that `reconf stop` writes.
+
+- Waves are rebased on what runs (`waves_to_run`): a move whose unit already sits on its
+  destination is skipped, and units the schedule does not move but that are not where the
+  target puts them (the runtime started from another assignment than the plan: a stopped or
+  failed schedule, a restart after kill -9 mid-wave) move in one last wave. So a resumed or
+  replaced schedule always ends on the target and never loses a unit: every unit has exactly
+  one node in every assignment the runtime saves.
+- Stop: the flag is honoured before a wave starts (the current one always finishes) and consumed;
+  the execution ends `stopped` and the runtime keeps the partial assignment until a newer version.
+- Failure: a unit that could not move stays on its source; the execution ends `failed` after that
+  wave, and the runtime keeps what it runs (the units that moved stay moved).
+In both cases the period report says what runs (`Execution.summary`), and the next plan starts
+from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from schemas.manifest import Manifest, atomic_write_bytes
+from schemas.schedule import ScheduledMove
+
+__all__ = ["EXECUTION_FILE", "FAIL_MOVES_ENV", "STOP_FILE", "Execution", "WaveRun",
+           "clear_stop", "execute", "load_execution", "request_stop", "stop_path",
+           "stop_requested", "waves_to_run"]
+
+STOP_FILE = "STOP"
+EXECUTION_FILE = "execution.json"
+#: Fault injection, like jobs/faults.py: units (comma-separated) whose move fails in a runtime.
+FAIL_MOVES_ENV = "RECONF_FAIL_MOVES"
+_FAILPOINT_ENV = "RECONF_FAILPOINT"
+Status = Literal["running", "done", "stopped", "failed"]
+
+
+@dataclass(frozen=True)
+class WaveRun:
+    """One applied wave as measured: units moved, state bytes, seconds, units that failed."""
+
+    wave: int
+    moved: tuple[str, ...]
+    state_bytes: float
+    seconds: float
+    failed: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"wave": self.wave, "moved": list(self.moved), "state_bytes": self.state_bytes,
+                "seconds": round(self.seconds, 6), "failed": list(self.failed)}
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The progress of applying one manifest version (`waves` = how many it has to run)."""
+
+    job_id: str
+    version: int
+    waves: int
+    runs: tuple[WaveRun, ...] = ()
+    status: Status = "running"
+    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+
+    @property
+    def moved(self) -> int:
+        return sum(len(r.moved) for r in self.runs)
+
+    @property
+    def state_bytes(self) -> float:
+        return sum(r.state_bytes for r in self.runs)
+
+    @property
+    def seconds(self) -> float:
+        return sum(r.seconds for r in self.runs)
+
+    def summary(self) -> str:
+        """Progress as the period report and the CLI show it."""
+        text = (f"v{self.version}: wave {len(self.runs)} of {self.waves}, {self.moved} unit(s) "
+                f"moved, {self.state_bytes:.0f} state bytes, {self.seconds:.2f} s")
+        if self.status == "stopped":
+            text += "; stopped between waves on request: the partial assignment runs"
+        elif self.status == "failed":
+            failed = [u for r in self.runs for u in r.failed]
+            text += (f"; failed ({len(failed)} unit(s) could not move: {', '.join(failed[:5])}): "
+                     "the units that moved stay moved, the rest run where they were")
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": 1, "job_id": self.job_id, "version": self.version,
+                "waves": self.waves, "status": self.status, "started_at": self.started_at,
+                "moved": self.moved, "state_bytes": self.state_bytes,
+                "seconds": round(self.seconds, 6), "runs": [r.to_dict() for r in self.runs]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Execution:
+        runs = tuple(WaveRun(int(r["wave"]), tuple(r["moved"]), float(r["state_bytes"]),
+                             float(r["seconds"]), tuple(r["failed"])) for r in data["runs"])
+        return cls(str(data["job_id"]), int(data["version"]), int(data["waves"]), runs,
+                   data["status"], str(data["started_at"]))
+
+
+def _dir(state_root: Path, job_id: str) -> Path:
+    return Path(state_root) / job_id
+
+
+def stop_path(state_root: Path, job_id: str) -> Path:
+    return _dir(state_root, job_id) / STOP_FILE
+
+
+def request_stop(state_root: Path, job_id: str, reason: str = "") -> Path:
+    """Ask the runtime to finish its current wave and stop (what `reconf stop` does)."""
+    path = stop_path(state_root, job_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {"requested_at": datetime.now(UTC).isoformat(), "reason": reason}
+    atomic_write_bytes(path, (json.dumps(body) + "\n").encode())
+    return path
+
+
+def stop_requested(state_root: Path, job_id: str) -> bool:
+    return stop_path(state_root, job_id).is_file()
+
+
+def clear_stop(state_root: Path, job_id: str) -> None:
+    stop_path(state_root, job_id).unlink(missing_ok=True)
+
+
+def load_execution(state_root: Path, job_id: str) -> Execution | None:
+    """The last recorded execution, or None (none yet, or a damaged record: it is advisory)."""
+    path = _dir(state_root, job_id) / EXECUTION_FILE
+    try:
+        return Execution.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def save_execution(state_root: Path, execution: Execution) -> None:
+    path = _dir(state_root, execution.job_id) / EXECUTION_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, (json.dumps(execution.to_dict(), indent=1) + "\n").encode())
+
+
+def waves_to_run(manifest: Manifest, running: Mapping[str, str]) -> tuple[tuple[ScheduledMove, ...], ...]:
+    """The manifest's waves rebased on `running` (see the module docstring); no schedule: one
+    wave of every difference (the manifest applied at once, as before schedules)."""
+    target = dict(manifest.assignment)
+    waves: list[tuple[ScheduledMove, ...]] = []
+    scheduled: set[str] = set()
+    for wave in (manifest.schedule.waves if manifest.schedule is not None else ()):
+        moves = []
+        for m in wave.moves:
+            scheduled.add(m.keygroup)
+            now = running.get(m.keygroup)
+            if now is not None and now != m.dst:
+                moves.append(ScheduledMove(m.keygroup, now, m.dst, m.state_bytes))
+        if moves:
+            waves.append(tuple(moves))
+    rest = tuple(ScheduledMove(kg, running[kg], target[kg]) for kg in sorted(target)
+                 if kg in running and running[kg] != target[kg] and kg not in scheduled)
+    if rest:
+        waves.append(rest)
+    return tuple(waves)
+
+
+#: what a runtime's wave application returns: (units moved, state bytes, seconds, units failed)
+ApplyWave = Callable[[tuple[ScheduledMove, ...]], tuple[tuple[str, ...], float, float,
+                                                        tuple[str, ...]]]
+
+
+def failing_units() -> frozenset[str]:
+    """Units whose move a runtime must fail (fault injection through `FAIL_MOVES_ENV`)."""
+    return frozenset(u for u in os.environ.get(FAIL_MOVES_ENV, "").split(",") if u)
+
+
+def _failpoint(name: str) -> None:
+    """jobs/faults.py's fail point, for the runtime (which may import only `schemas`)."""
+    if os.environ.get(_FAILPOINT_ENV) == name:
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def execute(manifest: Manifest, running: Mapping[str, str], apply_wave: ApplyWave,
+            state_root: Path, job_id: str) -> Execution:
+    """Apply `manifest`'s waves to what runs, one at a time; the final `Execution` (saved).
+
+    `apply_wave` moves one wave's units in the runtime and saves the runtime's state (so a kill
+    after it loses nothing); this function records the progress after each wave and honours the
+    stop flag before each one.
+    """
+    waves = waves_to_run(manifest, running)
+    previous = load_execution(state_root, job_id)
+    runs: tuple[WaveRun, ...] = ()
+    started = datetime.now(UTC).isoformat()
+    if previous is not None and previous.version == manifest.version \
+            and previous.status == "running":
+        runs, started = previous.runs, previous.started_at  # resumed after a restart
+    total = len(runs) + len(waves)
+    done = Execution(job_id, manifest.version, total, runs, "running", started)
+    save_execution(state_root, done)
+    for moves in waves:
+        if stop_requested(state_root, job_id):
+            clear_stop(state_root, job_id)
+            done = Execution(job_id, manifest.version, total, done.runs, "stopped", started)
+            save_execution(state_root, done)
+            return done
+        moved, nbytes, seconds, failed = apply_wave(moves)
+        _failpoint("runtime.wave")
+        run = WaveRun(len(done.runs) + 1, moved, nbytes, seconds, failed)
+        status: Status = "failed" if failed else "running"
+        done = Execution(job_id, manifest.version, total, (*done.runs, run), status, started)
+        save_execution(state_root, done)
+        if failed:
+            return done
+    done = Execution(job_id, manifest.version, total, done.runs, "done", started)
+    save_execution(state_root, done)
+    return done

@@ -1,0 +1,86 @@
+"""A manifest's move schedule: covered by a checksum, optional, invisible to assignment-only readers."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from placement.model import ClusterState, KeyGroup, Move, Node
+from placement.waves import plan_waves
+from schemas.manifest import (
+    Manifest,
+    ManifestError,
+    assignment_checksum,
+    read_manifest,
+    write_manifest,
+)
+from schemas.schedule import WaveLimits, apply_waves
+
+END = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
+START = {"k0": "a", "k1": "a", "k2": "a", "k3": "b"}
+TARGET = {"k0": "b", "k1": "c", "k2": "c", "k3": "b"}
+
+
+def scheduled(version: int = 2) -> Manifest:
+    state = ClusterState((Node("a"), Node("b"), Node("c")),
+                         tuple(KeyGroup(k, "op", 10.0, state_bytes=100) for k in START), START)
+    moves = tuple(Move(k, START[k], TARGET[k], 0.0) for k in sorted(START) if START[k] != TARGET[k])
+    schedule = plan_waves(state, moves, WaveLimits(max_moves_per_node=1), TARGET)
+    return Manifest.create(job_id="demo", version=version, period_end=END, plan_id="p2",
+                           assignment=TARGET, schedule=schedule,
+                           created_at=datetime(2026, 1, 1, 0, 6, tzinfo=UTC))
+
+
+def test_round_trip_keeps_the_schedule_and_it_leads_to_the_assignment(tmp_path: Path) -> None:
+    manifest = scheduled()
+    assert manifest.schedule is not None and len(manifest.schedule.waves) == 3
+    write_manifest(tmp_path, manifest)
+    again = read_manifest(tmp_path, "demo", 2)
+    assert again == manifest
+    assert again.schedule is not None
+    assert apply_waves(START, again.schedule.waves) == dict(again.assignment)
+
+
+def test_a_manifest_without_schedule_loads_and_is_written_as_before() -> None:
+    plain = Manifest.create(job_id="demo", version=1, period_end=END, plan_id="p1",
+                            assignment=START)
+    assert "schedule" not in json.loads(plain.to_json())
+    assert Manifest.from_json(plain.to_json(), "v1.json").schedule is None
+
+
+def test_the_assignment_checksum_is_unchanged_for_assignment_only_readers() -> None:
+    body = json.loads(scheduled().to_json())
+    # what a reader that applies only the final assignment checks, unchanged by the schedule
+    assert body["checksum"] == assignment_checksum(body["assignment"])
+
+
+def test_an_altered_wave_is_refused() -> None:
+    body = json.loads(scheduled().to_json())
+    first, second = body["schedule"]["waves"][0], body["schedule"]["waves"][1]
+    first["moves"], second["moves"] = second["moves"], first["moves"]
+    with pytest.raises(ManifestError, match=r"v2\.json: field 'schedule.checksum'"):
+        Manifest.from_json(json.dumps(body), "v2.json")
+
+
+def test_a_schedule_moved_to_another_assignment_is_refused() -> None:
+    body = json.loads(scheduled().to_json())
+    body["assignment"]["k2"] = "a"
+    body["checksum"] = assignment_checksum(body["assignment"])
+    with pytest.raises(ManifestError, match="does not match the schedule and assignment"):
+        Manifest.from_json(json.dumps(body), "v2.json")
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda s: s.pop("limits"), "field 'schedule' must be an object with exactly"),
+    (lambda s: s["waves"].append({"moves": []}), r"schedule.waves\[3\]' must be an object"),
+    (lambda s: s["waves"][0]["moves"][0].update(state_bytes=-1), "state_bytes must be"),
+    (lambda s: s["limits"].update(max_moves_per_node=0), "schedule.limits"),
+])
+def test_malformed_schedules_name_the_file_and_field(edit, message: str) -> None:  # type: ignore[no-untyped-def]
+    body = json.loads(scheduled().to_json())
+    edit(body["schedule"])
+    with pytest.raises(ManifestError, match=message):
+        Manifest.from_json(json.dumps(body), "v2.json")
