@@ -122,3 +122,46 @@ def test_the_window_and_stamp_of_a_period(tmp_path: Path, config_file: Path) -> 
         "2026-01-01T00:00:00+00:00")
     assert ctx.window == "[2026-01-01T00:00:00Z, 2026-01-01T00:05:00Z)"
     assert ctx.cmd("validate") == "reconf validate --job tiny --period-end 2026-01-01T00:05:00Z"
+
+
+def test_a_partial_assignment_the_runtime_reported_is_kept_by_the_marker(
+        tmp_path: Path, config_file: Path) -> None:
+    paths, job = Paths(tmp_path / "home"), tiny_job(config_file)
+    write_collect_marker(paths, job.job_id, P1, {}, {},
+                         RuntimeReport(3, ("n1",), {"op0-kg000": "n1"}))
+    marker = _ctx(paths, job).marker
+    assert marker is not None and marker.runtime is not None
+    assert dict(marker.runtime.assignment or {}) == {"op0-kg000": "n1"}
+
+
+def test_recording_computes_the_node_loads_once(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """moves.csv, nodes.csv and the load chart share one `NodeLoads` (before, after)."""
+
+    import jobs.tracking.audit_trail as trail
+    import jobs.tracking.charts as charts
+    from placement.common import make_plan
+    from placement.model import ClusterState, KeyGroup, Node, SolverStatus
+
+    calls: list[int] = []
+    real = trail.node_loads
+
+    def counted(state: ClusterState, assignment: Any) -> dict[str, float]:
+        calls.append(1)
+        return real(state, assignment)
+
+    monkeypatch.setattr(trail, "node_loads", counted)
+    monkeypatch.setattr(charts, "node_loads", counted)
+    state = ClusterState(nodes=(Node("a", 1.0), Node("b", 1.0)),
+                         keygroups=(KeyGroup("k1", "op", 30.0), KeyGroup("k2", "op", 10.0)),
+                         assignment={"k1": "a", "k2": "a"})
+    plan = make_plan(state, {"k1": "a", "k2": "b"}, status=SolverStatus.HEURISTIC,
+                     lower_bound=None)
+    loads = trail.NodeLoads.of(state, plan)
+    assert len(calls) == 2 and loads.after == {"a": 30.0, "b": 10.0}
+    moves = trail.explain_moves(state, plan, loads)
+    nodes = trail.node_rows(state, plan, loads)
+    charts.load_chart(state, plan, tmp_path / "loads.png", (loads.before, loads.after))
+    assert len(calls) == 2  # nothing computed them again
+    assert moves[0]["dst_load_after"] == 10.0 and nodes[1]["load_after"] == 10.0
+    assert (tmp_path / "loads.png").stat().st_size > 0
