@@ -98,10 +98,6 @@ class ScalingConfig:
         return self
 
 
-def _optional(rule: Any) -> Any:
-    return PlainValidator(lambda v: None if v is None else rule(v))
-
-
 @dataclass(frozen=True, config=_CONFIG)
 class ExecutionConfig:
     """`[jobs.<id>.execution]`: how the runtime applies a plan (placement/waves.py).
@@ -113,10 +109,10 @@ class ExecutionConfig:
     `num.concurrent.partition.movements.per.broker`); a job sets a ceiling to have one.
     """
 
-    max_moves_per_node: Annotated[int | None, _optional(rules.at_least_one)] = 5
-    max_moves_per_wave: Annotated[int | None, _optional(rules.at_least_one)] = None
-    max_bytes_per_wave: Annotated[float | None, _optional(rules.positive)] = None
-    ceiling_pct: Annotated[float | None, _optional(rules.ceiling_pct)] = None
+    max_moves_per_node: Annotated[int | None, _checked(rules.at_least_one, optional=True)] = 5
+    max_moves_per_wave: Annotated[int | None, _checked(rules.at_least_one, optional=True)] = None
+    max_bytes_per_wave: Annotated[float | None, _checked(rules.positive, optional=True)] = None
+    ceiling_pct: Annotated[float | None, _checked(rules.ceiling_pct, optional=True)] = None
 
     @model_validator(mode="before")
     @classmethod
