@@ -1,9 +1,11 @@
 """The stage frame: one period of one job as a value, and `run_stage`, the frame every stage runs in.
 
 `StageContext` carries what every stage function used to take one by one: the job, the period
-end and its window, the stores (`paths`) and the lake opened on them once (jobs/lake), the Spark
-session (made on first use, jobs/spark/session.py `lazy_spark`) and the period's collect marker,
-read at most once. A stage function reads it check → read → compute → commit (jobs/__init__.py).
+end and its window, the stores (`paths`), the lake (opened once, jobs/lake `open_lake`, by the
+engine RECONF_LAKE_IO chooses), the Spark session (made on first use, jobs/spark/session.py
+`lazy_spark`: only the Spark engine and fleet planning use it) and the period's collect marker
+and validation report, each read at most once. A stage
+function reads it check → read → compute → commit (jobs/__init__.py).
 
 `run_stage` owns what each stage repeated at its top: the home check, the lake's tables, the
 job's writer lock, and turning a Delta write conflict into a `StageError` (nothing of ours was
@@ -18,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobs.errors import StageError, check_home, is_concurrent_write, job_lock
 from jobs.lake import Lake, open_lake
@@ -29,15 +31,9 @@ from schemas.landing import format_period_end
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["StageContext", "StageResult", "conflicts_refused", "run_stage", "stage_context"]
+__all__ = ["StageContext", "conflicts_refused", "run_stage", "stage_context"]
 
 R = TypeVar("R")
-
-
-class StageResult(Protocol):
-    """What a stage returns: its one-line summary is what the DAG's log and `reconf` print."""
-
-    def summary(self) -> str: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,7 +69,8 @@ class StageContext:
 
     @cached_property
     def lake(self) -> Lake:
-        """The stage's lake, opened once by the engine RECONF_LAKE_IO chooses (jobs/lake)."""
+        """The stage's lake, opened on first use (jobs/lake/__init__.py `open_lake`)."""
+
         return open_lake(self.paths, self.spark)
 
     @cached_property

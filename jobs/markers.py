@@ -57,15 +57,14 @@ class CollectMarker:
         if not isinstance(collect_id, str):
             return None
         raw = data.get("runtime")
-        runtime = (RuntimeReport(raw.get("version"), tuple(raw.get("nodes") or ()),
-                                 raw.get("assignment"))
-                   if isinstance(raw, dict) else None)
-        rows, versions = data.get("rows"), data.get("versions")
-        return cls(collect_id,
-                   {str(k): int(v) for k, v in rows.items()} if isinstance(rows, dict) else {},
-                   {str(k): int(v) for k, v in versions.items()}
-                   if isinstance(versions, dict) else {},
-                   runtime)
+        try:
+            runtime = (RuntimeReport(raw.get("version"), tuple(map(str, raw.get("nodes") or ())),
+                                     _assignment(raw.get("assignment")))
+                       if isinstance(raw, dict) else None)
+            return cls(collect_id, _counts(data.get("rows")), _counts(data.get("versions")),
+                       runtime)
+        except (TypeError, ValueError):  # a count that is no number: damaged
+            return None
 
     def wrote(self, table: str) -> bool:
         """Whether this collect wrote `table` for the period (a facet table: only when landed)."""
@@ -78,6 +77,30 @@ class CollectMarker:
     def runtime_nodes(self) -> frozenset[str] | None:
         """The nodes the runtime said it owns (None: it wrote no report)."""
         return None if self.runtime is None else frozenset(self.runtime.nodes)
+
+
+def _counts(raw: Any) -> dict[str, int]:
+    """table -> count of a marker's document ({} when absent); TypeError/ValueError if damaged."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise TypeError(f"not a table of counts: {raw!r}")
+    return {str(k): _whole(v) for k, v in raw.items()}
+
+
+def _assignment(raw: Any) -> dict[str, str] | None:
+    """A partial assignment the runtime reported (None: it runs a published version exactly)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TypeError(f"not an assignment: {raw!r}")
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def _whole(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"not a whole number: {value!r}")
+    return value
 
 
 def _period_reports(paths: Paths, job_id: str, period_end: datetime) -> Path:
