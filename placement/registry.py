@@ -53,7 +53,7 @@ from placement.metrics import check_assignment
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 from placement.params import ParamsError, StrategyParams, build_params
 from placement.rod.resilience import with_resilience
-from schemas.strategies import PIPELINE_PARAMS, STRATEGIES
+from schemas.strategies import LOAD_DISTANCE, PIPELINE_PARAMS, STRATEGIES, Objective
 
 __all__ = ["B_NOTE", "PIPELINE_PARAMS", "ParamsError", "PostConditionError", "Spec", "Strategy",
            "StrategyFn", "StrategyInputError", "build_strategy_params", "check_params", "get_spec",
@@ -102,6 +102,8 @@ class Spec:
     facets: tuple[str, ...] = ()
     keeps_budget: bool = True
     places_arrivals: bool = False
+    #: what it optimises and what certifies it (schemas/strategies.py `Objective`)
+    objective: Objective = LOAD_DISTANCE
 
 
 _SPECS: dict[str, Spec] = {}
@@ -209,13 +211,15 @@ def precheck(spec: Spec, state: ClusterState, budget: Budget) -> None:
 
 def register(name: str, params: type[StrategyParams], fn: StrategyFn, *,
              guarantee: Literal["exact", "heuristic"], facets: tuple[str, ...] = (),
-             keeps_budget: bool = True, places_arrivals: bool = False) -> Strategy:
+             keeps_budget: bool = True, places_arrivals: bool = False,
+             objective: Objective = LOAD_DISTANCE) -> Strategy:
     """Register `fn` under `name` (once) and return the checked wrapper."""
     if not name or not isinstance(name, str):
         raise ValueError(f"strategy name must be a non-empty string, got {name!r}")
     if name in _SPECS:
         raise ValueError(f"strategy {name!r} is already registered")
-    spec = Spec(name, params, fn, guarantee, tuple(facets), keeps_budget, places_arrivals)
+    spec = Spec(name, params, fn, guarantee, tuple(facets), keeps_budget, places_arrivals,
+                objective)
 
     @functools.wraps(fn)
     def wrapper(state: ClusterState, budget: Budget, params: StrategyParams | None = None,
@@ -286,4 +290,4 @@ def _load(path: str) -> Any:
 for _name, _entry in STRATEGIES.items():
     register(_name, _load(_entry.params), _load(_entry.plan), guarantee=_entry.guarantee,
              facets=_entry.facets, keeps_budget=_entry.keeps_budget,
-             places_arrivals=_entry.places_arrivals)
+             places_arrivals=_entry.places_arrivals, objective=_entry.objective)

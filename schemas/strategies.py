@@ -14,6 +14,12 @@ migration budget on purpose (COLA, a static optimiser), so the registry does not
 rules, ROD's and the load balancers' targets, cg's least utilised node, SPRAWL's DP); for the
 others the plan stage places arrivals first (jobs/facets/dynamic.py), and the registry's
 pre-check refuses a state with arrivals.
+
+`objective`: what the strategy optimises, in the family's words (an `Objective`: the metric's
+name, label, unit, direction, the facet the state needs to evaluate it), and, when the strategy
+reports one, the `bound` that certifies it. `placement/objectives.py` evaluates every objective
+a state's facets allow for any plan, so the what-if compares like with like and an operator
+reads the in-force strategy's own headline first.
 """
 
 from __future__ import annotations
@@ -22,10 +28,61 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["PIPELINE_PARAMS", "STRATEGIES", "StrategyEntry"]
+__all__ = ["COLLOCATION", "FEASIBLE_SET_RATIO", "LOAD_DISTANCE", "OBJECTIVES", "PIPELINE_PARAMS",
+           "SPRAWL_COST", "STRATEGIES", "STREAM_TRAFFIC", "UTILISATION_IMBALANCE", "Objective",
+           "StrategyEntry"]
 
 #: parameters the pipeline sets from the job's own fields, never from `strategy_params`
 PIPELINE_PARAMS: Mapping[str, str] = {"time_limit_s": "solver_time_limit_s"}
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What a strategy optimises, as an operator reads it.
+
+    `name` is the metric's key: a field of `PlanMetrics` (load_distance, collocation_factor) or
+    the key of the family's own facet metric (stream_traffic, cost_total, feasible_set_ratio,
+    utilisation_imbalance), so the family's number and the evaluated one are the same metric.
+    `facet` is the state facet the metric needs. `bound` names what certifies the objective
+    for a strategy that reports it: "lower_bound" (`Plan.lower_bound`) or a facet metric's key;
+    None when the strategy certifies nothing."""
+
+    name: str
+    label: str
+    unit: str
+    direction: Literal["min", "max"]
+    facet: str = "utilisation"
+    bound: str | None = None
+
+    def certified_by(self, bound: str) -> Objective:
+        """The same objective, certified by `bound` (a strategy that reports one)."""
+        return Objective(self.name, self.label, self.unit, self.direction, self.facet, bound)
+
+    def better(self, a: float, b: float) -> bool:
+        """True when value `a` is strictly better than `b` in this objective's direction."""
+        return a < b if self.direction == "min" else a > b
+
+
+#: ALBIC §4.3.1: LD = max_{n_i∈A} |load_i − mean|; the MILP's bound certifies its d, which is
+#: LD once B is drained (placement/metrics.py `max_deviation`)
+LOAD_DISTANCE = Objective("load_distance", "load distance", "% of a reference node", "min")
+#: ALBIC §4.3.2 and COLA: % of inter-key-group traffic kept on one node
+COLLOCATION = Objective("collocation_factor", "collocation", "% of traffic", "max",
+                        "communication")
+#: Herding §2.1: Σ_j w(∪_{q on j} S_q), every source shipped once per node reading it
+STREAM_TRAFFIC = Objective("stream_traffic", "stream traffic", "rate units", "min", "sources")
+#: SPRAWL Formula 3.1: CPU cost + β · network cost
+SPRAWL_COST = Objective("cost_total", "SPRAWL cost", "cost units (Formula 3.1)", "min",
+                        "network")
+#: ROD §2.3: F/F*, the share of the ideal feasible set the placement keeps
+FEASIBLE_SET_RATIO = Objective("feasible_set_ratio", "feasible-set ratio", "F/F*", "max",
+                               "load_model")
+#: Consistent Grouping §3: I = max_w U_w − avg_w U_w over the nodes of A
+UTILISATION_IMBALANCE = Objective("utilisation_imbalance", "utilisation imbalance",
+                                  "% utilisation (max − mean)", "min")
+#: every objective, in the order an operator reads them as columns
+OBJECTIVES: tuple[Objective, ...] = (LOAD_DISTANCE, COLLOCATION, STREAM_TRAFFIC, SPRAWL_COST,
+                                     FEASIBLE_SET_RATIO, UTILISATION_IMBALANCE)
 
 
 @dataclass(frozen=True)
@@ -35,6 +92,7 @@ class StrategyEntry:
     plan: str
     params: str
     guarantee: Literal["exact", "heuristic"]
+    objective: Objective
     facets: tuple[str, ...] = ()
     keeps_budget: bool = True
     places_arrivals: bool = False
@@ -43,42 +101,47 @@ class StrategyEntry:
 _MILP, _ALBIC, _BASE = "placement.milp", "placement.albic", "placement.baselines"
 _ROD = "placement.rod.strategy"
 _HERD = "placement.herding"
+_LD, _FSR = LOAD_DISTANCE, FEASIBLE_SET_RATIO
+_TRAFFIC = STREAM_TRAFFIC.certified_by("traffic_lower_bound")
 
 STRATEGIES: Mapping[str, StrategyEntry] = {
-    "milp": StrategyEntry(f"{_MILP}.core:plan_milp", "placement.params:MilpParams", "exact"),
+    "milp": StrategyEntry(f"{_MILP}.core:plan_milp", "placement.params:MilpParams", "exact",
+                          _LD.certified_by("lower_bound")),
     "albic": StrategyEntry(f"{_ALBIC}.core:plan_albic", f"{_ALBIC}.params:AlbicParams", "exact",
-                           ("communication",)),
+                           COLLOCATION, ("communication",)),
     "albic_many": StrategyEntry(f"{_ALBIC}.core:plan_albic_many",
-                                f"{_ALBIC}.params:AlbicManyParams", "exact", ("communication",)),
+                                f"{_ALBIC}.params:AlbicManyParams", "exact", COLLOCATION,
+                                ("communication",)),
     "flux": StrategyEntry(f"{_BASE}.flux:plan_flux", "placement.params:StrategyParams",
-                          "heuristic"),
+                          "heuristic", _LD),
     "greedy": StrategyEntry(f"{_BASE}.greedy:plan_greedy", "placement.params:StrategyParams",
-                            "heuristic"),
+                            "heuristic", _LD),
     "random": StrategyEntry(f"{_BASE}.random_moves:plan_random", f"{_BASE}.params:RandomParams",
-                            "heuristic"),
+                            "heuristic", _LD),
     "cola": StrategyEntry(f"{_BASE}.cola:plan_cola", f"{_BASE}.params:ColaParams", "heuristic",
-                          ("communication",), keeps_budget=False),
+                          COLLOCATION, ("communication",), keeps_budget=False),
     "drain_then_balance": StrategyEntry("placement.scaling.drain:plan_drain_then_balance",
-                                        "placement.scaling.params:DrainParams", "heuristic"),
+                                        "placement.scaling.params:DrainParams", "heuristic", _LD),
     "rod": StrategyEntry(f"{_ROD}:plan_rod", "placement.rod.params:RodParams", "heuristic",
-                         ("load_model",), places_arrivals=True),
+                         _FSR, ("load_model",), places_arrivals=True),
     "llf": StrategyEntry(f"{_ROD}:plan_llf", "placement.params:StrategyParams", "heuristic",
-                         ("load_model",), places_arrivals=True),
+                         _FSR, ("load_model",), places_arrivals=True),
     "connected_lb": StrategyEntry(f"{_ROD}:plan_connected_lb", "placement.params:StrategyParams",
-                                  "heuristic", ("load_model", "communication"),
+                                  "heuristic", _FSR, ("load_model", "communication"),
                                   places_arrivals=True),
     "sprawl": StrategyEntry("placement.sprawl.core:plan_sprawl",
-                            "placement.sprawl.params:SprawlParams", "exact", ("network",),
+                            "placement.sprawl.params:SprawlParams", "exact",
+                            SPRAWL_COST.certified_by("lower_bound"), ("network",),
                             places_arrivals=True),
     "herding_offline": StrategyEntry(f"{_HERD}.strategies:plan_offline",
-                                     f"{_HERD}.params:OfflineParams", "heuristic", ("sources",),
-                                     places_arrivals=True),
+                                     f"{_HERD}.params:OfflineParams", "heuristic", _TRAFFIC,
+                                     ("sources",), places_arrivals=True),
     "herding_online": StrategyEntry(f"{_HERD}.strategies:plan_online",
-                                    f"{_HERD}.params:OnlineParams", "heuristic", ("sources",),
-                                    places_arrivals=True),
+                                    f"{_HERD}.params:OnlineParams", "heuristic", _TRAFFIC,
+                                    ("sources",), places_arrivals=True),
     "herding_exact": StrategyEntry(f"{_HERD}.exact:plan_exact", f"{_HERD}.params:ExactParams",
-                                   "exact", ("sources",), places_arrivals=True),
+                                   "exact", _TRAFFIC, ("sources",), places_arrivals=True),
     "cg": StrategyEntry("placement.consistent_grouping.core:plan_cg",
                         "placement.consistent_grouping.params:CgParams", "heuristic",
-                        places_arrivals=True),
+                        UTILISATION_IMBALANCE, places_arrivals=True),
 }
