@@ -22,6 +22,8 @@ import highspy
 import numpy as np
 import pulp
 
+from placement.determinism import clock_cut, solver_budget
+
 #: HiGHS `presolve_rule_off` bit mask: rule 12 is the aggregator in HiGHS 1.15
 #: (tests/placement check the name in HiGHS's own log, so an upgrade cannot move it silently)
 AGGREGATOR_RULE = 12
@@ -91,6 +93,10 @@ class BulkHiGHS(pulp.HiGHS):
     def callSolver(self, lp: pulp.LpProblem) -> None:
         h = lp.solverModel
         h.setOptionValue("presolve_rule_off", PRESOLVE_RULE_OFF)
+        seed, nodes = solver_budget()  # placement/determinism.py: the call's seed and budget
+        h.setOptionValue("random_seed", int(seed) % 2147483647)
+        if nodes is not None:
+            h.setOptionValue("mip_max_nodes", int(nodes))
         if self.deadline is not None:  # the transfer ate into the budget: re-arm the limit
             h.setOptionValue("time_limit", max(0.02, self.deadline - time.perf_counter()))
         if self.warm_start:
@@ -101,8 +107,25 @@ class BulkHiGHS(pulp.HiGHS):
         h.run()
         info = h.getInfo()
         self.model_status = h.getModelStatus()
+        if self.model_status == highspy.HighsModelStatus.kTimeLimit:
+            clock_cut("a HiGHS solve")
         self.dual_bound = float(info.mip_dual_bound)
         self.has_solution = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
+
+
+    def findSolutionValues(self, lp: pulp.LpProblem) -> tuple[int, int]:
+        """PuLP's, plus HiGHS's node-budget stop (kSolutionLimit, which PuLP 3.3.2 does not
+        map): the incumbent's values, read like a time-limited solve's."""
+        h = lp.solverModel
+        if h.getModelStatus() != highspy.HighsModelStatus.kSolutionLimit:
+            status: tuple[int, int] = super().findSolutionValues(lp)
+            return status
+        values = list(h.getSolution().col_value)
+        for var in lp.variables():
+            var.varValue = values[var.index]
+        if self.has_solution:
+            return pulp.LpStatusOptimal, pulp.LpSolutionIntegerFeasible
+        return pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
 
 
 def model_status_name(status: Any) -> str:
@@ -112,6 +135,8 @@ def model_status_name(status: Any) -> str:
         return "optimal"
     if status in (ms.kTimeLimit, ms.kIterationLimit, ms.kInterrupt):
         return "time_limit"
+    if status == ms.kSolutionLimit:  # mip_max_nodes reached: a deterministic stop
+        return "node_limit"
     if status in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
         return "infeasible"
     return str(status).rsplit(".", 1)[-1].lower()

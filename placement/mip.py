@@ -16,6 +16,7 @@ from typing import Any
 
 import pulp
 
+from placement.determinism import clock_cut
 from placement.highs import BulkHiGHS, model_status_name
 
 __all__ = ["Solved", "solve_problem"]
@@ -69,6 +70,8 @@ def solve_problem(prob: pulp.LpProblem, choices: Mapping[str, list[tuple[str, pu
         kind = {pulp.LpStatusInfeasible: "infeasible"}.get(status, "no_solution")
         if has_solution:
             kind = "optimal" if prob.sol_status == pulp.LpSolutionOptimal else "time_limit"
+        if kind == "time_limit":
+            clock_cut("a CBC solve")
     if not has_solution:
         return Solved("infeasible" if kind == "infeasible" else kind, transfer, None, bound)
     new = dict(start)

@@ -291,6 +291,9 @@ class Plan:
     #: the solver's timed steps, in order (the MILP: warm start, neighbourhood search, model
     #: build, transfer to the solver, solve); () for a strategy that has none worth timing
     phases: tuple[Phase, ...] = ()
+    #: what makes the plan reproducible, or the step a clock cut (placement/determinism.py);
+    #: the registry writes it
+    determinism: str = ""
 
     def phase(self, name: str) -> Phase | None:
         """The first phase called `name`, None if the plan has none."""
@@ -319,6 +322,7 @@ class Plan:
             "moves": [asdict(m) for m in self.moves],
             "scaling": asdict(self.scaling),
             "phases": [asdict(p) for p in self.phases],
+            "determinism": self.determinism,
             "assignment": dict(sorted(self.assignment.items())),
         }
 

@@ -46,6 +46,10 @@ class StrategyParams(BaseModel):
         10.0, gt=0, description="wall-clock limit of one plan, model building included; set by "
         "the job's solver_time_limit_s")
     solver: Solver = Field("highs", description="MILP solver: HiGHS or CBC (through PuLP)")
+    node_limit: int | None = Field(
+        None, ge=1, description="HiGHS mip_max_nodes of every MILP solve: a deterministic work "
+        "budget, so a plan cut by it (not by the clock) is reproducible (placement/"
+        "determinism.py)")
 
     #: True when the strategy weighs the load left on B by `w_b` (the MILP's objective), so
     #: Algorithm 1 may re-plan with draining weighted like d (placement/scaling/cycle.py)

@@ -49,6 +49,7 @@ from typing import Any, Literal
 
 from placement.canonical import canonical_state, natural_key
 from placement.common import StrategyInputError, fits, present_state
+from placement.determinism import describe, watching
 from placement.metrics import check_assignment
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 from placement.params import ParamsError, StrategyParams, build_params
@@ -227,8 +228,10 @@ def register(name: str, params: type[StrategyParams], fn: StrategyFn, *,
         built = spec.params.of(params, kwargs, name)
         precheck(spec, state, budget)
         started = time.perf_counter()
-        plan = fn(canonical_state(state), budget, built)
-        plan = dataclasses.replace(plan, strategy=name, wall_s=time.perf_counter() - started)
+        with watching(built.seed, built.node_limit) as watch:
+            plan = fn(canonical_state(state), budget, built)
+        plan = dataclasses.replace(plan, strategy=name, wall_s=time.perf_counter() - started,
+                                   determinism=describe(watch))
         check_plan(spec, state, budget, plan)
         plan = explain_b(spec, state, budget, plan)
         return with_resilience(state, plan)  # F/F* and headroom, where there is a load model

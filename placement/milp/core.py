@@ -35,6 +35,7 @@ import time
 from collections.abc import Mapping
 
 from placement.common import EPS, MIN_SOLVE_S, is_frozen, make_plan, relaxed_five
+from placement.determinism import clock_cut
 from placement.heuristics import flux_assignment, greedy_assignment
 from placement.metrics import max_deviation, mean_load
 from placement.milp.bounds import lower_bound_d
@@ -189,6 +190,7 @@ def plan_milp(state: ClusterState, budget: Budget, params: MilpParams) -> Plan:
             status = SolverStatus.OPTIMAL
     else:
         notes.append("no time left for the full model")
+        clock_cut("the full model (no time left)")
     if best is None:
         return keep(SolverStatus.INFEASIBLE, bound,
                     "; ".join([f"infeasible: {problem}", "no plan within the budget meets the "

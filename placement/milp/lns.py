@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import pulp
 
 from placement.common import EPS, MIN_SOLVE_S
+from placement.determinism import clock_cut
 from placement.metrics import mean_load
 from placement.milp.model import Weights, objective, valid
 from placement.mip import solve_problem
@@ -265,4 +266,6 @@ def search(ctx: Ctx, movable: Callable[[KeyGroup], bool], incumbent: dict[str, s
                 accepted += 1
                 continue
         stall += 1
+    if stall < LNS_STALL and not done(incumbent):  # the loop ended on the clock
+        clock_cut("the neighbourhood search")
     return incumbent, f"{steps} sub-MILPs of {2 * k}+ nodes, {accepted} improved"

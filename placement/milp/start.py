@@ -28,6 +28,7 @@ import time
 from collections.abc import Mapping
 
 from placement.common import EPS
+from placement.determinism import clock_cut
 from placement.metrics import mean_load
 from placement.model import Budget, ClusterState
 
@@ -88,6 +89,7 @@ def exchange_search(state: ClusterState, budget: Budget, start: Mapping[str, str
 
     for _ in range(20 * len(state.keygroups) + 100):
         if deadline is not None and time.perf_counter() > deadline:
+            clock_cut("the exchange search")
             break
         w = max(cap, key=lambda n: (bad(n, raw[n]), n))
         bw = bad(w, raw[w])
