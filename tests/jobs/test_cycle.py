@@ -184,3 +184,20 @@ def test_a_zero_budget_plan_is_written_with_no_moves(collected_home, spark, caps
     logged = json.loads(plan_row.iloc[0]["plan_json"])
     landed = rows(spark, paths, "keygroup_stats", of_period(P1))
     assert logged["assignment"] == dict(sorted(zip(landed["keygroup"], landed["node"], strict=True)))
+
+
+def test_a_dry_run_is_a_binding_preview_of_what_is_published(collected_home, spark):
+    """Dry run, then plan and publish on unchanged inputs: exactly the previewed moves are
+    published, and the plan records what made it reproducible (placement/determinism.py)."""
+    paths = collected_home
+    assert "passed" in run_validate(JOB_ID, P1)
+    preview = run_plan(JOB_ID, P1, dry_run=True)
+    planned = run_plan(JOB_ID, P1)
+    published = run_publish(JOB_ID, P1)
+
+    assert preview.plan.moves and preview.plan.moves == planned.plan.moves
+    assert (published.status, published.plan_id) == ("published", planned.plan_id)
+    manifest = read_manifest(paths.published, JOB_ID, published.version)
+    assert dict(manifest.assignment) == dict(preview.plan.assignment)
+    assert planned.plan.determinism.startswith("deterministic: seed 0"), planned.plan.determinism
+    assert planned.plan_json["determinism"] == planned.plan.determinism
