@@ -31,9 +31,11 @@ from schemas.landing import format_period_end
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["StageContext", "conflicts_refused", "run_stage", "stage_context"]
+__all__ = ["StageContext", "conflicts_refused", "run_stage", "run_stage_committing",
+           "stage_context"]
 
 R = TypeVar("R")
+W = TypeVar("W")
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,15 +127,23 @@ def run_stage(ctx: StageContext, stage: str, body: Callable[[StageContext], R], 
 
     In order: RECONF_HOME is usable; `check` (what needs no lake: the configuration, the
     budget) refuses bad input before anything is created; the lake's tables exist (`tables`);
-    the job's writer lock is held for the whole body (`lock`: a dry run and collect, which locks
-    only its commits, pass False); a Delta conflict from another writer becomes a `StageError`
-    naming the stage.
+    the job's writer lock is held for the whole body (`lock`: a dry run passes False); a Delta
+    conflict from another writer becomes a `StageError` naming the stage.
     """
+    return run_stage_committing(ctx, stage, check or (lambda c: None), lambda c, _: body(c),
+                                lock=lock, tables=tables)
+
+
+def run_stage_committing(ctx: StageContext, stage: str, gather: Callable[[StageContext], W],
+                         commit: Callable[[StageContext, W], R], *, lock: bool = True,
+                         tables: bool = True) -> R:
+    """The frame for a stage whose check → read → compute needs no lock (collect: reading and
+    aggregating the landing zone): `gather` runs first, then the tables are made and `commit`
+    gets its result under the job's lock. Otherwise as `run_stage`."""
     check_home(ctx.paths)
-    if check is not None:
-        check(ctx)
     with conflicts_refused(stage, ctx.job_id):
+        work = gather(ctx)
         if tables:
             ctx.lake.ensure_tables()
         with job_lock(ctx.paths, ctx.job_id, stage) if lock else contextlib.nullcontext():
-            return body(ctx)
+            return commit(ctx, work)
