@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobs.errors import StageError, check_home, is_concurrent_write, job_lock
 from jobs.lake import Lake, open_lake
-from jobs.markers import CollectMarker, read_collect_marker, read_report
+from jobs.markers import (
+    CollectMarker,
+    collect_marker_path,
+    read_collect_marker,
+    read_report,
+    report_path,
+)
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
 
@@ -88,6 +94,45 @@ class StageContext:
     def cmd(self, stage: str) -> str:
         """The command that runs `stage` of this period (for a message's fix)."""
         return f"reconf {stage} --job {self.job_id} --period-end {self.stamp}"
+
+    def check_validated(self, collect_id: str | None = None) -> dict[str, Any]:
+        """The period's passing validation report for its current collect, else `StageError`.
+
+        `collect_id`, when given, is the collect a plan was made from: publish passes the plan's,
+        so a period collected again after planning is refused too.
+        """
+        stamp, job_id, marker = self.stamp, self.job_id, self.marker
+        validate_cmd = self.cmd("validate")
+        marker_path = collect_marker_path(self.paths, job_id, self.end)
+        if marker is None:
+            raise StageError(
+                f"period {stamp} of job {job_id!r} has no completed collect",
+                where=str(marker_path),
+                fix=f"run `{self.cmd('collect')}`, then `{validate_cmd}`",
+            )
+        report = self.report
+        path = report_path(self.paths, job_id, self.end)
+        if report is None or report.get("collect_id") != marker.collect_id:
+            raise StageError(
+                f"period {stamp} of job {job_id!r} was not validated since it was last collected",
+                where=str(path), fix=f"run `{validate_cmd}` first",
+            )
+        if not report.get("success"):
+            raise StageError(
+                f"period {stamp} of job {job_id!r} failed validation, so it is neither planned "
+                "for publishing nor published; the runtime keeps its assignment",
+                where=str(path),
+                fix="fix the runtime's metrics, land and collect the period again, then "
+                    f"`{validate_cmd}` (a dry run, `reconf plan --dry-run`, still shows a plan)",
+            )
+        if collect_id is not None and collect_id != marker.collect_id:
+            raise StageError(
+                f"the plan of period {stamp} was made from statistics that have since been "
+                "collected again",
+                where=str(marker_path),
+                fix=f"plan the period again (`{self.cmd('plan')}`), then publish",
+            )
+        return report
 
 
 def stage_context(job: JobConfig, end: datetime, paths: Paths,

@@ -192,7 +192,7 @@ def _commit(ctx: StageContext, gathered: _Gathered) -> CollectResult:
     # the versions after the commits, asked at once
     versions = lake.table_versions(t.name for t in (*first, KEYGROUP_STATS))
     # a job declaring input streams: its load model, fitted on what was just written
-    for table, count, version in fit_stage(lake, job, period_end):
+    for table, count, version in fit_stage(ctx):
         rows[table.name], versions[table.name] = count, version
     write_collect_marker(paths, job.job_id, period_end, versions, rows,
                          read_runtime_report(landed))
