@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, str] = {
     "consistent-grouping": "bench.consistent_grouping",
     "collect-native": "bench.collect_native",
     "kafka-streams": "bench.kafka_streams",
+    "execution": "bench.execution",
 }
 
 

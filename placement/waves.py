@@ -73,14 +73,13 @@ def plan_waves(state: ClusterState, moves: Sequence[Move], limits: WaveLimits,
                              f"{current.get(m.keygroup)!r} in the current assignment")
     if len({m.keygroup for m in moves}) != len(moves):
         raise ValueError("a plan moves each unit at most once")
-    nodes = {n.id: n for n in state.nodes}
-    for m in moves:
-        if m.dst not in nodes:
-            raise ValueError(f"move of {m.keygroup!r} to unknown node {m.dst!r}")
     unit = {k.id: k for k in state.keygroups}
     cap = {n.id: n.capacity for n in state.nodes}
     ceiling = limits.ceiling_pct
     load = {n: u * cap[n] for n, u in utilisation(state, current).items()}  # absolute load
+    for m in moves:  # a node the plan adds (scaling) starts empty, as a reference node
+        cap.setdefault(m.dst, 1.0)
+        load.setdefault(m.dst, 0.0)
     remaining = list(moves)
     waves: list[Wave] = []
     while remaining:
@@ -108,7 +107,7 @@ def plan_waves(state: ClusterState, moves: Sequence[Move], limits: WaveLimits,
 def _priority(m: Move, state: ClusterState, load: Mapping[str, float], cap: Mapping[str, float],
               ceiling: float | None, unit: Mapping[str, KeyGroup]) -> tuple[bool, bool, float, str]:
     kg = unit[m.keygroup]
-    marked = state.node(m.src).marked_for_removal
+    marked = m.src in state.node_ids and state.node(m.src).marked_for_removal
     util = {n: load[n] / cap[n] for n in cap}
     bar = ceiling if ceiling is not None else sum(util.values()) / len(util)
     relief = kg.load / max(kg.state_bytes, 1.0)

@@ -33,9 +33,21 @@ from typing import Any, Literal
 from schemas.manifest import Manifest, atomic_write_bytes
 from schemas.schedule import ScheduledMove
 
-__all__ = ["EXECUTION_FILE", "FAIL_MOVES_ENV", "STOP_FILE", "Execution", "WaveRun",
-           "clear_stop", "execute", "load_execution", "request_stop", "stop_path",
-           "stop_requested", "waves_to_run"]
+__all__ = [
+    "EXECUTION_FILE",
+    "FAIL_MOVES_ENV",
+    "STOP_FILE",
+    "ApplyWave",
+    "Execution",
+    "WaveRun",
+    "clear_stop",
+    "execute",
+    "load_execution",
+    "request_stop",
+    "stop_path",
+    "stop_requested",
+    "waves_to_run",
+]
 
 STOP_FILE = "STOP"
 EXECUTION_FILE = "execution.json"

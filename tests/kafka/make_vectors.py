@@ -54,6 +54,17 @@ ODD_NODES = sorted(set(ODD.values()))
 tampered = manifest(2)
 tampered["assignment"] = {**tampered["assignment"], "0_3": "node-00"}
 
+def scheduled(number: int) -> dict[str, Any]:
+    """A manifest with a move schedule (schemas/schedule.py): the Java assignor applies its final
+    assignment and ignores the schedule; both clients accept it."""
+    from schemas.schedule import Schedule, ScheduledMove, Wave, WaveLimits
+
+    body = manifest(number, {"0_0": "node-01", "0_1": "node-01", "0_2": "node-00", "0_3": "node-01"})
+    waves = (Wave((ScheduledMove("0_0", "node-00", "node-01", 10),), 50.0),)
+    body["schedule"] = Schedule.sealed(waves, WaveLimits(), body["checksum"]).to_dict()
+    return body
+
+
 CASES: dict[str, dict[str, Any]] = {
     "nothing_published": case("nothing", {}),
     "first_version_applies": case("apply", one(1, manifest(1))),
@@ -69,6 +80,7 @@ CASES: dict[str, dict[str, Any]] = {
     "not_json": case("CorruptManifest", one(1, "{\"job_id\": ")),
     "top_level_list": case("CorruptManifest", one(1, "[]")),
     "unknown_field": case("CorruptManifest", one(1, manifest(1, extra="x"))),
+    "schedule_applies": case("apply", one(2, scheduled(2)), current=1),
     "missing_scaling": case("CorruptManifest", one(1, manifest(1, scaling=None))),
     "unknown_scaling_field": case("CorruptManifest", one(1, manifest(1, scaling_extra=[]))),
     "version_float": case("CorruptManifest", one(1, manifest(1, version=1.0))),

@@ -173,3 +173,11 @@ def test_the_checksum_binds_the_schedule_to_its_target() -> None:
         schedule.verify(assignment_checksum({"x": "a", "y": "b"}), "<t>")
     again = Schedule.from_dict(schedule.to_dict(), "<t>")
     assert again == schedule
+
+
+def test_a_node_the_plan_adds_starts_empty_as_a_reference_node() -> None:
+    state = _two_nodes(50, 30)
+    move = (Move("x", "a", "new-0", 0),)
+    fits = plan_waves(state, move, WaveLimits(ceiling_pct=60))
+    assert not fits.waves[0].over_ceiling and fits.waves[0].peak_pct == pytest.approx(50)
+    assert plan_waves(state, move, WaveLimits(ceiling_pct=40)).waves[0].over_ceiling

@@ -1,0 +1,107 @@
+"""runtime/execution.py: waves rebased on what runs always end on the target, once per unit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placement.model import ClusterState, KeyGroup, Move, Node
+from placement.waves import plan_waves
+from runtime.execution import (
+    ApplyWave,
+    execute,
+    load_execution,
+    request_stop,
+    stop_requested,
+    waves_to_run,
+)
+from schemas.manifest import Manifest
+from schemas.schedule import ScheduledMove, WaveLimits
+
+NODES = ("a", "b", "c")
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[Manifest, dict[str, str]]:
+    units = [f"k{i}" for i in range(draw(st.integers(1, 12)))]
+    start = {u: draw(st.sampled_from(NODES)) for u in units}
+    target = {u: draw(st.sampled_from(NODES)) for u in units}
+    running = {u: draw(st.sampled_from(NODES)) if draw(st.booleans()) else start[u] for u in units}
+    state = ClusterState(tuple(Node(n) for n in NODES),
+                         tuple(KeyGroup(u, "op", draw(st.floats(0, 40))) for u in units), start)
+    moves = tuple(Move(u, start[u], target[u], 0) for u in units if start[u] != target[u])
+    schedule = plan_waves(state, moves, WaveLimits(max_moves_per_node=draw(st.integers(1, 3))),
+                          target)
+    manifest = Manifest.create(job_id="j", version=2, period_end="2026-01-01T00:05:00Z",
+                               plan_id="p", assignment=target,
+                               schedule=schedule if draw(st.booleans()) else None)
+    return manifest, running
+
+
+@settings(max_examples=100, deadline=None)
+@given(cases())
+def test_rebased_waves_end_on_the_target_moving_each_unit_at_most_once(
+        case: tuple[Manifest, dict[str, str]]) -> None:
+    manifest, running = case
+    at = dict(running)
+    seen: set[str] = set()
+    for wave in waves_to_run(manifest, running):
+        assert wave
+        for m in wave:
+            assert m.keygroup not in seen and at[m.keygroup] == m.src != m.dst
+            seen.add(m.keygroup)
+            at[m.keygroup] = m.dst
+    assert at == dict(manifest.assignment)
+    assert seen == {u for u in running if running[u] != manifest.assignment[u]}
+
+
+def _runtime(assignment: dict[str, str], fail: frozenset[str] = frozenset()) -> ApplyWave:
+    """The smallest runtime: an assignment in memory; `fail` units cannot move."""
+    def apply_wave(moves: tuple[ScheduledMove, ...]) -> tuple[tuple[str, ...], float, float,
+                                                             tuple[str, ...]]:
+        failed = tuple(m.keygroup for m in moves if m.keygroup in fail)
+        for m in moves:
+            if m.keygroup not in failed:
+                assignment[m.keygroup] = m.dst
+        return tuple(m.keygroup for m in moves if m.keygroup not in failed), 0.0, 0.1, failed
+    return apply_wave
+
+
+def _manifest() -> tuple[Manifest, dict[str, str]]:
+    start = {f"k{i}": "a" for i in range(4)}
+    target = {f"k{i}": "b" for i in range(4)}
+    state = ClusterState((Node("a"), Node("b")), tuple(KeyGroup(u, "op", 1.0) for u in start),
+                         start)
+    moves = tuple(Move(u, "a", "b", 0) for u in start)
+    schedule = plan_waves(state, moves, WaveLimits(max_moves_per_node=1), target)
+    return Manifest.create(job_id="j", version=3, period_end="2026-01-01T00:05:00Z",
+                           plan_id="p", assignment=target, schedule=schedule), start
+
+
+def test_a_stop_requested_before_a_wave_ends_the_schedule_there(tmp_path: Path) -> None:
+    manifest, running = _manifest()
+    request_stop(tmp_path, "j", "maintenance")
+    done = execute(manifest, running, _runtime(running), tmp_path, "j")
+    assert done.status == "stopped" and done.runs == () and not stop_requested(tmp_path, "j")
+    assert set(running.values()) == {"a"}  # nothing moved
+    assert load_execution(tmp_path, "j") == done
+
+
+def test_a_failed_unit_ends_the_schedule_after_its_wave(tmp_path: Path) -> None:
+    manifest, running = _manifest()
+    assert manifest.schedule is not None
+    stuck = manifest.schedule.waves[1].moves[0].keygroup
+    done = execute(manifest, running, _runtime(running, frozenset({stuck})), tmp_path, "j")
+    assert done.status == "failed" and len(done.runs) == 2 and done.runs[1].failed == (stuck,)
+    assert running[stuck] == "a" and sum(n == "b" for n in running.values()) == 1
+    assert "wave 2 of 4" in done.summary() and stuck in done.summary()
+
+
+def test_a_manifest_without_schedule_is_one_wave(tmp_path: Path) -> None:
+    manifest, running = _manifest()
+    plain = Manifest.create(job_id="j", version=3, period_end="2026-01-01T00:05:00Z",
+                            plan_id="p", assignment=dict(manifest.assignment))
+    done = execute(plain, running, _runtime(running), tmp_path, "j")
+    assert done.status == "done" and done.waves == 1 and done.moved == 4
