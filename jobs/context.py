@@ -103,25 +103,24 @@ class StageContext:
         """
         stamp, job_id, marker = self.stamp, self.job_id, self.marker
         validate_cmd = self.cmd("validate")
-        marker_path = collect_marker_path(self.paths, job_id, self.end)
         if marker is None:
             raise StageError(
                 f"period {stamp} of job {job_id!r} has no completed collect",
-                where=str(marker_path),
+                where=str(collect_marker_path(self.paths, job_id, self.end)),
                 fix=f"run `{self.cmd('collect')}`, then `{validate_cmd}`",
             )
         report = self.report
-        path = report_path(self.paths, job_id, self.end)
         if report is None or report.get("collect_id") != marker.collect_id:
             raise StageError(
                 f"period {stamp} of job {job_id!r} was not validated since it was last collected",
-                where=str(path), fix=f"run `{validate_cmd}` first",
+                where=str(report_path(self.paths, job_id, self.end)),
+                fix=f"run `{validate_cmd}` first",
             )
         if not report.get("success"):
             raise StageError(
                 f"period {stamp} of job {job_id!r} failed validation, so it is neither planned "
                 "for publishing nor published; the runtime keeps its assignment",
-                where=str(path),
+                where=str(report_path(self.paths, job_id, self.end)),
                 fix="fix the runtime's metrics, land and collect the period again, then "
                     f"`{validate_cmd}` (a dry run, `reconf plan --dry-run`, still shows a plan)",
             )
@@ -129,7 +128,7 @@ class StageContext:
             raise StageError(
                 f"the plan of period {stamp} was made from statistics that have since been "
                 "collected again",
-                where=str(marker_path),
+                where=str(collect_marker_path(self.paths, job_id, self.end)),
                 fix=f"plan the period again (`{self.cmd('plan')}`), then publish",
             )
         return report
