@@ -27,7 +27,7 @@ from typing import Any
 from placement.model import ClusterState, Plan
 from schemas.strategies import OBJECTIVES, STRATEGIES, Objective
 
-__all__ = ["EVALUATORS", "bound_value", "evaluate_objectives", "objective_of",
+__all__ = ["EVALUATORS", "as_run_metrics", "bound_value", "evaluate_objectives", "objective_of",
            "objectives_for", "plan_value"]
 
 Evaluator = Callable[[ClusterState, Mapping[str, str], Any], "float | None"]
@@ -136,3 +136,17 @@ def bound_value(objective: Objective, plan: Plan) -> float | None:
     else:
         value = plan.facet_metrics.get(objective.bound)
     return None if value is None or not math.isfinite(value) else float(value)
+
+
+def as_run_metrics(plan: Plan) -> dict[str, float]:
+    """The plan's numbers named as the run's MLflow metrics (`<name>_before`, `<name>_after`,
+    `lower_bound`), the input of schemas/headline.py's `headline`."""
+    out: dict[str, float] = {}
+    for when, metrics, facet in (("before", plan.before, plan.facet_before),
+                                 ("after", plan.after, plan.facet_metrics)):
+        out[f"load_distance_{when}"] = metrics.load_distance
+        out[f"collocation_factor_{when}"] = metrics.collocation_factor
+        out.update({f"{k}_{when}": float(v) for k, v in facet.items()})
+    if plan.lower_bound is not None:
+        out["lower_bound"] = plan.lower_bound
+    return out

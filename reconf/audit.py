@@ -12,13 +12,16 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from schemas.config import Paths
 from schemas.errors import ReconfError
+from schemas.headline import bound_of, headline, objective_for, values_of
 from schemas.landing import format_period_end, parse_period_end
+from schemas.strategies import LOAD_DISTANCE
 from schemas.tracking import Artifact, Tag, delta_versions, strip_prefix
 
 __all__ = ["AuditError", "audit", "format_report", "job_experiment", "mlflow_ui_base", "open_store"]
@@ -219,12 +222,16 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
                 "status": run.info.status,
                 "url": f"{mlflow_ui_base()}/#/experiments/{experiment_id}/runs/{rid}"},
         "strategy": param.get("strategy"), "solver_status": tags.get(Tag.SOLVER_STATUS),
+        "objective": _objective(param.get("strategy"), metrics),
         "solve_time_s": metrics.get("solve_time_s"),
         "budget": {"max_migrations": _num(param.get("max_migrations")),
                    "max_migration_cost": _num(param.get("max_migration_cost"))},
         "load_distance": {"before": metrics.get("load_distance_before"),
                           "after": metrics.get("load_distance_after"),
-                          "lower_bound": metrics.get("lower_bound")},
+                          # the MILP's bound is on d; another strategy's bounds its objective
+                          "lower_bound": metrics.get("lower_bound")
+                          if objective_for(param.get("strategy")).name == LOAD_DISTANCE.name
+                          else None},
         "collocation_factor": {"before": metrics.get("collocation_factor_before"),
                                "after": metrics.get("collocation_factor_after")},
         "migrations": len(moves), "migration_cost": metrics.get("migration_cost"),
@@ -287,6 +294,15 @@ def _resilience(metrics: dict[str, float]) -> dict[str, dict[str, float | None]]
             for n in names} or None
 
 
+def _objective(strategy: str | None, metrics: Mapping[str, float]) -> dict[str, Any]:
+    """The strategy's declared objective on this run: before, after, bound, and the line."""
+    objective = objective_for(strategy)
+    before, after = values_of(objective, metrics)
+    return {"name": objective.name, "label": objective.label, "unit": objective.unit,
+            "direction": objective.direction, "before": before, "after": after,
+            "bound": bound_of(objective, metrics), "headline": headline(strategy, metrics)}
+
+
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else format(value, ".4g")
 
@@ -301,6 +317,7 @@ def format_report(r: dict[str, Any]) -> str:
     lines = [
         f"{run['name']}: plan {r['plan_id']}, MLflow run {run['id']} ({run['status'].lower()})",
         f"  open: {run['url']}",
+        f"  objective: {r['objective']['headline']} [{r['objective']['unit']}]",
         f"  strategy {r['strategy']} (solver {r['solver_status']}, "
         f"{_f(r['solve_time_s'], '.2f')} s); budget max_migrations="
         f"{_f(budget['max_migrations'], '.0f')}, max_migration_cost="

@@ -29,7 +29,9 @@ from jobs.lake import native_io
 from reconf.settings import airflow_bin, airflow_env, ensure_airflow, make_source
 from runtime.source import MetricsSource
 from schemas.config import Paths, resolve_job
+from schemas.headline import headline
 from schemas.landing import SUCCESS_MARKER, format_period_end, parse_period_end
+from schemas.tracking import Tag
 
 __all__ = ["run_dag", "run_demo"]
 
@@ -89,9 +91,8 @@ def _period(paths: Paths, job_id: str, source: MetricsSource, period_end: dateti
         print(line, flush=True)
     s = _cycle_summary(paths, job_id, period_end)
     print(
-        f"  => v{s.get('version', '-'):<3} load distance {s.get('ld', '?')}  "
-        f"migrations {s.get('migrations', '?'):>2}  collocation {s.get('collocation', '?')}  "
-        f"load index {s.get('load_index', '?')}  MLflow run {s.get('run_id', '?')}  "
+        f"  => v{s.get('version', '-'):<3} {s.get('headline', '?')}  "
+        f"migrations {s.get('migrations', '?'):>2}  load index {s.get('load_index', '?')}  MLflow run {s.get('run_id', '?')}  "
         f"cycle {time.monotonic() - started:.1f} s",
         flush=True,
     )
@@ -127,10 +128,9 @@ def _cycle_summary(paths: Paths, job_id: str, period_end: datetime) -> dict[str,
     return {
         "run_id": run.info.run_id,
         "version": run.data.tags.get("reconf.assignment_version", "-"),
-        "ld": f"{m.get('load_distance_before', float('nan')):6.2f} -> {m.get('load_distance_after', float('nan')):5.2f}",
+        # the job's own objective first, with its bound; load distance second
+        "headline": headline(run.data.tags.get(f"{Tag.PARAM_PREFIX}strategy"), m),
         "migrations": f"{int(m.get('migrations', 0))}",
-        "collocation": f"{m.get('collocation_factor_before', float('nan')):4.0f}% -> "
-                       f"{m.get('collocation_factor_after', float('nan')):3.0f}%",
         "load_index": f"{m.get('load_index', float('nan')):5.1f}",
     }
 

@@ -22,7 +22,9 @@ from jobs.plan.attempts import plan_id as attempt_id
 from jobs.tracking.store import CycleRecord, log_cycle, logged_attempts, tag_run
 from jobs.whatif.input import keep_input
 from placement.model import Budget, ClusterState, Plan
+from placement.objectives import as_run_metrics
 from schemas.config import JobConfig
+from schemas.headline import headline
 from schemas.manifest import assignment_checksum
 from schemas.tables import ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS, PLAN_MOVES, PLANS
 from schemas.tracking import Tag, delta_version_tag
@@ -78,8 +80,8 @@ class PlanResult:
         """The one-line summary of a plan, as the DAG's log, the fleet and `reconf` print it."""
         p = self.plan
         return (f"plan {self.plan_id}{' (dry run)' if self.dry_run else ''}: {p.strategy} "
-                f"({p.status.value}) load distance {p.before.load_distance:.3f} -> "
-                f"{p.after.load_distance:.3f}, {p.migrations} migrations, "
+                f"({p.status.value}) {headline(p.strategy, as_run_metrics(p))}, "
+                f"{p.migrations} migrations, "
                 f"MLflow run {self.mlflow_run_id}"
                 + (f"; {self.not_published_note()}" if self.published_as else ""))
 

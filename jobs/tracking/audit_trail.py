@@ -26,6 +26,7 @@ from jobs.whatif.report import markdown_table
 from placement.graphpart import pair_rates
 from placement.metrics import mean_load, node_loads
 from placement.model import ClusterState, Plan
+from schemas.headline import headline
 from schemas.tracking import Tag, delta_versions, strip_prefix
 
 __all__ = [
@@ -222,7 +223,8 @@ def _delta_versions(tags: Mapping[str, str]) -> dict[str, str]:
 
 
 def summary_line(tags: Mapping[str, str], metrics: Mapping[str, float], migrations: int) -> str:
-    """What an operator reads first, on one line: LD before -> after, migrations, status."""
+    """What an operator reads first, on one line: the strategy's own objective before -> after
+    (with its bound; LD second: schemas/headline.py), migrations, status."""
     published = tags.get(Tag.PUBLISH_STATUS)
     version = tags.get(Tag.ASSIGNMENT_VERSION)
     status = ("dry run" if tags.get(Tag.DRY_RUN) == "true"
@@ -230,8 +232,8 @@ def summary_line(tags: Mapping[str, str], metrics: Mapping[str, float], migratio
               else f"not published (an attempt beside v{tags[Tag.PUBLISHED_VERSION]})"
               if published == "not_published" and tags.get(Tag.PUBLISHED_VERSION)
               else published or "planned, not published yet")
-    return (f"**LD {_num(metrics, 'load_distance_before')} → "
-            f"{_num(metrics, 'load_distance_after')}** · **{migrations} migration(s)** · "
+    strategy = strip_prefix(dict(tags), Tag.PARAM_PREFIX).get("strategy")
+    return (f"**{headline(strategy, metrics, arrow='→')}** · **{migrations} migration(s)** · "
             f"**{status}** · solver {tags.get(Tag.SOLVER_STATUS, '?')}")
 
 

@@ -195,7 +195,7 @@ def test_an_operator_finds_the_plan_of_a_period_in_the_mlflow_ui(
     _wait_body(browser, name, run_name(stamp(P1)))  # both periods' runs are listed
     _wait_text(browser, name).click()
     _wait_body(browser, "Description", "reconf.delta.plans.version",  # folded: the summary
-               f"LD {plan['load_distance_before']:.3f} → {plan['load_distance_after']:.3f}",
+               f"load distance {plan['load_distance_before']:.3f} → {plan['load_distance_after']:.3f}",
                f"{plan['migrations']} migration(s)", "published v2")
     assert f"/runs/{plan['mlflow_run_id']}" in browser.current_url
     _close_assistant(browser)

@@ -304,7 +304,7 @@ def test_the_comparison_matches_the_strategies_run_by_hand_on_the_same_state(
     artifacts = {a.path for a in client.list_artifacts(run_id, "whatif")}
     assert {"whatif/comparison.csv", "whatif/comparison.png"} <= artifacts
     note = parent.data.tags["mlflow.note.content"]
-    assert note.startswith("**LD ") and "published v1" in note.splitlines()[0]
+    assert note.startswith("**load distance ") and "published v1" in note.splitlines()[0]
     assert "## What-if" in note and "| greedy |" in note
 
     again = run_whatif(job, STAMP, paths=paths)  # a rerun updates, never duplicates

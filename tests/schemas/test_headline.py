@@ -1,0 +1,58 @@
+"""The headline leads with each strategy's own objective (before -> after, its bound), LD second."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.tracking.audit_trail import summary_line
+from schemas.headline import fmt, headline, objective_for
+from schemas.strategies import STRATEGIES
+
+#: every objective's metrics as the pipeline logs them (`<name>_before`, `<name>_after`)
+METRICS = {
+    "load_distance_before": 12.81, "load_distance_after": 53.23, "lower_bound": 597196.447,
+    "collocation_factor_before": 14.7, "collocation_factor_after": 26.5,
+    "stream_traffic_before": 9.0, "stream_traffic_after": 5.0, "traffic_lower_bound_after": 4.0,
+    "cost_total_before": 1.19e6, "cost_total_after": 6.0e5,
+    "feasible_set_ratio_before": 0.31, "feasible_set_ratio_after": 0.42,
+    "utilisation_imbalance_before": 20.0, "utilisation_imbalance_after": 3.5,
+}
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_every_strategy_leads_with_its_own_objective(strategy: str) -> None:
+    objective = objective_for(strategy)
+    line = headline(strategy, METRICS)
+    before, after = METRICS[f"{objective.name}_before"], METRICS[f"{objective.name}_after"]
+    assert line.startswith(f"{objective.label} "), line
+    assert f"({objective.direction}" in line.split(";")[0]
+    if objective.name != "load_distance":
+        assert line.endswith("; load distance 12.810 -> 53.230"), line
+    else:
+        assert "; " not in line
+    assert f"{fmt(before)} -> {fmt(after)} (" in line
+    if objective.bound is None:
+        assert "bound" not in line.split(";")[0]
+    else:
+        assert "bound" in line.split(";")[0]
+
+
+def test_sprawl_reads_its_cost_and_its_bound_not_load_distance_first() -> None:
+    assert headline("sprawl", METRICS) == (
+        "SPRAWL cost 1.19e+06 -> 6e+05 (min, lower bound 5.972e+05); "
+        "load distance 12.810 -> 53.230")
+    assert headline("herding_exact", METRICS).startswith(
+        "stream traffic 9.000 -> 5.000 (min, lower bound 4.000)")
+    assert headline("rod", METRICS).startswith("feasible-set ratio 0.310 -> 0.420 (max)")
+    # a run without a known strategy: load distance, and no bound claimed for it
+    assert headline("unknown", METRICS) == "load distance 12.810 -> 53.230 (min)"
+    assert headline("milp", METRICS) == ("load distance 12.810 -> 53.230 (min, lower bound "
+                                         "5.972e+05)")
+
+
+def test_the_mlflow_descriptions_first_line_leads_with_the_objective() -> None:
+    tags = {"reconf.param.strategy": "cg", "reconf.publish_status": "published",
+            "reconf.assignment_version": "3", "reconf.solver_status": "heuristic"}
+    line = summary_line(tags, METRICS, 4)
+    assert line.startswith("**utilisation imbalance 20.000 → 3.500 (min); load distance "
+                           "12.810 → 53.230** · **4 migration(s)** · **published v3**"), line
