@@ -26,7 +26,7 @@ from jobs.whatif.report import markdown_table
 from placement.graphpart import pair_rates
 from placement.metrics import mean_load, node_loads
 from placement.model import ClusterState, Plan
-from schemas.headline import headline
+from schemas.headline import headline, objective_for
 from schemas.tracking import Tag, delta_versions, strip_prefix
 
 __all__ = [
@@ -54,6 +54,11 @@ NODE_COLUMNS = ("node", "capacity", "marked_for_removal", "load_before", "load_a
 AIRFLOW_TAG = Tag.AIRFLOW_PREFIX
 _EPS = 1e-9
 NOTE_MOVES = 25  # moves listed in the run description; moves.csv has them all
+#: MLflow keeps a tag value (the description is the tag `mlflow.note.content`) up to this many
+#: characters (mlflow.utils.validation.MAX_TAG_VAL_LENGTH); a longer one is refused or cut
+NOTE_LIMIT = 8000
+_CUT = ("\n\n… the rest is cut to MLflow's description limit: every row is in "
+        "`whatif/comparison.csv`, every move in `moves.csv`.")
 
 
 def _partners(state: ClusterState, wanted: set[str]) -> dict[str, dict[str, float]]:
@@ -240,9 +245,24 @@ def summary_line(tags: Mapping[str, str], metrics: Mapping[str, float], migratio
 def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, float],
                   moves: Sequence[Mapping[str, str]],
                   whatif: Sequence[Mapping[str, str]] = ()) -> str:
+    """The run description, always within MLflow's `NOTE_LIMIT`: with `NOTE_MOVES` moves
+    listed, else five, else cut on a line with a pointer to the CSVs (the first line, the
+    summary, always stays)."""
+    for listed in (NOTE_MOVES, 5):
+        text = _note(run_name, tags, metrics, moves, whatif, listed)
+        if len(text) <= NOTE_LIMIT:
+            return text
+    keep = text[:NOTE_LIMIT - len(_CUT)]
+    return keep[:keep.rfind("\n")] + _CUT
+
+
+def _note(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, float],
+          moves: Sequence[Mapping[str, str]], whatif: Sequence[Mapping[str, str]],
+          listed: int) -> str:
     """The run description: the plan in prose, from the run's own tags, metrics and moves; its
     first line the summary (the UI folds the rest), the what-if comparison last once it ran."""
     p = strip_prefix(dict(tags), Tag.PARAM_PREFIX)
+    strategy = p.get("strategy", "?")
     job, period = tags.get(Tag.JOB_ID, "?"), tags.get(Tag.PERIOD_END, run_name)
     lines = [
         summary_line(tags, metrics, len(moves)),
@@ -267,9 +287,9 @@ def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, 
                   "|---|---|---|---|---|---|"]
         lines += [f"| {m['keygroup']} | {m['src_node']} | {m['dst_node']} | "
                   f"{float(m['load_pct']):.2f} | {_bytes(float(m['state_bytes']))} | "
-                  f"{m['reason']} |" for m in moves[:NOTE_MOVES]]
-        if len(moves) > NOTE_MOVES:
-            lines.append(f"\n... and {len(moves) - NOTE_MOVES} more in moves.csv")
+                  f"{m['reason']} |" for m in moves[:listed]]
+        if len(moves) > listed:
+            lines.append(f"\n... and {len(moves) - listed} more in moves.csv")
     lines.append("")
     if Tag.SCALING_DECISION in tags:
         lines.append(f"**Scaling**: {tags[Tag.SCALING_DECISION]}: "
@@ -301,7 +321,10 @@ def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, 
     if whatif:
         lines += ["", "## What-if: other strategies on the same state",
                   f"Same state, budget and time limit, after publish (dry runs; each a child "
-                  f"run). Load distance before: {_num(metrics, 'load_distance_before')}. "
+                  f"run); ranked by {strategy}'s objective, {objective_for(strategy).label} "
+                  f"({objective_for(strategy).direction}), each plan scored in every objective "
+                  f"the period's facets allow. Load distance before: "
+                  f"{_num(metrics, 'load_distance_before')}. "
                   "Chart: `whatif/comparison.png`; rows: `whatif/comparison.csv`.", ""]
         lines += markdown_table(whatif)
     return "\n".join(lines)

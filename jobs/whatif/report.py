@@ -5,24 +5,37 @@ the same state with the same budget (jobs/whatif/shadow.py). The same rows are t
 `whatif/comparison.csv`, the table in its description, `reconf audit --compare`, and the input
 of `reconf compare` across periods, so every view shows the same numbers.
 
-Columns: the core metrics every plan has, then one `<name>_after` column per facet metric any
-row carries (e.g. stream_traffic, replication_factor, feasible_set_ratio: Plan.facet_metrics),
-then wall time, status and message. A row whose strategy did not plan has empty metrics.
+Columns: the core metrics every plan has, the rank by the in-force strategy's objective, then
+one `<name>_after` column per scalar facet metric any row carries (e.g. stream_traffic,
+feasible_set_ratio: Plan.facet_metrics) and per objective the period's facets allow, evaluated
+for every row's plan (placement/objectives.py: SPRAWL's cost and Herding's traffic of the MILP's
+plan too), then wall time, status and message. A per-node metric (`<name>/<node>`, e.g. CG's
+`utilisation_pct/<node>`) never becomes a column: it goes to `whatif/per_node.csv`
+(`per_node_rows`), so the table keeps its width at any cluster size. A row whose strategy did
+not plan has empty metrics. The description's table shows the objectives, not every facet
+metric (`markdown_table`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from placement.model import Plan
+from placement.model import ClusterState, Plan
+from schemas.headline import objective_for
+from schemas.strategies import OBJECTIVES
 
-__all__ = ["CORE_COLUMNS", "TAIL_COLUMNS", "columns_of", "comparison_row", "markdown_table",
-           "num", "plot_comparison", "text_table"]
+__all__ = ["CORE_COLUMNS", "TAIL_COLUMNS", "best_by_objective", "columns_of", "comparison_row",
+           "markdown_table", "num", "per_node_rows", "plot_comparison", "rank_rows",
+           "text_table"]
 
-CORE_COLUMNS = ("strategy", "role", "status", "load_distance_before", "load_distance_after",
-                "lower_bound", "migrations", "migration_cost", "collocation_factor_after")
+CORE_COLUMNS = ("strategy", "role", "status", "rank", "load_distance_before",
+                "load_distance_after", "lower_bound", "migrations", "migration_cost",
+                "collocation_factor_after")
+#: the objectives' columns, in the order an operator reads them
+OBJECTIVE_COLUMNS = tuple(f"{o.name}_after" for o in OBJECTIVES)
 TAIL_COLUMNS = ("wall_s", "message")
 _HEADS = {"strategy": "strategy", "role": "role", "status": "status",
           "load_distance_before": "LD before", "load_distance_after": "LD after",
@@ -31,26 +44,103 @@ _HEADS = {"strategy": "strategy", "role": "role", "status": "status",
           "wall_s": "wall s", "message": "message"}
 
 
+def objective_values(state: ClusterState, plan: Plan,
+                     params: Mapping[str, Any] | None = None) -> dict[str, float]:
+    """Every objective the state's facets allow, for `plan` (placement/objectives.py); one
+    that cannot be evaluated (a SPRAWL query naming no unit) is left out, never raised: the
+    what-if must not fail the cycle."""
+    from placement.objectives import EVALUATORS, objectives_for
+
+    out: dict[str, float] = {}
+    for objective in objectives_for(state):
+        try:
+            value = EVALUATORS[objective.name](state, plan.assignment,
+                                               (params or {}).get(objective.name))
+        except Exception:  # a shadow's extra column, never the cycle's failure
+            continue
+        if value is not None:
+            out[objective.name] = float(value)
+    return out
+
+
 def comparison_row(strategy: str, role: str, status: str, plan: Plan | None, wall_s: float,
-                   message: str = "") -> dict[str, Any]:
-    """One row: the plan's metrics (empty when the strategy did not plan) and its outcome."""
+                   message: str = "", objectives: Mapping[str, float] | None = None
+                   ) -> dict[str, Any]:
+    """One row: the plan's metrics (empty when the strategy did not plan), every objective's
+    value for its plan (`objectives`, evaluated on the period's state), and its outcome; the
+    plan's own facet metrics win over the evaluated ones (they are equal: the family's
+    function computes both) and per-node metrics are left to `per_node_rows`."""
     row: dict[str, Any] = {c: None for c in CORE_COLUMNS}
     row.update(strategy=strategy, role=role, status=status)
     if plan is not None:
+        row.update({f"{name}_after": value for name, value in sorted((objectives or {}).items())})
         row.update(load_distance_before=plan.before.load_distance,
                    load_distance_after=plan.after.load_distance, lower_bound=plan.lower_bound,
                    migrations=plan.migrations, migration_cost=plan.migration_cost,
                    collocation_factor_after=plan.after.collocation_factor)
-        row.update({f"{name}_after": value for name, value in sorted(plan.facet_metrics.items())})
+        row.update({f"{name}_after": value for name, value in sorted(plan.facet_metrics.items())
+                    if "/" not in name})
     row.update(wall_s=wall_s, message=message)
     return row
+
+
+def per_node_rows(outcomes: Sequence[tuple[str, Plan | None]]) -> list[dict[str, Any]]:
+    """The per-node facet metrics (`<metric>/<node>`) of every plan, one row per value: the
+    `whatif/per_node.csv` artifact, instead of three columns per node in the table."""
+    out = []
+    for strategy, plan in outcomes:
+        if plan is None:
+            continue
+        for name, value in sorted(plan.facet_metrics.items()):
+            metric, sep, node = name.partition("/")
+            if sep:
+                out.append({"strategy": strategy, "metric": metric, "node": node,
+                            "value": value})
+    return out
+
+
+def rank_rows(rows: list[dict[str, Any]], in_force: str) -> list[dict[str, Any]]:
+    """The rows ranked by the in-force strategy's objective (its direction; fewer migrations
+    break ties): `rank` set on every planned row, the plan in force first, the shadows in rank
+    order, those without a value for the objective last."""
+    objective = objective_for(in_force)
+    column = f"{objective.name}_after"
+    sign = 1.0 if objective.direction == "min" else -1.0
+
+    def key(row: Mapping[str, Any]) -> tuple[float, float]:
+        return sign * float(row[column]), float(row.get("migrations") or 0)
+
+    valued = sorted((r for r in rows if num(r.get(column)) is not None), key=key)
+    for place, row in enumerate(valued, start=1):
+        row["rank"] = place
+    head = [r for r in rows if r.get("role") == "in force"]
+    rest = [r for r in valued if r.get("role") != "in force"]
+    rest += [r for r in rows if r.get("role") != "in force" and r not in valued]
+    return head + rest
+
+
+def best_by_objective(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Per objective any row carries, the strategy whose plan is best in it (its direction;
+    fewer migrations, then the name, break ties)."""
+    best: dict[str, str] = {}
+    for objective in OBJECTIVES:
+        column = f"{objective.name}_after"
+        sign = 1.0 if objective.direction == "min" else -1.0
+        valued = [r for r in rows if num(r.get(column)) is not None]
+        if valued:
+            top = min(valued, key=lambda r: (sign * float(r[column]),
+                                             float(r.get("migrations") or 0), str(r["strategy"])))
+            best[objective.name] = str(top["strategy"])
+    return best
 
 
 def columns_of(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     """The core columns, the facet columns any row has (sorted), then wall time and message."""
     known = set(CORE_COLUMNS) | set(TAIL_COLUMNS)
     facets = sorted({k for row in rows for k in row if k not in known})
-    return (*CORE_COLUMNS, *facets, *TAIL_COLUMNS)
+    objectives = [c for c in OBJECTIVE_COLUMNS if c in facets and c not in CORE_COLUMNS]
+    others = [c for c in facets if c not in objectives]
+    return (*CORE_COLUMNS, *objectives, *others, *TAIL_COLUMNS)
 
 
 def num(value: Any) -> float | None:
@@ -65,7 +155,7 @@ def _cell(column: str, value: Any) -> str:
     if number is None:
         text = "" if value in (None, "", "None") else str(value)
         return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
-    if column == "migrations":
+    if column in ("migrations", "rank"):
         return f"{number:.0f}"
     if column in ("collocation_factor_after", "wall_s"):
         return f"{number:.1f}" if column != "wall_s" else f"{number:.2f}"
@@ -80,8 +170,12 @@ def _head(column: str) -> str:
 
 
 def markdown_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The rows as a markdown table (the run description); LD before is said once, above."""
-    cols = [c for c in columns_of(rows) if c not in ("load_distance_before", "role")]
+    """The rows as a markdown table (the run description); LD before is said once, above.
+    Only the objectives' columns of the facet metrics (the CSV has them all), so the table
+    fits the run page at any cluster size."""
+    shown = {"strategy", "status", "rank", "load_distance_after", "lower_bound", "migrations",
+             *OBJECTIVE_COLUMNS, *TAIL_COLUMNS}
+    cols = [c for c in columns_of(rows) if c in shown]
     lines = ["| " + " | ".join(_head(c) for c in cols) + " |",
              "|" + "---|" * len(cols)]
     for row in rows:
@@ -102,18 +196,23 @@ def text_table(rows: Sequence[Mapping[str, Any]], indent: str = "  ") -> list[st
             + ("  " + r[-1] if r[-1] else "") for r in table]
 
 
-def plot_comparison(rows: Sequence[Mapping[str, Any]], title: str, path: Path) -> None:
-    """One chart: each strategy's load distance after (bars; the plan in force darker), its
-    migrations above the bar, the lower bound dashed; a strategy that did not plan is named
-    with its status instead of a bar."""
+def plot_comparison(rows: Sequence[Mapping[str, Any]], title: str, path: Path,
+                    in_force: str | None = None) -> None:
+    """One chart: each strategy's value of the in-force strategy's objective (bars; the plan in
+    force darker), its migrations above the bar, the bound dashed (the MILP's or SPRAWL's
+    `lower_bound`, when the objective is certified by it), LD before dotted when the objective
+    is LD; a strategy that did not plan is named with its status instead of a bar."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    objective = objective_for(in_force)
     names = [str(r["strategy"]) for r in rows]
-    lds = [num(r.get("load_distance_after")) for r in rows]
-    before = next((b for r in rows if (b := num(r.get("load_distance_before"))) is not None), None)
+    lds = [v if v is not None and math.isfinite(v) else None
+           for v in (num(r.get(f"{objective.name}_after")) for r in rows)]
+    before = (next((b for r in rows if (b := num(r.get("load_distance_before"))) is not None),
+                   None) if objective.name == "load_distance" else None)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(rows) + 2), 3.8), dpi=110)
     colors = ["tab:blue" if r.get("role") == "in force" else "tab:gray" for r in rows]
     planned = [v for v in lds if v is not None]
@@ -128,10 +227,12 @@ def plot_comparison(rows: Sequence[Mapping[str, Any]], title: str, path: Path) -
         if ld is not None and ld > top:
             label = f"{ld:.3g} (clipped)\n{label}"
         ax.text(i, min(ld or 0.0, top) + 0.02 * top, label, ha="center", va="bottom", fontsize=8)
-    bounds = [b for r in rows if (b := num(r.get("lower_bound"))) is not None]
+    bounds = [b for r in rows if r.get("role") == "in force"
+              and (b := num(r.get("lower_bound"))) is not None] \
+        if objective.bound == "lower_bound" else []
     if bounds:
         ax.axhline(max(bounds), color="tab:green", linestyle="--", linewidth=1,
-                   label=f"lower bound {max(bounds):.3f}")
+                   label=f"lower bound {max(bounds):.4g}")
     if before is not None:
         ax.axhline(before, color="tab:red", linestyle=":", linewidth=1,
                    label=f"before {before:.3f}")
@@ -139,7 +240,7 @@ def plot_comparison(rows: Sequence[Mapping[str, Any]], title: str, path: Path) -
     if bounds or before is not None:
         ax.legend(fontsize=8, loc="upper left")
     ax.set_xticks(range(len(rows)), names, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("load distance after")
+    ax.set_ylabel(f"{objective.label} after ({objective.direction})")
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path)

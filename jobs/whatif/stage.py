@@ -34,10 +34,19 @@ from jobs.whatif.input import (
     save_input,
     whatif_input,
 )
-from jobs.whatif.report import columns_of, comparison_row, plot_comparison
+from jobs.whatif.report import (
+    best_by_objective,
+    columns_of,
+    comparison_row,
+    objective_values,
+    per_node_rows,
+    plot_comparison,
+    rank_rows,
+)
 from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows
 from placement.model import Budget
 from schemas.config import JobConfig, Paths
+from schemas.headline import objective_for
 from schemas.tracking import Artifact, Tag
 
 if TYPE_CHECKING:
@@ -50,6 +59,7 @@ __all__ = ["CHART_ARTIFACT", "COMPARISON_ARTIFACT", "INPUT_ARTIFACT", "WhatIfInp
 COMPARISON_ARTIFACT = Artifact.WHATIF_COMPARISON
 CHART_ARTIFACT = Artifact.WHATIF_CHART
 TABLE_ARTIFACT = Artifact.WHATIF_TABLE
+PER_NODE_ARTIFACT = "whatif/per_node.csv"  # per-node facet metrics, one row per value
 STATUS_TAG = Tag.WHATIF_STATUS
 _SHADOW = Tag.SHADOW_PREFIX  # the child runs' tags (never reconf.job_id: find_runs skips them)
 
@@ -82,16 +92,38 @@ def read_comparison(client: Any, run_id: str) -> list[dict[str, str]]:
     return read_csv_artifact(client, run_id, COMPARISON_ARTIFACT)
 
 
+def _objective_params(data: WhatIfInput) -> dict[str, Any]:
+    """The params a family evaluates its objective with on other plans: SPRAWL's (β, its
+    objective, queries) from the job's sprawl parameters when the period has them."""
+    raw = dict(data.shadows).get("sprawl")
+    if raw is None:
+        return {}
+    from placement.sprawl.params import SprawlParams
+
+    try:
+        return {"cost_total": SprawlParams.model_validate(dict(raw))}
+    except ValueError:
+        return {}
+
+
 def _rows(data: WhatIfInput, outcomes: list[ShadowOutcome]) -> list[dict[str, Any]]:
+    """The comparison: every plan scored in every objective the state allows, ranked by the
+    in-force strategy's objective (jobs/whatif/report.py)."""
+    params = _objective_params(data)
+
+    def scored(plan: Any) -> dict[str, float]:
+        return {} if plan is None else objective_values(data.state, plan, params)
+
     rows = [comparison_row(data.strategy, "in force", "published", data.plan, data.plan.wall_s,
-                           data.plan.message)]
+                           data.plan.message, scored(data.plan))]
     for o in outcomes:
         wall = o.plan.wall_s if o.plan is not None else o.wall_s
         rows.append(comparison_row(o.strategy, "shadow", o.status, o.plan, wall,
-                                   o.message or (o.plan.message if o.plan else "")))
+                                   o.message or (o.plan.message if o.plan else ""),
+                                   scored(o.plan)))
     rows += [comparison_row(name, "shadow", "skipped", None, 0.0, why)
              for name, why in data.left_out.items()]
-    return rows
+    return rank_rows(rows, data.strategy)
 
 
 def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
@@ -135,7 +167,7 @@ def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
 
 
 def _log_comparison(client: Any, run_id: str, data: WhatIfInput,
-                    rows: list[dict[str, Any]]) -> None:
+                    rows: list[dict[str, Any]], outcomes: list[ShadowOutcome]) -> None:
     from jobs.tracking.audit_trail import to_csv
     from jobs.tracking.store import refresh_note
 
@@ -146,18 +178,27 @@ def _log_comparison(client: Any, run_id: str, data: WhatIfInput,
         folder.mkdir()
         cells = [{c: "" if v is None else v for c, v in row.items()} for row in rows]
         (folder / Path(COMPARISON_ARTIFACT).name).write_text(to_csv(cells, columns))
+        per_node = per_node_rows([(data.strategy, data.plan),
+                                  *((o.strategy, o.plan) for o in outcomes)])
+        if per_node:  # CG's utilisation and VWs per node: an artifact, never table columns
+            (folder / Path(PER_NODE_ARTIFACT).name).write_text(
+                to_csv(per_node, ("strategy", "metric", "node", "value")))
         plot_comparison(rows, f"{data.job_id}, period ending {data.period_end}: what-if "
                         f"(same state, budget {_budget_text(data.budget)})",
-                        folder / Path(CHART_ARTIFACT).name)
+                        folder / Path(CHART_ARTIFACT).name, data.strategy)
         client.log_artifacts(run_id, str(folder), "whatif")
     try:  # the MLflow table view of the same rows, where this MLflow renders one
         client.log_table(run_id, {c: [r[c] for r in rows] for c in columns}, TABLE_ARTIFACT)
     except Exception as exc:  # the CSV and the chart are the record; the table is a view
         print(f"what-if: the MLflow table view was not logged ({type(exc).__name__}: {exc})")
-    planned = [r for r in rows if r.get("load_distance_after") is not None]
-    best = min(planned, key=lambda r: (r["load_distance_after"], r["migrations"]))
-    for key, value in {STATUS_TAG: "done", Tag.WHATIF_BEST: str(best["strategy"]),
-                       Tag.WHATIF_SHADOWS: str(len(rows) - 1)}.items():
+    # "best" by the in-force strategy's objective (the ranking), and per objective
+    best = best_by_objective(rows)
+    in_force = objective_for(data.strategy).name
+    tags = {STATUS_TAG: "done", Tag.WHATIF_SHADOWS: str(len(rows) - 1),
+            **{f"{Tag.WHATIF_BEST}.{name}": who for name, who in best.items()}}
+    if in_force in best:
+        tags[Tag.WHATIF_BEST] = best[in_force]
+    for key, value in tags.items():
         client.set_tag(run_id, key, value)
     refresh_note(client, run_id)
 
@@ -217,7 +258,7 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
             _child_run(client, experiment_id, run.info.run_id, data, outcome,
                        params[outcome.strategy])
     rows = _rows(data, outcomes)
-    _log_comparison(client, run.info.run_id, data, rows)
+    _log_comparison(client, run.info.run_id, data, rows, outcomes)
     client.log_metric(run.info.run_id, "whatif_wall_s", time.perf_counter() - started, step=0)
     return WhatIfResult(job.job_id, period_end, "done", rows=tuple(rows),
                         run_id=run.info.run_id)
