@@ -162,6 +162,9 @@ def _cell(column: str, value: Any) -> str:
     return f"{number:.4g}" if column == "migration_cost" else f"{number:.3f}"
 
 
+#: the columns the description's and the terminal's tables show (the CSV has every column)
+_SHOWN = frozenset({"strategy", "role", "status", "rank", "load_distance_after", "lower_bound",
+                    "migrations", *OBJECTIVE_COLUMNS, *TAIL_COLUMNS})
 MESSAGE_CHARS = 100  # a message is cut in the tables (the CSV and the child run keep it all)
 
 
@@ -173,9 +176,7 @@ def markdown_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The rows as a markdown table (the run description); LD before is said once, above.
     Only the objectives' columns of the facet metrics (the CSV has them all), so the table
     fits the run page at any cluster size."""
-    shown = {"strategy", "status", "rank", "load_distance_after", "lower_bound", "migrations",
-             *OBJECTIVE_COLUMNS, *TAIL_COLUMNS}
-    cols = [c for c in columns_of(rows) if c in shown]
+    cols = [c for c in columns_of(rows) if c in _SHOWN and c != "role"]
     lines = ["| " + " | ".join(_head(c) for c in cols) + " |",
              "|" + "---|" * len(cols)]
     for row in rows:
@@ -187,8 +188,9 @@ def markdown_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def text_table(rows: Sequence[Mapping[str, Any]], indent: str = "  ") -> list[str]:
-    """The rows as aligned text columns (the terminal); the message last, unpadded."""
-    cols = [c for c in columns_of(rows) if c != "load_distance_before"]
+    """The rows as aligned text columns (the terminal), the same columns as the description's
+    table (the objectives, not every facet metric); the message last, unpadded."""
+    cols = [c for c in columns_of(rows) if c in _SHOWN]
     table = [[_head(c) for c in cols]]
     table += [[_cell(c, row.get(c)) for c in cols] for row in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(cols) - 1)]
