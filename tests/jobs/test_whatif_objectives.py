@@ -9,6 +9,8 @@ with its first line the in-force objective and no row lost.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from jobs.tracking.audit_trail import NOTE_LIMIT, explain_moves, note_markdown
@@ -29,7 +31,8 @@ from schemas.headline import objective_for
 from schemas.strategies import STRATEGIES
 
 
-def _rows(nodes: int, in_force: str) -> tuple[list[dict[str, object]], dict[str, float], list]:
+def _rows(nodes: int, in_force: str
+          ) -> tuple[list[dict[str, Any]], dict[str, float], list[dict[str, str]]]:
     state = synthetic_state(nodes=nodes, keygroups=3 * nodes, operators=3, varies=0.5, seed=1)
     cg = get_strategy("cg")(state, Budget(max_migrations=2 * nodes))
     greedy = get_strategy("greedy")(state, Budget(max_migrations=2 * nodes))
@@ -70,7 +73,7 @@ def test_per_node_metrics_become_rows_of_their_own_artifact() -> None:
 
 
 def test_rows_rank_by_the_in_force_objective_and_best_is_per_objective() -> None:
-    def row(name: str, role: str, **values: float) -> dict[str, object]:
+    def row(name: str, role: str, **values: float) -> dict[str, Any]:
         return {"strategy": name, "role": role, "status": "planned", "migrations": 1,
                 **{f"{k}_after": v for k, v in values.items()}}
 
