@@ -20,7 +20,9 @@ from typing import Any
 from jobs.whatif.report import num
 from reconf.audit import AuditError, job_experiment, open_store
 from schemas.config import Paths
+from schemas.headline import fmt, objective_for
 from schemas.landing import format_period_end, parse_period_end
+from schemas.strategies import LOAD_DISTANCE, OBJECTIVES, Objective
 from schemas.tracking import Tag
 
 __all__ = ["HELP", "TIE", "StrategySummary", "compare", "format_compare", "plot_compare", "summarise"]
@@ -59,14 +61,32 @@ class StrategySummary:
     in_force_migrations: float | None
     migration_cost: float | None
     wall_s: float | None
+    #: the in-force strategy's objective (schemas/strategies.py) and this strategy's mean of it
+    #: next to the plan in force's, over the same periods; better/equal/worse count in it
+    objective: str = "load_distance"
+    value_after: float | None = None
+    in_force_value_after: float | None = None
 
 
 def _mean(values: Sequence[float]) -> float | None:
     return fmean(values) if values else None
 
 
+def objective_of(periods: Sequence[Mapping[str, Any]]) -> Objective:
+    """The objective the comparison is judged in: the newest period's in-force strategy's."""
+    for period in reversed(periods):
+        force = next((r for r in period["rows"] if r.get("role") == "in force"), None)
+        if force is not None:
+            return objective_for(str(force["strategy"]))
+    return objective_for(None)
+
+
 def summarise(periods: Sequence[Mapping[str, Any]]) -> list[StrategySummary]:
-    """Per strategy (the plan in force's strategies first), from each period's rows."""
+    """Per strategy (the plan in force's strategies first), from each period's rows; better,
+    equal or worse in the in-force strategy's objective (`objective_of`), LD alongside."""
+    objective = objective_of(periods)
+    column = f"{objective.name}_after"
+    sign = 1.0 if objective.direction == "min" else -1.0
     by: dict[str, list[tuple[Mapping[str, str], Mapping[str, str]]]] = {}
     for period in periods:
         rows = period["rows"]
@@ -81,8 +101,10 @@ def summarise(periods: Sequence[Mapping[str, Any]]) -> list[StrategySummary]:
     for name, pairs in by.items():
         done = [(r, f) for r, f in pairs if r.get("status") in ("planned", "published")
                 and num(r.get("load_distance_after")) is not None]
-        diffs = [float(num(r["load_distance_after"]) or 0) - float(num(f["load_distance_after"]) or 0)
-                 for r, f in done]
+        judged = [(r, f) for r, f in done if num(r.get(column)) is not None
+                  and num(f.get(column)) is not None]
+        diffs = [sign * (float(num(r[column]) or 0) - float(num(f[column]) or 0))
+                 for r, f in judged]
         count = {s: sum(1 for r, _ in pairs if r.get("status") == s)
                  for s in ("failed", "timed_out", "skipped")}
         out.append(StrategySummary(
@@ -94,7 +116,9 @@ def summarise(periods: Sequence[Mapping[str, Any]]) -> list[StrategySummary]:
             _mean([float(num(r["migrations"]) or 0) for r, _ in done]),
             _mean([float(num(f["migrations"]) or 0) for _, f in done]),
             _mean([float(num(r["migration_cost"]) or 0) for r, _ in done]),
-            _mean([float(num(r["wall_s"]) or 0) for r, _ in done])))
+            _mean([float(num(r["wall_s"]) or 0) for r, _ in done]), objective.name,
+            _mean([float(num(r[column]) or 0) for r, _ in judged]),
+            _mean([float(num(f[column]) or 0) for _, f in judged])))
     return sorted(out, key=lambda s: (not s.strategy.endswith("(in force)"), s.strategy))
 
 
@@ -145,19 +169,25 @@ def format_compare(report: Mapping[str, Any]) -> str:
         lines.append("  no what-if comparison in these periods (the whatif step runs after "
                      "publish; `reconf whatif` runs it by hand)")
         return "\n".join(lines)
-    head = ("strategy", "periods", "planned", "LD after", "in force", "better/equal/worse",
+    objective = next((o for o in OBJECTIVES if o.name == report["strategies"][0].objective),
+                     LOAD_DISTANCE)
+    is_ld = objective.name == "load_distance"
+    head = ("strategy", "periods", "planned", f"{objective.label} after ({objective.direction})",
+            "in force", "better/equal/worse", *(() if is_ld else ("LD after",)),
             "migrations", "in force", "migr. cost", "failed", "timed out", "wall s")
     table = [head] + [(
-        s.strategy, str(s.periods), str(s.planned), _f(s.ld_after, ".3f"),
-        _f(s.in_force_ld_after, ".3f"), f"{s.better}/{s.equal}/{s.worse}",
+        s.strategy, str(s.periods), str(s.planned), fmt(s.value_after),
+        fmt(s.in_force_value_after), f"{s.better}/{s.equal}/{s.worse}",
+        *(() if is_ld else (_f(s.ld_after, ".3f"),)),
         _f(s.migrations, ".1f"), _f(s.in_force_migrations, ".1f"), _f(s.migration_cost, ".4g"),
         str(s.failed), str(s.timed_out), _f(s.wall_s, ".2f")) for s in report["strategies"]]
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
               for row in table]
-    lines.append("  LD after / migrations: means over the periods the strategy planned; 'in "
-                 "force': the plan in force's means over the same periods; better/equal/worse: "
-                 "its LD after against the plan in force's, period by period")
+    lines.append(f"  {objective.label} after / migrations: means over the periods the strategy "
+                 "planned; 'in force': the plan in force's means over the same periods; "
+                 f"better/equal/worse: its {objective.label} after against the plan in force's, "
+                 "period by period (the in-force strategy's own objective)")
     return "\n".join(lines)
 
 

@@ -89,3 +89,23 @@ def test_rows_rank_by_the_in_force_objective_and_best_is_per_objective() -> None
     rod = rank_rows([row("rod", "in force", feasible_set_ratio=0.2),
                      row("llf", "shadow", feasible_set_ratio=0.5)], "rod")
     assert [r["rank"] for r in rod] == [2, 1]
+
+
+def test_compare_judges_every_strategy_in_the_in_force_objective() -> None:
+    from reconf.compare import format_compare, summarise
+
+    def row(name: str, role: str, cost: float, ld: float) -> dict[str, str]:
+        return {"strategy": name, "role": role, "status": "published" if role == "in force"
+                else "planned", "cost_total_after": str(cost), "load_distance_after": str(ld),
+                "migrations": "2", "migration_cost": "1", "wall_s": "0.1"}
+
+    periods = [{"period_end": f"2026-01-01T00:0{i}:00Z", "rows": [
+        row("sprawl", "in force", 100.0, 50.0), row("milp", "shadow", 150.0 - 60 * i, 1.0)]}
+        for i in range(2)]
+    summary = {s.strategy: s for s in summarise(periods)}
+    milp = summary["milp"]
+    assert milp.objective == "cost_total" and (milp.better, milp.equal, milp.worse) == (1, 0, 1)
+    assert milp.value_after == pytest.approx(120.0) and milp.in_force_value_after == 100.0
+    text = format_compare({"job_id": "wan", "periods": periods, "periods_with_whatif": 2,
+                           "strategies": list(summary.values())})
+    assert "SPRAWL cost after (min)" in text and "LD after" in text
