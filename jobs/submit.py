@@ -72,10 +72,7 @@ def _run(args: argparse.Namespace) -> tuple[str, int]:
         r = stages.run_plan(args.job, args.period_end, strategy=args.strategy,
                             max_migrations=args.max_migrations, time_limit_s=args.time_limit,
                             dry_run=args.dry_run)
-        p = r.plan
-        return (f"plan {r.plan_id} ({p.strategy}, {p.status.value}): load distance "
-                f"{p.before.load_distance:.3f} -> {p.after.load_distance:.3f}, "
-                f"{p.migrations} migrations, MLflow run {r.mlflow_run_id}"), 0
+        return r.summary(), 0  # the strategy's own objective first (jobs/plan/record.py)
     if args.stage == "publish":
         pub = stages.run_publish(args.job, args.period_end)
         return f"publish {args.job}@{pub.period_end}: {pub.status}, version {pub.version}", 0

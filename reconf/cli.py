@@ -92,11 +92,14 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _print_plan(result: Any, *, show_moves: bool) -> None:
+    from placement.objectives import as_run_metrics
+    from schemas.headline import headline
+
     p = result.plan
-    bound = "n/a" if p.lower_bound is None else f"{p.lower_bound:.3f}"
     print(f"plan {result.plan_id} ({p.strategy}, solver {p.status.value}, {p.wall_s:.2f} s)")
     print(f"  current assignment: {'v' + str(result.base_version) if result.base_version else 'initial allocation'}")
-    print(f"  load distance {p.before.load_distance:.3f} -> {p.after.load_distance:.3f} (lower bound {bound})")
+    # the strategy's own objective first (its bound, where it has one), load distance second
+    print(f"  {headline(p.strategy, as_run_metrics(p))}")
     print(f"  migrations {p.migrations}, migration cost {p.migration_cost:.4g}")
     if p.message:
         print(f"  note: {p.message}")
