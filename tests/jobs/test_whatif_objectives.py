@@ -9,6 +9,7 @@ with its first line the in-force objective and no row lost.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -109,3 +110,28 @@ def test_compare_judges_every_strategy_in_the_in_force_objective() -> None:
     text = format_compare({"job_id": "wan", "periods": periods, "periods_with_whatif": 2,
                            "strategies": list(summary.values())})
     assert "SPRAWL cost after (min)" in text and "LD after" in text
+
+
+def test_the_demo_line_leads_with_the_jobs_objective(tmp_path: Path) -> None:
+    """`reconf demo`'s summary of a cycle, read back from a real MLflow store: a SPRAWL job's
+    line leads with its cost and bound, load distance second."""
+    from jobs.tracking.store import open_experiment, open_store
+    from reconf.demo import _cycle_summary
+    from schemas.config import Paths
+    from schemas.landing import parse_period_end
+
+    paths = Paths(tmp_path / "home")
+    client = open_store(paths)
+    experiment = open_experiment(client, paths, "wan")
+    stamp = "2026-01-01T00:05:00Z"
+    run = client.create_run(experiment, tags={
+        "reconf.period_end": stamp, "reconf.dry_run": "false", "reconf.param.strategy": "sprawl",
+        "reconf.assignment_version": "4"})
+    for key, value in {"cost_total_before": 1.19e6, "cost_total_after": 6.0e5,
+                       "lower_bound": 5.97e5, "load_distance_before": 12.81,
+                       "load_distance_after": 53.23, "migrations": 3.0}.items():
+        client.log_metric(run.info.run_id, key, value)
+    summary = _cycle_summary(paths, "wan", parse_period_end(stamp))
+    assert summary["headline"] == ("SPRAWL cost 1.19e+06 -> 6e+05 (min, lower bound 5.97e+05); "
+                                   "load distance 12.810 -> 53.230")
+    assert summary["version"] == "4" and summary["migrations"] == "3"
