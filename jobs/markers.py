@@ -58,7 +58,7 @@ class CollectMarker:
             return None
         raw = data.get("runtime")
         runtime = (RuntimeReport(raw.get("version"), tuple(raw.get("nodes") or ()),
-                                 raw.get("assignment"))
+                                 raw.get("assignment"), raw.get("execution"))
                    if isinstance(raw, dict) else None)
         rows, versions = data.get("rows"), data.get("versions")
         return cls(collect_id,
@@ -124,7 +124,8 @@ def write_collect_marker(paths: Paths, job_id: str, period_end: datetime,
         "versions": versions, "rows": rows,
         "runtime": None if runtime is None else {
             "version": runtime.version, "nodes": sorted(runtime.nodes),
-            **({} if runtime.assignment is None else {"assignment": dict(runtime.assignment)})}})
+            **({} if runtime.assignment is None else {"assignment": dict(runtime.assignment)}),
+            **({} if runtime.execution is None else {"execution": dict(runtime.execution)})}})
     return collect_id
 
 

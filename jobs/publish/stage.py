@@ -51,6 +51,7 @@ from schemas.manifest import (
     Manifest,
     ManifestError,
     ScalingSection,
+    Schedule,
     assignment_checksum,
     latest_path,
     manifest_path,
@@ -81,7 +82,7 @@ class PublishResult:
 
 def _manifest_for(
     paths: Paths, job_id: str, version: int, pid: str, period_end: datetime,
-    assignment: dict[str, str], scaling: ScalingSection,
+    assignment: dict[str, str], scaling: ScalingSection, schedule: Schedule | None = None,
 ) -> Manifest:
     """The manifest of version N: the one already on disk for this plan (crash recovery), or new.
 
@@ -106,7 +107,7 @@ def _manifest_for(
               f"({path} -> {aside})", file=sys.stderr, flush=True)
     return Manifest.create(
         job_id=job_id, version=version, period_end=period_end, plan_id=pid,
-        assignment=assignment, scaling=scaling, created_at=datetime.now(UTC),
+        assignment=assignment, scaling=scaling, created_at=datetime.now(UTC), schedule=schedule,
     )
 
 
@@ -217,7 +218,11 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
         reason=str(raw.get("reason", "")),
     )
     try:
-        manifest = _manifest_for(paths, job.job_id, version, pid, period_end, assignment, scaling)
+        # the plan's move schedule (jobs/plan/record.py); a plan recorded before schedules has none
+        schedule = (Schedule.from_dict(plan_json["schedule"], f"plans row {pid}")
+                    if "schedule" in plan_json else None)
+        manifest = _manifest_for(paths, job.job_id, version, pid, period_end, assignment, scaling,
+                                 schedule)
         path = write_manifest(paths.published, manifest)
     except ManifestError as exc:
         raise StageError(str(exc), where=str(paths.published / job.job_id),
