@@ -44,7 +44,7 @@ SPARK_HOME="$("$PY" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file
 [ -x "$SPARK_HOME/bin/spark-class" ] || die "no bin/spark-class in $SPARK_HOME (pyspark install broken?)"
 export SPARK_HOME SPARK_LOCAL_IP="$HOST" SPARK_NO_DAEMONIZE=1
 # Executors run the project's Python code with the venv's interpreter (the project is installed
-# editable there); the driver also sets spark.pyspark.python (jobs/spark.py).
+# editable there); the driver also sets spark.pyspark.python (jobs/spark/session.py).
 export PYSPARK_PYTHON="$PY"
 
 # The pid in $1 if that process is alive and is the Spark daemon named by $2 (a pid file left

@@ -10,12 +10,12 @@
 #
 # Settings (environment): RECONF_SPARK_CONNECT_PORT (15002), RECONF_SPARK_MASTER (local[2]),
 # RECONF_SPARK_DRIVER_MEMORY (2g), RECONF_JARS (the Delta jars, .reconf/jars).
-# The command line itself is built by jobs/connect.py (the same Delta settings as the stages'
+# The command line itself is built by jobs/spark/connect.py (the same Delta settings as the stages'
 # in-process session); docs/operations.md, "Spark Connect", has the production set-up.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${RECONF_PYTHON:-$ROOT/.venv/bin/python}"
 [ -x "$PY" ] || { echo "spark-connect: no virtualenv at $ROOT/.venv; run \`make setup\` first" >&2; exit 1; }
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-if [ "${1:-}" = argv ]; then shift; exec "$PY" -m jobs.connect argv "$@"; fi
-exec "$PY" -m jobs.connect serve "$@"
+if [ "${1:-}" = argv ]; then shift; exec "$PY" -m jobs.spark.connect argv "$@"; fi
+exec "$PY" -m jobs.spark.connect serve "$@"

@@ -19,14 +19,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from jobs.errors import StageError
-from schemas.config import JobConfig, Paths
+from schemas.config import Paths
 from schemas.landing import RuntimeReport, format_period_end
 from schemas.manifest import atomic_write_bytes
 
 __all__ = [
     "CollectMarker",
-    "check_validated",
     "clear_period_markers",
     "collect_marker_path",
     "read_collect_marker",
@@ -57,15 +55,16 @@ class CollectMarker:
         if not isinstance(collect_id, str):
             return None
         raw = data.get("runtime")
-        runtime = (RuntimeReport(raw.get("version"), tuple(raw.get("nodes") or ()),
-                                 raw.get("assignment"), raw.get("execution"))
-                   if isinstance(raw, dict) else None)
-        rows, versions = data.get("rows"), data.get("versions")
-        return cls(collect_id,
-                   {str(k): int(v) for k, v in rows.items()} if isinstance(rows, dict) else {},
-                   {str(k): int(v) for k, v in versions.items()}
-                   if isinstance(versions, dict) else {},
-                   runtime)
+        try:
+            execution = raw.get("execution") if isinstance(raw, dict) else None
+            runtime = (RuntimeReport(raw.get("version"), tuple(map(str, raw.get("nodes") or ())),
+                                     _assignment(raw.get("assignment")),
+                                     execution if isinstance(execution, dict) else None)
+                       if isinstance(raw, dict) else None)
+            return cls(collect_id, _counts(data.get("rows")), _counts(data.get("versions")),
+                       runtime)
+        except (TypeError, ValueError):  # a count that is no number: damaged
+            return None
 
     def wrote(self, table: str) -> bool:
         """Whether this collect wrote `table` for the period (a facet table: only when landed)."""
@@ -78,6 +77,30 @@ class CollectMarker:
     def runtime_nodes(self) -> frozenset[str] | None:
         """The nodes the runtime said it owns (None: it wrote no report)."""
         return None if self.runtime is None else frozenset(self.runtime.nodes)
+
+
+def _counts(raw: Any) -> dict[str, int]:
+    """table -> count of a marker's document ({} when absent); TypeError/ValueError if damaged."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise TypeError(f"not a table of counts: {raw!r}")
+    return {str(k): _whole(v) for k, v in raw.items()}
+
+
+def _assignment(raw: Any) -> dict[str, str] | None:
+    """A partial assignment the runtime reported (None: it runs a published version exactly)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TypeError(f"not an assignment: {raw!r}")
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def _whole(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"not a whole number: {value!r}")
+    return value
 
 
 def _period_reports(paths: Paths, job_id: str, period_end: datetime) -> Path:
@@ -147,48 +170,3 @@ def write_report(paths: Paths, job_id: str, period_end: datetime, document: dict
     path = report_path(paths, job_id, period_end)
     _write_json(path, document)
     return path
-
-
-def check_validated(paths: Paths, job: JobConfig, period_end: datetime, *,
-                    collect_id: str | None = None, marker: CollectMarker | None = None,
-                    report: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The period's passing validation report for its current collect, else `StageError`.
-
-    `collect_id`, when given, is the collect a plan was made from: publish passes the plan's, so a
-    period collected again after planning is refused too. `marker`, `report`: the period's
-    collect marker and validation report when the caller read them already (read here
-    otherwise).
-    """
-    stamp = format_period_end(period_end)
-    validate_cmd = f"reconf validate --job {job.job_id} --period-end {stamp}"
-    marker = marker or read_collect_marker(paths, job.job_id, period_end)
-    if marker is None:
-        raise StageError(
-            f"period {stamp} of job {job.job_id!r} has no completed collect",
-            where=str(collect_marker_path(paths, job.job_id, period_end)),
-            fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}`, then `{validate_cmd}`",
-        )
-    report = report or read_report(paths, job.job_id, period_end)
-    path = report_path(paths, job.job_id, period_end)
-    if report is None or report.get("collect_id") != marker.collect_id:
-        raise StageError(
-            f"period {stamp} of job {job.job_id!r} was not validated since it was last collected",
-            where=str(path), fix=f"run `{validate_cmd}` first",
-        )
-    if not report.get("success"):
-        raise StageError(
-            f"period {stamp} of job {job.job_id!r} failed validation, so it is neither planned "
-            "for publishing nor published; the runtime keeps its assignment",
-            where=str(path),
-            fix="fix the runtime's metrics, land and collect the period again, then "
-                f"`{validate_cmd}` (a dry run, `reconf plan --dry-run`, still shows a plan)",
-        )
-    if collect_id is not None and collect_id != marker.collect_id:
-        raise StageError(
-            f"the plan of period {stamp} was made from statistics that have since been collected "
-            "again",
-            where=str(collect_marker_path(paths, job.job_id, period_end)),
-            fix=f"plan the period again (`reconf plan --job {job.job_id} --period-end {stamp}`), "
-                "then publish",
-        )
-    return report

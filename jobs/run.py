@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
-from schemas.config import Paths, resolve_job
+from schemas.config import JobConfig, Paths, resolve_job
 from schemas.landing import parse_period_end
 from schemas.periods import PeriodError, check_period_end
 
@@ -45,17 +45,9 @@ def period_context(job_id: str, period_end: str | datetime) -> StageContext:
 
 
 def run_collect(job_id: str, period_end: str | datetime) -> str:
-    from jobs.collect.stage import collect
+    from jobs.collect.stage import collect_period
 
-    ctx = period_context(job_id, period_end)
-    # collect takes the lock around its commits only (jobs/collect/stage.py): reading and
-    # aggregating the landing zone needs none
-    result = run_stage(ctx, "collect", lambda c: collect(c.job, c.end, paths=c.paths,
-                                                         spark=c.spark),
-                       lock=False, tables=False)
-    rows = ", ".join(f"{name} {count} rows (v{result.versions[name]})"
-                     for name, count in result.rows.items())
-    return f"collect {job_id}@{result.period_end}: {rows}"
+    return collect_period(period_context(job_id, period_end)).summary()
 
 
 def run_validate(job_id: str, period_end: str | datetime) -> str:
@@ -77,12 +69,30 @@ def run_plan(
     from jobs.plan.stage import plan
 
     ctx = period_context(job_id, period_end)
-    job = ctx.job
+    return plan(replace(ctx, job=_overridden(ctx.job, max_migrations, time_limit_s)),
+                strategy=strategy, dry_run=dry_run, tags=tags)
+
+
+def _overridden(job: JobConfig, max_migrations: int | None, time_limit_s: float | None
+                ) -> JobConfig:
+    """The job with the command line's budget and time limit, refused as the job's own values
+    would be (the job config checks its fields: schemas/config/job.py)."""
+    from jobs.plan.stage import check_budget
+
     if max_migrations is not None:
-        job = replace(job, max_migrations=max_migrations)
-    if time_limit_s is not None:
-        job = replace(job, solver_time_limit_s=time_limit_s)
-    return plan(replace(ctx, job=job), strategy=strategy, dry_run=dry_run, tags=tags)
+        check_budget(job, max_migrations)
+    try:
+        if max_migrations is not None:
+            job = replace(job, max_migrations=max_migrations)
+        if time_limit_s is not None:
+            job = replace(job, solver_time_limit_s=time_limit_s)
+    except ValueError as exc:  # the config's own rule, e.g. a time limit that is not positive
+        raise StageError(f"max_migrations {max_migrations!r}, time limit {time_limit_s!r}: "
+                         f"refused: {str(exc).splitlines()[-1].strip()}",
+                         where=f"job {job.job_id!r} (the command line)",
+                         fix="give a positive time limit and a budget from the job config's "
+                             "range (docs/operations.md)") from None
+    return job
 
 
 def run_publish(job_id: str, period_end: str | datetime, *, plan_id: str | None = None

@@ -122,6 +122,10 @@ def _print_plan(result: Any, *, show_moves: bool) -> None:
     print(f"  migrations {p.migrations}, migration cost {p.migration_cost:.4g}")
     if p.message:
         print(f"  note: {p.message}")
+    if p.phases:  # the solver's timed steps (Plan.phases)
+        print("  phases: " + ", ".join(f"{ph.name} {ph.seconds:.2f} s"
+                                       + (f" ({ph.outcome})" if ph.outcome else "")
+                                       for ph in p.phases))
     if show_moves:
         for m in p.moves:
             print(f"  move {m.keygroup}: {m.src} -> {m.dst} (cost {m.cost:.4g})")

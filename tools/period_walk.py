@@ -7,11 +7,14 @@ Two figures the architecture notes quote (docs/architecture.md, "One period thro
   packages, of a function one of whose arguments carries the period end (the datetime itself,
   its ISO stamp, or a value whose ``end`` / ``period_end`` attribute is it). Printed: the stops
   (calls), the modules visited, and the returns (a stop in a module already visited earlier,
-  not the one just before).
+  not the one just before); once for every call, once for the stages' own functions (without the
+  lake engine's SQL building, dataclass-made code, the period value's accessors and the stamp's
+  formatting).
 - **signatures**: functions (by AST, in jobs/) whose parameters include a job (``job`` or
   ``job_id``) and ``period_end``; and those whose first two parameters are ``spark, paths``.
 
-Run: ``.venv/bin/python tools/period_walk.py [--signatures-only]`` (Spark starts: ~1 min).
+Run: ``.venv/bin/python tools/period_walk.py [--signatures-only [--root <checkout>]]`` (the walk
+starts Spark: ~1 min).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ PACKAGES = ("jobs", "schemas", "placement", "reconf")
 
 
 def signatures(root: Path = ROOT / "jobs") -> tuple[list[str], list[str]]:
+    """(module doc)"""
     """(functions taking a job and period_end, functions taking spark, paths first)."""
     by_period, by_spark = [], []
     for file in sorted(root.rglob("*.py")):
@@ -40,7 +44,7 @@ def signatures(root: Path = ROOT / "jobs") -> tuple[list[str], list[str]]:
                 continue
             names = [a.arg for a in (*node.args.posonlyargs, *node.args.args,
                                      *node.args.kwonlyargs)]
-            where = f"{file.relative_to(ROOT)}:{node.lineno} {node.name}"
+            where = f"{file.relative_to(root.parent)}:{node.lineno} {node.name}"
             if "period_end" in names and ({"job", "job_id"} & set(names)):
                 by_period.append(where)
             if names[:2] == ["spark", "paths"]:
@@ -110,7 +114,8 @@ def walk() -> list[tuple[str, str]]:
 
 
 def main() -> None:
-    by_period, by_spark = signatures()
+    root = Path(sys.argv[sys.argv.index("--root") + 1]) if "--root" in sys.argv else ROOT
+    by_period, by_spark = signatures(root / "jobs")
     print(f"functions in jobs/ taking a job and period_end: {len(by_period)}")
     print(f"functions in jobs/ taking (spark, paths, ...): {len(by_spark)}")
     if "--signatures-only" in sys.argv:
@@ -118,17 +123,31 @@ def main() -> None:
             print("  ", line)
         return
     stops = walk()
+    own = [(m, f) for m, f in stops if not _engine_or_accessor(m, f)]
+    for label, walked in (("walk of one period through plan", stops),
+                          ("  the stages' own functions", own)):
+        print(f"{label}: {len(walked)} stops in {len(set(m for m, _ in walked))} modules, "
+              f"{_returns([m for m, _ in walked])} returns to a module already left")
+    for module, name in stops:
+        print(f"   {module}.{name}")
+
+
+def _returns(modules: list[str]) -> int:
     seen: list[str] = []
     returns = 0
-    for module, _ in stops:
+    for module in modules:
         if seen and module != seen[-1] and module in seen:
             returns += 1
         if not seen or module != seen[-1]:
             seen.append(module)
-    print(f"walk of one period through plan: {len(stops)} stops in "
-          f"{len(set(m for m, _ in stops))} modules, {returns} returns to a module already left")
-    for module, name in stops:
-        print(f"   {module}.{name}")
+    return returns
+
+
+def _engine_or_accessor(module: str, name: str) -> bool:
+    """The lake engine's SQL building (jobs/lake), dataclass-made code, the period value's own
+    accessors and the stamp's formatting: stops of the values, not of the stages."""
+    return (module.startswith("jobs.lake") or "__create_fn__" in name
+            or name.startswith(("StageContext.", "Scope.")) or name == "format_period_end")
 
 
 if __name__ == "__main__":

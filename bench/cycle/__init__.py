@@ -11,7 +11,7 @@ applies the new version. Five ways to run the four stages, side by side in one r
 - `worker+connect`: the same stages in one long-lived process (imports, GE context, MLflow
   client and the Connect session warm), the floor a resident worker reaches with Spark;
 - `process+native`, `worker+native`: the default, the lake read and written by delta-rs and the
-  samples aggregated by pyarrow in the stage's process (jobs/lake/read.py, jobs/lake/write.py,
+  samples aggregated by pyarrow in the stage's process (jobs/lake/delta_rs.py, jobs/lake/write.py,
   jobs/collect/native.py): no Spark at all.
 
 Per stage: wall seconds and its layers (bench/cycle/stage.py: process start, imports, Spark

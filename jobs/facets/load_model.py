@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from jobs.context import StageContext
-    from jobs.lake import Lake
 
 log = logging.getLogger(__name__)
 
@@ -115,11 +114,12 @@ def fit_rows(job: JobConfig, period_end: datetime, loads: pd.DataFrame, rates: p
     return Fitted(rows, f"fitted over {len(usable)} period(s){left_out}")
 
 
-def fit_stage(lake: Lake, job: JobConfig, period_end: datetime) -> list[tuple[Table, int, int]]:
+def fit_stage(ctx: StageContext) -> list[tuple[Table, int, int]]:
     """collect's fit (module doc): [(load_model, rows, Delta version)], [] for a job declaring no
     streams. Call it with the job's collect lock held, after keygroup_stats is written."""
     from jobs.lake import Scope, concurrently
 
+    lake, job, period_end = ctx.lake, ctx.job, ctx.end
     if job.load_model is None:
         return []
     since = period_end - job.load_model.periods * job.spl
@@ -144,8 +144,9 @@ def validate_streams_of(ctx: StageContext, checked: Checked, report: ValidationR
     marker, job = ctx.marker, ctx.job
     if marker is None or not marker.wrote(STREAM_STATS.name):
         return report
-    streams: pd.DataFrame = ctx.lake.period_frame(STREAM_STATS, ctx.job_id, ctx.end)
-    model: pd.DataFrame | None = (ctx.lake.period_frame(LOAD_MODEL, ctx.job_id, ctx.end)
+    lake, job_id, end = ctx.lake, ctx.job_id, ctx.end
+    streams: pd.DataFrame = lake.period_frame(STREAM_STATS, job_id, end)
+    model: pd.DataFrame | None = (lake.period_frame(LOAD_MODEL, job_id, end)
                                   if marker.rows_of(LOAD_MODEL.name) else None)
     declared = (job.load_model.streams if job.load_model is not None
                 else sorted(set(streams["stream"].dropna())))
@@ -210,8 +211,9 @@ def read_stream_rows(ctx: StageContext
 
     if ctx.job.load_model is None:
         return None
-    rates, model = concurrently(lambda: ctx.lake.period_rows(STREAM_STATS, ctx.job_id, ctx.end),
-                                lambda: ctx.lake.period_rows(LOAD_MODEL, ctx.job_id, ctx.end))
+    lake, job_id, end = ctx.lake, ctx.job_id, ctx.end
+    rates, model = concurrently(lambda: lake.period_rows(STREAM_STATS, job_id, end),
+                                lambda: lake.period_rows(LOAD_MODEL, job_id, end))
     return rates, model
 
 

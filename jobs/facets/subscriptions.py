@@ -156,9 +156,9 @@ def validate_facets_of(ctx: StageContext, checked: Checked, report: ValidationRe
 
     if not _wrote_sources(ctx):
         return report
-    sources, subs = concurrently(
-        lambda: ctx.lake.period_frame(SOURCE_STATS, ctx.job_id, ctx.end),
-        lambda: ctx.lake.period_frame(SUBSCRIPTIONS_TABLE, ctx.job_id, ctx.end))
+    lake, job_id, end = ctx.lake, ctx.job_id, ctx.end
+    sources, subs = concurrently(lambda: lake.period_frame(SOURCE_STATS, job_id, end),
+                                 lambda: lake.period_frame(SUBSCRIPTIONS_TABLE, job_id, end))
     facets = validate_facets(sources, subs, running_units=set(checked.running),
                              known_nodes=set(checked.known_nodes))
     return ValidationReport(report.success and facets.success, report.failures + facets.failures)
@@ -172,7 +172,7 @@ def read_facet_rows(ctx: StageContext
 
     if not _wrote_sources(ctx):
         return None
-    sources, subs = concurrently(
-        lambda: ctx.lake.period_rows(SOURCE_STATS, ctx.job_id, ctx.end),
-        lambda: ctx.lake.period_rows(SUBSCRIPTIONS_TABLE, ctx.job_id, ctx.end))
+    lake, job_id, end = ctx.lake, ctx.job_id, ctx.end
+    sources, subs = concurrently(lambda: lake.period_rows(SOURCE_STATS, job_id, end),
+                                 lambda: lake.period_rows(SUBSCRIPTIONS_TABLE, job_id, end))
     return sources, subs

@@ -4,9 +4,9 @@ A cycle commits about ten small tables (a period's statistics, a plan, a version
 each commit costs ~0.6 s however small (a snapshot update, a write job, the commit protocol,
 its checksum; docs/benchmarks.md, "cycle, fourth pass"); delta-rs makes the same commit from the
 stage's own process in 10–30 ms. Both follow the Delta protocol (reader 1, writer 2: no table
-feature either lacks), so a table may be written by either and read by both; jobs/lake/base.py
-chooses per `RECONF_LAKE_IO` (jobs/lake/read.py) and `tests/jobs/test_lake_write.py` checks both
-write the same rows.
+feature either lacks), so a table may be written by either and read by both; `open_lake`
+(jobs/lake/__init__.py) chooses per `RECONF_LAKE_IO`, and `tests/jobs/test_lake_contract.py`
+checks each engine reads what the other writes.
 
 The predicates are the SQL that Spark's `replaceWhere` takes (`job_id = '…' AND period_end =
 TIMESTAMP '…'`); DataFusion parses the same text once its `TIMESTAMP '…'` literals are typed as

@@ -25,8 +25,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.errors import StageError
-from jobs.lake import Scope, concurrently, open_lake
-from schemas.config import Paths
+from jobs.lake import Scope, concurrently
 from schemas.landing import format_period_end
 from schemas.manifest import assignment_checksum
 from schemas.tracking import Tag
@@ -34,8 +33,11 @@ from schemas.tracking import Tag
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from jobs.lake import Lake
+    from schemas.config import Paths
+
 __all__ = ["NOT_PUBLISHED", "PeriodRecord", "attempt_of", "attempt_predicate", "check_identity",
-           "choose_attempt", "period_record", "plan_id", "set_status", "settle_statuses"]
+           "choose_attempt", "period_record", "plan_id", "settle_statuses"]
 
 #: the status of an attempt that can never be published: its period has (or got) a version
 #: published from another attempt
@@ -76,10 +78,8 @@ class PeriodRecord:
         return max([logged, *map(attempt_of, self.attempts)]) + 1
 
 
-def period_record(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime
-                  ) -> PeriodRecord:
+def period_record(lake: Lake, job_id: str, period_end: datetime) -> PeriodRecord:
     """The period's attempts and its published version, in one round of queries."""
-    lake = open_lake(paths, spark)
     plans, version = concurrently(lambda: lake.plan_ids(job_id, period_end),
                                   lambda: lake.period_version(job_id, period_end))
     ids = tuple(sorted(plans, key=attempt_of))
@@ -141,10 +141,6 @@ def settle_statuses(spark: SparkSession, paths: Paths, job_id: str, period_end: 
                     published: str) -> None:
     """After the period's version is committed: its plan `published`, the period's other attempts
     that were waiting (`planned`) `not_published`, in one commit."""
+    from jobs.lake import open_lake
+
     open_lake(paths, spark).settle_plan_statuses(job_id, period_end, published, NOT_PUBLISHED)
-
-
-def set_status(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime, pid: str,
-               status: str) -> None:
-    """One attempt's status (`historical`, `stale`)."""
-    open_lake(paths, spark).set_plan_status(job_id, period_end, pid, status)

@@ -1,7 +1,8 @@
 """Fleet planning: plan one period of many jobs at once, one solver per job on Spark executors.
 
 The driver reads every job's stats and current assignment in one query per table (not one per
-job), builds each job's `ClusterState` with `jobs.plan.stage.build_state`, and ships one task per job
+job; jobs/lake `Lake.rows_of_jobs`, `last_published_of_jobs`), assembles each job's state as the
+per-job plan does (jobs/plan/assemble.py: the same facets, read once), and ships one task per job
 through `groupBy(job_id).applyInPandas`, so each executor core runs the solvers of its share of
 the jobs. The plans come back to the driver, which records each one exactly as the per-job path
 does (`jobs.plan.stage.record_plan`: a new attempt of the period, its own MLflow run, then its plans /
@@ -9,7 +10,8 @@ plan_moves rows; a job whose period is already published gets an attempt marked 
 and its published record is never touched).
 
 Jobs are independent: a solver that fails for one job is reported and that job gets no plan;
-the others are recorded. With `--jobs` every named job must have stats for the period; without
+the others are recorded (a job whose state cannot be assembled is refused and listed, unless
+`--jobs` named it). With `--jobs` every named job must have stats for the period; without
 it, configured jobs with no stats for the period are skipped (and listed).
 """
 
@@ -21,7 +23,6 @@ import pickle
 import socket
 import time
 import traceback
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -143,22 +144,6 @@ class FleetResult:
         return "\n".join(lines)
 
 
-def _rows_by_job(spark: SparkSession, paths: Paths, table: str, ids: list[str],
-                 period_end: datetime) -> dict[str, list[dict[str, Any]]]:
-    """One query for all jobs: the period's rows of `table`, grouped by job id."""
-    from jobs.lake import open_lake
-
-    return defaultdict(list, open_lake(paths, spark).rows_of_jobs(table, ids, period_end))
-
-
-def _published_by_job(spark: SparkSession, paths: Paths, ids: list[str], before: datetime
-                      ) -> dict[str, tuple[int, dict[str, str]]]:
-    """`Lake.last_published` for many jobs in one query: job -> (version, assignment)."""
-    from jobs.lake import open_lake
-
-    return open_lake(paths, spark).last_published_of_jobs(ids, before)
-
-
 def _select_jobs(job_ids: Iterable[str] | None) -> tuple[list[JobConfig], bool]:
     from schemas.config import load_jobs, resolve_job
 
@@ -195,8 +180,8 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
     from jobs.context import stage_context
     from jobs.errors import StageError
     from jobs.facets.registry import read_facets
-    from jobs.lake import Start, open_lake
-    from jobs.markers import check_validated
+    from jobs.lake import open_lake
+    from jobs.lake.api import start_from
     from jobs.plan.assemble import PeriodInputs, assemble
     from jobs.plan.scaling import earlier_sections
     from jobs.plan.stage import check_budget, job_budget, no_stats_error, resolve_strategy
@@ -212,16 +197,18 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         except PeriodError as exc:
             raise StageError.of(exc, where=f"job {job.job_id!r}",
                                 fix="give a period end on the job's grid") from None
-    open_lake(paths, spark).ensure_tables()
+    lake = open_lake(paths, spark)
+    lake.ensure_tables()
     ids = [j.job_id for j in jobs]
-    kgs = _rows_by_job(spark, paths, KEYGROUP_STATS.name, ids, period_end)
-    nodes = _rows_by_job(spark, paths, NODE_STATS.name, ids, period_end)
-    edges = _rows_by_job(spark, paths, COMM_STATS.name, ids, period_end)
+    # one query per table for all the jobs
+    kgs = lake.rows_of_jobs(KEYGROUP_STATS, ids, period_end)
+    nodes = lake.rows_of_jobs(NODE_STATS, ids, period_end)
+    edges = lake.rows_of_jobs(COMM_STATS, ids, period_end)
     missing = [j for j in ids if not kgs.get(j)]
     stamp = format_period_end(period_end)
     if missing and (strict or len(missing) == len(ids)):
         raise no_stats_error(paths, missing[0], stamp)
-    published = _published_by_job(spark, paths, ids, period_end)
+    published = lake.last_published_of_jobs(ids, period_end)
     tasks, starts, contexts, refused, prepared = [], {}, {}, {}, {}
     for job in jobs:
         if job.job_id in missing:
@@ -229,7 +216,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         ctx = stage_context(job, period_end, paths, spark)
         if not dry_run:
             try:
-                check_validated(paths, job, period_end, marker=ctx.marker, report=ctx.report)
+                ctx.check_validated()
             except StageError as exc:
                 if strict:
                     raise
@@ -237,8 +224,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
                 continue
         runtime = None if ctx.marker is None else ctx.marker.runtime
         newest, current = published.get(job.job_id, (None, {}))
-        start = (Start(newest, current, newest) if runtime is None or runtime.version == newest
-                 else ctx.lake.starting_point(job.job_id, period_end, runtime))
+        start = start_from(ctx.lake, job.job_id, newest, current, runtime)
         strat, params = resolved[job.job_id]
         inputs = PeriodInputs(kgs[job.job_id], nodes.get(job.job_id, []),
                               edges.get(job.job_id, []), start, read_facets(ctx))
@@ -250,7 +236,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
             refused[job.job_id] = exc.what
             continue
         ready = prepared[job.job_id] = assembled.prepared
-        sections = (tuple(earlier_sections(spark, paths, job.job_id, period_end))
+        sections = (tuple(earlier_sections(ctx.lake, job.job_id, period_end))
                     if job.scaling is not None else ())
         tasks.append(FleetTask(job.job_id, strat, assembled.params, ready.state, job_budget(job),
                                job.solver_time_limit_s, job.scaling, sections,

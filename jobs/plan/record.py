@@ -12,7 +12,6 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.faults import failpoint
@@ -111,7 +110,7 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
     value no table can hold fails before anything is written. Callers that write (not a dry run)
     hold the job's lock, so the attempt number is theirs alone.
     """
-    spark, paths, job, period_end, stamp = ctx.spark, ctx.paths, ctx.job, ctx.end, ctx.stamp
+    lake, paths, job, period_end, stamp = ctx.lake, ctx.paths, ctx.job, ctx.end, ctx.stamp
     strategy, state, plan, start = (computed.strategy, computed.state, computed.plan,
                                     computed.start)
     scaling_extra, artifacts = computed.scaling_extra, computed.artifacts
@@ -124,9 +123,9 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
     # one round: the period's attempts and version (not for a dry run: it writes no rows), the
     # attempts MLflow holds, the versions of the tables read not known yet
     record, logged, versions = concurrently(
-        lambda: PeriodRecord() if dry_run else period_record(spark, paths, job.job_id, period_end),
+        lambda: PeriodRecord() if dry_run else period_record(lake, job.job_id, period_end),
         lambda: logged_attempts(paths, job.job_id, stamp, dry_run),
-        lambda: ctx.lake.table_versions(missing))
+        lambda: lake.table_versions(missing))
     read.update(versions)
     attempt = record.next_attempt(logged)
     pid = attempt_id(job.job_id, period_end, attempt, dry_run=dry_run)
@@ -154,8 +153,8 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
         artifacts[Artifact.EXECUTION_JSON] = json.dumps(dict(marker.runtime.execution), indent=1)
     status = "planned" if published is None else NOT_PUBLISHED
     if not dry_run:  # the rows' types checked before anything is logged or written
-        for rows, table in zip(_plan_rows(job, period_end, pid, strategy, plan, base_version, "",
-                                          plan_json, status), (PLAN_MOVES, PLANS), strict=True):
+        for rows, table in zip(_plan_rows(ctx, pid, strategy, plan, base_version, "", plan_json,
+                                          status), (PLAN_MOVES, PLANS), strict=True):
             records_table(rows, table)
     read_tags = {delta_version_tag(name): str(version) for name, version in sorted(
         read.items())}
@@ -178,16 +177,16 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
     if not dry_run:
         if published is None:  # the what-if only ever compares a publishable plan
             keep_input(paths, run_id, job, stamp, strategy, state, plan, job_budget(job))
-        moves, row = _plan_rows(job, period_end, pid, strategy, plan, base_version, run_id,
-                                plan_json, status)
+        moves, row = _plan_rows(ctx, pid, strategy, plan, base_version, run_id, plan_json,
+                                status)
         where = attempt_predicate(job.job_id, period_end, pid)
         # Moves first, plan row last: publish reads the plan row, so it only ever sees a plan
         # whose moves are already written. Only this attempt's rows: never another attempt's.
-        ctx.lake.write_records(PLAN_MOVES, moves, where)
+        lake.write_records(PLAN_MOVES, moves, where)
         failpoint("plan.moves")
-        ctx.lake.write_records(PLANS, row, where)
+        lake.write_records(PLANS, row, where)
         failpoint("plan.row")
-        written = ctx.lake.table_versions((PLAN_MOVES.name, PLANS.name))
+        written = lake.table_versions((PLAN_MOVES.name, PLANS.name))
         tag_run(paths, run_id, {delta_version_tag(name): str(version)
                                 for name, version in written.items()})  # the versions holding this plan
     return PlanResult(job.job_id, stamp, pid, plan, base_version, run_id, plan_json, dry_run,
@@ -199,8 +198,7 @@ def _float(value: float | None) -> float | None:
 
 
 def _plan_rows(
-    job: JobConfig,
-    period_end: datetime,
+    ctx: StageContext,
     pid: str,
     strategy: str,
     plan: Plan,
@@ -211,6 +209,7 @@ def _plan_rows(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The plan_moves rows and the plans row of a plan (not yet written: `records_table` checks
     their types before anything is logged)."""
+    job, period_end = ctx.job, ctx.end
     # DOUBLE columns get floats: Spark refuses an int (e.g. the migration cost of a plan with no
     # moves is sum(()) == 0, or a time limit of 2) in a DoubleType field.
     plan_row = {

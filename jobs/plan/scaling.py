@@ -21,16 +21,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.facets.load_model import keep_until_fitted
-from jobs.lake import open_lake
 from placement.common import make_plan
 from placement.model import Budget, ClusterState, Node, Plan, SolverStatus
 from placement.registry import get_strategy
 from placement.scaling import ScalingOutcome, scaling_cycle
 from placement.scaling.policy import DECISIONS, ScalingHistory, ScalingPolicy
-from schemas.config import Paths, ScalingConfig
+from schemas.config import ScalingConfig
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from jobs.lake import Lake
 
 __all__ = ["Solved", "earlier_sections", "policy_of", "scaling_json", "solve", "with_scaling_nodes"]
 
@@ -41,11 +40,10 @@ def policy_of(config: ScalingConfig) -> ScalingPolicy:
                          cooldown_cycles=config.cooldown_cycles, max_ld=config.max_ld)
 
 
-def earlier_sections(spark: SparkSession, paths: Paths, job_id: str, before: datetime
-                     ) -> list[dict[str, Any]]:
+def earlier_sections(lake: Lake, job_id: str, before: datetime) -> list[dict[str, Any]]:
     """The scaling sections of the published plans of periods before `before`, oldest first."""
-    rows = open_lake(paths, spark).published_plans(job_id, before)
-    return [dict(json.loads(r["plan_json"]).get("scaling") or {}) for r in rows]
+    return [dict(json.loads(r["plan_json"]).get("scaling") or {})
+            for r in lake.published_plans(job_id, before)]
 
 
 def _ids(section: Mapping[str, Any], key: str) -> set[str]:

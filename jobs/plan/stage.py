@@ -21,9 +21,7 @@ from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
 from jobs.facets.registry import read_facets
 from jobs.lake import Start, concurrently
-from jobs.markers import check_validated
 from jobs.plan.assemble import PeriodInputs, assemble, build_state
-from jobs.plan.attempts import plan_id as attempt_id
 from jobs.plan.record import (
     Computed,
     PlanResult,
@@ -49,7 +47,6 @@ __all__ = [
     "job_budget",
     "no_stats_error",
     "plan",
-    "plan_id",
     "plan_period",
     "plan_to_dict",
     "record_plan",
@@ -58,16 +55,13 @@ __all__ = [
 ]
 
 
-def plan_id(job_id: str, period_end: datetime) -> str:
-    """The id of a period's first plan attempt (jobs/plan/attempts.py numbers the later ones)."""
-    return attempt_id(job_id, period_end)
-
-
-def check_budget(job: JobConfig) -> None:
-    """The budget fits every table that stores it (checked before anything is written)."""
-    if job.max_migrations is not None and not 0 <= job.max_migrations <= MAX_MIGRATIONS:
+def check_budget(job: JobConfig, max_migrations: int | None = None) -> None:
+    """The budget (the job's, or `max_migrations` given for it) fits every table that stores it
+    (checked before anything is written)."""
+    wanted = job.max_migrations if max_migrations is None else max_migrations
+    if wanted is not None and not 0 <= wanted <= MAX_MIGRATIONS:
         raise StageError(
-            f"max_migrations {job.max_migrations} is out of range",
+            f"max_migrations {wanted} is out of range",
             where=f"job {job.job_id!r}",
             fix=f"give a whole number from 0 to {MAX_MIGRATIONS} (any number above the job's "
                 "key-group count allows every move)",
@@ -101,11 +95,11 @@ def plan(ctx: StageContext, *, strategy: str | None = None, dry_run: bool = Fals
 
     def body(ctx: StageContext) -> PlanResult:
         if not dry_run:
-            check_validated(ctx.paths, ctx.job, ctx.end, marker=ctx.marker, report=ctx.report)
+            ctx.check_validated()
         inputs, assignments_version = read_inputs(ctx)  # read
         assembled = assemble(ctx.job, name, params, inputs, ctx.stamp)  # compute
         job, start, prepared, runtime = ctx.job, inputs.start, assembled.prepared, ctx.marker
-        sections = (earlier_sections(ctx.spark, ctx.paths, job.job_id, ctx.end)
+        sections = (earlier_sections(ctx.lake, job.job_id, ctx.end)
                     if job.scaling is not None else ())
         solved = solve(prepared.state, job_budget(job), name, assembled.params,
                        job.solver_time_limit_s, job.scaling, sections,
@@ -129,7 +123,7 @@ def read_inputs(ctx: StageContext) -> tuple[PeriodInputs, int]:
     each facet's rows, the starting point, the assignments' version) while MLflow is imported;
     the version of `assignments` read. A period without stats, or a refused starting point, is a
     StageError (in that order: the stats' message first)."""
-    paths, job, lake = ctx.paths, ctx.job, ctx.lake
+    lake, paths, job = ctx.lake, ctx.paths, ctx.job
     runtime = None if ctx.marker is None else ctx.marker.runtime
 
     def rows(table: Table) -> Callable[[], list[dict[str, Any]]]:

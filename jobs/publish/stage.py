@@ -34,19 +34,15 @@ from typing import TYPE_CHECKING, Any
 from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
 from jobs.faults import failpoint
-from jobs.lake import Scope, concurrently, open_lake
-from jobs.markers import check_validated
+from jobs.lake import Lake, Scope, VersionLog, concurrently
 from jobs.plan.attempts import (
     NOT_PUBLISHED,
     attempt_of,
     check_identity,
     choose_attempt,
-    set_status,
-    settle_statuses,
 )
 from jobs.tracking.store import open_store, run_tags, tag_run
 from schemas.config import JobConfig, Paths
-from schemas.landing import format_period_end
 from schemas.manifest import (
     Manifest,
     ManifestError,
@@ -111,12 +107,12 @@ def _manifest_for(
     )
 
 
-def _check_latest(spark: SparkSession, paths: Paths, job_id: str) -> int | None:
+def _check_latest(lake: Lake, paths: Paths, job_id: str) -> int | None:
     """LATEST as it is, read before anything is written: garbage there stops publish."""
     try:
         return read_latest_version(paths.published, job_id)
     except ManifestError as exc:
-        newest = open_lake(paths, spark).newest_version(job_id)
+        newest = lake.newest_version(job_id)
         path = latest_path(paths.published, job_id)
         # rm first: LATEST may be a FIFO or a symbolic link, which `>` would block on or follow
         restore = (f"rm {path}; printf '{newest}\\n' > {path}" if newest is not None
@@ -156,20 +152,18 @@ def publish(ctx: StageContext, *, plan_id: str | None = None) -> PublishResult:
     """Publish the period's plan: `plan_id`, else the one this Airflow run planned, else the
     period's newest attempt (jobs/plan/attempts.py `choose_attempt`), inside the stage frame
     (jobs/context.py: the job's lock held throughout)."""
-    return run_stage(ctx, "publish",
-                     lambda c: _publish(c.job, c.end, c.paths, c.spark, plan_id))
+    return run_stage(ctx, "publish", lambda c: _publish(c, plan_id))
 
 
-def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSession,
-             wanted: str | None) -> PublishResult:
-    stamp = format_period_end(period_end)
-    # one round of queries: the period's plan attempts, and what the version log says about it
-    # (and the MLflow store opened meanwhile: the plan is checked against its run)
+def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
+    job, period_end, paths, lake, stamp = ctx.job, ctx.end, ctx.paths, ctx.lake, ctx.stamp
+    # read, in one round of queries: the period's plan attempts, and what the version log says
+    # about it (and the MLflow store opened meanwhile: the plan is checked against its run)
     attempts: list[dict[str, Any]]
-    log: dict[str, Any]
+    log: VersionLog
     attempts, log, _ = concurrently(
-        lambda: open_lake(paths, spark).period_rows(PLANS, job.job_id, period_end),
-        lambda: _version_log(spark, paths, job.job_id, period_end),
+        lambda: lake.period_rows(PLANS, job.job_id, period_end),
+        lambda: lake.version_log(job.job_id, period_end),
         lambda: open_store(paths))
     if not attempts:
         raise StageError(
@@ -177,27 +171,27 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
             where=paths.table(PLANS.name),
             fix=f"run `reconf plan --job {job.job_id} --period-end {stamp}` first",
         )
-    latest = _check_latest(spark, paths, job.job_id)
-    if log["mine"] is not None:
-        return _already_published(spark, paths, job, period_end, log["mine"], attempts, wanted,
-                                  latest)
+    # check: LATEST, the attempt asked for, its identity, its period's validation, its budget
+    latest = _check_latest(lake, paths, job.job_id)
+    if log.mine is not None:
+        return _already_published(ctx, log.mine, attempts, wanted, latest)
     plan_row = choose_attempt(job.job_id, stamp, attempts, wanted,
                               os.environ.get("AIRFLOW_CTX_DAG_RUN_ID"))
     plan_json = json.loads(plan_row["plan_json"])
     pid, run_id = str(plan_row["plan_id"]), plan_row["mlflow_run_id"]
     check_identity(plan_row, plan_json, run_tags(paths, run_id) if run_id else {})
-    if log["newer"]:
-        set_status(spark, paths, job.job_id, period_end, pid, "historical")
+    if log.newer:
+        lake.set_plan_status(job.job_id, period_end, pid, "historical")
         if run_id:
             tag_run(paths, run_id, {Tag.PUBLISH_STATUS: "historical"})
         return PublishResult(job.job_id, stamp, None, "historical", None, plan_id=pid)
-    check_validated(paths, job, period_end, collect_id=plan_json.get("collect_id"))
+    ctx.check_validated(collect_id=plan_json.get("collect_id"))
     _check_budget(plan_row, plan_json, job.job_id, stamp)
 
-    newest = None if log["newest"] is None else int(log["newest"])
+    newest = log.newest
     planned_at = plan_json.get("newest_version", plan_row["base_version"])
     if newest != planned_at:
-        set_status(spark, paths, job.job_id, period_end, pid, "stale")
+        lake.set_plan_status(job.job_id, period_end, pid, "stale")
         if run_id:
             tag_run(paths, run_id, {Tag.PUBLISH_STATUS: "stale"})
         return PublishResult(
@@ -208,6 +202,7 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
             f"period again (`reconf plan --job {job.job_id} --period-end {stamp}`), then publish",
             plan_id=pid)
 
+    # compute: the version and its manifest
     version = (newest or 0) + 1
     assignment = {str(k): str(v) for k, v in plan_json["assignment"].items()}
     raw = plan_json.get("scaling", {})
@@ -228,7 +223,8 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
         raise StageError(str(exc), where=str(paths.published / job.job_id),
                          fix="inspect the published directory; versions are immutable") from exc
     failpoint("publish.manifest")
-    lake, version_where = open_lake(paths, spark), Scope(job.job_id, version=version)
+    # commit: the version's rows, then its version row (the commit point), then LATEST
+    version_where = Scope(job.job_id, version=version)
     lake.write_records(
         ASSIGNMENTS,
         [{"job_id": job.job_id, "version": version, "keygroup": kg, "node": node}
@@ -250,20 +246,19 @@ def _publish(job: JobConfig, period_end: datetime, paths: Paths, spark: SparkSes
     # bookkeeping after the runtime can see the version: the plans' statuses and the runs' tags,
     # at once (a rerun mends either, see `_already_published`)
     concurrently(
-        lambda: settle_statuses(spark, paths, job.job_id, period_end, pid),
-        lambda: _tag_published(spark, paths, run_id, version, str(path), committed),
+        lambda: lake.settle_plan_statuses(job.job_id, period_end, pid, NOT_PUBLISHED),
+        lambda: _tag_published(lake, paths, run_id, version, str(path), committed),
         lambda: _tag_others(paths, attempts, pid, version))
     failpoint("publish.status")
     return PublishResult(job.job_id, stamp, version, "published", str(path), plan_id=pid)
 
 
-def _already_published(spark: SparkSession, paths: Paths, job: JobConfig, period_end: datetime,
-                       mine: dict[str, Any], attempts: list[dict[str, Any]], wanted: str | None,
-                       latest: int | None) -> PublishResult:
+def _already_published(ctx: StageContext, mine: dict[str, Any], attempts: list[dict[str, Any]],
+                       wanted: str | None, latest: int | None) -> PublishResult:
     """A rerun for a published period: the version stands; a crash after its commit point is
     mended (LATEST, the statuses, the run's tags: each only if it is behind, so the published
     plan's row and run are never touched again once complete); another plan is never published."""
-    stamp = format_period_end(period_end)
+    job, period_end, paths, lake, stamp = ctx.job, ctx.end, ctx.paths, ctx.lake, ctx.stamp
     version, pid = int(mine["version"]), str(mine["plan_id"])
     if wanted is not None and wanted != pid:
         raise StageError(
@@ -281,11 +276,11 @@ def _already_published(spark: SparkSession, paths: Paths, job: JobConfig, period
         published = {str(k): str(v) for k, v in json.loads(row["plan_json"])["assignment"].items()}
         if assignment_checksum(published) == mine["checksum"]:
             if row["status"] != "published" or any(r["status"] == "planned" for r in attempts):
-                settle_statuses(spark, paths, job.job_id, period_end, pid)
+                lake.settle_plan_statuses(job.job_id, period_end, pid, NOT_PUBLISHED)
                 _tag_others(paths, attempts, pid, version)
             tags = run_tags(paths, row["mlflow_run_id"]) if row["mlflow_run_id"] else {}
             if tags and tags.get(Tag.ASSIGNMENT_VERSION) != str(version):
-                _tag_published(spark, paths, row["mlflow_run_id"], version, mine["manifest_path"])
+                _tag_published(lake, paths, row["mlflow_run_id"], version, mine["manifest_path"])
     others = sorted((str(r["plan_id"]) for r in attempts if r["plan_id"] != pid), key=attempt_of)
     note = (f"the period's other plan(s) {', '.join(others)} are kept as attempts, not published"
             if others else "")
@@ -302,22 +297,14 @@ def _tag_others(paths: Paths, attempts: list[dict[str, Any]], pid: str, version:
                 Tag.PUBLISHED_PLAN_ID: pid})
 
 
-def _version_log(spark: SparkSession, paths: Paths, job_id: str, period_end: datetime
-                 ) -> dict[str, Any]:
-    """What publish needs of the job's version log, in one round: this period's version row
-    (`mine`, or None), how many versions are of later periods (`newer`), the newest version."""
-    found = open_lake(paths, spark).version_log(job_id, period_end)
-    return {"newest": found.newest, "newer": found.newer, "mine": found.mine}
-
-
-def _tag_published(spark: SparkSession, paths: Paths, run_id: str | None, version: int,
+def _tag_published(lake: Lake, paths: Paths, run_id: str | None, version: int,
                    manifest: str, log_version: int | None = None) -> None:
     """The plan's MLflow run learns its version (idempotent: a recovering rerun tags it again).
     `log_version`: the version log's Delta version after this publish's commit, if known."""
     if not run_id:
         return
     if log_version is None:
-        log_version = open_lake(paths, spark).table_version(ASSIGNMENT_VERSIONS.name)
+        log_version = lake.table_version(ASSIGNMENT_VERSIONS.name)
     # the plan tagged the tables it read and wrote; publish adds the version log's version
     tag_run(paths, run_id, {
         Tag.PUBLISH_STATUS: "published", Tag.ASSIGNMENT_VERSION: str(version),

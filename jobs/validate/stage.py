@@ -71,16 +71,17 @@ def _read_period(ctx: StageContext) -> tuple[list[pd.DataFrame], Start | StageEr
     `concurrently`), while GE is imported; a refused starting point comes back as its error,
     raised after the checks of the tables (their messages come first, as when the reads ran one
     by one)."""
+    lake = ctx.lake
     runtime = None if ctx.marker is None else ctx.marker.runtime
 
     def start() -> Start | StageError:
         try:
-            return ctx.lake.starting_point(ctx.job_id, ctx.end, runtime)
+            return lake.starting_point(ctx.job_id, ctx.end, runtime)
         except StageError as exc:
             return exc
 
     def frame(table: Table) -> Callable[[], pd.DataFrame]:
-        return lambda: ctx.lake.period_frame(table, ctx.job_id, ctx.end)
+        return lambda: lake.period_frame(table, ctx.job_id, ctx.end)
 
     *frames, begin, _ = concurrently(frame(KEYGROUP_STATS), frame(COMM_STATS), frame(NODE_STATS),
                                      start, prepare)

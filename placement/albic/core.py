@@ -40,7 +40,7 @@ from placement.albic.partitions import maintain_collocation
 from placement.albic.scores import calc_scores
 from placement.common import MIN_SOLVE_S, make_plan, relaxed_five
 from placement.metrics import max_deviation, mean_load, node_loads
-from placement.model import Budget, ClusterState, Plan, SolverStatus
+from placement.model import Budget, ClusterState, Phase, Plan, SolverStatus
 
 __all__ = ["plan_albic", "plan_albic_many"]
 
@@ -88,8 +88,10 @@ def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, many: bool,
     reserve = PLAIN_SHARE * time_limit_s
     best: tuple[float, dict[str, str], SolverStatus, float] | None = None  # d, plan, status, maxPL
     level_pl = max_pl
+    phases: list[Phase] = []  # one per maxPL level (steps 2-4), then the plain MILP
     while level_pl > 1e-9:
-        left = deadline - reserve - time.perf_counter()
+        t0 = time.perf_counter()
+        left = deadline - reserve - t0
         limit = max(MIN_SOLVE_S, left / 2)
         parts = maintain_collocation(state, scores.col_grps, scores.out, budget, level_pl, rng,
                                      seed=seed)
@@ -106,14 +108,19 @@ def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, many: bool,
         notes.append(f"maxPL {level_pl:g}: {len(parts)} partitions, {len(imp.constraints)} "
                      f"pair(s){chosen}; constrained MILP {solved.milp.status.value}, "
                      f"LD {d:.3f}")
+        phases.append(Phase(f"maxPL {level_pl:g}", time.perf_counter() - t0,
+                            solved.milp.status.value))
         if solved.milp.status is not SolverStatus.INFEASIBLE:
             if d <= max_ld and not _saturates(state, solved.assignment):
-                return _plan(state, solved.assignment, solved.milp.status, None, notes)
+                return _plan(state, solved.assignment, solved.milp.status, None, notes,
+                             phases)
             if best is None or d < best[0]:
                 best = (d, solved.assignment, solved.milp.status, level_pl)
         level_pl -= step_pl
-    left = max(MIN_SOLVE_S, deadline - time.perf_counter())
+    t0 = time.perf_counter()
+    left = max(MIN_SOLVE_S, deadline - t0)
     plain = run_inner("milp", state, budget, {**milp_params, "time_limit_s": left, "seed": seed})
+    phases.append(Phase("plain MILP", time.perf_counter() - t0, plain.status.value))
     plain_d = max_deviation(state, plain.assignment)
     notes.append(f"maxPL 0: plain MILP {plain.status.value}, LD {plain_d:.3f}"
                  + (f" ({plain.message})" if plain.message else ""))
@@ -121,8 +128,8 @@ def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, many: bool,
         d, assignment, status, pl = best
         notes.append(f"the plan of maxPL {pl:g} (LD {d:.3f}) is kept: it balances better than "
                      f"the plain MILP did in its time")
-        return _plan(state, assignment, status, plain.lower_bound, notes)
-    return _plan(state, plain.assignment, plain.status, plain.lower_bound, notes)
+        return _plan(state, assignment, status, plain.lower_bound, notes, phases)
+    return _plan(state, plain.assignment, plain.status, plain.lower_bound, notes, phases)
 
 
 def _saturates(state: ClusterState, assignment: Mapping[str, str]) -> bool:
@@ -133,12 +140,12 @@ def _saturates(state: ClusterState, assignment: Mapping[str, str]) -> bool:
 
 
 def _plan(state: ClusterState, assignment: Mapping[str, str], status: SolverStatus,
-          bound: float | None, notes: list[str]) -> Plan:
+          bound: float | None, notes: list[str], phases: list[Phase]) -> Plan:
     """The returned plan, its message saying so when constraint (5) does not hold."""
     d = max_deviation(state, assignment)
     note = relaxed_five(d, mean_load(state), 0.0 if bound is None else bound)
     return make_plan(state, assignment, status=status, lower_bound=bound,
-                     message="; ".join(filter(None, [*notes, note])))
+                     message="; ".join(filter(None, [*notes, note])), phases=tuple(phases))
 
 
 def plan_albic(state: ClusterState, budget: Budget, params: AlbicParams) -> Plan:

@@ -52,6 +52,20 @@ def _checked(rule: Callable[..., Any], *, optional: bool = False) -> PlainValida
     return PlainValidator(validate)
 
 
+def _known_table(cls: type, raw: Any, info: ValidationInfo) -> Any:
+    """A file's sub-table (`[jobs.<id>.scaling]`, `.execution`): a table, of known fields only."""
+    if info.context is None or isinstance(raw, cls):
+        return raw
+    keys = _keys(raw)
+    if keys is None:
+        raise Rule(f"must be a table, got {raw!r}")
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(keys) - known)
+    if unknown:
+        raise Rule(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return raw
+
+
 def _load_model(value: object) -> LoadModelConfig | None:
     if value is None or isinstance(value, LoadModelConfig):
         return value
@@ -78,16 +92,7 @@ class ScalingConfig:
     @model_validator(mode="before")
     @classmethod
     def _a_table_of_known_fields(cls, raw: Any, info: ValidationInfo) -> Any:
-        if info.context is None:
-            return raw
-        keys = _keys(raw)
-        if keys is None and not isinstance(raw, ScalingConfig):
-            raise Rule(f"must be a table, got {raw!r}")
-        known = {f.name for f in fields(ScalingConfig)}
-        unknown = sorted(set(keys or {}) - known)
-        if unknown:
-            raise Rule(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        return raw
+        return _known_table(cls, raw, info)
 
     @model_validator(mode="after")
     def _bounds_in_order(self, info: ValidationInfo) -> ScalingConfig:
@@ -96,10 +101,6 @@ class ScalingConfig:
             raise Rule(f"min_nodes ({self.min_nodes}) must be <= max_nodes ({self.max_nodes}), "
                        "and max_nodes >= 1")
         return self
-
-
-def _optional(rule: Any) -> Any:
-    return PlainValidator(lambda v: None if v is None else rule(v))
 
 
 @dataclass(frozen=True, config=_CONFIG)
@@ -113,22 +114,15 @@ class ExecutionConfig:
     `num.concurrent.partition.movements.per.broker`); a job sets a ceiling to have one.
     """
 
-    max_moves_per_node: Annotated[int | None, _optional(rules.at_least_one)] = 5
-    max_moves_per_wave: Annotated[int | None, _optional(rules.at_least_one)] = None
-    max_bytes_per_wave: Annotated[float | None, _optional(rules.positive)] = None
-    ceiling_pct: Annotated[float | None, _optional(rules.ceiling_pct)] = None
+    max_moves_per_node: Annotated[int | None, _checked(rules.at_least_one, optional=True)] = 5
+    max_moves_per_wave: Annotated[int | None, _checked(rules.at_least_one, optional=True)] = None
+    max_bytes_per_wave: Annotated[float | None, _checked(rules.positive, optional=True)] = None
+    ceiling_pct: Annotated[float | None, _checked(rules.ceiling_pct, optional=True)] = None
 
     @model_validator(mode="before")
     @classmethod
-    def _a_table_of_known_fields(cls, raw: Any) -> Any:
-        keys = _keys(raw)
-        if keys is None and not isinstance(raw, ExecutionConfig):
-            raise Rule(f"must be a table, got {raw!r}")
-        known = {f.name for f in fields(ExecutionConfig)}
-        unknown = sorted(set(keys or {}) - known)
-        if unknown:
-            raise Rule(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        return raw
+    def _a_table_of_known_fields(cls, raw: Any, info: ValidationInfo) -> Any:
+        return _known_table(cls, raw, info)
 
     @property
     def limits(self) -> WaveLimits:

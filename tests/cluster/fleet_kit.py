@@ -12,6 +12,8 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline_kit import untimed_plan
+
 from schemas.config import Paths, load_jobs
 from schemas.landing import format_period_end
 
@@ -99,6 +101,7 @@ def plan_json_stable(spark: SparkSession, paths: Paths) -> dict[str, dict[str, A
         doc = json.loads(row["plan_json"])
         doc.pop("wall_s", None)
         doc["message"] = untimed(doc.get("message") or "")
+        doc = untimed_plan(doc)
         out[row["job_id"]] = doc
     return out
 

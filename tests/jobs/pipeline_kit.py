@@ -147,3 +147,9 @@ def mlflow_runs(paths: Paths, *, dry_run: bool = False) -> list[Any]:
     runs = client.search_runs([experiment.experiment_id], max_results=1000)
     flag = str(dry_run).lower()
     return [r for r in runs if r.data.tags.get("reconf.dry_run") == flag]
+
+
+def untimed_plan(doc: dict[str, Any]) -> dict[str, Any]:
+    """A plan's JSON without the seconds of its solver phases (timings, not results)."""
+    phases = [{k: v for k, v in p.items() if k != "seconds"} for p in doc.get("phases") or ()]
+    return {**doc, "phases": phases} if "phases" in doc else doc

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from pipeline_kit import JOB_ID, P1, P2, land, run_cycle, stamp
+from pipeline_kit import JOB_ID, P1, P2, land, run_cycle, stamp, untimed_plan
 
 from jobs.lake.base import delta_path, read_table, table_version
 from reconf.procs import free_port
@@ -61,9 +61,10 @@ print("SESSION", type(get_spark()).__module__)
 def _frame(spark: SparkSession, paths: Paths, table: str) -> Any:
     frame: Any = read_table(spark, paths, table).toPandas()
     frame = frame.drop(columns=[c for c in frame.columns if c in VOLATILE])
-    if "plan_json" in frame.columns:  # the plan minus its wall times
-        frame["plan_json"] = [json.dumps({k: v for k, v in json.loads(x).items() if k not in VOLATILE},
-                                         sort_keys=True) for x in frame["plan_json"]]
+    if "plan_json" in frame.columns:  # the plan minus its wall times (its phases' seconds too)
+        frame["plan_json"] = [json.dumps(untimed_plan({k: v for k, v in json.loads(x).items()
+                                                       if k not in VOLATILE}), sort_keys=True)
+                              for x in frame["plan_json"]]
     return frame.sort_values(list(frame.columns)).reset_index(drop=True)
 
 

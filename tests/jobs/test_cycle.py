@@ -147,6 +147,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(collected_home, spark, capsy
     assert f"plan {JOB_ID}@{stamp(P1)}#dry-1 (milp" in out  # a dry run's own plan id
     assert "current assignment: initial allocation" in out
     assert re.search(r"load distance [\d.]+ -> [\d.]+", out)
+    assert re.search(r"^  phases: warm start [\d.]+ s", out, re.M), out  # the MILP's steps
     found = re.search(r"migrations (\d+)", out)
     assert found, out
     migrations = int(found.group(1))

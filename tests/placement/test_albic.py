@@ -39,6 +39,9 @@ def test_recursion_lowers_max_pl_until_ld_fits() -> None:
     # maxPL 25, 20: {p1, p2} (load 20) is one unit, LD 10 > 5; at 15 it is split and balanced
     assert "maxPL 25" in split.message and "maxPL 20" in split.message
     assert "maxPL 15" in split.message and "maxPL 10" not in split.message
+    # the levels are data too: each timed, with its constrained MILP's status
+    assert [p.name for p in split.phases] == ["maxPL 25", "maxPL 20", "maxPL 15"]
+    assert all(p.seconds > 0 and p.outcome == "optimal" for p in split.phases)
     assert split.assignment["p1"] != split.assignment["p2"]
     assert split.after.load_distance == pytest.approx(0.0)
 
@@ -48,6 +51,7 @@ def test_recursion_ends_in_the_plain_milp() -> None:
     plan = plan_albic(state, Budget(max_migrations=0), max_ld=1.0, time_limit_s=2.0)
     assert "maxPL 0: plain MILP" in plan.message
     assert plan.message.count("maxPL") == 6  # 25, 20, 15, 10, 5, then 0
+    assert [p.name for p in plan.phases][-2:] == ["maxPL 5", "plain MILP"]
     assert plan.migrations == 0
 
 

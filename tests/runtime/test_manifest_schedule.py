@@ -79,7 +79,7 @@ def test_a_schedule_moved_to_another_assignment_is_refused() -> None:
     (lambda s: s["waves"][0]["moves"][0].update(state_bytes=-1), "state_bytes must be"),
     (lambda s: s["limits"].update(max_moves_per_node=0), "schedule.limits"),
 ])
-def test_malformed_schedules_name_the_file_and_field(edit, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_schedules_name_the_file_and_field(edit, message: str) -> None:
     body = json.loads(scheduled().to_json())
     edit(body["schedule"])
     with pytest.raises(ManifestError, match=message):

@@ -129,3 +129,32 @@ def test_a_source_or_defaults_that_is_no_table_is_a_config_error(tmp_path: Path)
     path.write_text("defaults = 3\n[jobs.j]\n")
     with pytest.raises(ConfigError, match=r"defaults: must be a table \[defaults\]"):
         read_jobs(path)
+
+
+def test_checking_every_strategys_params_loads_only_their_params_modules(tmp_path: Path) -> None:
+    """schemas names no planner module in its code; to check `strategy_params` it loads the params
+    class each strategy's line names (schemas/params.py): pydantic only, no solver, no numpy."""
+    import json
+    import subprocess
+    import sys
+
+    from test_import_graph import ROOT
+
+    from schemas.strategies import STRATEGIES
+
+    path = tmp_path / "jobs.toml"
+    path.write_text("[jobs.j]\n" + "".join(f"[jobs.j.strategy_params.{name}]\nseed = 1\n"
+                                           for name in STRATEGIES))
+    probe = ("import json, sys; from schemas.config import load_jobs; "
+             f"load_jobs({str(path)!r}); print(json.dumps(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=ROOT, check=True)
+    loaded = json.loads(done.stdout)
+    ours = [m for m in loaded if m.split(".")[0] in ("placement", "jobs", "runtime", "reconf")]
+
+    def light(module: str) -> bool:  # a package's __init__, its params, the lazy-name helper
+        package = (ROOT / module.replace(".", "/") / "__init__.py").is_file()
+        return package or module.endswith(".params") or module == "placement.exports"
+
+    assert ours and [m for m in ours if not light(m)] == [], ours
+    assert not {"numpy", "pulp", "highspy", "scipy"} & set(loaded)

@@ -14,6 +14,10 @@ from placement.params import ParamsError
 from placement.rod.model import LoadModelError
 from placement.sprawl.topology import TopologyError
 from reconf.audit import AuditError
+from runtime.kafka_streams.broker import BrokerFailed
+from runtime.kafka_streams.build import BuildMissing
+from runtime.kafka_streams.cluster import NotReached
+from runtime.replay.datasets import DatasetMissing
 from schemas.config import ConfigError
 from schemas.errors import ReconfError
 from schemas.landing import parse_period_end
@@ -21,7 +25,8 @@ from schemas.manifest import ManifestError
 from schemas.periods import PeriodError
 
 KINDS = (StageError, PeriodError, ConfigError, ManifestError, ParamsError, StrategyInputError,
-         TopologyError, LoadModelError, AuditError)
+         TopologyError, LoadModelError, AuditError, DatasetMissing, BrokerFailed, BuildMissing,
+         NotReached)
 
 
 @pytest.mark.parametrize("kind", KINDS)
