@@ -41,7 +41,7 @@ from jobs.plan.attempts import (
     check_identity,
     choose_attempt,
 )
-from jobs.tracking.store import open_store, run_tags, tag_run
+from jobs.tracking.store import run_tags, tag_run
 from schemas.config import JobConfig, Paths
 from schemas.manifest import (
     Manifest,
@@ -164,7 +164,7 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
     attempts, log, _ = concurrently(
         lambda: lake.period_rows(PLANS, job.job_id, period_end),
         lambda: lake.version_log(job.job_id, period_end),
-        lambda: open_store(paths))
+        lambda: ctx.tracker)
     if not attempts:
         raise StageError(
             f"no plan for job {job.job_id!r}, period ending {stamp}",
