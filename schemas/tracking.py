@@ -25,6 +25,8 @@ class Tag:
     DRY_RUN: Final = "reconf.dry_run"
     BASE_VERSION: Final = "reconf.base_version"
     SOLVER_STATUS: Final = "reconf.solver_status"
+    #: what made the plan reproducible, or the step a clock cut (placement/determinism.py)
+    DETERMINISM: Final = "reconf.determinism"
     TRIGGER: Final = "reconf.trigger"
     PUBLISH_STATUS: Final = "reconf.publish_status"
     PUBLISHED_VERSION: Final = "reconf.published_version"

@@ -291,6 +291,7 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     now = int(time.time() * 1000)
     provenance = airflow_tags()
     tags = {Tag.SOLVER_STATUS: plan.status.value, **current,
+            **({Tag.DETERMINISM: plan.determinism[:4900]} if plan.determinism else {}),
             Tag.TRIGGER: "airflow" if provenance else "manual",
             **_validation_tags(record.validation), **provenance, **record.tags}
     if "decision" in scaling:

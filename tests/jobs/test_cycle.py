@@ -201,3 +201,5 @@ def test_a_dry_run_is_a_binding_preview_of_what_is_published(collected_home, spa
     assert dict(manifest.assignment) == dict(preview.plan.assignment)
     assert planned.plan.determinism.startswith("deterministic: seed 0"), planned.plan.determinism
     assert planned.plan_json["determinism"] == planned.plan.determinism
+    run = MlflowClient(tracking_uri=paths.mlflow_uri).get_run(planned.mlflow_run_id)
+    assert run.data.tags["reconf.determinism"] == planned.plan.determinism
