@@ -25,7 +25,7 @@ reads the in-force strategy's own headline first.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = ["COLLOCATION", "FEASIBLE_SET_RATIO", "LOAD_DISTANCE", "OBJECTIVES", "PIPELINE_PARAMS",
@@ -92,10 +92,11 @@ class StrategyEntry:
     plan: str
     params: str
     guarantee: Literal["exact", "heuristic"]
-    objective: Objective
     facets: tuple[str, ...] = ()
     keeps_budget: bool = True
     places_arrivals: bool = False
+    #: what it optimises (required, by keyword: every strategy declares it)
+    objective: Objective = field(kw_only=True)
 
 
 _MILP, _ALBIC, _BASE = "placement.milp", "placement.albic", "placement.baselines"
@@ -106,42 +107,44 @@ _TRAFFIC = STREAM_TRAFFIC.certified_by("traffic_lower_bound")
 
 STRATEGIES: Mapping[str, StrategyEntry] = {
     "milp": StrategyEntry(f"{_MILP}.core:plan_milp", "placement.params:MilpParams", "exact",
-                          _LD.certified_by("lower_bound")),
+                          objective=_LD.certified_by("lower_bound")),
     "albic": StrategyEntry(f"{_ALBIC}.core:plan_albic", f"{_ALBIC}.params:AlbicParams", "exact",
-                           COLLOCATION, ("communication",)),
+                           ("communication",), objective=COLLOCATION),
     "albic_many": StrategyEntry(f"{_ALBIC}.core:plan_albic_many",
-                                f"{_ALBIC}.params:AlbicManyParams", "exact", COLLOCATION,
-                                ("communication",)),
+                                f"{_ALBIC}.params:AlbicManyParams", "exact", ("communication",),
+                                objective=COLLOCATION),
     "flux": StrategyEntry(f"{_BASE}.flux:plan_flux", "placement.params:StrategyParams",
-                          "heuristic", _LD),
+                          "heuristic", objective=_LD),
     "greedy": StrategyEntry(f"{_BASE}.greedy:plan_greedy", "placement.params:StrategyParams",
-                            "heuristic", _LD),
+                            "heuristic", objective=_LD),
     "random": StrategyEntry(f"{_BASE}.random_moves:plan_random", f"{_BASE}.params:RandomParams",
-                            "heuristic", _LD),
+                            "heuristic", objective=_LD),
     "cola": StrategyEntry(f"{_BASE}.cola:plan_cola", f"{_BASE}.params:ColaParams", "heuristic",
-                          COLLOCATION, ("communication",), keeps_budget=False),
+                          ("communication",), keeps_budget=False, objective=COLLOCATION),
     "drain_then_balance": StrategyEntry("placement.scaling.drain:plan_drain_then_balance",
-                                        "placement.scaling.params:DrainParams", "heuristic", _LD),
+                                        "placement.scaling.params:DrainParams", "heuristic",
+                                        objective=_LD),
     "rod": StrategyEntry(f"{_ROD}:plan_rod", "placement.rod.params:RodParams", "heuristic",
-                         _FSR, ("load_model",), places_arrivals=True),
+                         ("load_model",), places_arrivals=True, objective=_FSR),
     "llf": StrategyEntry(f"{_ROD}:plan_llf", "placement.params:StrategyParams", "heuristic",
-                         _FSR, ("load_model",), places_arrivals=True),
+                         ("load_model",), places_arrivals=True, objective=_FSR),
     "connected_lb": StrategyEntry(f"{_ROD}:plan_connected_lb", "placement.params:StrategyParams",
-                                  "heuristic", _FSR, ("load_model", "communication"),
-                                  places_arrivals=True),
+                                  "heuristic", ("load_model", "communication"),
+                                  places_arrivals=True, objective=_FSR),
     "sprawl": StrategyEntry("placement.sprawl.core:plan_sprawl",
-                            "placement.sprawl.params:SprawlParams", "exact",
-                            SPRAWL_COST.certified_by("lower_bound"), ("network",),
-                            places_arrivals=True),
+                            "placement.sprawl.params:SprawlParams", "exact", ("network",),
+                            places_arrivals=True,
+                            objective=SPRAWL_COST.certified_by("lower_bound")),
     "herding_offline": StrategyEntry(f"{_HERD}.strategies:plan_offline",
-                                     f"{_HERD}.params:OfflineParams", "heuristic", _TRAFFIC,
-                                     ("sources",), places_arrivals=True),
+                                     f"{_HERD}.params:OfflineParams", "heuristic", ("sources",),
+                                     places_arrivals=True, objective=_TRAFFIC),
     "herding_online": StrategyEntry(f"{_HERD}.strategies:plan_online",
-                                    f"{_HERD}.params:OnlineParams", "heuristic", _TRAFFIC,
-                                    ("sources",), places_arrivals=True),
+                                    f"{_HERD}.params:OnlineParams", "heuristic", ("sources",),
+                                    places_arrivals=True, objective=_TRAFFIC),
     "herding_exact": StrategyEntry(f"{_HERD}.exact:plan_exact", f"{_HERD}.params:ExactParams",
-                                   "exact", _TRAFFIC, ("sources",), places_arrivals=True),
+                                   "exact", ("sources",), places_arrivals=True,
+                                   objective=_TRAFFIC),
     "cg": StrategyEntry("placement.consistent_grouping.core:plan_cg",
                         "placement.consistent_grouping.params:CgParams", "heuristic",
-                        UTILISATION_IMBALANCE, places_arrivals=True),
+                        places_arrivals=True, objective=UTILISATION_IMBALANCE),
 }

@@ -76,6 +76,8 @@ class Artifact:
     WHATIF_INPUT: Final = "whatif/input.json"
     WHATIF_COMPARISON: Final = "whatif/comparison.csv"
     WHATIF_CHART: Final = "whatif/comparison.png"
+    #: per-node facet metrics of every what-if plan, one row per value (never table columns)
+    WHATIF_PER_NODE: Final = "whatif/per_node.csv"
     WHATIF_TABLE: Final = "whatif/comparison_table.json"
     SCHEDULE_JSON: Final = "schedule.json"
     #: the runtime's measured execution of the last schedule (runtime/execution.py)

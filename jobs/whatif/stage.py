@@ -59,7 +59,7 @@ __all__ = ["CHART_ARTIFACT", "COMPARISON_ARTIFACT", "INPUT_ARTIFACT", "WhatIfInp
 COMPARISON_ARTIFACT = Artifact.WHATIF_COMPARISON
 CHART_ARTIFACT = Artifact.WHATIF_CHART
 TABLE_ARTIFACT = Artifact.WHATIF_TABLE
-PER_NODE_ARTIFACT = "whatif/per_node.csv"  # per-node facet metrics, one row per value
+PER_NODE_ARTIFACT = Artifact.WHATIF_PER_NODE
 STATUS_TAG = Tag.WHATIF_STATUS
 _SHADOW = Tag.SHADOW_PREFIX  # the child runs' tags (never reconf.job_id: find_runs skips them)
 

@@ -21,7 +21,7 @@ from jobs.plan.stage import build_state
 from jobs.validate.suites import validate_facets
 from placement.model import ClusterState, KeyGroup, Node
 from schemas.config import ConfigError, JobConfig, resolve_job
-from schemas.strategies import STRATEGIES, StrategyEntry
+from schemas.strategies import STRATEGIES, STREAM_TRAFFIC, StrategyEntry
 
 DYNAMIC = JobConfig("q", units="dynamic")
 
@@ -104,7 +104,8 @@ def test_preplacement_places_every_arrival_once_on_a_node_of_a(loads: list[float
 def test_a_strategy_that_places_arrivals_gets_them_unplaced(monkeypatch: pytest.MonkeyPatch
                                                             ) -> None:
     monkeypatch.setitem(STRATEGIES, "placer", StrategyEntry("m:f", "m:P", "heuristic",
-                                                            ("sources",), places_arrivals=True))
+                                                            ("sources",), places_arrivals=True,
+                                                            objective=STREAM_TRAFFIC))
     state = ClusterState(nodes=(Node("n0"),), keygroups=(KeyGroup("x", "query", 1.0),),
                          assignment={}, arrivals=frozenset({"x"}))
     same, placed = preplace_arrivals(state, "placer")
