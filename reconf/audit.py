@@ -268,7 +268,7 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
         "artifacts": sorted(a.path for a in client.list_artifacts(rid)),
         "dry_run": dry_run,
         "resilience": _resilience(metrics),
-        # a rollback's plan (jobs/rollback.py) and the move schedule (placement/waves.py)
+        # a rollback's plan (jobs/publish/rollback.py) and the move schedule (placement/waves.py)
         "rollback": ({"to_version": int(tags[Tag.ROLLBACK_TO]),
                       "reason": tags.get(Tag.ROLLBACK_REASON, ""),
                       "budget_override": tags.get(Tag.BUDGET_OVERRIDE)}

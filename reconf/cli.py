@@ -90,7 +90,7 @@ def _cmd_stop(args: argparse.Namespace) -> int:
 
 
 def _cmd_rollback(args: argparse.Namespace) -> int:
-    from jobs.rollback import rollback
+    from jobs.publish.rollback import rollback
     from schemas.config import Paths, resolve_job
 
     result = rollback(resolve_job(args.job), args.to_version, paths=Paths.from_env(),

@@ -43,7 +43,7 @@ class Tag:
     WHATIF_SHADOWS: Final = "reconf.whatif.shadows"
     PLANNED_BY: Final = "reconf.planned_by"
     FLEET_EXECUTOR: Final = "reconf.fleet.executor"
-    #: a rollback's plan (jobs/rollback.py): the version it returns to, why, a budget override
+    #: a rollback's plan (jobs/publish/rollback.py): the version it returns to, why, a budget override
     ROLLBACK_TO: Final = "reconf.rollback.to_version"
     ROLLBACK_REASON: Final = "reconf.rollback.reason"
     BUDGET_OVERRIDE: Final = "reconf.budget.override"
