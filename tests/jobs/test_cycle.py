@@ -197,6 +197,7 @@ def test_a_dry_run_is_a_binding_preview_of_what_is_published(collected_home, spa
 
     assert preview.plan.moves and preview.plan.moves == planned.plan.moves
     assert (published.status, published.plan_id) == ("published", planned.plan_id)
+    assert published.version is not None and planned.mlflow_run_id is not None
     manifest = read_manifest(paths.published, JOB_ID, published.version)
     assert dict(manifest.assignment) == dict(preview.plan.assignment)
     assert planned.plan.determinism.startswith("deterministic: seed 0"), planned.plan.determinism
