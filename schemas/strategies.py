@@ -14,6 +14,10 @@ migration budget on purpose (COLA, a static optimiser), so the registry does not
 rules, ROD's and the load balancers' targets, cg's least utilised node, SPRAWL's DP); for the
 others the plan stage places arrivals first (jobs/facets/dynamic.py), and the registry's
 pre-check refuses a state with arrivals.
+`constraints`: the kinds of topology constraint (schemas/constraints.py `KINDS`) the strategy
+holds in every plan; the config loader refuses a job whose strategy does not hold one the job
+declares, and the registry's post-check verifies every plan against them. The MILP holds them
+as rows of its model, greedy by moving only where they stay kept (placement/constraints.py).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from schemas.constraints import KINDS
 
 __all__ = ["PIPELINE_PARAMS", "STRATEGIES", "StrategyEntry"]
 
@@ -38,6 +44,7 @@ class StrategyEntry:
     facets: tuple[str, ...] = ()
     keeps_budget: bool = True
     places_arrivals: bool = False
+    constraints: tuple[str, ...] = ()
 
 
 _MILP, _ALBIC, _BASE = "placement.milp", "placement.albic", "placement.baselines"
@@ -45,7 +52,8 @@ _ROD = "placement.rod.strategy"
 _HERD = "placement.herding"
 
 STRATEGIES: Mapping[str, StrategyEntry] = {
-    "milp": StrategyEntry(f"{_MILP}.core:plan_milp", "placement.params:MilpParams", "exact"),
+    "milp": StrategyEntry(f"{_MILP}.core:plan_milp", "placement.params:MilpParams", "exact",
+                          constraints=KINDS),
     "albic": StrategyEntry(f"{_ALBIC}.core:plan_albic", f"{_ALBIC}.params:AlbicParams", "exact",
                            ("communication",)),
     "albic_many": StrategyEntry(f"{_ALBIC}.core:plan_albic_many",
@@ -53,7 +61,7 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
     "flux": StrategyEntry(f"{_BASE}.flux:plan_flux", "placement.params:StrategyParams",
                           "heuristic"),
     "greedy": StrategyEntry(f"{_BASE}.greedy:plan_greedy", "placement.params:StrategyParams",
-                            "heuristic"),
+                            "heuristic", constraints=KINDS),
     "random": StrategyEntry(f"{_BASE}.random_moves:plan_random", f"{_BASE}.params:RandomParams",
                             "heuristic"),
     "cola": StrategyEntry(f"{_BASE}.cola:plan_cola", f"{_BASE}.params:ColaParams", "heuristic",

@@ -76,7 +76,9 @@ def choose_shadows(job: JobConfig, state: ClusterState, in_force: str
 
     Default (`shadow_strategies` unset): every registered strategy, in the table's order, whose
     facets `state.facets` provides, except the one in force (its plan is the comparison's first
-    row already). A named strategy whose facets are missing is left out with the reason.
+    row already). A named strategy whose facets are missing is left out with the reason; so is
+    any strategy that cannot hold the job's topology constraints (schemas/strategies.py
+    `constraints`): its plan would break them, so it is no alternative.
     """
     if job.shadow_time_budget_s <= 0:
         return [], {}
@@ -88,7 +90,11 @@ def choose_shadows(job: JobConfig, state: ClusterState, in_force: str
         if name == in_force or name not in STRATEGIES:
             continue
         missing = sorted(set(STRATEGIES[name].facets) - state.facets)
-        if not missing:
+        unheld = [k for k in state.constraints.kinds if k not in STRATEGIES[name].constraints]
+        if unheld:
+            left_out[name] = ("it cannot hold the job's topology constraint(s) "
+                              f"{', '.join(unheld)}")
+        elif not missing:
             chosen.append(name)
         elif named:
             left_out[name] = f"the period's statistics lack the facet(s) {', '.join(missing)}"

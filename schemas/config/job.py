@@ -24,7 +24,9 @@ from pydantic_core import ArgsKwargs
 
 import schemas.config.rules as rules
 from schemas.config.rules import Rule, Scalar
+from schemas.constraints import Constraints, parse_constraints
 from schemas.schedule import WaveLimits
+from schemas.strategies import STRATEGIES
 from schemas.streams import LoadModelConfig, parse_load_model
 
 __all__ = ["ExecutionConfig", "JobConfig", "ScalingConfig"]
@@ -71,6 +73,15 @@ def _load_model(value: object) -> LoadModelConfig | None:
         return value
     try:
         return parse_load_model(value)
+    except ValueError as exc:
+        raise Rule(str(exc)) from None
+
+
+def _constraints(value: object) -> Constraints | None:
+    if value is None or isinstance(value, Constraints):
+        return value
+    try:
+        return parse_constraints(value)
     except ValueError as exc:
         raise Rule(str(exc)) from None
 
@@ -173,6 +184,9 @@ class JobConfig:
     landing_timeout: Annotated[timedelta | None, _checked(rules.landing_timeout)] = None
     # How the runtime applies a plan: waves under per-node, per-wave and ceiling limits.
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    # Node labels and hard topology constraints (schemas/constraints.py); the strategy must hold
+    # every kind declared (schemas/strategies.py `constraints`), or the file is refused.
+    constraints: Annotated[Constraints | None, _checked(_constraints)] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -188,6 +202,19 @@ class JobConfig:
         if unknown:
             raise Rule(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         return raw
+
+    @model_validator(mode="after")
+    def _strategy_holds_constraints(self, info: ValidationInfo) -> JobConfig:
+        if info.context is not None and self.constraints:
+            held = STRATEGIES[self.strategy].constraints
+            missing = [k for k in self.constraints.kinds if k not in held]
+            if missing:
+                able = sorted(n for n, e in STRATEGIES.items()
+                              if set(self.constraints.kinds) <= set(e.constraints))
+                raise Rule(f"strategy {self.strategy!r} cannot hold the constraint(s) "
+                           f"{', '.join(missing)} of [constraints]; strategies that hold every "
+                           f"declared kind: {', '.join(able) or 'none'}", "strategy")
+        return self
 
     @property
     def dynamic(self) -> bool:
