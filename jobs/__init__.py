@@ -16,7 +16,9 @@ The stage contract
 Every stage is a function of one `StageContext` (``context.py``: the job, the period end and
 window, the paths, the lake opened once, the collect marker and validation report read once),
 run inside `run_stage`, which owns the home check, the lake's tables, the job's writer lock and
-turning a Delta write conflict into a `StageError`. Inside, a stage reads in four steps:
+turning a Delta write conflict into a `StageError` (collect, whose reading and aggregating of the
+landing zone needs no lock, runs in `run_stage_committing`: the lock is held for its commit
+only). Inside, a stage reads in four steps:
 
 1. **check**: bad input is refused with what, where and how to fix (`StageError`), before
    anything is written: the configuration first (no lake needed), then the period's markers

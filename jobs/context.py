@@ -24,16 +24,24 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobs.errors import StageError, check_home, is_concurrent_write, job_lock
 from jobs.lake import Lake, open_lake
-from jobs.markers import CollectMarker, read_collect_marker, read_report
+from jobs.markers import (
+    CollectMarker,
+    collect_marker_path,
+    read_collect_marker,
+    read_report,
+    report_path,
+)
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["StageContext", "conflicts_refused", "run_stage", "stage_context"]
+__all__ = ["StageContext", "conflicts_refused", "run_stage", "run_stage_committing",
+           "stage_context"]
 
 R = TypeVar("R")
+W = TypeVar("W")
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +95,44 @@ class StageContext:
         """The command that runs `stage` of this period (for a message's fix)."""
         return f"reconf {stage} --job {self.job_id} --period-end {self.stamp}"
 
+    def check_validated(self, collect_id: str | None = None) -> dict[str, Any]:
+        """The period's passing validation report for its current collect, else `StageError`.
+
+        `collect_id`, when given, is the collect a plan was made from: publish passes the plan's,
+        so a period collected again after planning is refused too.
+        """
+        stamp, job_id, marker = self.stamp, self.job_id, self.marker
+        validate_cmd = self.cmd("validate")
+        if marker is None:
+            raise StageError(
+                f"period {stamp} of job {job_id!r} has no completed collect",
+                where=str(collect_marker_path(self.paths, job_id, self.end)),
+                fix=f"run `{self.cmd('collect')}`, then `{validate_cmd}`",
+            )
+        report = self.report
+        if report is None or report.get("collect_id") != marker.collect_id:
+            raise StageError(
+                f"period {stamp} of job {job_id!r} was not validated since it was last collected",
+                where=str(report_path(self.paths, job_id, self.end)),
+                fix=f"run `{validate_cmd}` first",
+            )
+        if not report.get("success"):
+            raise StageError(
+                f"period {stamp} of job {job_id!r} failed validation, so it is neither planned "
+                "for publishing nor published; the runtime keeps its assignment",
+                where=str(report_path(self.paths, job_id, self.end)),
+                fix="fix the runtime's metrics, land and collect the period again, then "
+                    f"`{validate_cmd}` (a dry run, `reconf plan --dry-run`, still shows a plan)",
+            )
+        if collect_id is not None and collect_id != marker.collect_id:
+            raise StageError(
+                f"the plan of period {stamp} was made from statistics that have since been "
+                "collected again",
+                where=str(collect_marker_path(self.paths, job_id, self.end)),
+                fix=f"plan the period again (`{self.cmd('plan')}`), then publish",
+            )
+        return report
+
 
 def stage_context(job: JobConfig, end: datetime, paths: Paths,
                   spark: SparkSession | None = None) -> StageContext:
@@ -125,15 +171,23 @@ def run_stage(ctx: StageContext, stage: str, body: Callable[[StageContext], R], 
 
     In order: RECONF_HOME is usable; `check` (what needs no lake: the configuration, the
     budget) refuses bad input before anything is created; the lake's tables exist (`tables`);
-    the job's writer lock is held for the whole body (`lock`: a dry run and collect, which locks
-    only its commits, pass False); a Delta conflict from another writer becomes a `StageError`
-    naming the stage.
+    the job's writer lock is held for the whole body (`lock`: a dry run passes False); a Delta
+    conflict from another writer becomes a `StageError` naming the stage.
     """
+    return run_stage_committing(ctx, stage, check or (lambda c: None), lambda c, _: body(c),
+                                lock=lock, tables=tables)
+
+
+def run_stage_committing(ctx: StageContext, stage: str, gather: Callable[[StageContext], W],
+                         commit: Callable[[StageContext, W], R], *, lock: bool = True,
+                         tables: bool = True) -> R:
+    """The frame for a stage whose check → read → compute needs no lock (collect: reading and
+    aggregating the landing zone): `gather` runs first, then the tables are made and `commit`
+    gets its result under the job's lock. Otherwise as `run_stage`."""
     check_home(ctx.paths)
-    if check is not None:
-        check(ctx)
     with conflicts_refused(stage, ctx.job_id):
+        work = gather(ctx)
         if tables:
             ctx.lake.ensure_tables()
         with job_lock(ctx.paths, ctx.job_id, stage) if lock else contextlib.nullcontext():
-            return body(ctx)
+            return commit(ctx, work)

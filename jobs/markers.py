@@ -19,14 +19,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from jobs.errors import StageError
-from schemas.config import JobConfig, Paths
+from schemas.config import Paths
 from schemas.landing import RuntimeReport, format_period_end
 from schemas.manifest import atomic_write_bytes
 
 __all__ = [
     "CollectMarker",
-    "check_validated",
     "clear_period_markers",
     "collect_marker_path",
     "read_collect_marker",
@@ -169,48 +167,3 @@ def write_report(paths: Paths, job_id: str, period_end: datetime, document: dict
     path = report_path(paths, job_id, period_end)
     _write_json(path, document)
     return path
-
-
-def check_validated(paths: Paths, job: JobConfig, period_end: datetime, *,
-                    collect_id: str | None = None, marker: CollectMarker | None = None,
-                    report: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The period's passing validation report for its current collect, else `StageError`.
-
-    `collect_id`, when given, is the collect a plan was made from: publish passes the plan's, so a
-    period collected again after planning is refused too. `marker`, `report`: the period's
-    collect marker and validation report when the caller read them already (read here
-    otherwise).
-    """
-    stamp = format_period_end(period_end)
-    validate_cmd = f"reconf validate --job {job.job_id} --period-end {stamp}"
-    marker = marker or read_collect_marker(paths, job.job_id, period_end)
-    if marker is None:
-        raise StageError(
-            f"period {stamp} of job {job.job_id!r} has no completed collect",
-            where=str(collect_marker_path(paths, job.job_id, period_end)),
-            fix=f"run `reconf collect --job {job.job_id} --period-end {stamp}`, then `{validate_cmd}`",
-        )
-    report = report or read_report(paths, job.job_id, period_end)
-    path = report_path(paths, job.job_id, period_end)
-    if report is None or report.get("collect_id") != marker.collect_id:
-        raise StageError(
-            f"period {stamp} of job {job.job_id!r} was not validated since it was last collected",
-            where=str(path), fix=f"run `{validate_cmd}` first",
-        )
-    if not report.get("success"):
-        raise StageError(
-            f"period {stamp} of job {job.job_id!r} failed validation, so it is neither planned "
-            "for publishing nor published; the runtime keeps its assignment",
-            where=str(path),
-            fix="fix the runtime's metrics, land and collect the period again, then "
-                f"`{validate_cmd}` (a dry run, `reconf plan --dry-run`, still shows a plan)",
-        )
-    if collect_id is not None and collect_id != marker.collect_id:
-        raise StageError(
-            f"the plan of period {stamp} was made from statistics that have since been collected "
-            "again",
-            where=str(collect_marker_path(paths, job.job_id, period_end)),
-            fix=f"plan the period again (`reconf plan --job {job.job_id} --period-end {stamp}`), "
-                "then publish",
-        )
-    return report

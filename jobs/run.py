@@ -45,17 +45,9 @@ def period_context(job_id: str, period_end: str | datetime) -> StageContext:
 
 
 def run_collect(job_id: str, period_end: str | datetime) -> str:
-    from jobs.collect.stage import collect
+    from jobs.collect.stage import collect_period
 
-    ctx = period_context(job_id, period_end)
-    # collect takes the lock around its commits only (jobs/collect/stage.py): reading and
-    # aggregating the landing zone needs none
-    result = run_stage(ctx, "collect", lambda c: collect(c.job, c.end, paths=c.paths,
-                                                         spark=c.spark, lake=c.lake),
-                       lock=False, tables=False)
-    rows = ", ".join(f"{name} {count} rows (v{result.versions[name]})"
-                     for name, count in result.rows.items())
-    return f"collect {job_id}@{result.period_end}: {rows}"
+    return collect_period(period_context(job_id, period_end)).summary()
 
 
 def run_validate(job_id: str, period_end: str | datetime) -> str:

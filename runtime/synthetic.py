@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from runtime.client import next_state
+from runtime.execution import execute, failing_units, load_execution
 from runtime.source import (
     ApplyResult,
     RuntimeState,
@@ -53,6 +54,7 @@ from schemas.landing import (
     format_period_end,
     parse_period_end,
 )
+from schemas.schedule import ScheduledMove
 
 __all__ = [
     "DRIFT_FRACTION",
@@ -220,24 +222,53 @@ class SyntheticJob:
         tables = build_tables(self.spec, period_end, self._state.assignment, self._state.nodes)
         facets = {**stream_table(self.spec, period_end),
                   **(self.links.table(period_end) if self.links is not None else {})}
+        ex = load_execution(self.state_root, self.spec.job_id)
         return write_period(Path(landing_root), self.spec.job_id, period_end, tables, self._state,
-                            facets=facets)
+                            facets=facets,
+                            execution=None if ex is None else {**ex.to_dict(),
+                                                               "summary": ex.summary()},
+                            partial=ex is not None and ex.status in ("stopped", "failed"))
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
+        """Apply the newest version wave by wave (runtime/execution.py); the state is saved after
+        each wave, and a stop request or a unit that cannot move ends the schedule there."""
         current = self._state
         outcome = next_state(published_root, current, self.spec.keygroups)
         if isinstance(outcome, ApplyResult):
             return outcome
         manifest, new = outcome
+        last = load_execution(self.state_root, self.spec.job_id)
+        if last is not None and last.version == manifest.version and last.status in (
+                "stopped", "failed"):
+            return ApplyResult("unchanged", current.version,
+                               f"keeps the partial assignment of {last.summary()}; the next "
+                               "published version starts from it")
+        during = tuple(sorted(set(current.nodes) | set(new.nodes)))
+        fail = failing_units()
+
+        def wave(moves: tuple[ScheduledMove, ...]) -> tuple[tuple[str, ...], float, float,
+                                                            tuple[str, ...]]:
+            failed = tuple(m.keygroup for m in moves if m.keygroup in fail)
+            assignment = dict(self._state.assignment)
+            for m in moves:
+                if m.keygroup not in failed:
+                    assignment[m.keygroup] = m.dst
+            self._state = RuntimeState(self.spec.job_id, self._state.version, assignment, during)
+            save_state(self.state_root, self._state)
+            done = tuple(m.keygroup for m in moves if m.keygroup not in failed)
+            return done, sum(m.state_bytes for m in moves if m.keygroup not in failed), 0.0, failed
+
+        execution = execute(manifest, current.assignment, wave, self.state_root, self.spec.job_id)
+        moved = tuple(kg for kg in self.spec.keygroups
+                      if current.assignment[kg] != self._state.assignment[kg])
+        if execution.status != "done":
+            return ApplyResult("partial", self._state.version, execution.summary(), moved)
         save_state(self.state_root, new)
         self._state = new
-        moved = tuple(
-            kg for kg in self.spec.keygroups if current.assignment[kg] != new.assignment[kg]
-        )
         return ApplyResult(
             "applied",
             new.version,
             f"applied v{manifest.version} (plan {manifest.plan_id}, period {manifest.period_end}): "
-            f"{len(moved)} key group(s) moved",
+            f"{len(moved)} key group(s) moved in {execution.waves} wave(s)",
             moved,
         )

@@ -150,6 +150,18 @@ class Schedule:
     def state_bytes(self) -> float:
         return sum(w.state_bytes for w in self.waves)
 
+    def summary(self) -> dict[str, Any]:
+        """What MLflow and `reconf audit` show: per wave its moves, state bytes, the most moves
+        one node takes part in, the peak utilisation while it runs, and whether it is over the
+        ceiling; plus the limits."""
+        return {"waves": len(self.waves), "moves": self.moves, "state_bytes": self.state_bytes,
+                "over_ceiling": sum(w.over_ceiling for w in self.waves),
+                "limits": self.limits.to_dict(),
+                "per_wave": [{"wave": i, "moves": len(w.moves), "state_bytes": w.state_bytes,
+                              "max_per_node": max(w.per_node().values(), default=0),
+                              "peak_pct": round(w.peak_pct, 3), "over_ceiling": w.over_ceiling}
+                             for i, w in enumerate(self.waves, start=1)]}
+
     def verify(self, assignment_checksum: str, source: str) -> None:
         """ScheduleError unless the checksum matches the waves, limits and target."""
         expected = schedule_checksum(self.waves, self.limits, assignment_checksum)

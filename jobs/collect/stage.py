@@ -28,14 +28,15 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobs.collect.aggregate import Aggregation
+from jobs.collect.aggregate import Aggregation, CollectedFrames
 from jobs.collect.by_spark import spark_frames
 from jobs.collect.native import collect_frames
-from jobs.errors import StageError, job_lock
+from jobs.context import StageContext, run_stage_committing, stage_context
+from jobs.errors import StageError
 from jobs.facets.load_model import fit_stage
 from jobs.facets.subscriptions import FACET_TABLES, check_facet_landing
 from jobs.faults import failpoint
-from jobs.lake import Lake, Scope, concurrently, open_lake
+from jobs.lake import Lake, Scope, concurrently
 from jobs.lake.spark_sql import SparkLake
 from jobs.markers import clear_period_markers, write_collect_marker
 from schemas.config import JobConfig, Paths
@@ -49,12 +50,12 @@ from schemas.landing import (
     period_dir,
     read_runtime_report,
 )
-from schemas.tables import COMM_STATS, KEYGROUP_STATS, LOAD_MODEL, NODE_STATS
+from schemas.tables import COMM_STATS, KEYGROUP_STATS, LOAD_MODEL, NODE_STATS, Table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["CollectResult", "check_landing", "collect"]
+__all__ = ["CollectResult", "check_landing", "collect", "collect_period"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,22 @@ class CollectResult:
     period_end: str
     rows: dict[str, int]  # table -> rows written for the period
     versions: dict[str, int]  # table -> Delta version after the write
+
+    def summary(self) -> str:
+        rows = ", ".join(f"{name} {count} rows (v{self.versions[name]})"
+                         for name, count in self.rows.items())
+        return f"collect {self.job_id}@{self.period_end}: {rows}"
+
+
+@dataclass(frozen=True)
+class _Gathered:
+    """What collect checked and aggregated before taking the lock: each table's rows (Arrow),
+    the facet tables among them, the rows each table gets, the landed period's folder."""
+
+    frames: CollectedFrames
+    facets: list[Table]
+    rows: dict[str, int]
+    landed: Path
 
 
 def check_landing(paths: Paths, job_id: str, period_end: datetime) -> dict[str, list[Path]]:
@@ -130,41 +147,56 @@ def _check_columns(file: Path, kind: str, schema: pa.Schema, land_cmd: str) -> N
 
 
 def collect(
-    job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession,
-    lake: Lake | None = None,
+    job: JobConfig, period_end: datetime, *, paths: Paths, spark: SparkSession
 ) -> CollectResult:
-    """Collect one period (the module docstring). `lake`: the stage's lake, if opened already
-    (the stage context's); else opened here, by the engine RECONF_LAKE_IO chooses."""
-    files = check_landing(paths, job.job_id, period_end)
+    """`collect_period` for a caller holding a job and a session (the tests, the bench)."""
+    return collect_period(stage_context(job, period_end, paths, spark))
+
+
+def collect_period(ctx: StageContext) -> CollectResult:
+    """Collect one landed period inside the stage frame (jobs/context.py): the landing zone is
+    checked, read and aggregated without the lock; the tables, the marker, under it."""
+    return run_stage_committing(ctx, "collect", _gather, _commit)
+
+
+def _gather(ctx: StageContext) -> _Gathered:
+    job, period_end, paths = ctx.job, ctx.end, ctx.paths
+    files = check_landing(paths, job.job_id, period_end)  # check
     facet_files = check_facet_landing(paths, job, period_end)
     landed = period_dir(paths.landing, job.job_id, period_end)
-    lake = open_lake(paths, spark) if lake is None else lake
-    frames = _aggregation(lake)(job, period_end, files, facet_files, landed)
+    frames = _aggregation(ctx.lake)(job, period_end, files, facet_files, landed)  # read, compute
     facets = [t for t in FACET_TABLES.values() if t.name in frames.tables]
-
-    lake.ensure_tables()
-    scope = Scope(job.job_id, period_end)
     rows = {KEYGROUP_STATS.name: frames.groups[KEYGROUPS], COMM_STATS.name: frames.groups[EDGES],
             NODE_STATS.name: frames.groups[NODES]}
     rows.update({t.name: frames.tables[t.name].num_rows for t in facets})
-    with job_lock(paths, job.job_id, "collect"):
-        clear_period_markers(paths, job.job_id, period_end)
-        # keygroup_stats last: a reader that finds no key groups says "run collect". The others
-        # (and the facet tables: a dynamic job's, declared streams) in one round of commits.
-        first = [*facets, NODE_STATS, COMM_STATS]
-        concurrently(*(lambda t=t: lake.replace(t, frames.tables[t.name], scope) for t in first))
-        for table in first:
-            failpoint(f"collect.{table.name}")
-        lake.replace(KEYGROUP_STATS, frames.tables[KEYGROUP_STATS.name], scope)
-        failpoint(f"collect.{KEYGROUP_STATS.name}")
-        # the versions after the commits, asked at once
-        versions = lake.table_versions(t.name for t in (*first, KEYGROUP_STATS))
-        # a job declaring input streams: its load model, fitted on what was just written
-        for table, count, version in fit_stage(lake, job, period_end):
-            rows[table.name], versions[table.name] = count, version
-        write_collect_marker(paths, job.job_id, period_end, versions, rows,
-                             read_runtime_report(landed))
-        failpoint("collect.marker")
+    return _Gathered(frames, facets, rows, landed)
+
+
+def _commit(ctx: StageContext, gathered: _Gathered) -> CollectResult:
+    """Under the job's lock: the period's markers removed, its tables replaced (keygroup_stats
+    last), the load model fitted, and the marker written: collect's commit point."""
+    job, period_end, paths, lake = ctx.job, ctx.end, ctx.paths, ctx.lake
+    frames, facets, rows, landed = (gathered.frames, gathered.facets, dict(gathered.rows),
+                                    gathered.landed)
+    scope = Scope(job.job_id, period_end)
+    # the job's lock is held here (jobs/context.py `run_stage_committing`)
+    clear_period_markers(paths, job.job_id, period_end)
+    # keygroup_stats last: a reader that finds no key groups says "run collect". The others
+    # (and the facet tables: a dynamic job's, declared streams) in one round of commits.
+    first = [*facets, NODE_STATS, COMM_STATS]
+    concurrently(*(lambda t=t: lake.replace(t, frames.tables[t.name], scope) for t in first))
+    for table in first:
+        failpoint(f"collect.{table.name}")
+    lake.replace(KEYGROUP_STATS, frames.tables[KEYGROUP_STATS.name], scope)
+    failpoint(f"collect.{KEYGROUP_STATS.name}")
+    # the versions after the commits, asked at once
+    versions = lake.table_versions(t.name for t in (*first, KEYGROUP_STATS))
+    # a job declaring input streams: its load model, fitted on what was just written
+    for table, count, version in fit_stage(ctx):
+        rows[table.name], versions[table.name] = count, version
+    write_collect_marker(paths, job.job_id, period_end, versions, rows,
+                         read_runtime_report(landed))
+    failpoint("collect.marker")
     ordered = {t.name: rows[t.name] for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS)}
     ordered.update({t.name: rows[t.name] for t in facets})
     ordered.update({LOAD_MODEL.name: rows[LOAD_MODEL.name]} if LOAD_MODEL.name in rows else {})

@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from jobs.context import StageContext
-    from jobs.lake import Lake
 
 log = logging.getLogger(__name__)
 
@@ -115,11 +114,12 @@ def fit_rows(job: JobConfig, period_end: datetime, loads: pd.DataFrame, rates: p
     return Fitted(rows, f"fitted over {len(usable)} period(s){left_out}")
 
 
-def fit_stage(lake: Lake, job: JobConfig, period_end: datetime) -> list[tuple[Table, int, int]]:
+def fit_stage(ctx: StageContext) -> list[tuple[Table, int, int]]:
     """collect's fit (module doc): [(load_model, rows, Delta version)], [] for a job declaring no
     streams. Call it with the job's collect lock held, after keygroup_stats is written."""
     from jobs.lake import Scope, concurrently
 
+    lake, job, period_end = ctx.lake, ctx.job, ctx.end
     if job.load_model is None:
         return []
     since = period_end - job.load_model.periods * job.spl

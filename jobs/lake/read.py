@@ -1,7 +1,7 @@
 """SQL over the lake as free functions: `Lake.records` / `Lake.frame` of the stage's engine.
 
-Kept for the tools that run a query of their own (bench/cycle_stage.py times these calls);
-the stages ask jobs/lake/api.py's named questions instead.
+Kept for the tests and tools that run a query of their own; the stages ask jobs/lake/api.py's
+named questions instead.
 """
 
 from __future__ import annotations

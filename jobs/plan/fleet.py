@@ -182,7 +182,6 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
     from jobs.facets.registry import read_facets
     from jobs.lake import open_lake
     from jobs.lake.api import start_from
-    from jobs.markers import check_validated
     from jobs.plan.assemble import PeriodInputs, assemble
     from jobs.plan.scaling import earlier_sections
     from jobs.plan.stage import check_budget, job_budget, no_stats_error, resolve_strategy
@@ -217,7 +216,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
         ctx = stage_context(job, period_end, paths, spark)
         if not dry_run:
             try:
-                check_validated(paths, job, period_end, marker=ctx.marker, report=ctx.report)
+                ctx.check_validated()
             except StageError as exc:
                 if strict:
                     raise

@@ -21,7 +21,6 @@ from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
 from jobs.facets.registry import read_facets
 from jobs.lake import Start, concurrently
-from jobs.markers import check_validated
 from jobs.plan.assemble import PeriodInputs, assemble, build_state
 from jobs.plan.record import (
     Computed,
@@ -96,7 +95,7 @@ def plan(ctx: StageContext, *, strategy: str | None = None, dry_run: bool = Fals
 
     def body(ctx: StageContext) -> PlanResult:
         if not dry_run:
-            check_validated(ctx.paths, ctx.job, ctx.end, marker=ctx.marker, report=ctx.report)
+            ctx.check_validated()
         inputs, assignments_version = read_inputs(ctx)  # read
         assembled = assemble(ctx.job, name, params, inputs, ctx.stamp)  # compute
         job, start, prepared, runtime = ctx.job, inputs.start, assembled.prepared, ctx.marker

@@ -35,7 +35,6 @@ from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
 from jobs.faults import failpoint
 from jobs.lake import Lake, Scope, VersionLog, concurrently
-from jobs.markers import check_validated
 from jobs.plan.attempts import (
     NOT_PUBLISHED,
     attempt_of,
@@ -185,8 +184,7 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
         if run_id:
             tag_run(paths, run_id, {Tag.PUBLISH_STATUS: "historical"})
         return PublishResult(job.job_id, stamp, None, "historical", None, plan_id=pid)
-    check_validated(paths, job, period_end, collect_id=plan_json.get("collect_id"),
-                    marker=ctx.marker, report=ctx.report)
+    ctx.check_validated(collect_id=plan_json.get("collect_id"))
     _check_budget(plan_row, plan_json, job.job_id, stamp)
 
     newest = log.newest
