@@ -29,7 +29,7 @@ from schemas.schedule import WaveLimits
 from schemas.strategies import STRATEGIES
 from schemas.streams import LoadModelConfig, parse_load_model
 
-__all__ = ["ExecutionConfig", "JobConfig", "ScalingConfig"]
+__all__ = ["ExecutionConfig", "JobConfig", "ScalingConfig", "StabilityConfig"]
 
 _CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
@@ -115,6 +115,27 @@ class ScalingConfig:
 
 
 @dataclass(frozen=True, config=_CONFIG)
+class StabilityConfig:
+    """`[jobs.<id>.stability]`: stable plans (placement/stability.py).
+
+    `band`: no moves while the load distance is at most this many percentage points (unset:
+    off); `cooldown_periods`: a unit that left a node in the last this many published periods
+    is not moved back onto it (0: off); `window_periods`: the periods the oscillation count
+    (units moved back onto a node they left) covers. A drain of B or a broken topology
+    constraint overrides the band and the cooldown.
+    """
+
+    band: Annotated[float | None, _checked(rules.number, optional=True)] = None
+    cooldown_periods: Annotated[int, _checked(rules.cycles)] = 0
+    window_periods: Annotated[int, _checked(rules.cycles)] = 3
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_table_of_known_fields(cls, raw: Any, info: ValidationInfo) -> Any:
+        return _known_table(cls, raw, info)
+
+
+@dataclass(frozen=True, config=_CONFIG)
 class ExecutionConfig:
     """`[jobs.<id>.execution]`: how the runtime applies a plan (placement/waves.py).
 
@@ -187,6 +208,8 @@ class JobConfig:
     # Node labels and hard topology constraints (schemas/constraints.py); the strategy must hold
     # every kind declared (schemas/strategies.py `constraints`), or the file is refused.
     constraints: Annotated[Constraints | None, _checked(_constraints)] = None
+    # Stable plans: the no-op band, the per-unit cooldown, the oscillation window.
+    stability: StabilityConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
