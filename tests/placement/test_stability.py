@@ -78,3 +78,20 @@ def test_band_and_cooldown_cut_the_back_and_forth_of_a_noisy_loop() -> None:
     assert plain[1] > 0, plain
     assert steady[1] * 5 <= plain[1], (plain, steady)
     assert steady[0] < plain[0], (plain, steady)
+
+
+def test_the_operations_guides_stability_example_loads_and_a_bad_value_is_refused(
+        tmp_path) -> None:
+    import pytest
+
+    from schemas.config import PROJECT_ROOT, StabilityConfig, load_jobs
+    from schemas.errors import ConfigError
+    text = (PROJECT_ROOT / "docs" / "operations.md").read_text()
+    section = text[text.index("## Stable plans"):]
+    example = section[section.index("```toml\n") + 8:section.index("```\n", 10)]
+    path = tmp_path / "jobs.toml"
+    path.write_text("[jobs.orders]\n" + example)
+    assert load_jobs(path)["orders"].stability == StabilityConfig(2.0, 3, 3)
+    path.write_text("[jobs.orders]\n[jobs.orders.stability]\ncooldown_periods = -1\nspan = 2\n")
+    with pytest.raises(ConfigError, match=r"jobs\.orders\.stability: unknown field\(s\) span"):
+        load_jobs(path)
