@@ -3,9 +3,9 @@
 `StageContext` carries what every stage function used to take one by one: the job, the period
 end and its window, the stores (`paths`), the lake (opened once, jobs/lake `open_lake`, by the
 engine RECONF_LAKE_IO chooses), the Spark session (made on first use, jobs/spark/session.py
-`lazy_spark`: only the Spark engine and fleet planning use it) and the period's collect marker
-and validation report, each read at most once. A stage
-function reads it check → read → compute → commit (jobs/__init__.py).
+`lazy_spark`: only the Spark engine and fleet planning use it), the MLflow tracker (opened on
+first use) and the period's collect marker and validation report, each read at most once. A
+stage function reads it check → read → compute → commit (jobs/__init__.py).
 
 `run_stage` owns what each stage repeated at its top: the home check, the lake's tables, the
 job's writer lock, and turning a Delta write conflict into a `StageError` (nothing of ours was
@@ -78,8 +78,15 @@ class StageContext:
     @cached_property
     def lake(self) -> Lake:
         """The stage's lake, opened on first use (jobs/lake/__init__.py `open_lake`)."""
-
         return open_lake(self.paths, self.spark)
+
+    @cached_property
+    def tracker(self) -> Any:
+        """The MLflow client of the tracking store (jobs/tracking), opened on first use: a stage
+        that logs nothing never imports MLflow."""
+        from jobs.tracking.store import open_store
+
+        return open_store(self.paths)
 
     @cached_property
     def marker(self) -> CollectMarker | None:

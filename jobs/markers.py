@@ -56,8 +56,10 @@ class CollectMarker:
             return None
         raw = data.get("runtime")
         try:
+            execution = raw.get("execution") if isinstance(raw, dict) else None
             runtime = (RuntimeReport(raw.get("version"), tuple(map(str, raw.get("nodes") or ())),
-                                     _assignment(raw.get("assignment")))
+                                     _assignment(raw.get("assignment")),
+                                     execution if isinstance(execution, dict) else None)
                        if isinstance(raw, dict) else None)
             return cls(collect_id, _counts(data.get("rows")), _counts(data.get("versions")),
                        runtime)
@@ -145,7 +147,8 @@ def write_collect_marker(paths: Paths, job_id: str, period_end: datetime,
         "versions": versions, "rows": rows,
         "runtime": None if runtime is None else {
             "version": runtime.version, "nodes": sorted(runtime.nodes),
-            **({} if runtime.assignment is None else {"assignment": dict(runtime.assignment)})}})
+            **({} if runtime.assignment is None else {"assignment": dict(runtime.assignment)}),
+            **({} if runtime.execution is None else {"execution": dict(runtime.execution)})}})
     return collect_id
 
 

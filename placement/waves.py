@@ -80,10 +80,13 @@ def plan_waves(state: ClusterState, moves: Sequence[Move], limits: WaveLimits,
     for m in moves:  # a node the plan adds (scaling) starts empty, as a reference node
         cap.setdefault(m.dst, 1.0)
         load.setdefault(m.dst, 0.0)
+    marked = frozenset(n.id for n in state.nodes if n.marked_for_removal)
     remaining = list(moves)
     waves: list[Wave] = []
     while remaining:
-        remaining.sort(key=lambda m: _priority(m, state, load, cap, ceiling, unit))
+        util = {n: load[n] / cap[n] for n in cap}
+        bar = ceiling if ceiling is not None else sum(util.values()) / len(util)
+        remaining.sort(key=lambda m: _priority(m, marked, util, bar, unit))
         wave, during = _fill(remaining, load, cap, limits, unit)
         over = False
         if not wave:
@@ -104,14 +107,13 @@ def plan_waves(state: ClusterState, moves: Sequence[Move], limits: WaveLimits,
     return Schedule.sealed(tuple(waves), limits, assignment_checksum(final))
 
 
-def _priority(m: Move, state: ClusterState, load: Mapping[str, float], cap: Mapping[str, float],
-              ceiling: float | None, unit: Mapping[str, KeyGroup]) -> tuple[bool, bool, float, str]:
+def _priority(m: Move, marked: frozenset[str], util: Mapping[str, float], bar: float,
+              unit: Mapping[str, KeyGroup]) -> tuple[bool, bool, float, str]:
+    """The ordering rule's key (module docstring): drain marked nodes, then nodes above `bar`
+    (the ceiling, else the mean utilisation), then the largest relief per state byte."""
     kg = unit[m.keygroup]
-    marked = m.src in state.node_ids and state.node(m.src).marked_for_removal
-    util = {n: load[n] / cap[n] for n in cap}
-    bar = ceiling if ceiling is not None else sum(util.values()) / len(util)
     relief = kg.load / max(kg.state_bytes, 1.0)
-    return (not marked, not util[m.src] > bar, -relief, m.keygroup)
+    return (m.src not in marked, not util[m.src] > bar, -relief, m.keygroup)
 
 
 def _fill(ordered: Sequence[Move], load: Mapping[str, float], cap: Mapping[str, float],

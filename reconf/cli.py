@@ -77,6 +77,28 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     return 1 if result.status == "refused" else 0
 
 
+def _cmd_stop(args: argparse.Namespace) -> int:
+    from runtime.execution import request_stop
+    from schemas.config import Paths, resolve_job
+
+    paths = Paths.from_env()
+    job = resolve_job(args.job)
+    where = request_stop(paths.runtime, job.job_id, args.reason)
+    print(f"stop requested ({where}): the runtime of {job.job_id} finishes its current wave and "
+          "stops; the partial assignment keeps running and the next plan starts from it")
+    return 0
+
+
+def _cmd_rollback(args: argparse.Namespace) -> int:
+    from jobs.publish.rollback import rollback
+    from schemas.config import Paths, resolve_job
+
+    result = rollback(resolve_job(args.job), args.to_version, paths=Paths.from_env(),
+                      reason=args.reason, override_budget=args.override_budget)
+    print(result.summary())
+    return 0
+
+
 def _cmd_collect(args: argparse.Namespace) -> int:
     from jobs.run import run_collect
 
@@ -287,6 +309,17 @@ def _parser() -> argparse.ArgumentParser:
     _job_period(add("land", _cmd_land, "the runtime stand-in lands one period of metrics"))
     add("apply", _cmd_apply, "the runtime stand-in applies the newest published assignment "
         "(refusals keep the current one; exit 1)").add_argument("--job", required=True)
+    stop = add("stop", _cmd_stop, "ask the job's runtime to finish its current wave of moves and "
+               "stop (the partial assignment keeps running; the next plan starts from it)")
+    stop.add_argument("--job", required=True)
+    stop.add_argument("--reason", default="", help="why (kept in the stop flag)")
+    back = add("rollback", _cmd_rollback, "publish a new version whose assignment is an earlier "
+               "version's, as a plan of its own (moves, budget check, MLflow run, reason)")
+    back.add_argument("--job", required=True)
+    back.add_argument("--to-version", type=int, required=True, metavar="V")
+    back.add_argument("--reason", required=True, help="why (kept on the rollback's MLflow run)")
+    back.add_argument("--override-budget", metavar="REASON",
+                      help="publish even if the moves break the job's migration budget, and why")
     _job_period(add("collect", _cmd_collect, "collect one landed period into the Delta stats tables"))
     _job_period(add("validate", _cmd_validate, "check one collected period with the GE suites"))
     plan = add("plan", _cmd_plan, "plan a new assignment for one period: a new attempt with its "
@@ -369,7 +402,7 @@ def _parser() -> argparse.ArgumentParser:
 
 #: Commands that write the stores under RECONF_HOME (checked, and created, before they start).
 _USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle", "fleet", "demo",
-              "whatif"}
+              "whatif", "stop", "rollback"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,6 +41,13 @@ class Tag:
     WHATIF_SHADOWS: Final = "reconf.whatif.shadows"
     PLANNED_BY: Final = "reconf.planned_by"
     FLEET_EXECUTOR: Final = "reconf.fleet.executor"
+    #: a rollback's plan (jobs/publish/rollback.py): the version it returns to, why, a budget override
+    ROLLBACK_TO: Final = "reconf.rollback.to_version"
+    ROLLBACK_REASON: Final = "reconf.rollback.reason"
+    BUDGET_OVERRIDE: Final = "reconf.budget.override"
+    #: the plan's move schedule (placement/waves.py): waves, and waves over the ceiling
+    SCHEDULE_WAVES: Final = "reconf.schedule.waves"
+    SCHEDULE_OVER_CEILING: Final = "reconf.schedule.over_ceiling"
     #: prefixes of families of tags
     PARAM_PREFIX: Final = "reconf.param."
     AIRFLOW_PREFIX: Final = "reconf.airflow."
@@ -68,6 +75,9 @@ class Artifact:
     WHATIF_COMPARISON: Final = "whatif/comparison.csv"
     WHATIF_CHART: Final = "whatif/comparison.png"
     WHATIF_TABLE: Final = "whatif/comparison_table.json"
+    SCHEDULE_JSON: Final = "schedule.json"
+    #: the runtime's measured execution of the last schedule (runtime/execution.py)
+    EXECUTION_JSON: Final = "execution.json"
 
 
 def delta_version_tag(table: str) -> str:

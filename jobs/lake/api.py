@@ -257,6 +257,13 @@ class Lake(ABC):
             f"WHERE {Scope(job_id, period_end).sql} ORDER BY version DESC LIMIT 1")
         return rows[0] if rows else None
 
+    def version_row(self, job_id: str, version: int) -> dict[str, Any] | None:
+        """One version's row (version, plan_id, period_end, checksum, status), or None."""
+        rows = self.records(
+            f"SELECT version, plan_id, period_end, checksum, status FROM "
+            f"{{{ASSIGNMENT_VERSIONS.name}}} WHERE {Scope(job_id, version=version).sql}")
+        return rows[0] if rows else None
+
     def version_log(self, job_id: str, period_end: datetime) -> VersionLog:
         """The job's newest version, the versions of later periods, the period's own, at once."""
         counts, mine = concurrently(

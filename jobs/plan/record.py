@@ -22,10 +22,11 @@ from jobs.plan.attempts import plan_id as attempt_id
 from jobs.tracking.store import CycleRecord, log_cycle, logged_attempts, tag_run
 from jobs.whatif.input import keep_input
 from placement.model import Budget, ClusterState, Plan
+from placement.waves import plan_waves
 from schemas.config import JobConfig
 from schemas.manifest import assignment_checksum
 from schemas.tables import ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS, PLAN_MOVES, PLANS
-from schemas.tracking import Tag, delta_version_tag
+from schemas.tracking import Artifact, Tag, delta_version_tag
 
 if TYPE_CHECKING:
     from jobs.context import StageContext
@@ -140,6 +141,16 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
     plan_json["checksum"] = assignment_checksum(
         {str(k): str(v) for k, v in plan_json["assignment"].items()})
     plan_json["airflow_run_id"] = os.environ.get("AIRFLOW_CTX_DAG_RUN_ID") or None
+    # the move schedule publish puts in the manifest (placement/waves.py), under the job's limits
+    schedule = plan_waves(state, plan.moves, job.execution.limits,
+                          {str(k): str(v) for k, v in plan_json["assignment"].items()})
+    plan_json["schedule"] = schedule.to_dict()
+    artifacts = {**artifacts, Artifact.SCHEDULE_JSON: json.dumps(schedule.summary(), indent=1)}
+    # the measured execution of the schedule the runtime ran last (its period report, kept by
+    # collect): per wave the units moved, state bytes, seconds and failures
+    marker = ctx.marker
+    if marker is not None and marker.runtime is not None and marker.runtime.execution:
+        artifacts[Artifact.EXECUTION_JSON] = json.dumps(dict(marker.runtime.execution), indent=1)
     status = "planned" if published is None else NOT_PUBLISHED
     if not dry_run:  # the rows' types checked before anything is logged or written
         for rows, table in zip(_plan_rows(ctx, pid, strategy, plan, base_version, "", plan_json,
@@ -148,7 +159,9 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
     read_tags = {delta_version_tag(name): str(version) for name, version in sorted(
         read.items())}
     attempt_tags = {Tag.PLAN_ID: pid, Tag.ATTEMPT: str(attempt),
-                    Tag.CHECKSUM: plan_json["checksum"]}
+                    Tag.CHECKSUM: plan_json["checksum"],
+                    Tag.SCHEDULE_WAVES: str(len(schedule.waves)),
+                    Tag.SCHEDULE_OVER_CEILING: str(sum(w.over_ceiling for w in schedule.waves))}
     if published is not None:
         attempt_tags.update({Tag.PUBLISH_STATUS: NOT_PUBLISHED,
                              Tag.PUBLISHED_VERSION: str(published[0]),

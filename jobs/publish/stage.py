@@ -41,12 +41,13 @@ from jobs.plan.attempts import (
     check_identity,
     choose_attempt,
 )
-from jobs.tracking.store import open_store, run_tags, tag_run
+from jobs.tracking.store import run_tags, tag_run
 from schemas.config import JobConfig, Paths
 from schemas.manifest import (
     Manifest,
     ManifestError,
     ScalingSection,
+    Schedule,
     assignment_checksum,
     latest_path,
     manifest_path,
@@ -77,7 +78,7 @@ class PublishResult:
 
 def _manifest_for(
     paths: Paths, job_id: str, version: int, pid: str, period_end: datetime,
-    assignment: dict[str, str], scaling: ScalingSection,
+    assignment: dict[str, str], scaling: ScalingSection, schedule: Schedule | None = None,
 ) -> Manifest:
     """The manifest of version N: the one already on disk for this plan (crash recovery), or new.
 
@@ -102,7 +103,7 @@ def _manifest_for(
               f"({path} -> {aside})", file=sys.stderr, flush=True)
     return Manifest.create(
         job_id=job_id, version=version, period_end=period_end, plan_id=pid,
-        assignment=assignment, scaling=scaling, created_at=datetime.now(UTC),
+        assignment=assignment, scaling=scaling, created_at=datetime.now(UTC), schedule=schedule,
     )
 
 
@@ -163,7 +164,7 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
     attempts, log, _ = concurrently(
         lambda: lake.period_rows(PLANS, job.job_id, period_end),
         lambda: lake.version_log(job.job_id, period_end),
-        lambda: open_store(paths))
+        lambda: ctx.tracker)
     if not attempts:
         raise StageError(
             f"no plan for job {job.job_id!r}, period ending {stamp}",
@@ -212,7 +213,11 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
         reason=str(raw.get("reason", "")),
     )
     try:
-        manifest = _manifest_for(paths, job.job_id, version, pid, period_end, assignment, scaling)
+        # the plan's move schedule (jobs/plan/record.py); a plan recorded before schedules has none
+        schedule = (Schedule.from_dict(plan_json["schedule"], f"plans row {pid}")
+                    if "schedule" in plan_json else None)
+        manifest = _manifest_for(paths, job.job_id, version, pid, period_end, assignment, scaling,
+                                 schedule)
         path = write_manifest(paths.published, manifest)
     except ManifestError as exc:
         raise StageError(str(exc), where=str(paths.published / job.job_id),

@@ -1,0 +1,186 @@
+"""rollback: publish a new version whose assignment is an earlier version's (versions only go up).
+
+`reconf rollback --job J --to-version V --reason TEXT [--override-budget REASON]`. A rollback is
+a plan of its own, recorded like any other: an attempt of the newest published version's period
+(strategy `rollback`) with its moves from the newest version to V's assignment, its MLflow run
+(tagged with the version it returns to and the reason), and a new version N+1 whose manifest
+carries a move schedule (placement/waves.py) under the job's execution limits. The moves must
+keep the job's migration budget, or the operator overrides it with a reason that the run and
+the plan row keep. Nothing is written when the job or the version is unknown, V is not older
+than the newest version, V places units on nodes the job no longer has, or the budget is
+broken without an override.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from jobs.context import StageContext, run_stage, stage_context
+from jobs.errors import StageError
+from jobs.faults import failpoint
+from jobs.lake import Scope, Start, open_lake
+from jobs.plan.assemble import build_state
+from jobs.plan.record import Computed, Provenance, job_budget, record_plan
+from jobs.tracking.store import tag_run
+from placement.common import make_plan
+from placement.model import ClusterState, Plan, SolverStatus
+from placement.waves import plan_waves
+from schemas.config import JobConfig, Paths
+from schemas.landing import format_period_end
+from schemas.manifest import (
+    Manifest,
+    ManifestError,
+    ScalingSection,
+    write_latest,
+    write_manifest,
+)
+from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS
+from schemas.tracking import Tag
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["RollbackResult", "rollback"]
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    job_id: str
+    to_version: int
+    version: int
+    plan_id: str
+    moves: int
+    waves: int
+    mlflow_run_id: str | None
+    manifest: str
+    override: str | None = None
+
+    def summary(self) -> str:
+        extra = f"; budget overridden: {self.override}" if self.override else ""
+        return (f"rollback {self.plan_id}: published v{self.version} = v{self.to_version}'s "
+                f"assignment, {self.moves} move(s) in {self.waves} wave(s), MLflow run "
+                f"{self.mlflow_run_id}{extra}")
+
+
+def _refuse(what: str, job_id: str, fix: str) -> StageError:
+    return StageError(what, where=f"job {job_id!r}", fix=fix)
+
+
+def rollback(job: JobConfig, to_version: int, *, paths: Paths, reason: str,
+             override_budget: str | None = None,
+             spark: SparkSession | None = None) -> RollbackResult:
+    """Publish v(N+1) = v`to_version`'s assignment as an auditable plan (the module docstring)."""
+    if not reason.strip():
+        raise _refuse("a rollback needs a reason", job.job_id,
+                      "say why with --reason (it is kept on the plan's MLflow run)")
+    if override_budget is not None and not override_budget.strip():
+        raise _refuse("--override-budget needs a reason", job.job_id,
+                      "say why the budget may be broken, e.g. --override-budget 'incident 42'")
+    lake = open_lake(paths, spark)
+    lake.ensure_tables()
+    newest = lake.newest_version(job.job_id)
+    if newest is None:
+        raise _refuse("nothing has been published for this job, so there is nothing to roll "
+                      "back to", job.job_id, "publish a plan first (`reconf cycle`)")
+    if not 1 <= to_version < newest:
+        raise _refuse(f"v{to_version} is not an earlier version: the newest is v{newest}",
+                      job.job_id, f"roll back to one of v1..v{newest - 1}")
+    row = lake.version_row(job.job_id, newest)
+    if row is None:
+        raise _refuse(f"v{newest} has no version row", job.job_id, "check the lake's "
+                      f"{ASSIGNMENT_VERSIONS.name} table")
+    end = row["period_end"]  # the lake's timestamps are UTC, read without a zone
+    ctx = stage_context(job, end if end.tzinfo else end.replace(tzinfo=UTC), paths, spark)
+    return run_stage(ctx, "rollback", lambda c: _rollback(c, newest, to_version, reason,
+                                                          override_budget))
+
+
+def _rollback(ctx: StageContext, newest: int, to_version: int, reason: str,
+              override: str | None) -> RollbackResult:
+    job, lake = ctx.job, ctx.lake
+    if lake.newest_version(job.job_id) != newest:
+        raise _refuse("another version was published meanwhile", job.job_id,
+                      "run the rollback again")
+    target = lake.published_assignment(job.job_id, to_version)
+    if not target:
+        raise _refuse(f"v{to_version} was never published for this job", job.job_id,
+                      f"roll back to a published version (v1..v{newest - 1}; see "
+                      f"`reconf audit --job {job.job_id}`)")
+    current = lake.published_assignment(job.job_id, newest)
+    state = _state(ctx, current)
+    gone = sorted(set(target.values()) - set(state.node_ids))
+    if gone:
+        raise _refuse(f"v{to_version} places units on node(s) the job no longer has: "
+                      f"{', '.join(gone[:5])}", job.job_id,
+                      "roll back to a later version, or plan again")
+    if set(target) != set(current):
+        raise _refuse(f"v{to_version} places other units than v{newest} "
+                      f"({len(set(target) ^ set(current))} differ)", job.job_id,
+                      "roll back to a version of the job's current units, or plan again")
+    plan = replace(make_plan(state, target, status=SolverStatus.HEURISTIC, lower_bound=None,
+                             message=f"rollback to v{to_version}: {reason}"),
+                   strategy="rollback")
+    _check_budget(job, plan, to_version, override)
+    schedule = plan_waves(state, plan.moves, job.execution.limits, target)
+    tags = {Tag.ROLLBACK_TO: str(to_version), Tag.ROLLBACK_REASON: reason,
+            Tag.SCHEDULE_WAVES: str(len(schedule.waves))}
+    if override is not None:
+        tags[Tag.BUDGET_OVERRIDE] = override
+    result = record_plan(ctx, Computed("rollback", state, plan,
+                                       Start(newest, current, newest, f"rollback to "
+                                                                      f"v{to_version}")),
+                         Provenance(tags=tags))
+    version = newest + 1
+    manifest = Manifest.create(job_id=job.job_id, version=version, period_end=ctx.end,
+                               plan_id=result.plan_id, assignment=target,
+                               scaling=ScalingSection(reason=f"rollback to v{to_version}"),
+                               schedule=schedule, created_at=datetime.now(UTC))
+    try:
+        path = write_manifest(ctx.paths.published, manifest)
+    except ManifestError as exc:
+        raise StageError(str(exc), where=str(ctx.paths.published / job.job_id),
+                         fix="inspect the published directory; versions are immutable") from exc
+    where = Scope(job.job_id, version=version)
+    lake.write_records(ASSIGNMENTS, [{"job_id": job.job_id, "version": version, "keygroup": kg,
+                                      "node": node} for kg, node in sorted(target.items())], where)
+    lake.write_records(ASSIGNMENT_VERSIONS, [{
+        "job_id": job.job_id, "version": version, "plan_id": result.plan_id,
+        "period_end": ctx.end, "checksum": manifest.checksum, "status": "published",
+        "manifest_path": str(path), "published_at": datetime.now(UTC)}], where)
+    failpoint("rollback.version")
+    write_latest(ctx.paths.published, job.job_id, version)
+    lake.set_plan_status(job.job_id, ctx.end, result.plan_id, "published")
+    if result.mlflow_run_id:
+        tag_run(ctx.paths, result.mlflow_run_id, {
+            Tag.PUBLISH_STATUS: "published", Tag.PUBLISHED_VERSION: str(version),
+            Tag.PUBLISHED_PLAN_ID: result.plan_id, Tag.ASSIGNMENT_VERSION: str(version),
+            Tag.MANIFEST: str(path)})
+    return RollbackResult(job.job_id, to_version, version, result.plan_id, len(plan.moves),
+                          len(schedule.waves), result.mlflow_run_id, str(path), override)
+
+
+def _state(ctx: StageContext, current: dict[str, str]) -> ClusterState:
+    """The newest period's measured state with the newest version's placement."""
+    rows = [ctx.lake.period_rows(t, ctx.job_id, ctx.end)
+            for t in (KEYGROUP_STATS, NODE_STATS, COMM_STATS)]
+    if not rows[0]:
+        raise _refuse(f"no statistics of the period {format_period_end(ctx.end)} to plan the "
+                      "rollback's moves on", ctx.job_id, "collect that period again, then roll "
+                      "back")
+    return build_state(ctx.job, rows[0], rows[1], rows[2], current)
+
+
+def _check_budget(job: JobConfig, plan: Plan, to_version: int, override: str | None) -> None:
+    budget = job_budget(job)
+    over = ((budget.max_migrations is not None and plan.migrations > budget.max_migrations)
+            or (budget.max_migration_cost is not None
+                and plan.migration_cost > budget.max_migration_cost * (1 + 1e-9)))
+    if over and override is None:
+        raise _refuse(
+            f"the rollback to v{to_version} moves {plan.migrations} unit(s) of cost "
+            f"{plan.migration_cost:.6g}, over the job's budget ({budget.max_migrations} moves, "
+            f"cost {budget.max_migration_cost})", job.job_id,
+            "give --override-budget REASON to publish it anyway (kept on its MLflow run), or "
+            "roll back to a nearer version")
