@@ -47,3 +47,13 @@ def test_cooldown_band_and_oscillations_through_plan_publish_and_audit(
     assert main(["audit", "--job", JOB_ID, "--period-end", P2.strftime("%Y-%m-%dT%H:%M:%SZ")]) == 0
     out = capsys.readouterr().out
     assert "oscillations (units moved back onto a node they left, in the window): 0 -> 0" in out
+    # fleet planning applies the same policy (jobs/plan/fleet.py), read from the config file
+    from jobs.plan.fleet import run_fleet
+    steady_config = tmp_path / "jobs.toml"
+    steady_config.write_text(config_file.read_text()
+                             + f"\n[jobs.{JOB_ID}.stability]\ncooldown_periods = 2\n")
+    monkeypatch.setenv("RECONF_CONFIG", str(steady_config))
+    fleet = run_fleet(P2, job_ids=[JOB_ID], dry_run=True, paths=paths, spark=spark)
+    (planned,) = fleet.planned
+    assert not [m for m in planned.plan.moves if (m.keygroup, m.dst) in left]
+    assert planned.plan.facet_metrics["oscillations"] == 0.0
