@@ -35,7 +35,8 @@ from jobs.whatif.input import (
     whatif_input,
 )
 from jobs.whatif.report import columns_of, comparison_row, plot_comparison
-from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows
+from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows, shadow_state
+from placement.constraints import raised
 from placement.model import Budget
 from schemas.config import JobConfig, Paths
 from schemas.tracking import Artifact, Tag
@@ -87,8 +88,12 @@ def _rows(data: WhatIfInput, outcomes: list[ShadowOutcome]) -> list[dict[str, An
                            data.plan.message)]
     for o in outcomes:
         wall = o.plan.wall_s if o.plan is not None else o.wall_s
-        rows.append(comparison_row(o.strategy, "shadow", o.status, o.plan, wall,
-                                   o.message or (o.plan.message if o.plan else "")))
+        message = o.message or (o.plan.message if o.plan else "")
+        worse = raised(data.state, o.plan.assignment) if o.plan is not None else []
+        if worse:  # planned without the constraints it cannot hold (shadow_state)
+            message = f"would break the topology constraint(s) {'; '.join(worse)}" + (
+                f"; {message}" if message else "")
+        rows.append(comparison_row(o.strategy, "shadow", o.status, o.plan, wall, message))
     rows += [comparison_row(name, "shadow", "skipped", None, 0.0, why)
              for name, why in data.left_out.items()]
     return rows
@@ -203,8 +208,8 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
                             "no shadow strategies were chosen at plan time (shadows off, or "
                             "none but the strategy in force applies)", run_id=run.info.run_id)
     started = time.perf_counter()
-    tasks = [ShadowTask(name, params, data.state, data.budget, data.time_limit_s)
-             for name, params in data.shadows]
+    tasks = [ShadowTask(name, params, shadow_state(data.state, name), data.budget,
+                        data.time_limit_s) for name, params in data.shadows]
     if spark is None:
         outcomes = run_shadows(tasks, data.time_budget_s)
     else:

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from jobs.plan.assemble import build_state
 from jobs.whatif.codec import decode, encode
-from jobs.whatif.shadow import choose_shadows
-from placement.constraints import broken
+from jobs.whatif.shadow import choose_shadows, shadow_state
+from placement.constraints import broken, raised
 from placement.model import Budget
 from placement.registry import get_strategy
 from schemas.config import load_jobs
-from schemas.strategies import STRATEGIES
 
 CONFIG = """
 [jobs.zoned]
@@ -47,10 +48,12 @@ def test_the_plan_stages_state_carries_the_labels_and_the_plan_keeps_them(tmp_pa
     assert broken(state, plan.assignment) == []
     assert "n2" not in {m.dst for m in plan.moves}
     chosen, left_out = choose_shadows(job, state, "milp")
-    held = {n for n, e in STRATEGIES.items() if set(job.constraints.kinds) <= set(e.constraints)}
-    assert set(chosen) == held - {"milp"} == {"greedy"}
-    assert left_out["flux"] == ("it cannot hold the job's topology constraint(s) spread, "
-                                "max_units_per_node, exclude_nodes")
+    assert {"greedy", "flux"} <= set(chosen) and left_out == {}
+    # a strategy that cannot hold them shadow-plans without them; one that can, with them
+    assert shadow_state(state, "greedy") is state
+    assert not shadow_state(state, "flux").constraints
+    flux = get_strategy("flux")(shadow_state(state, "flux"), Budget(max_migrations=8))
+    assert raised(state, flux.assignment) or broken(state, flux.assignment)
 
 
 def test_the_what_ifs_input_keeps_the_labels_and_the_constraints(tmp_path: Path) -> None:
@@ -86,3 +89,39 @@ def test_the_operations_guides_example_loads_and_a_flux_job_with_it_is_refused(t
         assert "jobs.orders.strategy: strategy 'flux' cannot hold the constraint(s)" in str(exc)
     else:
         raise AssertionError("a flux job with constraints loaded")
+
+
+@pytest.mark.spark
+def test_the_what_if_names_what_a_shadow_that_cannot_hold_the_constraints_would_break(
+        collected_template, config_file, spark, tmp_path) -> None:
+    import shutil
+    from dataclasses import replace
+
+    from pipeline_kit import JOB_ID, P1, stamp
+
+    from jobs.plan.stage import plan_period
+    from jobs.publish.stage import publish_period
+    from jobs.whatif.stage import run_whatif
+    from schemas.config import Paths, resolve_job
+    from schemas.constraints import Constraints
+
+    home = tmp_path / "home"
+    shutil.copytree(collected_template, home)
+    paths = Paths(home)
+    labels = {"node-00": {"zone": "a"}, "node-01": {"zone": "b"}, "node-02": {"zone": "b"}}
+    job = replace(resolve_job(JOB_ID, config_file), strategy="greedy",
+                  shadow_strategies=("random", "milp"),
+                  constraints=Constraints(node_labels=labels,
+                                          exclude_nodes=frozenset({"node-01", "node-02"})))
+    planned = plan_period(job, P1, paths=paths, spark=spark)
+    publish_period(job, P1, paths=paths, spark=spark)
+    result = run_whatif(job, stamp(P1), paths=paths)
+    rows = {r["strategy"]: r for r in result.rows}
+    assert rows["milp"]["status"] == "planned"
+    assert "would break" not in (rows["milp"]["message"] or "")
+    assert rows["random"]["status"] == "planned"
+    assert rows["random"]["message"].startswith(
+        "would break the topology constraint(s) no unit onto excluded node(s) "
+        "['node-01', 'node-02']")
+    assert not {m.dst for m in planned.plan.moves} & {"node-01", "node-02"}
+
