@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, str] = {
     "collect-native": "bench.collect_native",
     "kafka-streams": "bench.kafka_streams",
     "execution": "bench.execution",
+    "stability": "bench.stability",
 }
 
 

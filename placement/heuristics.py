@@ -45,6 +45,13 @@ the other way (the least loaded nodes of A as destinations, the most loaded node
 which keeps a step O(key groups per node × PARTNERS) instead of O(|G|) at 1 000 nodes; the
 best move almost always involves one of them (moving to the least loaded node is what lowers
 both d and Σ dev² most), but this is a restriction, not an equivalence.
+
+Topology constraints (placement/constraints.py): when the state has some, greedy first repairs
+the ones the current assignment breaks (`_repair`: per broken constraint, in declaration order,
+the first unit and least utilised node of A whose move lowers the summed violation and raises
+none, under the budget), then balances with only the moves that raise no constraint's violation
+(`MoveCheck.allows`). A plan therefore never breaks a constraint more than the current
+assignment does.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from placement.common import Loads, fits
+from placement.constraints import MoveCheck
 from placement.model import Budget, ClusterState, KeyGroup
 
 __all__ = ["PARTNERS", "flux_assignment", "greedy_assignment"]
@@ -121,6 +129,9 @@ def greedy_assignment(state: ClusterState, budget: Budget) -> dict[str, str]:
     a_nodes = sorted(n.id for n in state.nodes if not n.marked_for_removal)
     moved: set[str] = set()
     count, cost = 0, 0.0
+    check = MoveCheck(state)
+    if check.active:
+        count, cost = _repair(state, budget, check, assignment, loads, on_node, moved)
 
     def candidates(worst: str) -> Iterator[tuple[KeyGroup, str, str]]:
         if loads.in_b[worst] or loads.util(worst) > loads.mean:
@@ -146,6 +157,8 @@ def greedy_assignment(state: ClusterState, budget: Budget) -> dict[str, str]:
         for kg, src, dst in candidates(top[0]):
             if kg.id in moved or not fits(budget, count + 1, cost + kg.migration_cost):
                 continue
+            if check.active and not check.allows(assignment, kg.id, dst):
+                continue
             dev_src = _dev(loads, src, loads.raw[src] - kg.load)
             dev_dst = _dev(loads, dst, loads.raw[dst] + kg.load)
             rest = next((devs[n] for n in top if n not in (src, dst)), 0.0)
@@ -166,3 +179,34 @@ def greedy_assignment(state: ClusterState, budget: Budget) -> dict[str, str]:
         moved.add(kg.id)
         count, cost = count + 1, cost + kg.migration_cost
     return assignment
+
+
+def _repair(state: ClusterState, budget: Budget, check: MoveCheck, assignment: dict[str, str],
+            loads: Loads, on_node: dict[str, list[KeyGroup]], moved: set[str]
+            ) -> tuple[int, float]:
+    """Greedy's repair of the constraints the current assignment breaks (module docstring);
+    updates `assignment`, `loads`, `on_node` and `moved`, returns (moves, their cost)."""
+    count, cost = 0, 0.0
+    a_nodes = [n.id for n in state.nodes if not n.marked_for_removal]
+    by_id = {k.id: k for k in state.keygroups}
+    while check.total(assignment) > 0:
+        step = None
+        for unit in sorted(assignment):
+            kg = by_id[unit]
+            if unit in moved or not fits(budget, count + 1, cost + kg.migration_cost):
+                continue
+            dst = next((n for n in sorted(a_nodes, key=lambda n: (loads.util(n), n))
+                        if n != assignment[unit] and check.repairs(assignment, unit, n)), None)
+            if dst is not None:
+                step = (kg, assignment[unit], dst)
+                break
+        if step is None:
+            return count, cost
+        kg, src, dst = step
+        loads.move(kg.load, src, dst)
+        on_node[src].remove(kg)
+        on_node[dst].append(kg)
+        assignment[kg.id] = dst
+        moved.add(kg.id)
+        count, cost = count + 1, cost + kg.migration_cost
+    return count, cost

@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Any
 
 from placement.facets import Network, Source, Stream, check_facets
+from schemas.constraints import Constraints
 
 __all__ = [
     "Budget",
@@ -40,11 +41,16 @@ def _check_finite_non_negative(value: float, what: str) -> None:
 
 @dataclass(frozen=True)
 class Node:
-    """A processing node n_i. Nodes with `marked_for_removal` form the paper's set B."""
+    """A processing node n_i. Nodes with `marked_for_removal` form the paper's set B.
+
+    `labels`: (key, value) pairs such as ("zone", "a"), ("rack", "r1"): the failure domains the
+    job's topology constraints speak of (schemas/constraints.py); a pair tuple keeps nodes
+    hashable."""
 
     id: str
     capacity: float = 1.0
     marked_for_removal: bool = False
+    labels: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -144,6 +150,9 @@ class ClusterState:
     network: Network | None = None
     pinned: Mapping[str, str] = field(default_factory=dict)
     arrivals: frozenset[str] = frozenset()
+    #: the job's topology constraints (schemas/constraints.py); every plan keeps them or
+    #: breaks none more than the current assignment does (placement/constraints.py)
+    constraints: Constraints = field(default_factory=Constraints)
 
     def __post_init__(self) -> None:
         if not self.nodes:

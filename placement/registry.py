@@ -33,6 +33,11 @@ family imports another (tests/test_import_graph.py).
   never claims OPTIMAL, and a unit left on a node of B is explained in the plan's message
   (the wrapper adds the budget's reason when the budget cannot cover draining B; a strategy
   that leaves B undrained when the budget could drain it must say why itself).
+- topology constraints (placement/constraints.py): the pre-check refuses a state whose
+  constraints include a kind the strategy does not hold (the config loader refused such a job
+  already); the post-check fails a plan that breaks any constraint more than the current
+  assignment does, and a constraint the plan still breaks (the budget did not cover its repair)
+  is named in the plan's message.
 When the state has the load-model facet, it adds the plan's resilience (feasible-set ratio,
 headroom; placement/rod/resilience.py) to the plan's facet metrics, whatever the strategy.
 """
@@ -49,6 +54,7 @@ from typing import Any, Literal
 
 from placement.canonical import canonical_state, natural_key
 from placement.common import StrategyInputError, fits, present_state
+from placement.constraints import broken, raised
 from placement.determinism import describe, watching
 from placement.metrics import check_assignment
 from placement.model import Budget, ClusterState, Plan, SolverStatus
@@ -105,6 +111,7 @@ class Spec:
     places_arrivals: bool = False
     #: what it optimises and what certifies it (schemas/strategies.py `Objective`)
     objective: Objective = LOAD_DISTANCE
+    constraints: tuple[str, ...] = ()
 
 
 _SPECS: dict[str, Spec] = {}
@@ -128,6 +135,10 @@ def check_plan(spec: Spec, state: ClusterState, budget: Budget, plan: Plan) -> N
         raise PostConditionError(f"{where}: moves {', '.join(sorted(onto_b))} onto a node of B")
     if spec.guarantee == "heuristic" and plan.status is SolverStatus.OPTIMAL:
         raise PostConditionError(f"{where}: a heuristic reported OPTIMAL")
+    worse = raised(state, plan.assignment)
+    if worse:
+        raise PostConditionError(f"{where}: breaks the topology constraint(s) "
+                                 f"{'; '.join(worse)} (more than the current assignment)")
     left = left_on_b(state, plan.assignment)
     if (left and B_NOTE not in plan.message and spec.name not in B_TRADE_OFF
             and can_drain(state, budget)):
@@ -147,6 +158,16 @@ def can_drain(state: ClusterState, budget: Budget) -> bool:
     on_b = set(left_on_b(state, state.assignment))
     cost = sum(k.migration_cost for k in state.keygroups if k.id in on_b)
     return fits(budget, len(on_b), cost)
+
+
+def explain_constraints(state: ClusterState, plan: Plan) -> Plan:
+    """The plan, its message naming the constraints it still breaks (the current assignment
+    broke them and the budget did not cover the repair)."""
+    still = broken(state, plan.assignment) if state.constraints else []
+    if not still:
+        return plan
+    note = f"topology constraint(s) still broken: {'; '.join(still)}"
+    return dataclasses.replace(plan, message=f"{plan.message}; {note}" if plan.message else note)
 
 
 def explain_b(spec: Spec, state: ClusterState, budget: Budget, plan: Plan) -> Plan:
@@ -191,6 +212,14 @@ def precheck(spec: Spec, state: ClusterState, budget: Budget) -> None:
                                  where="the state's assignment",
                                  fix="build the state with ClusterState(...), which puts every "
                                      "unit on a known node or lists it as an arrival") from None
+    unheld = [k for k in state.constraints.kinds if k not in spec.constraints]
+    if unheld:
+        able = ", ".join(n for n, s in sorted(_SPECS.items())
+                         if set(state.constraints.kinds) <= set(s.constraints))
+        raise StrategyInputError(
+            f"strategy {spec.name!r} cannot hold the topology constraint(s) "
+            f"{', '.join(unheld)}", where="the state's constraints (the job's [constraints])",
+            fix=f"use a strategy that holds them ({able or 'none'}), or drop them from the job")
     # no edges is a valid communication facet (no traffic): only the others can be missing
     missing = sorted(set(spec.facets) - state.facets - {"arrivals", "communication"})
     if missing:
@@ -213,14 +242,14 @@ def precheck(spec: Spec, state: ClusterState, budget: Budget) -> None:
 def register(name: str, params: type[StrategyParams], fn: StrategyFn, *,
              guarantee: Literal["exact", "heuristic"], facets: tuple[str, ...] = (),
              keeps_budget: bool = True, places_arrivals: bool = False,
-             objective: Objective = LOAD_DISTANCE) -> Strategy:
+             objective: Objective = LOAD_DISTANCE, constraints: tuple[str, ...] = ()) -> Strategy:
     """Register `fn` under `name` (once) and return the checked wrapper."""
     if not name or not isinstance(name, str):
         raise ValueError(f"strategy name must be a non-empty string, got {name!r}")
     if name in _SPECS:
         raise ValueError(f"strategy {name!r} is already registered")
     spec = Spec(name, params, fn, guarantee, tuple(facets), keeps_budget, places_arrivals,
-                objective)
+                objective, tuple(constraints))
 
     @functools.wraps(fn)
     def wrapper(state: ClusterState, budget: Budget, params: StrategyParams | None = None,
@@ -233,7 +262,7 @@ def register(name: str, params: type[StrategyParams], fn: StrategyFn, *,
         plan = dataclasses.replace(plan, strategy=name, wall_s=time.perf_counter() - started,
                                    determinism=describe(watch))
         check_plan(spec, state, budget, plan)
-        plan = explain_b(spec, state, budget, plan)
+        plan = explain_constraints(state, explain_b(spec, state, budget, plan))
         return with_resilience(state, plan)  # F/F* and headroom, where there is a load model
 
     _SPECS[name], _WRAPPED[name] = spec, wrapper
@@ -293,4 +322,5 @@ def _load(path: str) -> Any:
 for _name, _entry in STRATEGIES.items():
     register(_name, _load(_entry.params), _load(_entry.plan), guarantee=_entry.guarantee,
              facets=_entry.facets, keeps_budget=_entry.keeps_budget,
-             places_arrivals=_entry.places_arrivals, objective=_entry.objective)
+             places_arrivals=_entry.places_arrivals, objective=_entry.objective,
+             constraints=_entry.constraints)

@@ -268,6 +268,11 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
         "artifacts": sorted(a.path for a in client.list_artifacts(rid)),
         "dry_run": dry_run,
         "resilience": _resilience(metrics),
+        # units moved back onto a node they left, over the job's window of published periods
+        # (jobs/plan/steady.py); None for a job without a [stability] table
+        "oscillations": ({"before": metrics.get("oscillations_before"),
+                          "after": metrics["oscillations_after"]}
+                         if "oscillations_after" in metrics else None),
         # a rollback's plan (jobs/publish/rollback.py) and the move schedule (placement/waves.py)
         "rollback": ({"to_version": int(tags[Tag.ROLLBACK_TO]),
                       "reason": tags.get(Tag.ROLLBACK_REASON, ""),
@@ -354,6 +359,10 @@ def format_report(r: dict[str, Any]) -> str:
         lines.append("  resilience (before -> after): " + ", ".join(
             f"{name} {_f(v['before'])} -> {_f(v['after'])}"
             for name, v in r["resilience"].items()))
+    if r.get("oscillations"):
+        o = r["oscillations"]
+        lines.append(f"  oscillations (units moved back onto a node they left, in the window): "
+                     f"{_f(o['before'], '.0f')} -> {_f(o['after'], '.0f')} with this plan")
     rb = r.get("rollback")
     if rb:
         lines.append(f"  rollback to v{rb['to_version']}: {rb['reason']}" + (

@@ -20,6 +20,11 @@ name, label, unit, direction, the facet the state needs to evaluate it), and, wh
 reports one, the `bound` that certifies it. `placement/objectives.py` evaluates every objective
 a state's facets allow for any plan, so the what-if compares like with like and an operator
 reads the in-force strategy's own headline first.
+
+`constraints`: the kinds of topology constraint (schemas/constraints.py `KINDS`) the strategy
+holds in every plan; the config loader refuses a job whose strategy does not hold one the job
+declares, and the registry's post-check verifies every plan against them. The MILP holds them
+as rows of its model, greedy by moving only where they stay kept (placement/constraints.py).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
+
+from schemas.constraints import KINDS
 
 __all__ = ["COLLOCATION", "FEASIBLE_SET_RATIO", "LOAD_DISTANCE", "OBJECTIVES", "PIPELINE_PARAMS",
            "SPRAWL_COST", "STRATEGIES", "STREAM_TRAFFIC", "UTILISATION_IMBALANCE", "Objective",
@@ -95,6 +102,7 @@ class StrategyEntry:
     facets: tuple[str, ...] = ()
     keeps_budget: bool = True
     places_arrivals: bool = False
+    constraints: tuple[str, ...] = ()
     #: what it optimises (required, by keyword: every strategy declares it)
     objective: Objective = field(kw_only=True)
 
@@ -107,7 +115,7 @@ _TRAFFIC = STREAM_TRAFFIC.certified_by("traffic_lower_bound")
 
 STRATEGIES: Mapping[str, StrategyEntry] = {
     "milp": StrategyEntry(f"{_MILP}.core:plan_milp", "placement.params:MilpParams", "exact",
-                          objective=_LD.certified_by("lower_bound")),
+                          objective=_LD.certified_by("lower_bound"), constraints=KINDS),
     "albic": StrategyEntry(f"{_ALBIC}.core:plan_albic", f"{_ALBIC}.params:AlbicParams", "exact",
                            ("communication",), objective=COLLOCATION),
     "albic_many": StrategyEntry(f"{_ALBIC}.core:plan_albic_many",
@@ -116,7 +124,7 @@ STRATEGIES: Mapping[str, StrategyEntry] = {
     "flux": StrategyEntry(f"{_BASE}.flux:plan_flux", "placement.params:StrategyParams",
                           "heuristic", objective=_LD),
     "greedy": StrategyEntry(f"{_BASE}.greedy:plan_greedy", "placement.params:StrategyParams",
-                            "heuristic", objective=_LD),
+                            "heuristic", objective=_LD, constraints=KINDS),
     "random": StrategyEntry(f"{_BASE}.random_moves:plan_random", f"{_BASE}.params:RandomParams",
                             "heuristic", objective=_LD),
     "cola": StrategyEntry(f"{_BASE}.cola:plan_cola", f"{_BASE}.params:ColaParams", "heuristic",

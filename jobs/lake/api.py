@@ -18,13 +18,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from jobs.errors import StageError
 from schemas.config import Paths
 from schemas.landing import RuntimeReport, format_period_end
-from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLANS, TABLES, Table
+from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLAN_MOVES, PLANS, TABLES, Table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -281,6 +281,33 @@ class Lake(ABC):
         return self.records(
             f"SELECT period_end, plan_json FROM {{{PLANS.name}}} WHERE job_id = {quote(job_id)} "
             f"AND status = 'published' AND period_end < {timestamp(before)} ORDER BY period_end")
+
+    def published_moves(self, job_id: str, before: datetime, periods: int
+                        ) -> list[list[tuple[str, str, str]]]:
+        """The moves (keygroup, src, dst) of the job's newest `periods` published plans of
+        periods before `before`, one list per period, oldest first (placement/stability.py)."""
+        if periods <= 0:
+            return []
+        ends = self.records(
+            f"SELECT DISTINCT period_end FROM {{{PLANS.name}}} WHERE job_id = {quote(job_id)} "
+            f"AND status = 'published' AND period_end < {timestamp(before)} "
+            f"ORDER BY period_end DESC LIMIT {int(periods)}")
+        if not ends:
+            return []
+        first = min(r["period_end"] for r in ends)  # naive UTC, as the lake returns it
+        first = first if first.tzinfo else first.replace(tzinfo=UTC)
+        rows = self.records(
+            f"SELECT m.period_end, m.keygroup, m.src_node, m.dst_node FROM "
+            f"{{{PLAN_MOVES.name}}} m JOIN {{{PLANS.name}}} p ON m.job_id = p.job_id AND "
+            f"m.period_end = p.period_end AND m.plan_id = p.plan_id WHERE "
+            f"m.job_id = {quote(job_id)} AND p.status = 'published' AND "
+            f"m.period_end >= {timestamp(first)} AND m.period_end < {timestamp(before)} "
+            f"ORDER BY m.period_end, m.keygroup")
+        by_end: dict[Any, list[tuple[str, str, str]]] = {r["period_end"]: [] for r in ends}
+        for r in rows:
+            by_end.setdefault(r["period_end"], []).append(
+                (str(r["keygroup"]), str(r["src_node"]), str(r["dst_node"])))
+        return [by_end[end] for end in sorted(by_end)]
 
     def newest_version(self, job_id: str, before: datetime | None = None) -> int | None:
         """The newest published version of the job (for a period before `before`, if given)."""

@@ -21,6 +21,7 @@ from jobs.facets.dynamic import Prepared, prepare
 from jobs.facets.registry import attach_facets
 from placement.model import ClusterState, Edge, KeyGroup, Node
 from schemas.config import JobConfig
+from schemas.constraints import Constraints
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
 
 if TYPE_CHECKING:
@@ -83,8 +84,13 @@ def build_state(
     capacity = {n["node"]: float(n["capacity"]) for n in nodes}
     assignment = {k["keygroup"]: current.get(k["keygroup"], k["node"]) for k in keygroups}
     node_ids = sorted(set(capacity) | set(assignment.values()))
+    # the job's topology constraints and node labels (schemas/constraints.py): a node the
+    # config does not label has none
+    constraints = job.constraints or Constraints()
+    labels = constraints.node_labels
     return ClusterState(
-        nodes=tuple(Node(n, capacity.get(n, 1.0)) for n in node_ids),
+        nodes=tuple(Node(n, capacity.get(n, 1.0), labels=tuple(sorted(labels.get(n, {}).items())))
+                    for n in node_ids),
         keygroups=tuple(
             KeyGroup(
                 id=k["keygroup"],
@@ -99,6 +105,7 @@ def build_state(
         edges=tuple(
             Edge(e["src_keygroup"], e["dst_keygroup"], float(e["tuples_per_s"])) for e in edges
         ),
+        constraints=constraints,
     )
 
 

@@ -253,6 +253,7 @@ def run_fleet(period_end: str | datetime, *, job_ids: Iterable[str] | None = Non
     from jobs.errors import job_lock
     from jobs.plan.record import Computed, Provenance
     from jobs.plan.stage import record_plan, with_note
+    from jobs.plan.steady import steady
     from jobs.spark.session import get_spark
     from schemas.landing import format_period_end, parse_period_end
     from schemas.tracking import Tag
@@ -273,8 +274,11 @@ def run_fleet(period_end: str | datetime, *, job_ids: Iterable[str] | None = Non
             failed[task.job_id] = out.error if out is not None else "no outcome returned"
             continue
         start, ctx = inputs.starts[task.job_id], inputs.contexts[task.job_id]
+        solved = out.plan
+        if ctx.job.stability is not None:  # as the plan stage: band, cooldown, oscillations
+            solved = steady(ctx.lake, task.job_id, end, ctx.job.stability, out.state, solved)
         plan, logged, artifacts = inputs.prepared[task.job_id].finish(
-            with_note(out.plan, start), out.state)
+            with_note(solved, start), out.state)
         marker = ctx.marker
         with (contextlib.nullcontext() if dry_run
               else job_lock(paths, task.job_id, "plan")):

@@ -31,6 +31,7 @@ from jobs.plan.record import (
     record_plan,
 )
 from jobs.plan.scaling import earlier_sections, solve
+from jobs.plan.steady import steady
 from jobs.tracking.store import prepare_client
 from placement.model import Plan
 from placement.registry import check_params, strategy_names
@@ -104,6 +105,9 @@ def plan(ctx: StageContext, *, strategy: str | None = None, dry_run: bool = Fals
         solved = solve(prepared.state, job_budget(job), name, assembled.params,
                        job.solver_time_limit_s, job.scaling, sections,
                        None if runtime is None else runtime.runtime_nodes)
+        if job.stability is not None:  # the no-op band, the cooldown, the oscillation count
+            solved = replace(solved, plan=steady(ctx.lake, job.job_id, ctx.end, job.stability,
+                                                 solved.state, solved.plan))
         final, logged, artifacts = prepared.finish(with_note(solved.plan, start), solved.state)
         # the versions the plan read: the stats tables' from the collect that wrote the period
         # (the validation gate ties the plan to that collect), the assignments' from the reads

@@ -37,12 +37,13 @@ from placement.model import (
     ScalingActions,
     SolverStatus,
 )
+from schemas.constraints import AntiAffinity, Constraints, Pin, Spread
 
 __all__ = ["decode", "encode"]
 
 _TYPES: dict[str, type] = {cls.__name__: cls for cls in (
-    Budget, ClusterState, Edge, KeyGroup, Link, Move, Network, Node, Phase, Plan, PlanMetrics,
-    ScalingActions, Site, Source, Stream)}
+    AntiAffinity, Budget, ClusterState, Constraints, Edge, KeyGroup, Link, Move, Network, Node,
+    Phase, Pin, Plan, PlanMetrics, ScalingActions, Site, Source, Spread, Stream)}
 _ENUMS: dict[str, type[Enum]] = {SolverStatus.__name__: SolverStatus}
 _MAX_DEPTH = 64  # the deepest legitimate input is ~8 levels (params may nest a little)
 

@@ -30,11 +30,12 @@ import threading
 import time
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from placement.model import Budget, ClusterState, Plan
 from schemas.config import PROJECT_ROOT, JobConfig
+from schemas.constraints import Constraints
 from schemas.strategies import STRATEGIES
 
 __all__ = ["MAX_WORKERS", "SHADOW_FAULT_ENV", "STATUSES", "WORKERS_ENV", "ShadowOutcome",
@@ -76,7 +77,10 @@ def choose_shadows(job: JobConfig, state: ClusterState, in_force: str
 
     Default (`shadow_strategies` unset): every registered strategy, in the table's order, whose
     facets `state.facets` provides, except the one in force (its plan is the comparison's first
-    row already). A named strategy whose facets are missing is left out with the reason.
+    row already). A named strategy whose facets are missing is left out with the reason. A
+    strategy that cannot hold the job's topology constraints (schemas/strategies.py
+    `constraints`) shadow-plans without them (`shadow_state`), and its row names the
+    constraints its plan would break (jobs/whatif/stage.py).
     """
     if job.shadow_time_budget_s <= 0:
         return [], {}
@@ -93,6 +97,16 @@ def choose_shadows(job: JobConfig, state: ClusterState, in_force: str
         elif named:
             left_out[name] = f"the period's statistics lack the facet(s) {', '.join(missing)}"
     return chosen, left_out
+
+
+def shadow_state(state: ClusterState, strategy: str) -> ClusterState:
+    """The state a shadow plans: without the topology constraints when the strategy cannot
+    hold them (the registry would refuse it), so the what-if shows what it would do and what
+    it would break."""
+    held = STRATEGIES[strategy].constraints
+    if all(k in held for k in state.constraints.kinds):
+        return state
+    return replace(state, constraints=Constraints())
 
 
 def hard_cap(time_limit_s: float | None, remaining_s: float) -> float:

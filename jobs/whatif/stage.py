@@ -43,7 +43,8 @@ from jobs.whatif.report import (
     plot_comparison,
     rank_rows,
 )
-from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows
+from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows, shadow_state
+from placement.constraints import raised
 from placement.model import Budget
 from schemas.config import JobConfig, Paths
 from schemas.headline import objective_for
@@ -118,8 +119,12 @@ def _rows(data: WhatIfInput, outcomes: list[ShadowOutcome]) -> list[dict[str, An
                            data.plan.message, scored(data.plan))]
     for o in outcomes:
         wall = o.plan.wall_s if o.plan is not None else o.wall_s
-        rows.append(comparison_row(o.strategy, "shadow", o.status, o.plan, wall,
-                                   o.message or (o.plan.message if o.plan else ""),
+        message = o.message or (o.plan.message if o.plan else "")
+        worse = raised(data.state, o.plan.assignment) if o.plan is not None else []
+        if worse:  # planned without the constraints it cannot hold (shadow_state)
+            message = f"would break the topology constraint(s) {'; '.join(worse)}" + (
+                f"; {message}" if message else "")
+        rows.append(comparison_row(o.strategy, "shadow", o.status, o.plan, wall, message,
                                    scored(o.plan)))
     rows += [comparison_row(name, "shadow", "skipped", None, 0.0, why)
              for name, why in data.left_out.items()]
@@ -244,8 +249,8 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
                             "no shadow strategies were chosen at plan time (shadows off, or "
                             "none but the strategy in force applies)", run_id=run.info.run_id)
     started = time.perf_counter()
-    tasks = [ShadowTask(name, params, data.state, data.budget, data.time_limit_s)
-             for name, params in data.shadows]
+    tasks = [ShadowTask(name, params, shadow_state(data.state, name), data.budget,
+                        data.time_limit_s) for name, params in data.shadows]
     if spark is None:
         outcomes = run_shadows(tasks, data.time_budget_s)
     else:

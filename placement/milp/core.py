@@ -35,6 +35,7 @@ import time
 from collections.abc import Mapping
 
 from placement.common import EPS, MIN_SOLVE_S, is_frozen, make_plan, relaxed_five
+from placement.constraints import broken
 from placement.determinism import clock_cut
 from placement.heuristics import flux_assignment, greedy_assignment
 from placement.metrics import max_deviation, mean_load
@@ -137,6 +138,8 @@ def plan_milp(state: ClusterState, budget: Budget, params: MilpParams) -> Plan:
         """d meets the lower bound and (if w_b > 0) nothing is left on B: no better plan."""
         if w_b and marked & set(assignment.values()):
             return False
+        if state.constraints and broken(state, assignment):  # a repair may still pay (T)
+            return False
         return max_deviation(state, assignment) <= bound + 1e-7 * max(1.0, bound)
 
     def done(best: Mapping[str, str], status: SolverStatus, notes: list[str]) -> Plan:
@@ -176,7 +179,8 @@ def plan_milp(state: ClusterState, budget: Budget, params: MilpParams) -> Plan:
         phases += [Phase("PuLP build", t1 - t0, f"{len(built.x)} x-vars"),
                    Phase("transfer to solver", solved.transfer_s),
                    Phase("solve", time.perf_counter() - t1 - solved.transfer_s, solved.kind)]
-        if solved.objective_bound is not None and math.isfinite(solved.objective_bound):
+        if (solved.objective_bound is not None and math.isfinite(solved.objective_bound)
+                and not state.constraints):  # w_T·violation in the objective: no bound on d
             # obj = w1·d − w2·(d_u + d_l) + w_b·L_B with d_u, d_l ≥ 0 and L_B ≤ its current value
             # (nothing moves onto B), so d ≥ (bound − w_b·L_B(q)) / w1. With (5) kept, this
             # bounds the plans with d ≤ mean, and every other plan has d > mean ≥ the

@@ -14,6 +14,7 @@ the slack of the upper / lower bound. Heterogeneous nodes: gLoad_k is divided by
     (4)  ∀n_i∈A:          Σ_k x_{i,k}·gLoad_k/cap_i ≥ mean − (d − d_l)
     (5)  mean − d ≥ 0                 (d's upper bound; relaxed where it cannot hold, milp/core.py)
     (R)  ∀n_i∈N, r∈caps:  Σ_k x_{i,k}·load_k[r] ≤ caps[r]·cap_i   (multi-dimensional load)
+    (T)  the job's topology constraints (placement/milp/topology.py), when it has some
     d, d_u, d_l ≥ 0
 
 The w_b term is the second half of the paper's stated objective ("minimize max |load_i − mean|
@@ -38,7 +39,9 @@ from dataclasses import dataclass
 import pulp
 
 from placement.common import EPS, fits
+from placement.constraints import amounts, raised
 from placement.metrics import mean_load
+from placement.milp.topology import Aux, add_topology, topology_weight
 from placement.mip import Solved, solve_problem
 from placement.model import Budget, ClusterState, KeyGroup
 
@@ -62,6 +65,8 @@ class Built:
     d_u: pulp.LpVariable
     d_l: pulp.LpVariable
     choices: dict[str, list[tuple[str, pulp.LpVariable]]]
+    #: the topology rows' auxiliary variables for an assignment (None: no constraints)
+    aux: Aux | None = None
 
 
 def build(state: ClusterState, budget: Budget, movers: list[KeyGroup], targets: list[str],
@@ -144,8 +149,14 @@ def build(state: ClusterState, budget: Budget, movers: list[KeyGroup], targets: 
             if n.marked_for_removal:
                 for var, util in column[n.id].items():
                     goal[var] = weights.w_b * util * n.capacity
+    aux = None
+    if state.constraints:  # (T), and w_T·(summed violation) in the objective
+        aux, penalty = add_topology(prob, state, x, mover_ids, base)
+        w_t = topology_weight(state, weights.w1, weights.w2, weights.w_b)
+        for var, coef in penalty.items():
+            goal[var] = goal.get(var, 0.0) + w_t * coef
     prob.setObjective(pulp.LpAffineExpression(goal))
-    return Built(prob, x, d, d_u, d_l, choices)
+    return Built(prob, x, d, d_u, d_l, choices, aux)
 
 
 def _distances(state: ClusterState, assignment: Mapping[str, str]
@@ -167,6 +178,8 @@ def warm_values(state: ClusterState, built: Built, start: Mapping[str, str]
     values = {var: float(start[kg] == node) for (kg, node), var in built.x.items()}
     _, up, low, d = _distances(state, start)
     values.update({built.d: d, built.d_u: d - up, built.d_l: d - low})
+    if built.aux is not None:
+        values.update(built.aux(start))
     return values
 
 
@@ -181,7 +194,11 @@ def objective(state: ClusterState, assignment: Mapping[str, str], weights: Weigh
     """The MILP objective of an assignment with d, d_u, d_l at their best values."""
     raw, up, low, d = _distances(state, assignment)
     on_b = sum(raw[n.id] for n in state.nodes if n.marked_for_removal)
-    return weights.w1 * d - weights.w2 * ((d - up) + (d - low)) + weights.w_b * on_b
+    value = weights.w1 * d - weights.w2 * ((d - up) + (d - low)) + weights.w_b * on_b
+    if state.constraints:  # (T): the summed violation, weighted by w_T
+        value += (topology_weight(state, weights.w1, weights.w2, weights.w_b)
+                  * sum(amounts(state, assignment).values()))
+    return value
 
 
 def caps_violation(state: ClusterState, assignment: Mapping[str, str],
@@ -205,6 +222,7 @@ def valid(state: ClusterState, budget: Budget, new: Mapping[str, str],
     in_b = {n.id for n in state.nodes if n.marked_for_removal}
     return (fits(budget, len(moved), sum(k.migration_cost for k in moved))
             and not any(new[k.id] in in_b for k in moved)
-            and not caps_violation(state, new, resource_caps))
+            and not caps_violation(state, new, resource_caps)
+            and not (state.constraints and raised(state, new)))
 
 

@@ -7,7 +7,7 @@ error names the file, the field and the rule, and is raised when the file is loa
 cycle runs. Import the names from here: `from schemas.config import JobConfig, Paths, …`.
 """
 
-from schemas.config.job import ExecutionConfig, JobConfig, ScalingConfig
+from schemas.config.job import ExecutionConfig, JobConfig, ScalingConfig, StabilityConfig
 from schemas.config.load import JobsFile, load_jobs, read_jobs, resolve_job
 from schemas.config.paths import PROJECT_ROOT, Paths, db_server_uri
 from schemas.config.rules import (
@@ -34,6 +34,7 @@ __all__ = [
     "JobsFile",
     "Paths",
     "ScalingConfig",
+    "StabilityConfig",
     "check_max_migrations",
     "db_server_uri",
     "load_jobs",

@@ -24,10 +24,12 @@ from pydantic_core import ArgsKwargs
 
 import schemas.config.rules as rules
 from schemas.config.rules import Rule, Scalar
+from schemas.constraints import Constraints, parse_constraints
 from schemas.schedule import WaveLimits
+from schemas.strategies import STRATEGIES
 from schemas.streams import LoadModelConfig, parse_load_model
 
-__all__ = ["ExecutionConfig", "JobConfig", "ScalingConfig"]
+__all__ = ["ExecutionConfig", "JobConfig", "ScalingConfig", "StabilityConfig"]
 
 _CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
@@ -75,6 +77,15 @@ def _load_model(value: object) -> LoadModelConfig | None:
         raise Rule(str(exc)) from None
 
 
+def _constraints(value: object) -> Constraints | None:
+    if value is None or isinstance(value, Constraints):
+        return value
+    try:
+        return parse_constraints(value)
+    except ValueError as exc:
+        raise Rule(str(exc)) from None
+
+
 @dataclass(frozen=True, config=_CONFIG)
 class ScalingConfig:
     """`[jobs.<id>.scaling]`: the scaling policy of Algorithm 1 (placement/scaling/policy.py).
@@ -101,6 +112,27 @@ class ScalingConfig:
             raise Rule(f"min_nodes ({self.min_nodes}) must be <= max_nodes ({self.max_nodes}), "
                        "and max_nodes >= 1")
         return self
+
+
+@dataclass(frozen=True, config=_CONFIG)
+class StabilityConfig:
+    """`[jobs.<id>.stability]`: stable plans (placement/stability.py).
+
+    `band`: no moves while the load distance is at most this many percentage points (unset:
+    off); `cooldown_periods`: a unit that left a node in the last this many published periods
+    is not moved back onto it (0: off); `window_periods`: the periods the oscillation count
+    (units moved back onto a node they left) covers. A drain of B or a broken topology
+    constraint overrides the band and the cooldown.
+    """
+
+    band: Annotated[float | None, _checked(rules.number, optional=True)] = None
+    cooldown_periods: Annotated[int, _checked(rules.cycles)] = 0
+    window_periods: Annotated[int, _checked(rules.cycles)] = 3
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_table_of_known_fields(cls, raw: Any, info: ValidationInfo) -> Any:
+        return _known_table(cls, raw, info)
 
 
 @dataclass(frozen=True, config=_CONFIG)
@@ -173,6 +205,11 @@ class JobConfig:
     landing_timeout: Annotated[timedelta | None, _checked(rules.landing_timeout)] = None
     # How the runtime applies a plan: waves under per-node, per-wave and ceiling limits.
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    # Node labels and hard topology constraints (schemas/constraints.py); the strategy must hold
+    # every kind declared (schemas/strategies.py `constraints`), or the file is refused.
+    constraints: Annotated[Constraints | None, _checked(_constraints)] = None
+    # Stable plans: the no-op band, the per-unit cooldown, the oscillation window.
+    stability: StabilityConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -188,6 +225,19 @@ class JobConfig:
         if unknown:
             raise Rule(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         return raw
+
+    @model_validator(mode="after")
+    def _strategy_holds_constraints(self, info: ValidationInfo) -> JobConfig:
+        if info.context is not None and self.constraints:
+            held = STRATEGIES[self.strategy].constraints
+            missing = [k for k in self.constraints.kinds if k not in held]
+            if missing:
+                able = sorted(n for n, e in STRATEGIES.items()
+                              if set(self.constraints.kinds) <= set(e.constraints))
+                raise Rule(f"strategy {self.strategy!r} cannot hold the constraint(s) "
+                           f"{', '.join(missing)} of [constraints]; strategies that hold every "
+                           f"declared kind: {', '.join(able) or 'none'}", "strategy")
+        return self
 
     @property
     def dynamic(self) -> bool:

@@ -19,7 +19,14 @@ from jobs.lake.delta_rs import DeltaRsLake
 from jobs.lake.spark_sql import SparkLake
 from schemas.config import Paths
 from schemas.landing import RuntimeReport
-from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, KEYGROUP_STATS, NODE_STATS, PLANS
+from schemas.tables import (
+    ASSIGNMENT_VERSIONS,
+    ASSIGNMENTS,
+    KEYGROUP_STATS,
+    NODE_STATS,
+    PLAN_MOVES,
+    PLANS,
+)
 
 QUERIES = (
     # a period's rows, every column (timestamps, strings, integers, doubles)
@@ -51,6 +58,12 @@ def _publish(lake: Lake, version: int, period_end: datetime, assignment: dict[st
                                {"job_id": JOB_ID, "period_end": period_end, "plan_id": pid + "#2",
                                 "status": "planned", "plan_json": "{}"}],
                        Scope(JOB_ID, period_end))
+    lake.write_records(PLAN_MOVES, [  # the published plan's move, and one of an unpublished one
+        {"job_id": JOB_ID, "period_end": period_end, "plan_id": pid, "keygroup": "op0-kg000",
+         "src_node": "node-02", "dst_node": assignment["op0-kg000"], "cost": 1.0},
+        {"job_id": JOB_ID, "period_end": period_end, "plan_id": pid + "#2",
+         "keygroup": "op0-kg001", "src_node": "node-00", "dst_node": "node-02", "cost": 1.0}],
+                       Scope(JOB_ID, period_end))
 
 
 def _questions(lake: Lake) -> dict[str, Any]:
@@ -71,6 +84,8 @@ def _questions(lake: Lake) -> dict[str, Any]:
         "period_version": (lake.period_version(JOB_ID, P1), lake.period_version(JOB_ID, P3)),
         "version_log": (lake.version_log(JOB_ID, P1), lake.version_log(JOB_ID, P3)),
         "published_plans": lake.published_plans(JOB_ID, P3),
+        "published_moves": (lake.published_moves(JOB_ID, P3, 5), lake.published_moves(JOB_ID, P3, 1),
+                            lake.published_moves(JOB_ID, P1, 5), lake.published_moves(JOB_ID, P3, 0)),
         "newest_version": (lake.newest_version(JOB_ID), lake.newest_version(JOB_ID, P2),
                            lake.newest_version(JOB_ID, P1)),
         "published_assignment": (lake.published_assignment(JOB_ID, 1),
@@ -105,6 +120,9 @@ def test_both_engines_answer_every_question_run_every_query_and_read_each_others
     assert mine["version_log"][0].newest == 2 and mine["version_log"][0].newer == 1
     assert mine["version_log"][0].mine["checksum"] == "c1" and mine["version_log"][1].mine is None
     assert mine["latest_period"] == (P1.replace(tzinfo=None), None)
+    assert mine["published_moves"] == ([[("op0-kg000", "node-02", "node-00")],
+                                        [("op0-kg000", "node-02", "node-01")]],
+                                       [[("op0-kg000", "node-02", "node-01")]], [], [])
     start = mine["starting_point"]
     assert (start[0].version, start[1].version, start[2].version) == (2, 1, None)
     assert mine["rows_of_jobs"].keys() == {JOB_ID} and mine["table_versions"]["assignments"] >= 1
