@@ -215,11 +215,14 @@ def test_an_operator_finds_the_plan_of_a_period_in_the_mlflow_ui(
     browser.execute_script("arguments[0].scrollIntoView({block: 'start'})",
                            _wait_text(browser, "Description"))
     _screenshot(browser, tmp_path, "mlflow-ui-run.png")
-    # the what-if comparison, in the same description: each strategy with its status and LD
+    # the what-if comparison, in the same description: each strategy with its status, its rank
+    # by the in-force objective (planned rows) and LD
     heading = _wait_text(browser, "What-if: other strategies on the same state")
     for shadow in whatif:
         strategy = shadow["strategy"] + (" (in force)" if shadow["role"] == "in force" else "")
-        assert f"{strategy} {shadow['status']} {float(shadow['load_distance_after']):.3f}" in body
+        rank = f"{float(shadow['rank']):.0f} " if shadow.get("rank") not in (None, "") else ""
+        assert (f"{strategy} {shadow['status']} {rank}"
+                f"{float(shadow['load_distance_after']):.3f}") in body
     browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", heading)
     _screenshot(browser, tmp_path, "mlflow-ui-whatif.png")
 
