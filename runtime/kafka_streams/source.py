@@ -101,7 +101,9 @@ class KafkaStreamsJob:
                           input_topic=f"flights-{self.spec.job_id}",
                           output_topic=f"route-stats-{self.spec.job_id}",
                           followup_ms=self.spec.followup_ms,
-                          default_assignor=self.spec.default_assignor)
+                          default_assignor=self.spec.default_assignor,
+                          wave_poll_ms=self.spec.wave_poll_ms,
+                          wave_timeout_ms=self.spec.wave_timeout_ms)
             self._cluster = Cluster(app, bootstrap, self.app_dir, self.published_root,
                                     produced=int(self._state()["produced"]),
                                     state_root=self.state_root)

@@ -59,7 +59,8 @@ final class WaveSteps {
 
     /** The follow-up: soon while a wave runs (to see it complete), else {@code otherwise}. */
     Instant followup(Instant otherwise) {
-        return polling ? Instant.now().plusMillis(pollMs) : otherwise;
+        Instant soon = Instant.now().plusMillis(pollMs);
+        return polling && soon.isBefore(otherwise) ? soon : otherwise;
     }
 
     /** The schedule taken on after the applied version (running, stopped or failed), or null. */
