@@ -172,3 +172,54 @@ def test_schedule_waves_in_order_then_stop_between_waves(
         assert (cluster.applied() or {})["version"] == 4
     finally:
         source.close()
+
+
+def test_a_wave_whose_tasks_do_not_run_in_time_fails_and_the_report_says_what_runs(
+        broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`wave_timeout_ms` = 1: a moved task cannot be RUNNING on its new instance by the first
+    rebalance after its wave is handed out, so the wave fails there. The schedule ends `failed`,
+    its tasks go back to their source, the assignor keeps that assignment, and the period report
+    carries it (the next plan starts from it)."""
+    monkeypatch.setenv("RECONF_KAFKA_BOOTSTRAP", broker.bootstrap)
+    spec = KStreamsSpec("kswavefail", nodes=2, partitions=4, records_per_period=800,
+                        followup_ms=2000, wave_timeout_ms=1, apply_timeout_s=60.0)
+    home = tmp_path / "home"
+    source = KafkaStreamsJob(spec, home, home / "published")
+    units = [f"0_{p}" for p in range(4)]
+    base = {u: ("node-00", "node-01")[i % 2] for i, u in enumerate(units)}
+    target = {u: ("node-01", "node-00")[i % 2] for i, u in enumerate(units)}
+    try:
+        source.land_period(home / "landing", P1)
+        cluster = source.cluster()
+        for version, assignment, schedule in ((1, base, None), (2, target, "waves")):
+            m = Manifest.create(job_id=spec.job_id, version=version, period_end=P1,
+                                plan_id=f"p{version}", assignment=assignment)
+            if schedule:
+                seq = (Wave(tuple(ScheduledMove(u, base[u], target[u], 500.0) for u in units[:2]),
+                            40.0),
+                       Wave(tuple(ScheduledMove(u, base[u], target[u], 500.0) for u in units[2:]),
+                            40.0))
+                m = Manifest.create(job_id=spec.job_id, version=version, period_end=P1,
+                                    plan_id=f"p{version}", assignment=assignment,
+                                    schedule=Schedule.sealed(seq, WaveLimits(), m.checksum))
+            write_manifest(source.published_root, m)
+            write_latest(source.published_root, spec.job_id, version)
+            result = source.apply_latest(source.published_root)
+        assert result.status == "partial" and result.version == 1, result.reason
+        assert "failed (2 unit(s) could not move: 0_0, 0_1)" in result.reason
+        ex = cluster.execution()
+        assert ex is not None and ex["status"] == "failed" and len(ex["runs"]) == 1
+        assert ex["runs"][0]["moved"] == [] and sorted(ex["runs"][0]["failed"]) == units[:2]
+        assert dict(ex["assignment"]) == base  # back on their source; wave 2 never started
+        assert log_lines(cluster.home, "not RUNNING on their new instance within 1 ms")
+        assert wait_for(lambda: cluster.reported_assignment() == base or None, 60,
+                        "the failed wave's tasks back on their source")
+        report = read_runtime_report(source.land_period(home / "landing", P1 + STEP))
+        assert report is not None and report.version == 1
+        assert report.assignment is not None and dict(report.assignment) == base
+        execution: Any = report.execution
+        assert execution["status"] == "failed" and "wave 1 of 2" in execution["summary"]
+        again = source.apply_latest(source.published_root)
+        assert again.status == "unchanged" and "keeps the partial assignment" in again.reason
+    finally:
+        source.close()
