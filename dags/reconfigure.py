@@ -16,7 +16,9 @@ input (a ReconfError: StageError, ConfigError, PeriodError…, e.g. a failed Gre
 check) fails at once; manual runs take validated params (strategy, budget, solver time limit,
 dry_run); publish emits the Asset `reconf://<job_id>/assignment`; `whatif` (shadow strategies
 on the published plan's state) is a teardown: it runs once publish is done and its outcome never
-changes the run's state. A job whose config is invalid gets no DAG here: its error is reported by
+changes the run's state. A job with `approval = true` runs the what-if before an `approve` task
+(Airflow's human-in-the-loop ApprovalOperator, reconf/approval_step.py) that publish waits for;
+a rejection or a timeout skips publish. A job whose config is invalid gets no DAG here: its error is reported by
 dags/reconfigure_config_check.py, so the other jobs' DAGs stay schedulable.
 """
 

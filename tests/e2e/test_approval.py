@@ -162,7 +162,7 @@ def _finished(airflow: Airflow, k: int) -> tuple[str, dict[str, str]]:
 def test_the_request_shows_the_plan_and_approving_publishes_it(airflow: Airflow) -> None:
     run_id = _asking(airflow, 1)
     (waiting,) = _api(airflow, WAITING)["hitl_details"]  # what the UI's Required actions lists
-    assert waiting["task_instance"]["run_id"] == run_id
+    assert waiting["task_instance"]["dag_run_id"] == run_id
     assert waiting["options"] == ["Approve", "Reject"] and waiting["defaults"] == ["Reject"]
     body, planned = waiting["body"], airflow.log(DAG_ID, run_id, "plan")
     assert f"plan {JOB}@{format_period_end(_period(1))}: milp" in body  # the plan's summary line
