@@ -210,6 +210,11 @@ class JobConfig:
     constraints: Annotated[Constraints | None, _checked(_constraints)] = None
     # Stable plans: the no-op band, the per-unit cooldown, the oscillation window.
     stability: StabilityConfig | None = None
+    # A human approves each plan between plan and publish (Airflow's human-in-the-loop
+    # ApprovalOperator, dags/reconfigure.py); without an answer within `approval_timeout` the
+    # plan is rejected as "timed out" and nothing is published (docs/operations.md, "Approval").
+    approval: Annotated[bool, _checked(rules.flag)] = False
+    approval_timeout: Annotated[timedelta, _checked(rules.approval_timeout)] = timedelta(hours=1)
 
     @model_validator(mode="before")
     @classmethod
