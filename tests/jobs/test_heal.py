@@ -57,7 +57,7 @@ def test_a_dead_node_heals_once_waits_for_the_gap_and_a_wide_failure_alerts(
     assert latest(paths) == "2\n"
     moved = {k for k, n in v1.assignment.items() if n == dead}
     assert {k for k in v1.assignment if v1.assignment[k] != v2.assignment[k]} >= moved
-    tags = MlflowClient(paths.mlflow_uri).get_run(first.mlflow_run_id).data.tags
+    tags = MlflowClient(paths.mlflow_uri).get_run(str(first.mlflow_run_id)).data.tags
     assert tags[Tag.HEALING_STATUS] == "published" and tags[Tag.PUBLISHED_VERSION] == "2"
     assert tags[Tag.HEALING_NODES] == dead and "healing dead-1" in tags["mlflow.runName"]
 
@@ -75,7 +75,7 @@ def test_a_dead_node_heals_once_waits_for_the_gap_and_a_wide_failure_alerts(
     alert = heal(job, wide, paths=paths, now=at + timedelta(minutes=11))
     assert alert.status == "alert" and "max_nodes_at_once = 1" in alert.message
     assert latest(paths) == "2\n"
-    alert_tags = MlflowClient(paths.mlflow_uri).get_run(alert.mlflow_run_id).data.tags
+    alert_tags = MlflowClient(paths.mlflow_uri).get_run(str(alert.mlflow_run_id)).data.tags
     assert alert_tags[Tag.HEALING_STATUS] == "alert" and "nothing was done" in alert_tags[Tag.NOTE]
 
     later = heal(job, second, paths=paths, now=at + timedelta(minutes=11))  # the gap passed
