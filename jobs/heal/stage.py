@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HealResult", "heal", "heal_id", "healing_nodes", "next_allowed"]
 
-_FAR = datetime(9999, 1, 1, tzinfo=UTC)
+_FAR = datetime(2200, 1, 1, tzinfo=UTC)  # after any period; within nanosecond timestamps
 
 
 @dataclass(frozen=True)
