@@ -35,6 +35,7 @@ from jobs.tracking.audit_trail import (
     to_csv,
 )
 from jobs.tracking.charts import comm_graph, load_chart
+from jobs.tracking.ui_links import VIEW_TAG, key_metrics_view, view_needs_update
 from placement.metrics import mean_load
 from placement.model import ClusterState, Plan
 from schemas.config import JobConfig, Paths
@@ -102,13 +103,18 @@ def prepare_client(paths: Paths | None = None) -> None:
     _client(paths or Paths.from_env())
 
 
-def _experiment_id(client: Any, paths: Paths, job_id: str) -> str:
+def _experiment_id(client: Any, paths: Paths, job_id: str, strategy: str | None = None) -> str:
+    """The job's experiment (created on first use), classic-view and, given the job's strategy,
+    with its key-metrics saved view (jobs/tracking/ui_links.py)."""
     experiment = client.get_experiment_by_name(job_id)
     if experiment is None:
         experiment = client.get_experiment(client.create_experiment(
             job_id, artifact_location=(paths.mlflow / "artifacts" / job_id).as_uri()))
     if experiment.tags.get(_KIND_TAG) != _KIND:  # the UI's run table, not its GenAI views
         client.set_experiment_tag(experiment.experiment_id, _KIND_TAG, _KIND)
+    if strategy is not None and view_needs_update(experiment.tags, strategy):
+        client.set_experiment_tag(experiment.experiment_id, VIEW_TAG,
+                                  key_metrics_view(strategy, int(time.time() * 1000)))
     return str(experiment.experiment_id)
 
 
@@ -258,7 +264,7 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
 
     client = _client(paths)
     job = record.job
-    experiment_id = _experiment_id(client, paths, job.job_id)
+    experiment_id = _experiment_id(client, paths, job.job_id, job.strategy)
     run_id = _create_run(client, experiment_id, record)
     params = {
         "strategy": record.strategy,
