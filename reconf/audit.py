@@ -17,12 +17,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from jobs.tracking.ui_links import experiment_url, run_url
 from schemas.config import Paths
 from schemas.errors import ReconfError
 from schemas.headline import bound_of, headline, objective_for, values_of
 from schemas.landing import format_period_end, parse_period_end
 from schemas.strategies import LOAD_DISTANCE
-from jobs.tracking.ui_links import experiment_url, run_url
 from schemas.tracking import Artifact, Tag, delta_versions, strip_prefix
 
 __all__ = ["AuditError", "audit", "format_report", "job_experiment", "mlflow_ui_base", "open_store"]

@@ -57,8 +57,8 @@ def test_every_strategy_has_key_columns() -> None:
 
 
 def test_the_view_is_rewritten_only_when_the_strategy_changes(tmp_path: Path) -> None:
-    from jobs.tracking.store import open_experiment, open_store
     from jobs.tracking.store import _experiment_id as experiment_of
+    from jobs.tracking.store import open_experiment, open_store
     from schemas.config import Paths
 
     paths = Paths(tmp_path / "home")
