@@ -38,6 +38,7 @@ from jobs.tracking.charts import comm_graph, load_chart
 from jobs.tracking.ui_links import VIEW_TAG, key_metrics_view, view_needs_update
 from placement.metrics import mean_load
 from placement.model import ClusterState, Plan
+from placement.reasons import family_params
 from schemas.config import JobConfig, Paths
 from schemas.tracking import Artifact, Tag, param_tag
 
@@ -314,7 +315,8 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         folder = Path(tmp)
         (folder / Artifact.PLAN_JSON).write_text(json.dumps(record.plan_json, indent=2, sort_keys=True))
         loads = NodeLoads.of(state, plan)  # once: the moves, the nodes and the chart share them
-        moves_csv = to_csv(explain_moves(state, plan, loads), MOVE_COLUMNS)
+        family = family_params(plan.strategy, job.strategy_params.get(plan.strategy))
+        moves_csv = to_csv(explain_moves(state, plan, loads, family), MOVE_COLUMNS)
         (folder / Artifact.MOVES_CSV).write_text(moves_csv)
         (folder / Artifact.KEYGROUPS_CSV).write_text(to_csv(keygroup_rows(state, plan), KEYGROUP_COLUMNS))
         (folder / Artifact.NODES_CSV).write_text(to_csv(node_rows(state, plan, loads), NODE_COLUMNS))

@@ -161,6 +161,7 @@ def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
     """Create or update the child run of one shadow (a rerun of the what-if updates it)."""
     from jobs.tracking.audit_trail import MOVE_COLUMNS, explain_moves, to_csv
     from jobs.tracking.store import plan_metrics
+    from placement.reasons import family_params
 
     found = client.search_runs([experiment_id], filter_string=(
         f"tags.`{Tag.PARENT_RUN}` = '{parent}' AND tags.`{_SHADOW}strategy` = "
@@ -189,7 +190,8 @@ def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             (folder / Artifact.MOVES_CSV).write_text(
-                to_csv(explain_moves(data.state, outcome.plan), MOVE_COLUMNS))
+                to_csv(explain_moves(data.state, outcome.plan, None,
+                                     family_params(outcome.strategy, params)), MOVE_COLUMNS))
             (folder / Artifact.PLAN_JSON).write_text(
                 json.dumps(outcome.plan.to_dict(), indent=2, sort_keys=True))
             client.log_artifacts(run_id, str(folder))
