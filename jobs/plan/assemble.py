@@ -15,10 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from jobs.errors import StageError, lake_rows_refused
 from jobs.facets.base import Assembly
 from jobs.facets.dynamic import Prepared, prepare
 from jobs.facets.registry import attach_facets
+from placement.comm import CommEdges
 from placement.model import ClusterState, Edge, KeyGroup, Node
 from schemas.config import JobConfig
 from schemas.constraints import Constraints
@@ -36,7 +39,8 @@ class PeriodInputs:
 
     keygroups: Sequence[Mapping[str, Any]]
     nodes: Sequence[Mapping[str, Any]]
-    edges: Sequence[Mapping[str, Any]]
+    #: comm_stats' rows; the plan stage reads them as Arrow (O(edges): no object per row)
+    edges: Sequence[Mapping[str, Any]] | pa.Table
     start: Start
     #: facet name -> its rows (jobs/facets/registry.py `read_facets`; None: the period has none)
     facets: Mapping[str, Any] = field(default_factory=dict)
@@ -70,7 +74,7 @@ def build_state(
     job: JobConfig,
     keygroups: Sequence[Mapping[str, Any]],
     nodes: Sequence[Mapping[str, Any]],
-    edges: Sequence[Mapping[str, Any]],
+    edges: Sequence[Mapping[str, Any]] | pa.Table,
     current: Mapping[str, str],
 ) -> ClusterState:
     """The planner's model of one period: loads from the stats, placement from `current`.
@@ -80,7 +84,9 @@ def build_state(
     """
     _check_finite(job, keygroups, ("load_pct", "state_bytes"), "keygroup", KEYGROUP_STATS.name)
     _check_finite(job, nodes, ("capacity",), "node", NODE_STATS.name)
-    _check_finite(job, edges, ("tuples_per_s",), "src_keygroup", COMM_STATS.name)
+    comm = _comm_columns(job, edges) if isinstance(edges, pa.Table) else None
+    if comm is None:
+        _check_finite(job, edges, ("tuples_per_s",), "src_keygroup", COMM_STATS.name)
     capacity = {n["node"]: float(n["capacity"]) for n in nodes}
     assignment = {k["keygroup"]: current.get(k["keygroup"], k["node"]) for k in keygroups}
     node_ids = sorted(set(capacity) | set(assignment.values()))
@@ -102,11 +108,24 @@ def build_state(
             for k in sorted(keygroups, key=lambda row: row["keygroup"])
         ),
         assignment=assignment,
-        edges=tuple(
+        edges=comm if comm is not None else tuple(
             Edge(e["src_keygroup"], e["dst_keygroup"], float(e["tuples_per_s"])) for e in edges
         ),
         constraints=constraints,
     )
+
+
+def _comm_columns(job: JobConfig, edges: pa.Table) -> CommEdges:
+    """comm_stats as the planner's columns (placement/comm.py), its rates checked at once."""
+    import numpy as np
+
+    rates = edges["tuples_per_s"].to_numpy(zero_copy_only=False).astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(rates))
+    if len(bad):
+        row = edges.slice(int(bad[0]), 1).to_pylist()[0]
+        _check_finite(job, [row], ("tuples_per_s",), "src_keygroup", COMM_STATS.name)
+    return CommEdges.from_columns(edges["src_keygroup"].to_numpy(zero_copy_only=False),
+                                  edges["dst_keygroup"].to_numpy(zero_copy_only=False), rates)
 
 
 def _check_finite(job: JobConfig, rows: Sequence[Mapping[str, Any]], columns: tuple[str, ...],
