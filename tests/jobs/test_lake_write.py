@@ -184,6 +184,7 @@ def test_a_lazy_session_is_made_once_though_several_threads_use_it_first(
 @given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9-]{0,8}", fullmatch=True),
                        st.sampled_from(["node-00", "node-01", "node-99"]), max_size=40),
        st.integers(1, 2**40))
+@settings(deadline=None)  # the first example imports the publish stage
 def test_publish_writes_the_rows_it_wrote_as_dicts_as_columns(assignment: dict[str, str],
                                                                version: int) -> None:
     """publish's `assignments` rows as Arrow columns are the rows it wrote one dict per row."""
