@@ -1,8 +1,9 @@
 """The Airflow Assets reconf's DAGs update (light: imports only the Airflow task SDK).
 
 `reconf://<job_id>/assignment` is updated by every DAG task that publishes an assignment version
-of the job: the reconfigure DAG's `publish` and the rollback DAG's `rollback`; a runtime deployer
-scheduled on it sees each new version (docs/operations.md, "The assignment Asset").
+of the job: the reconfigure DAG's `publish`, the healing DAG's `heal` and the rollback DAG's
+`rollback`; a runtime deployer scheduled on it sees each new version (docs/operations.md, "The
+assignment Asset").
 """
 
 from __future__ import annotations
