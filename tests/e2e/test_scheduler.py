@@ -17,8 +17,8 @@ scheduler, dag-processor, triggerer; SQLite; free ports), with four small synthe
 - `mend`, SPL 1 min with healing on (min_gap 75 s): the last tests land its periods by hand and
   kill its nodes in the runtime stand-in; its healing DAG `heal_mend` runs on the health
   reports' asset events (dags/healing.py).
-- `back`, like `fill`: v1..v3 published by the stages in-process, then its manual rollback DAG
-  `rollback_back` triggered with params (the docs' command), through the scheduler.
+- `demo`, like `fill`: v1..v3 published by the stages in-process, then its manual rollback DAG
+  `rollback_demo` triggered with params (the docs' command), through the scheduler.
 
 The tests run in file order and build on each other (one Airflow, one history: the fill tests
 count on the backfill's versions). Every check reads what an operator would: the metadata DB's runs and task states, the task logs,
@@ -90,7 +90,7 @@ budget = 8
 min_gap = "{gap}s"
 max_nodes_at_once = 1
 
-[jobs.back]
+[jobs.demo]
 spl = "1h"
 start_date = 2026-01-01T00:00:00Z
 catchup_periods = 0
@@ -459,7 +459,7 @@ def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input
         airflow: Airflow) -> None:
     from jobs.run import run_collect, run_plan, run_publish, run_validate
 
-    paths, dag = airflow.paths, "rollback_back"
+    paths, dag = airflow.paths, "rollback_demo"
     source = make_source(resolve_job(BACK), paths)
     for k in (1, 2, 3):  # v1..v3, by the stages in this process (the DAG is the rollback's)
         source.land_period(paths.landing, _fill_period(k))
@@ -470,8 +470,8 @@ def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input
     v1 = read_manifest(paths.published, BACK, 1)
     # docs/operations.md, "Rollback through Airflow": the operator's trigger, verbatim
     before = _last_run_id(airflow, dag)
-    airflow.shell("airflow dags unpause rollback_back\n"
-                  "airflow dags trigger rollback_back --conf '{\"to_version\": 1, \"reason\": "
+    airflow.shell("airflow dags unpause rollback_demo\n"
+                  "airflow dags trigger rollback_demo --conf '{\"to_version\": 1, \"reason\": "
                   "\"v3 overloads node-01\"}'")
     _, run_id, state = _newest_run(airflow, dag, before)
     assert state == "success", airflow.log_tails(dag, run_id)
@@ -491,11 +491,11 @@ def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input
                            "v9 is not an earlier version: the newest is v4"),
                           ('{"to_version": 1}', "a rollback needs a reason")):
         before = _last_run_id(airflow, dag)
-        airflow.shell(f"airflow dags trigger rollback_back --conf '{conf}'")
+        airflow.shell(f"airflow dags trigger rollback_demo --conf '{conf}'")
         _, run_id, state = _newest_run(airflow, dag, before)
         log = airflow.log(dag, run_id, "rollback")
         assert state == "failed" and message in log and "fix:" in log, log[-3000:]
         assert airflow.task_states(dag, run_id)["rollback"] == "failed"
         assert read_latest_version(paths.published, BACK) == 4
         assert not (paths.published / BACK / "v5.json").exists()
-    airflow.shell("airflow dags pause rollback_back")
+    airflow.shell("airflow dags pause rollback_demo")
