@@ -42,6 +42,12 @@ def test_reconf_bench_execution_quick_prints_verdicts_and_writes_json(
     assert rated["rate"] == 1e6 and rated["max_bytes_per_s"] <= 1e6 < waves["max_bytes_per_s"]
     assert rated["apply_s"] >= rated["state_bytes"] / 1e6 and rated["apply_s"] > waves["apply_s"]
     assert rated["peak_during_pct"] == waves["peak_during_pct"]  # the same waves, paced
+    # docs/benchmarks.md: `reconf bench execution --quick --rate 2e5`
+    assert main(["bench", "execution", "--quick", "--rate", "2e5", "--json", str(out)]) == 0
+    slow = json.loads(out.read_text())[2]
+    assert slow["rate"] == slow["max_bytes_per_second"] == 2e5
+    assert slow["max_bytes_per_s"] <= 2e5 and slow["apply_s"] >= slow["state_bytes"] / 2e5
+    assert slow["apply_s"] > rated["apply_s"]
 
 
 def test_a_bad_rate_is_refused_with_exit_2_and_nothing_written(
