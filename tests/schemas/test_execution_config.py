@@ -47,3 +47,17 @@ def test_bad_limits_fail_at_load_naming_the_field(tmp_path: Path, table: str,
     with pytest.raises(ConfigError) as err:
         _load(tmp_path, f"[jobs.j1.execution]\n{table}\n")
     assert message in str(err.value)
+
+
+def test_a_bad_byte_rate_stops_the_cli_with_exit_2_naming_the_field(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from reconf.cli import main
+
+    path = tmp_path / "jobs.toml"
+    path.write_text('[jobs.j1]\nstrategy = "milp"\n[jobs.j1.execution]\nmax_bytes_per_second = 0\n')
+    monkeypatch.setenv("RECONF_CONFIG", str(path))
+    monkeypatch.setenv("RECONF_HOME", str(tmp_path / "home"))
+    assert main(["stop", "--job", "j1"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: jobs.j1.execution.max_bytes_per_second: must be > 0" in err
+    assert "Traceback" not in err and not (tmp_path / "home" / "runtime").exists()
