@@ -62,7 +62,8 @@ def test_the_trigger_form_requires_a_version_and_validates_it(bag) -> None:
         "to_version": 1, "reason": "v3 overloads node-01", "override_budget": None}
     assert check({"to_version": 2, "reason": "x", "override_budget": "incident 42"})[
         "override_budget"] == "incident 42"
-    for bad in ({}, {"to_version": 0}, {"to_version": "one"}, {"to_version": 1.5},
-                {"to_version": 1, "override_budget": 3}):
+    bads: list[dict[str, object]] = [{}, {"to_version": 0}, {"to_version": "one"},
+                                     {"to_version": 1.5}, {"to_version": 1, "override_budget": 3}]
+    for bad in bads:
         with pytest.raises(ParamValidationError):
             check(bad)

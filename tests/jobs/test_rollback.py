@@ -68,11 +68,22 @@ def test_rollback_to_v1_after_v3_publishes_v4_with_v1s_assignment(
     assert "--override-budget" in capsys.readouterr().err
     assert snapshot(paths) == before
     argv += ["--override-budget", "incident 42"]
+    # as the rollback DAG's task runs it (dags/rollback.py): Airflow's context in the environment
+    monkeypatch.setenv("AIRFLOW_CTX_DAG_ID", "rollback_tiny")
+    monkeypatch.setenv("AIRFLOW_CTX_DAG_RUN_ID", "manual__2026-01-02T00:00:00+00:00")
     capsys.readouterr()
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "published v4 = v1's assignment" in out
     assert latest(paths) == "4\n"
+    published = snapshot(paths)
+    # the same Airflow run again (a cleared task): it returns its version, publishes nothing more
+    assert main(argv) == 0
+    assert "published v4 = v1's assignment" in capsys.readouterr().out
+    assert latest(paths) == "4\n" and not (paths.published / JOB_ID / "v5.json").exists()
+    assert snapshot(paths) == published
+    monkeypatch.delenv("AIRFLOW_CTX_DAG_ID")
+    monkeypatch.delenv("AIRFLOW_CTX_DAG_RUN_ID")
     v4 = read_manifest(paths.published, JOB_ID, 4)
     assert dict(v4.assignment) == dict(v1.assignment)
     assert v4.schedule is not None
