@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobs.context import StageContext
-from jobs.tracking.store import open_store
+from jobs.tracking.store import open_store, run_tags
 from schemas.tables import PLANS
 from schemas.tracking import Artifact, Tag
 
@@ -44,10 +44,12 @@ def record_applied(ctx: StageContext, execution: Mapping[str, Any]) -> str | Non
     if run_id is None:
         return None
     key = f"{status}:{len(runs)}"
-    client = open_store(ctx.paths)
-    tags = dict(client.get_run(run_id).data.tags)
+    tags = run_tags(ctx.paths, run_id)
+    if not tags:
+        return None  # the run is gone from the store (a deleted run): nothing to add it to
     if tags.get(Tag.EXECUTION_RECORDED) == key:
         return run_id
+    client = open_store(ctx.paths)
     done = int(tags.get(Tag.EXECUTION_RECORDED, ":0").rpartition(":")[2] or 0)
     from mlflow.entities import Metric, RunTag
 
