@@ -16,6 +16,7 @@ One test, one application: Kafka tests are slow (each instance is a JVM).
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -123,7 +124,10 @@ def test_schedule_waves_in_order_then_stop_between_waves(
         assert sum(r["changelog_records"] for r in ex["runs"]) > 0  # the stores were restored
         assert (cluster.applied() or {})["version"] == 2
         applied = source.apply_latest(source.published_root)
-        assert applied.status in ("applied", "unchanged") and applied.version == 2, applied.reason
+        assert applied.status == "applied" and applied.version == 2, applied.reason
+        assert "moved in 3 wave(s)" in applied.reason
+        record = json.loads((source.app_dir / "periods" / "apply-v2.json").read_text())
+        assert [sorted(r["moved"]) for r in record["waves"]] == waves
         report = read_runtime_report(source.land_period(landing, P1 + STEP))
         assert report is not None and report.version == 2 and report.assignment is None
         execution: Any = report.execution
