@@ -44,6 +44,7 @@ from runtime.synthetic_model import (
     true_coefficients,
 )
 from runtime.wan_links import LinkFeed
+from schemas.health import HealthReport, write_report
 from schemas.landing import (
     EDGES,
     FACET_SCHEMAS,
@@ -228,6 +229,17 @@ class SyntheticJob:
                             execution=None if ex is None else {**ex.to_dict(),
                                                                "summary": ex.summary()},
                             partial=ex is not None and ex.status in ("stopped", "failed"))
+
+    def kill_node(self, landing_root: Path, node: str, at: datetime) -> Path:
+        """`node` dies: the runtime reports it (schemas/health.py), keyed by the node and the
+        instant, and returns the report's path. The stand-in keeps landing the node's units
+        where they were until a published version moves them (and terminates the node)."""
+        if node not in self._state.nodes:
+            raise ValueError(f"job {self.spec.job_id!r} runs no node {node!r}; its nodes: "
+                             f"{', '.join(self._state.nodes)}")
+        stamp = at.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+        return write_report(Path(landing_root), HealthReport(
+            self.spec.job_id, f"{node}-dead-{stamp}", at, (node,)))
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
         """Apply the newest version wave by wave (runtime/execution.py); the state is saved after

@@ -321,3 +321,40 @@ def test_dag_files_import_nothing_heavy(every_strategy: Path, dag_file: Path) ->
     done = subprocess.run([sys.executable, "-c", probe, str(dag_file)],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+APPROVAL_JOBS = TWO_JOBS + """
+[jobs.gated]
+approval = true
+approval_timeout = "2h"
+source = { kind = "synthetic" }
+"""
+
+
+def test_a_job_with_approval_asks_a_human_between_plan_and_publish(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.providers.standard.operators.hitl import ApprovalOperator
+
+    _jobs_file(APPROVAL_JOBS, tmp_path, monkeypatch)
+    bag = _bag(DAG_DIR)
+    assert bag.import_errors == {}
+    gated, alpha = bag.dags["reconfigure_gated"], bag.dags["reconfigure_alpha"]
+    order = {t.task_id: sorted(t.downstream_task_ids) for t in gated.tasks}
+    assert order == {"wait_for_landing": ["collect", "missed_period"], "collect": ["validate"],
+                     "validate": ["plan"], "plan": ["publish", "whatif"], "whatif": ["approve"],
+                     "approve": ["publish"], "publish": [], "missed_period": []}
+    approve = gated.get_task("approve")
+    assert isinstance(approve, ApprovalOperator)
+    assert approve.options == ["Approve", "Reject"] and approve.defaults == ["Reject"]
+    assert approve.response_timeout == timedelta(hours=2) and approve.retries == 0
+    assert list(approve.params) == ["reason"]  # the form: only the reason, not the run's params
+    assert not gated.get_task("whatif").is_teardown  # before the question, for the approver
+    # a job without approval keeps its shape: publish, then the what-if teardown
+    assert {t.task_id: sorted(t.downstream_task_ids) for t in alpha.tasks}["publish"] == ["whatif"]
+    assert "approve" not in alpha.task_ids
+    probe = ("import runpy, sys\nrunpy.run_path(sys.argv[1])\n"
+             "print(','.join(m for m in sys.modules if m.split('.')[0] in "
+             "('jobs', 'mlflow', 'pyspark', 'pandas', 'numpy')))")
+    done = subprocess.run([sys.executable, "-c", probe, str(DAG_FILE)],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""  # the approval step imports nothing heavy at parse time

@@ -14,29 +14,22 @@ broken without an override.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import TYPE_CHECKING
 
 from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
-from jobs.faults import failpoint
-from jobs.lake import Scope, Start, open_lake
+from jobs.lake import Start, open_lake
 from jobs.plan.assemble import build_state
 from jobs.plan.record import Computed, Provenance, job_budget, record_plan
-from jobs.tracking.store import tag_run
+from jobs.publish.version import publish_version
 from placement.common import make_plan
 from placement.model import ClusterState, Plan, SolverStatus
 from placement.waves import plan_waves
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
-from schemas.manifest import (
-    Manifest,
-    ManifestError,
-    ScalingSection,
-    write_latest,
-    write_manifest,
-)
-from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS
+from schemas.manifest import ScalingSection
+from schemas.tables import ASSIGNMENT_VERSIONS, COMM_STATS, KEYGROUP_STATS, NODE_STATS
 from schemas.tracking import Tag
 
 if TYPE_CHECKING:
@@ -133,30 +126,9 @@ def _rollback(ctx: StageContext, newest: int, to_version: int, reason: str,
                                                                       f"v{to_version}")),
                          Provenance(tags=tags))
     version = newest + 1
-    manifest = Manifest.create(job_id=job.job_id, version=version, period_end=ctx.end,
-                               plan_id=result.plan_id, assignment=target,
-                               scaling=ScalingSection(reason=f"rollback to v{to_version}"),
-                               schedule=schedule, created_at=datetime.now(UTC))
-    try:
-        path = write_manifest(ctx.paths.published, manifest)
-    except ManifestError as exc:
-        raise StageError(str(exc), where=str(ctx.paths.published / job.job_id),
-                         fix="inspect the published directory; versions are immutable") from exc
-    where = Scope(job.job_id, version=version)
-    lake.write_records(ASSIGNMENTS, [{"job_id": job.job_id, "version": version, "keygroup": kg,
-                                      "node": node} for kg, node in sorted(target.items())], where)
-    lake.write_records(ASSIGNMENT_VERSIONS, [{
-        "job_id": job.job_id, "version": version, "plan_id": result.plan_id,
-        "period_end": ctx.end, "checksum": manifest.checksum, "status": "published",
-        "manifest_path": str(path), "published_at": datetime.now(UTC)}], where)
-    failpoint("rollback.version")
-    write_latest(ctx.paths.published, job.job_id, version)
-    lake.set_plan_status(job.job_id, ctx.end, result.plan_id, "published")
-    if result.mlflow_run_id:
-        tag_run(ctx.paths, result.mlflow_run_id, {
-            Tag.PUBLISH_STATUS: "published", Tag.PUBLISHED_VERSION: str(version),
-            Tag.PUBLISHED_PLAN_ID: result.plan_id, Tag.ASSIGNMENT_VERSION: str(version),
-            Tag.MANIFEST: str(path)})
+    path = publish_version(ctx, version, result.plan_id, target,
+                           ScalingSection(reason=f"rollback to v{to_version}"), schedule,
+                           result.mlflow_run_id, "rollback.version")
     return RollbackResult(job.job_id, to_version, version, result.plan_id, len(plan.moves),
                           len(schedule.waves), result.mlflow_run_id, str(path), override)
 

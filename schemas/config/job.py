@@ -29,7 +29,7 @@ from schemas.schedule import WaveLimits
 from schemas.strategies import STRATEGIES
 from schemas.streams import LoadModelConfig, parse_load_model
 
-__all__ = ["ExecutionConfig", "JobConfig", "ScalingConfig", "StabilityConfig"]
+__all__ = ["ExecutionConfig", "HealingConfig", "JobConfig", "ScalingConfig", "StabilityConfig"]
 
 _CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
@@ -136,6 +136,30 @@ class StabilityConfig:
 
 
 @dataclass(frozen=True, config=_CONFIG)
+class HealingConfig:
+    """`[jobs.<id>.healing]`: out-of-schedule cycles for dead or far-over-capacity nodes
+    (jobs/heal/, dags/healing.py; Cruise Control's self-healing). Off unless `enabled`.
+
+    `budget`: the most units one healing moves, the dead nodes' units first (a healing whose
+    dead units alone need more does nothing and alerts); `min_gap`: no healing publishes within
+    this long of the previous one (a later report waits); `max_nodes_at_once`: a report naming
+    more nodes than this does nothing and alerts (Cruise Control's fixable-failure threshold);
+    `over_capacity_pct`: a live node reported above this % of its capacity is healed too.
+    """
+
+    enabled: Annotated[bool, _checked(rules.boolean)] = False
+    budget: Annotated[int, _checked(rules.count)] = 8
+    min_gap: Annotated[timedelta, _checked(rules.duration)] = timedelta(minutes=10)
+    max_nodes_at_once: Annotated[int, _checked(rules.count)] = 1
+    over_capacity_pct: Annotated[float, _checked(rules.over_capacity_pct)] = 150.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_table_of_known_fields(cls, raw: Any, info: ValidationInfo) -> Any:
+        return _known_table(cls, raw, info)
+
+
+@dataclass(frozen=True, config=_CONFIG)
 class ExecutionConfig:
     """`[jobs.<id>.execution]`: how the runtime applies a plan (placement/waves.py).
 
@@ -210,6 +234,13 @@ class JobConfig:
     constraints: Annotated[Constraints | None, _checked(_constraints)] = None
     # Stable plans: the no-op band, the per-unit cooldown, the oscillation window.
     stability: StabilityConfig | None = None
+    # A human approves each plan between plan and publish (Airflow's human-in-the-loop
+    # ApprovalOperator, dags/reconfigure.py); without an answer within `approval_timeout` the
+    # plan is rejected as "timed out" and nothing is published (docs/operations.md, "Approval").
+    approval: Annotated[bool, _checked(rules.flag)] = False
+    approval_timeout: Annotated[timedelta, _checked(rules.approval_timeout)] = timedelta(hours=1)
+    # Healing between periods: dead or far-over-capacity nodes re-placed out of schedule.
+    healing: HealingConfig = field(default_factory=HealingConfig)
 
     @model_validator(mode="before")
     @classmethod

@@ -14,6 +14,9 @@ scheduler, dag-processor, triggerer; SQLite; free ports), with two small synthet
   minutes, so its runs are the backfill's and the recovery's, made with the docs' commands run
   in bash after `eval "$(.venv/bin/python -m reconf.services env)"` with a PATH that has no
   `airflow` on it.
+- `mend`, SPL 1 min with healing on (min_gap 75 s): the last tests land its periods by hand and
+  kill its nodes in the runtime stand-in; its healing DAG `heal_mend` runs on the health
+  reports' asset events (dags/healing.py).
 
 The tests run in file order and build on each other (one Airflow, one history: the fill tests
 count on the backfill's versions). Every check reads what an operator would: the metadata DB's runs and task states, the task logs,
@@ -39,6 +42,7 @@ import pytest
 from reconf.procs import free_port
 from reconf.services import Ports, down, up
 from reconf.settings import make_source
+from runtime.synthetic import SyntheticJob
 from schemas.config import PROJECT_ROOT, Paths, resolve_job
 from schemas.landing import KEYGROUPS, format_period_end
 from schemas.manifest import read_latest_version, read_manifest
@@ -75,7 +79,20 @@ spl = "1h"
 start_date = 2026-01-01T00:00:00Z
 catchup_periods = 0
 landing_timeout = "10s"
+
+[jobs.mend]
+spl = "1m"
+start_date = {start}
+landing_timeout = "9m"
+source = {{ kind = "synthetic", operators = 2, keygroups_per_operator = 4, nodes = 4, seed = 7, varies = 30 }}
+
+[jobs.mend.healing]
+enabled = true
+budget = 8
+min_gap = "{gap}s"
+max_nodes_at_once = 1
 """
+MEND, GAP = "mend", timedelta(seconds=75)
 
 
 def _stamp(at: datetime) -> str:
@@ -177,7 +194,7 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
     now = datetime.now(UTC)
     start = datetime(now.year, now.month, now.day, now.hour, now.minute, tzinfo=UTC)
     config = root / "jobs.toml"
-    config.write_text(CONFIG.format(start=_stamp(start)))
+    config.write_text(CONFIG.format(start=_stamp(start), gap=int(GAP.total_seconds())))
     ports = Ports(airflow=free_port(), mlflow=free_port(), spark_connect=free_port())
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("AIRFLOW", "RECONF_SPARK", "PYTHONPATH"))}
@@ -194,7 +211,8 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
            timeout_s=600)
         handle = Airflow(paths, dict(env), runtime)
         deadline = time.monotonic() + 300
-        while len(handle.query("SELECT dag_id FROM dag WHERE dag_id LIKE 'reconfigure_%'")) < 3:
+        while len(handle.query("SELECT dag_id FROM dag WHERE dag_id LIKE 'reconfigure_%' "
+                               "OR dag_id = 'heal_mend'")) < 5:
             assert time.monotonic() < deadline, "the dag-processor never parsed the DAGs"
             time.sleep(2)
         runtime.start()
@@ -382,3 +400,127 @@ def test_the_docs_recipe_for_a_lost_period_skips_it_and_the_next_cycle_runs(airf
     assert read_latest_version(airflow.paths.published, FILL) == before + 1
     assert read_manifest(airflow.paths.published, FILL, before + 1).period_end == \
         format_period_end(_fill_period(6))  # nothing was published for the lost period
+
+
+# -- healing between periods: job `mend` ---------------------------------------------------------
+
+
+def _deferred_run(airflow: Airflow, dag_id: str, task_id: str, after: str = "",
+                  timeout_s: float = 420) -> tuple[str, str, str, str]:
+    """The DAG's newest run (with logical date > `after`, when given) whose `task_id` waits
+    deferred in the triggerer."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for run in reversed(airflow.runs(dag_id)):
+            if run[0] > after and run[2] in ("queued", "running") and airflow.task_states(
+                    dag_id, run[3]).get(task_id) == "deferred":
+                return run
+        assert time.monotonic() < deadline, (dag_id, airflow.runs(dag_id))
+        time.sleep(1)
+
+
+def _heal_runs(airflow: Airflow) -> list[tuple[str, str, str]]:
+    """(run id, state, run type) of heal_mend's runs, oldest first."""
+    return [(r, s, t) for r, s, t in airflow.query(
+        "SELECT run_id, state, run_type FROM dag_run WHERE dag_id = 'heal_mend' ORDER BY id")]
+
+
+def _wait_heal_run(airflow: Airflow, count: int, timeout_s: float = 420) -> tuple[str, str, str]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        runs = _heal_runs(airflow)
+        if len(runs) >= count and runs[count - 1][1] in ("success", "failed"):
+            return runs[count - 1]
+        assert time.monotonic() < deadline, (runs, airflow.log_tails("heal_mend", runs[-1][0])
+                                             if runs else "no heal_mend run")
+        time.sleep(2)
+
+
+def _mend_runtime(paths: Paths) -> SyntheticJob:
+    runtime = _mend_runtime(paths)
+    assert isinstance(runtime, SyntheticJob)
+    return runtime
+
+
+def _holder(assignment: dict[str, str], avoid: set[str]) -> str:
+    """The node holding the most units (ties: the first by name), other than `avoid`."""
+    nodes = sorted(set(assignment.values()) - avoid)
+    return max(nodes, key=lambda n: sum(1 for m in assignment.values() if m == n))
+
+
+def test_a_killed_node_is_healed_out_of_schedule_before_the_next_period(airflow: Airflow) -> None:
+    """The runtime stand-in kills a node: the health report's asset event runs heal_mend, which
+    publishes a version without the node (and terminating it) while the next scheduled period
+    still waits; that period then plans from the healing version."""
+    paths = airflow.paths
+    runtime = _mend_runtime(paths)
+    airflow.shell("airflow dags unpause reconfigure_mend\nairflow dags unpause heal_mend")
+    first = _deferred_run(airflow, "reconfigure_mend", "wait_for_landing")
+    at = datetime.fromisoformat(first[0]).replace(tzinfo=UTC)
+    runtime.land_period(paths.landing, at)
+    done = airflow.wait_for_run("reconfigure_mend", at, ("success", "failed"))
+    assert done[2] == "success", airflow.log_tails("reconfigure_mend", done[3])
+    assert read_latest_version(paths.published, MEND) == 1
+    runtime.apply_latest(paths.published)
+    v1 = read_manifest(paths.published, MEND, 1)
+    dead = _holder(dict(v1.assignment), set())
+    report = runtime.kill_node(paths.landing, dead, datetime.now(UTC))
+
+    healed = _wait_heal_run(airflow, 1)
+    assert healed[1] == "success" and healed[2] == "asset_triggered", \
+        airflow.log_tails("heal_mend", healed[0])
+    v2 = read_manifest(paths.published, MEND, 2)
+    assert dead not in v2.assignment.values() and v2.scaling.nodes_to_terminate == (dead,)
+    assert read_latest_version(paths.published, MEND) == 2
+    log = airflow.log("heal_mend", healed[0], "heal")
+    assert f"report {report.stem} ({dead}): published v2" in log
+    # before the next scheduled period: its run waits for its landing, nothing published by it
+    nxt = _deferred_run(airflow, "reconfigure_mend", "wait_for_landing", after=first[0])
+    assert nxt[1] == "scheduled" and (
+        datetime.fromisoformat(nxt[0]).replace(tzinfo=UTC) - at) % timedelta(minutes=1) == \
+        timedelta(0)  # the grid kept
+    (event,) = [json.loads(e) for (e,) in airflow.query(
+        "SELECT extra FROM asset_event WHERE source_run_id = ?", healed[0])]
+    assert event["healings"][0]["version"] == 2  # the assignment asset: deployers see it
+
+    applied = runtime.apply_latest(paths.published)
+    assert applied.version == 2 and dead not in runtime.state.nodes
+    end = datetime.fromisoformat(nxt[0]).replace(tzinfo=UTC)
+    runtime.land_period(paths.landing, end)
+    after = airflow.wait_for_run("reconfigure_mend", end, ("success", "failed"))
+    assert after[2] == "success", airflow.log_tails("reconfigure_mend", after[3])
+    v3 = read_manifest(paths.published, MEND, 3)
+    assert v3.period_end == format_period_end(end) and dead not in v3.assignment.values()
+
+
+def test_a_second_failure_inside_the_minimum_gap_waits_for_it(airflow: Airflow) -> None:
+    paths = airflow.paths
+    runtime = _mend_runtime(paths)
+    runtime.apply_latest(paths.published)
+    first_heal = read_manifest(paths.published, MEND, 2)
+    healed_at = datetime.fromisoformat(first_heal.created_at.replace("Z", "+00:00"))
+    newest = read_latest_version(paths.published, MEND) or 0
+    victim = _holder(dict(runtime.assignment), set())
+    killed_at = datetime.now(UTC)
+    runtime.kill_node(paths.landing, victim, killed_at)
+    if killed_at < healed_at + GAP:  # inside the gap: the run waits in the triggerer
+        deadline = time.monotonic() + 120
+        while True:
+            runs = _heal_runs(airflow)
+            if len(runs) >= 2 and airflow.task_states("heal_mend", runs[1][0]).get(
+                    "wait_for_gap") == "deferred":
+                break
+            assert time.monotonic() < deadline, runs
+            time.sleep(1)
+        assert read_latest_version(paths.published, MEND) == newest  # nothing healed meanwhile
+        assert "waiting until" in airflow.log("heal_mend", runs[1][0], "wait_for_gap")
+    healed = _wait_heal_run(airflow, 2, timeout_s=420)
+    assert healed[1] == "success", airflow.log_tails("heal_mend", healed[0])
+    version = read_latest_version(paths.published, MEND) or 0
+    second = next(read_manifest(paths.published, MEND, v) for v in range(version, newest, -1)
+                  if read_manifest(paths.published, MEND, v).scaling.nodes_to_terminate)
+    assert second.scaling.nodes_to_terminate == (victim,)
+    assert victim not in second.assignment.values()
+    published_at = datetime.fromisoformat(second.created_at.replace("Z", "+00:00"))
+    assert published_at >= healed_at + GAP  # never inside the gap
+    airflow.shell("airflow dags pause reconfigure_mend\nairflow dags pause heal_mend")
