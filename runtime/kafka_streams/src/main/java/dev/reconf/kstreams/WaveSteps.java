@@ -74,11 +74,13 @@ final class WaveSteps {
 
     /** Start {@code m}'s waves from {@code running}; the assignment to hand out now. */
     Map<String, String> start(Manifest m, Map<String, String> running, Applied applied,
-                              Map<String, Map<String, Long>> lags) throws IOException {
+                              Rollout previous, Map<String, Map<String, Long>> lags)
+            throws IOException {
         Rollout r = new Rollout(job, m.version(), m.planId(), Instant.now().toString(),
             Rollout.rebase(m, running), running);
         LOG.info("reconf: job {} starts the {} wave(s) of v{} (from {})", job, r.plan.size(),
-            m.version(), applied == null ? "the default assignor" : "v" + applied.version());
+            m.version(), previous != null ? "the partial assignment of v" + previous.version
+                : applied == null ? "the default assignor" : "v" + applied.version());
         if (consumeStop()) {
             return stopped(r);
         }
