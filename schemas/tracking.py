@@ -70,6 +70,9 @@ class Tag:
     NOTE: Final = "mlflow.note.content"
     PARENT_RUN: Final = "mlflow.parentRunId"
     EXPERIMENT_KIND: Final = "mlflow.experimentKind"
+    RUN_NAME: Final = "mlflow.runName"
+    #: an experiment's saved runs-table view: `SHARED_VIEW_PREFIX` + its key
+    SHARED_VIEW_PREFIX: Final = "mlflow.sharedViewState."
 
 
 class Artifact:
