@@ -35,7 +35,7 @@ from runtime.kafka_streams.cluster import AppSpec, Cluster, wait_for
 from runtime.kafka_streams.lag import LagSampler
 from runtime.kafka_streams.spec import KStreamsSpec
 from runtime.kafka_streams.stats import calibration, period_figures, tables
-from runtime.kafka_streams.waves import await_waves, partial, report
+from runtime.kafka_streams.waves import await_waves, partial, report, started_ms
 from runtime.source import ApplyResult, RuntimeState, write_period
 from schemas.landing import format_period_end
 from schemas.manifest import atomic_write_bytes
@@ -239,6 +239,8 @@ class KafkaStreamsJob:
         took = time.monotonic() - t0
         moved = tuple(sorted(t for t, n in target.items() if current.assignment.get(t) != n))
         applied_at = int((cluster.applied() or {}).get("applied_at_ms", 0))
+        if manifest.schedule is not None:  # its restores ran from the first wave on
+            applied_at = min(applied_at, started_ms(cluster, manifest.version))
         # a restore is reported when it ends (an empty changelog may report none)
         with contextlib.suppress(TimeoutError):
             wait_for(lambda: self._restored(cluster, set(moved), applied_at), 30,

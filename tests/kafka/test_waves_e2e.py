@@ -131,6 +131,7 @@ def test_schedule_waves_in_order_then_stop_between_waves(
         assert "moved in 3 wave(s)" in applied.reason
         record = json.loads((source.app_dir / "periods" / "apply-v2.json").read_text())
         assert [sorted(r["moved"]) for r in record["waves"]] == waves
+        assert record["restored_records"] > 0  # restores of every wave, not only after the last
         report = read_runtime_report(source.land_period(landing, P1 + STEP))
         assert report is not None and report.version == 2 and report.assignment is None
         execution: Any = report.execution
