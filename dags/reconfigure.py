@@ -34,6 +34,7 @@ from typing import Any
 from airflow.sdk import DAG, Asset, Param, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from reconf.assets import assignment_asset
 from reconf.landing_wait import WaitForLanding, missed_message
 from reconf.mlflow_link import MlflowRunLink
 from reconf.timetable import PeriodGridTimetable
@@ -48,12 +49,6 @@ RETRY_BACKOFF = 2.0  # 30 s, 60 s, 120 s, ... capped at MAX_RETRY_DELAY
 MAX_RETRY_DELAY = timedelta(minutes=10)
 MAX_TIME_LIMIT_S = 600.0  # the largest solver time limit a manual run may ask for
 SPARK_CONN_ID = "reconf_spark"
-
-
-def assignment_asset(job_id: str) -> Asset:
-    """The Asset a job's publish task updates; schedule a runtime deployer on it."""
-    return Asset(uri=f"reconf://{job_id}/assignment", name=f"reconf_{job_id}_assignment",
-                 group="reconf")
 
 
 def _period_end(context: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from jobs.tracking.ui_links import experiment_url, run_url
 from schemas.config import Paths
 from schemas.errors import ReconfError
 from schemas.headline import bound_of, headline, objective_for, values_of
@@ -220,7 +221,8 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
         "job_id": job_id, "period_end": stamp,
         "run": {"id": rid, "name": run.info.run_name, "experiment_id": experiment_id,
                 "status": run.info.status,
-                "url": f"{mlflow_ui_base()}/#/experiments/{experiment_id}/runs/{rid}"},
+                "url": run_url(mlflow_ui_base(), experiment_id, rid),
+                "runs_table": experiment_url(mlflow_ui_base(), experiment_id)},
         "strategy": param.get("strategy"), "solver_status": tags.get(Tag.SOLVER_STATUS),
         "objective": _objective(param.get("strategy"), metrics),
         "solve_time_s": metrics.get("solve_time_s"),
@@ -334,6 +336,7 @@ def format_report(r: dict[str, Any]) -> str:
     lines = [
         f"{run['name']}: plan {r['plan_id']}, MLflow run {run['id']} ({run['status'].lower()})",
         f"  open: {run['url']}",
+        f"  runs table (key metrics): {run['runs_table']}",
         f"  objective: {r['objective']['headline']} [{r['objective']['unit']}]",
         f"  strategy {r['strategy']} (solver {r['solver_status']}, "
         f"{_f(r['solve_time_s'], '.2f')} s); budget max_migrations="

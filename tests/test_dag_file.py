@@ -112,7 +112,8 @@ def _dag_module() -> ModuleType:
 def test_one_dag_per_job_with_schedule_and_order(two_jobs: Path) -> None:
     bag = _bag(DAG_DIR)
     assert bag.import_errors == {}
-    assert sorted(bag.dag_ids) == ["reconfigure_alpha", "reconfigure_beta"]
+    assert sorted(bag.dag_ids) == ["reconfigure_alpha", "reconfigure_beta",
+                                   "rollback_alpha", "rollback_beta"]  # dags/rollback.py
     alpha, beta = bag.dags["reconfigure_alpha"], bag.dags["reconfigure_beta"]
     assert alpha.max_active_runs == 1 and beta.max_active_runs == 1
     from reconf.timetable import PeriodGridTimetable
@@ -184,7 +185,8 @@ def test_params_default_to_the_job_config_and_are_validated(two_jobs: Path) -> N
 
 def test_bad_jobs_get_no_dag_and_one_import_error_naming_file_and_fields(bad_jobs: Path) -> None:
     bag = _bag(DAG_DIR)
-    assert sorted(bag.dag_ids) == ["reconfigure_good", "reconfigure_good_2"]
+    assert sorted(bag.dag_ids) == ["reconfigure_good", "reconfigure_good_2", "rollback_good",
+                                   "rollback_good_2"]
     (path, message), = bag.import_errors.items()
     assert Path(path).name == CHECK_FILE.name  # not reconfigure.py: its DAGs stay schedulable
     assert f"{bad_jobs}: jobs.zero.spl: must be a positive duration" in message
@@ -299,7 +301,7 @@ def test_the_fixture_covers_every_registered_strategy(every_strategy: Path) -> N
         assert params != get_spec(name).params(), name
 
 
-@pytest.mark.parametrize("dag_file", [DAG_FILE, CHECK_FILE])
+@pytest.mark.parametrize("dag_file", [DAG_FILE, CHECK_FILE, DAG_DIR / "rollback.py"])
 def test_dag_files_import_nothing_heavy(every_strategy: Path, dag_file: Path) -> None:
     # The config check imports the strategies' params classes (pydantic only) and the package
     # `__init__`s they sit in (lazy), nothing else of the planner: no solver, METIS or numpy,

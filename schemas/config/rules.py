@@ -121,6 +121,29 @@ def ceiling_pct(value: object) -> float:
     return pct
 
 
+def count(value: object) -> int:
+    """A whole number >= 1 that has a default (a budget of moves, a number of nodes)."""
+    found = whole(value)
+    if found < 1:
+        raise Rule(f"must be a whole number >= 1, got {value!r}")
+    return found
+
+
+def boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise Rule(f"must be true or false, got {value!r}")
+    return value
+
+
+def over_capacity_pct(value: object) -> float:
+    """A utilisation in % of a node's capacity above full (100), at most MAX_CEILING_PCT."""
+    pct = number(value)
+    if not 100 < pct <= MAX_CEILING_PCT:
+        raise Rule(f"must be a utilisation in % of a node's capacity above 100 (full) and at "
+                   f"most {MAX_CEILING_PCT}, e.g. 150, got {value!r}")
+    return pct
+
+
 def positive(value: object) -> float:
     limit = number(value)
     if limit <= 0:
