@@ -168,7 +168,7 @@ def test_the_request_shows_the_plan_and_rejecting_it_publishes_nothing(airflow: 
     body, mlflow_run = waiting["body"], _plan_row(airflow, 1)["mlflow_run_id"]
     assert f"plan {JOB}@{format_period_end(_period(1))}: milp" in body  # the plan's summary line
     assert "load distance" in body and "greedy" in body and "milp" in body  # the what-if ranking
-    assert f"[{mlflow_run}](http://" in body and f"/runs/{mlflow_run})" in body  # its MLflow run
+    assert f"[{mlflow_run}](http://" in body and f"/runs/{mlflow_run}" in body  # its MLflow run
     assert f"within 0:00:{TIMEOUT_S}" in body
     assert airflow.task_states(DAG_ID, run_id).get("publish") in (None, "None")  # not yet
     answer = _answer(airflow, run_id, {"chosen_options": ["Reject"],
