@@ -260,6 +260,10 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
                        "manifest": tags.get(Tag.MANIFEST)}
                       if Tag.ASSIGNMENT_VERSION in tags else None),
         "publish_status": tags.get(Tag.PUBLISH_STATUS),
+        # a job with approval (jobs/publish/approval.py): the human's answer, or its timeout
+        "approval": ({"outcome": tags[Tag.APPROVAL], "reason": tags.get(Tag.APPROVAL_REASON, ""),
+                      "by": tags.get(Tag.APPROVAL_BY) or None, "at": tags.get(Tag.APPROVAL_AT, "")}
+                     if Tag.APPROVAL in tags else None),
         "plan_id": tags.get(Tag.PLAN_ID, f"{job_id}@{stamp}"),
         "published_as": ({"assignment_version": int(tags[Tag.PUBLISHED_VERSION]),
                           "plan_id": tags.get(Tag.PUBLISHED_PLAN_ID)}
@@ -402,12 +406,20 @@ def format_report(r: dict[str, Any]) -> str:
     lines.append("  Airflow: " + (
         f"dag {a.get('dag_id')}, run {a.get('run_id')}, try {a.get('try_number', '?')}"
         + (f", {a['url']}" if a.get("url") else "") if a else "not run by Airflow (manual cycle)"))
+    ap = r.get("approval")
+    if ap:
+        from jobs.publish.approval import Decision
+
+        lines.append(f"  approval: {Decision(ap['outcome'], ap['reason'], ap['by'], ap['at']).line()}")
     p = r["published"]
     if p:
         lines.append(f"  published: assignment v{p['assignment_version']} ({p['manifest']})")
     elif r["publish_status"] == "historical":
         lines.append("  published: no, historical (a later period was already published; "
                      "LATEST was not moved back)")
+    elif r["publish_status"] in ("rejected", "timed_out"):
+        lines.append(f"  published: no, {r['publish_status'].replace('_', ' ')} at approval "
+                     "(never published; planning the period again asks again)")
     elif r["publish_status"] == "not_published" and r.get("published_as"):
         s = r["published_as"]
         lines.append(f"  published: no, an attempt made beside the period's published plan "
