@@ -147,8 +147,13 @@ def test_each_familys_run_page_leads_with_its_objective(
         (By.CSS_SELECTOR, "button[data-testid='show-comment-toggle']")), "description toggle")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", toggle)
     toggle.click()
-    body = _wait_body(browser, "What-if: other strategies on the same state")
-    assert "utilisation_pct/" not in body
+    _wait_body(browser, "What-if: other strategies on the same state")
+    table = browser.find_element(By.XPATH, (  # the description's what-if table
+        "//*[normalize-space(text())='What-if: other strategies on the same state']"
+        "/following::table[1]")).text
+    assert table.splitlines()[0].startswith("strategy status rank"), table[:300]
+    # per-node metrics are the run's metrics (a chart section), never the table's columns
+    assert "utilisation_pct/" not in table and "vws/" not in table
 
     # each shadow's name links to its child run; the link opens it, its one-line description
     links = _until(browser, lambda d: d.find_elements(
