@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategy", default="greedy", help="the planner (greedy)")
     parser.add_argument("--noise", type=float, default=0.3, metavar="F",
                         help="each unit's measured load is its true load × U(1−F, 1+F) (0.3)")
+    parser.add_argument("--node-noise", type=float, default=0.5, metavar="F",
+                        help="each node's measured load is × U(1−F, 1+F) too, one factor per "
+                             "node and period, for every unit on it (0.5)")
     parser.add_argument("--band", type=float, default=2.0, metavar="LD",
                         help="the stable variant's no-op band in percentage points (2)")
     parser.add_argument("--cooldown", type=int, default=3, metavar="N",
@@ -63,8 +66,10 @@ def run_variant(args: argparse.Namespace, workdir: Path, stable: bool, periods: 
     version, moves, back, lds = 0, 0, 0, []
     for period in landed_periods(runtime, spec, config, workdir / name / "landing", periods):
         true: ClusterState = period.state
+        node = {n.id: rng.uniform(1 - args.node_noise, 1 + args.node_noise) for n in true.nodes}
         noisy = replace(true, keygroups=tuple(
-            replace(k, load=k.load * rng.uniform(1 - args.noise, 1 + args.noise))
+            replace(k, load=k.load * rng.uniform(1 - args.noise, 1 + args.noise)
+                    * node[true.assignment[k.id]])
             for k in true.keygroups))
         plan = get_strategy(args.strategy)(noisy, Budget(max_migrations=args.budget),
                                            time_limit_s=2.0)
@@ -78,7 +83,7 @@ def run_variant(args: argparse.Namespace, workdir: Path, stable: bool, periods: 
         version = publish_and_apply(runtime, workdir / name / "published", job_id, version,
                                     period, plan, args.strategy)
     return {"variant": name, "strategy": args.strategy, "periods": periods,
-            "noise": args.noise, "band": policy.band, "cooldown": policy.cooldown,
+            "noise": args.noise, "node_noise": args.node_noise, "band": policy.band, "cooldown": policy.cooldown,
             "moves": moves, "moves_per_period": moves / periods, "moved_back": back,
             "mean_ld": sum(lds) / len(lds), "final_ld": lds[-1]}
 
