@@ -52,6 +52,11 @@ class Tag:
     HEALING_NODES: Final = "reconf.healing.nodes"
     HEALING_STATUS: Final = "reconf.healing.status"
     BUDGET_OVERRIDE: Final = "reconf.budget.override"
+    #: a job with approval (jobs/publish/approval.py): approved / rejected / timed_out, why, who, when
+    APPROVAL: Final = "reconf.approval"
+    APPROVAL_REASON: Final = "reconf.approval.reason"
+    APPROVAL_BY: Final = "reconf.approval.by"
+    APPROVAL_AT: Final = "reconf.approval.at"
     #: the plan's move schedule (placement/waves.py): waves, and waves over the ceiling
     SCHEDULE_WAVES: Final = "reconf.schedule.waves"
     SCHEDULE_OVER_CEILING: Final = "reconf.schedule.over_ceiling"

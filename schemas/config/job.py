@@ -168,12 +168,15 @@ class ExecutionConfig:
     `max_bytes_per_wave` state bytes, and no wave may take a node over `ceiling_pct` % of its
     capacity. The defaults throttle only the per-node concurrency (5, as Cruise Control's
     `num.concurrent.partition.movements.per.broker`); a job sets a ceiling to have one.
+    `max_bytes_per_second` paces the waves: the runtime moves state no faster than that many
+    bytes per second (each wave lasts at least its bytes / the rate; runtime/execution.py).
     """
 
     max_moves_per_node: Annotated[int | None, _checked(rules.at_least_one, optional=True)] = 5
     max_moves_per_wave: Annotated[int | None, _checked(rules.at_least_one, optional=True)] = None
     max_bytes_per_wave: Annotated[float | None, _checked(rules.positive, optional=True)] = None
     ceiling_pct: Annotated[float | None, _checked(rules.ceiling_pct, optional=True)] = None
+    max_bytes_per_second: Annotated[float | None, _checked(rules.positive, optional=True)] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -184,7 +187,7 @@ class ExecutionConfig:
     def limits(self) -> WaveLimits:
         """The wave planner's limits (schemas/schedule.py)."""
         return WaveLimits(self.max_moves_per_node, self.max_moves_per_wave,
-                          self.max_bytes_per_wave, self.ceiling_pct)
+                          self.max_bytes_per_wave, self.ceiling_pct, self.max_bytes_per_second)
 
 
 @dataclass(frozen=True, config=_CONFIG)
@@ -234,6 +237,11 @@ class JobConfig:
     constraints: Annotated[Constraints | None, _checked(_constraints)] = None
     # Stable plans: the no-op band, the per-unit cooldown, the oscillation window.
     stability: StabilityConfig | None = None
+    # A human approves each plan between plan and publish (Airflow's human-in-the-loop
+    # ApprovalOperator, dags/reconfigure.py); without an answer within `approval_timeout` the
+    # plan is rejected as "timed out" and nothing is published (docs/operations.md, "Approval").
+    approval: Annotated[bool, _checked(rules.flag)] = False
+    approval_timeout: Annotated[timedelta, _checked(rules.approval_timeout)] = timedelta(hours=1)
     # Healing between periods: dead or far-over-capacity nodes re-placed out of schedule.
     healing: HealingConfig = field(default_factory=HealingConfig)
 

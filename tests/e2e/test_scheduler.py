@@ -1,8 +1,8 @@
 """Through the real Airflow scheduler: scheduled runs on the period grid, a late and a missed
-landing, a backfill and the docs' recovery recipe, the way operators run them.
+landing, a backfill, the docs' recovery recipe and a rollback, the way operators run them.
 
 One Airflow for the module, started as `make up` starts it (reconf.services: api-server,
-scheduler, dag-processor, triggerer; SQLite; free ports), with two small synthetic jobs:
+scheduler, dag-processor, triggerer; SQLite; free ports), with four small synthetic jobs:
 
 - `tick`, SPL 30 s, starting at the fixture's clock: a runtime stand-in thread lands each period
   as wall-clock time passes it (applying the newest published version first, as a runtime
@@ -17,6 +17,8 @@ scheduler, dag-processor, triggerer; SQLite; free ports), with two small synthet
 - `mend`, SPL 1 min with healing on (min_gap 75 s): the last tests land its periods by hand and
   kill its nodes in the runtime stand-in; its healing DAG `heal_mend` runs on the health
   reports' asset events (dags/healing.py).
+- `back`, like `fill`: v1..v3 published by the stages in-process, then its manual rollback DAG
+  `rollback_back` triggered with params (the docs' command), through the scheduler.
 
 The tests run in file order and build on each other (one Airflow, one history: the fill tests
 count on the backfill's versions). Every check reads what an operator would: the metadata DB's runs and task states, the task logs,
@@ -27,9 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -43,15 +42,14 @@ from reconf.procs import free_port
 from reconf.services import Ports, down, up
 from reconf.settings import make_source
 from runtime.synthetic import SyntheticJob
-from schemas.config import PROJECT_ROOT, Paths, resolve_job
+from schemas.config import Paths, resolve_job
 from schemas.landing import KEYGROUPS, format_period_end
 from schemas.manifest import read_latest_version, read_manifest
 
+from .scheduler_kit import BACK, FILL, LATE, MISSED, SPL, TICK, Airflow, Runtime, _stamp
+
 pytestmark = [pytest.mark.e2e]
 
-SPL = timedelta(seconds=30)
-TICK, LATE, FILL = "tick", "late", "fill"
-MISSED = 4  # tick's period (k of start + k*SPL) that never lands
 FILL_T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CONFIG = """\
 [defaults]
@@ -91,101 +89,14 @@ enabled = true
 budget = 8
 min_gap = "{gap}s"
 max_nodes_at_once = 1
+
+[jobs.back]
+spl = "1h"
+start_date = 2026-01-01T00:00:00Z
+catchup_periods = 0
+max_migrations = 8
 """
 MEND, GAP = "mend", timedelta(seconds=75)
-
-
-def _stamp(at: datetime) -> str:
-    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class Runtime(threading.Thread):
-    """The runtime stand-in of `tick`: lands each period once wall-clock time passes its end."""
-
-    def __init__(self, paths: Paths, start: datetime) -> None:
-        super().__init__(daemon=True)
-        self.paths, self.origin = paths, start
-        self.landed: dict[int, float] = {}  # k -> wall time it landed
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-
-    def period(self, k: int) -> datetime:
-        return self.origin + k * SPL
-
-    def run(self) -> None:
-        try:
-            source = make_source(resolve_job(TICK), self.paths)
-            k = 1
-            while not self.stop.is_set():
-                if datetime.now(UTC) < self.period(k):
-                    time.sleep(0.5)
-                    continue
-                if k != MISSED:
-                    source.apply_latest(self.paths.published)
-                    source.land_period(self.paths.landing, self.period(k))
-                    self.landed[k] = time.time()
-                k += 1
-        except BaseException as exc:  # surfaced by the tests
-            self.error = exc
-
-
-class Airflow:
-    """The module's Airflow: its home, and how the tests and the docs' commands reach it."""
-
-    def __init__(self, paths: Paths, env: dict[str, str], runtime: Runtime) -> None:
-        self.paths, self.env, self.runtime = paths, env, runtime
-
-    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        conn = sqlite3.connect(f"file:{self.paths.airflow / 'airflow.db'}?mode=ro", uri=True, timeout=60)
-        try:
-            return list(conn.execute(sql, params).fetchall())
-        finally:
-            conn.close()
-
-    def shell(self, commands: str, timeout: float = 300) -> str:
-        """`commands` in bash after the docs' env line, with no `airflow` on PATH before it."""
-        script = f'set -e\neval "$(.venv/bin/python -m reconf.services env)"\n{commands}\n'
-        done = subprocess.run(["bash", "-c", script], env=self.env, cwd=PROJECT_ROOT,
-                              capture_output=True, text=True, timeout=timeout, check=False)
-        assert done.returncode == 0, f"{commands}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        return done.stdout
-
-    def runs(self, dag_id: str) -> list[tuple[str, str, str, str]]:
-        """(logical date, run type, state, run id) of the DAG's runs, oldest period first."""
-        return [(str(d)[:19], t, s, r) for d, t, s, r in self.query(
-            "SELECT logical_date, run_type, state, run_id FROM dag_run WHERE dag_id = ? "
-            "ORDER BY logical_date", dag_id)]
-
-    def run_of(self, dag_id: str, at: datetime) -> tuple[str, str, str, str] | None:
-        key = at.strftime("%Y-%m-%d %H:%M:%S")
-        return next((r for r in self.runs(dag_id) if r[0] == key), None)
-
-    def task_states(self, dag_id: str, run_id: str) -> dict[str, str]:
-        return {t: str(s) for t, s in self.query(
-            "SELECT task_id, state FROM task_instance WHERE dag_id = ? AND run_id = ?", dag_id, run_id)}
-
-    def wait_for_run(self, dag_id: str, at: datetime, states: tuple[str, ...],
-                     timeout_s: float = 420) -> tuple[str, str, str, str]:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            assert self.runtime.error is None, self.runtime.error
-            run = self.run_of(dag_id, at)
-            if run is not None and run[2] in states:
-                return run
-            assert time.monotonic() < deadline, (
-                f"{dag_id} run of {at}: {run} not in {states} after {timeout_s} s; runs: "
-                f"{self.runs(dag_id)}\n{self.log_tails(dag_id, run[3] if run else '')}")
-            time.sleep(2)
-
-    def log(self, dag_id: str, run_id: str, task_id: str) -> str:
-        found = sorted((self.paths.airflow / "logs").glob(
-            f"dag_id={dag_id}/run_id={run_id}/task_id={task_id}/*.log"))
-        return "\n".join(p.read_text(errors="replace") for p in found)
-
-    def log_tails(self, dag_id: str, run_id: str) -> str:
-        found = sorted((self.paths.airflow / "logs").glob(f"dag_id={dag_id}/run_id={run_id}/task_id=*/*.log"))
-        return "\n".join(f"--- {p.parent.name}\n" + "\n".join(
-            p.read_text(errors="replace").splitlines()[-12:]) for p in found)
 
 
 @pytest.fixture(scope="module")
@@ -211,8 +122,8 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
            timeout_s=600)
         handle = Airflow(paths, dict(env), runtime)
         deadline = time.monotonic() + 300
-        while len(handle.query("SELECT dag_id FROM dag WHERE dag_id LIKE 'reconfigure_%' "
-                               "OR dag_id = 'heal_mend'")) < 5:
+        while len(handle.query("SELECT dag_id FROM dag WHERE dag_id LIKE 'reconfigure_%' OR "
+                               "dag_id LIKE 'rollback_%' OR dag_id = 'heal_mend'")) < 11:
             assert time.monotonic() < deadline, "the dag-processor never parsed the DAGs"
             time.sleep(2)
         runtime.start()
@@ -437,7 +348,7 @@ def _wait_heal_run(airflow: Airflow, count: int, timeout_s: float = 420) -> tupl
 
 
 def _mend_runtime(paths: Paths) -> SyntheticJob:
-    runtime = _mend_runtime(paths)
+    runtime = make_source(resolve_job(MEND), paths)
     assert isinstance(runtime, SyntheticJob)
     return runtime
 
@@ -524,3 +435,67 @@ def test_a_second_failure_inside_the_minimum_gap_waits_for_it(airflow: Airflow) 
     published_at = datetime.fromisoformat(second.created_at.replace("Z", "+00:00"))
     assert published_at >= healed_at + GAP  # never inside the gap
     airflow.shell("airflow dags pause reconfigure_mend\nairflow dags pause heal_mend")
+
+
+def _newest_run(airflow: Airflow, dag_id: str, after: int, timeout_s: float = 300
+                ) -> tuple[int, str, str]:
+    """(id, run id, state) of the DAG's first run with id > `after`, once it has ended."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        runs = airflow.query("SELECT id, run_id, state FROM dag_run WHERE dag_id = ? AND id > ? "
+                             "ORDER BY id LIMIT 1", dag_id, after)
+        if runs and runs[0][2] in ("success", "failed"):
+            return runs[0]
+        assert time.monotonic() < deadline, f"{dag_id}: {runs} after {timeout_s} s"
+        time.sleep(2)
+
+
+def _last_run_id(airflow: Airflow, dag_id: str) -> int:
+    return int(airflow.query("SELECT coalesce(max(id), 0) FROM dag_run WHERE dag_id = ?",
+                             dag_id)[0][0])
+
+
+def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input(
+        airflow: Airflow) -> None:
+    from jobs.run import run_collect, run_plan, run_publish, run_validate
+
+    paths, dag = airflow.paths, "rollback_back"
+    source = make_source(resolve_job(BACK), paths)
+    for k in (1, 2, 3):  # v1..v3, by the stages in this process (the DAG is the rollback's)
+        source.land_period(paths.landing, _fill_period(k))
+        for stage in (run_collect, run_validate, run_plan, run_publish):
+            stage(BACK, _fill_period(k))
+        source.apply_latest(paths.published)
+    assert read_latest_version(paths.published, BACK) == 3
+    v1 = read_manifest(paths.published, BACK, 1)
+    # docs/operations.md, "Rollback through Airflow": the operator's trigger, verbatim
+    before = _last_run_id(airflow, dag)
+    airflow.shell("airflow dags unpause rollback_back\n"
+                  "airflow dags trigger rollback_back --conf '{\"to_version\": 1, \"reason\": "
+                  "\"v3 overloads node-01\"}'")
+    _, run_id, state = _newest_run(airflow, dag, before)
+    assert state == "success", airflow.log_tails(dag, run_id)
+    assert read_latest_version(paths.published, BACK) == 4
+    v4 = read_manifest(paths.published, BACK, 4)
+    assert dict(v4.assignment) == dict(v1.assignment) and v4.schedule is not None
+    assert "published v4 = v1's assignment" in airflow.log(dag, run_id, "rollback")
+    (event,) = [json.loads(e) for (e,) in airflow.query(
+        "SELECT extra FROM asset_event WHERE source_run_id = ?", run_id)]
+    assert event["version"] == 4 and event["rollback_to"] == 1
+    shown = airflow.shell(f".venv/bin/reconf audit --job {BACK} --period-end "
+                          f"{_stamp(_fill_period(3))} --plan-id {v4.plan_id}")
+    assert "rollback to v1: v3 overloads node-01" in shown and "schedule:" in shown
+    assert f"run {run_id}" in shown  # the audit names the Airflow run that made it
+    # bad input fails the run with the CLI's message and publishes nothing
+    for conf, message in (('{"to_version": 9, "reason": "typo"}',
+                           "v9 is not an earlier version: the newest is v4"),
+                          ('{"to_version": 1}', "a rollback needs a reason")):
+        before = _last_run_id(airflow, dag)
+        airflow.shell(f"airflow dags trigger rollback_back --conf '{conf}'")
+        _, run_id, state = _newest_run(airflow, dag, before)
+        log = airflow.log(dag, run_id, "rollback")
+        assert state == "failed" and message in log and "fix:" in log, log[-3000:]
+        assert airflow.task_states(dag, run_id)["rollback"] == "failed"
+        assert read_latest_version(paths.published, BACK) == 4
+        assert not (paths.published / BACK / "v5.json").exists()
+    airflow.shell("airflow dags pause rollback_back")
