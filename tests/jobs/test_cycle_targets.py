@@ -80,11 +80,10 @@ def test_the_documented_command_lines_parse() -> None:
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    first = parser.parse_args(
-        "--sizes 1000 10000 --modes worker+native --no-fleet --targets t10k".split(" "))
+    first = parser.parse_args(["--sizes", "1000", "10000", "--modes", "worker+native",
+                               "--no-fleet", "--targets", "t10k"])
     assert (first.sizes, first.targets, first.no_fleet, first.fanout) == (
         [1000, 10000], ["t10k"], True, 16)
-    second = parser.parse_args(
-        "--sizes 100000 --modes worker+native --no-fleet --targets t32k t100k --fanout 0"
-        .split(" "))
+    second = parser.parse_args(["--sizes", "100000", "--modes", "worker+native", "--no-fleet",
+                                "--targets", "t32k", "t100k", "--fanout", "0"])
     assert second.targets == ["t32k", "t100k"] and second.fanout == 0
