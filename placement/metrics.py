@@ -98,7 +98,9 @@ def collocation_factor(state: ClusterState, assignment: Mapping[str, str]) -> fl
     as traffic that crosses nodes: the factor never overstates the true one."""
     check_assignment(state, assignment)
     cols = state.columns
-    return state.comm.collocation(cols.node_codes(assignment)[cols.comm_unit])
+    # a communication id that is not a unit of the state (an arrival's, after present_state)
+    # has comm_unit -1: the appended -1 gives it no node
+    return state.comm.collocation(np.append(cols.node_codes(assignment), -1)[cols.comm_unit])
 
 
 def plan_metrics(state: ClusterState, assignment: Mapping[str, str]) -> PlanMetrics:
