@@ -68,6 +68,9 @@ class CommEdges(Sequence[Edge]):
         if not (len(self.src) == len(self.dst) == len(self.rate)) or len(self.dropped) != n:
             raise ValueError("communication: src, dst and rate must have one value per edge, "
                              "dropped one per unit")
+        for ends in (self.src, self.dst):
+            if len(ends) and (int(ends.min()) < 0 or int(ends.max()) >= n):
+                raise ValueError("communication: an edge end is not a unit of the vocabulary")
         for name in ("src", "dst", "rate", "dropped"):
             _frozen(getattr(self, name))
         bad = ~(np.isfinite(self.rate) & (self.rate >= 0))
@@ -294,6 +297,12 @@ class PairRates(Mapping[tuple[str, str], float]):
         if at >= len(self._sorted) or self._sorted[at] != key:
             raise KeyError(pair)
         return float(self.rate[self._order[at]])
+
+    def items(self) -> Iterator[tuple[tuple[str, str], float]]:  # type: ignore[override]
+        return zip(iter(self), self.rate.tolist(), strict=True)
+
+    def values(self) -> Iterator[float]:  # type: ignore[override]
+        return iter(self.rate.tolist())
 
     def output(self) -> FloatArray:
         """Σ_j out(g_i, g_j) per vocabulary unit, added in pair order."""

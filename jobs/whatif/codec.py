@@ -11,7 +11,8 @@ not have, a non-JSON value) is a `ValueError`.
 Encoding: a dataclass is ``{"$type": name, "fields": {...}}`` (its init fields), an enum
 ``{"$enum": name, "value": v}``, a tuple ``{"$tuple": [...]}``, a frozenset ``{"$set": [...]}``
 (sorted, so the bytes are stable), a mapping ``{"$map": [[key, value], ...]}`` (keys may be any
-encodable value), a non-finite float ``{"$float": "inf" | "-inf" | "nan"}``.
+encodable value), the communication columns ``{"$comm": {"units", "src", "dst", "rate",
+"dropped"}}`` (placement/comm.py), a non-finite float ``{"$float": "inf" | "-inf" | "nan"}``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
+from placement.comm import CommEdges
 from placement.facets import Link, Network, Site, Source, Stream
 from placement.model import (
     Budget,
@@ -72,6 +74,10 @@ def _enc(value: Any, types: Mapping[str, type]) -> Any:
         if _ENUMS.get(name) is not type(value):
             raise ValueError(f"what-if input: enum {name} has no codec")
         return {"$enum": name, "value": value.value}
+    if isinstance(value, CommEdges):  # out() as columns: lists, not an object per edge
+        return {"$comm": {"units": list(value.units), "src": value.src.tolist(),
+                          "dst": value.dst.tolist(), "rate": value.rate.tolist(),
+                          "dropped": value.dropped.tolist()}}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         name = type(value).__name__
         if types.get(name) is not type(value):
@@ -91,6 +97,23 @@ def _enc(value: Any, types: Mapping[str, type]) -> Any:
     if isinstance(value, list):
         return [_enc(v, types) for v in value]
     raise ValueError(f"what-if input: a {type(value).__name__} has no codec")
+
+
+def _comm(body: dict[str, Any]) -> CommEdges:
+    """CommEdges from its columns, through its constructor's checks."""
+    import numpy as np
+
+    if set(body) != {"units", "src", "dst", "rate", "dropped"} or not all(
+            isinstance(v, list) for v in body.values()):
+        raise ValueError("what-if input: $comm must hold units, src, dst, rate and dropped lists")
+    if not all(isinstance(u, str) for u in body["units"]):
+        raise ValueError("what-if input: $comm units must be strings")
+    try:
+        return CommEdges(tuple(body["units"]), np.asarray(body["src"], np.int64),
+                         np.asarray(body["dst"], np.int64), np.asarray(body["rate"], np.float64),
+                         np.asarray(body["dropped"], np.float64))
+    except (TypeError, OverflowError) as exc:
+        raise ValueError(f"what-if input: $comm: {exc}") from None
 
 
 def _dec(value: Any, types: Mapping[str, type], depth: int) -> Any:
@@ -113,6 +136,8 @@ def _dec(value: Any, types: Mapping[str, type], depth: int) -> Any:
         if cls is None or not isinstance(value["fields"], dict):
             raise ValueError(f"what-if input: unknown type {str(body)[:60]!r}")
         return cls(**{str(k): _dec(v, types, depth + 1) for k, v in value["fields"].items()})
+    if tag == "$comm" and set(value) == {"$comm"} and isinstance(body, dict):
+        return _comm(body)
     if tag == "$enum" and set(value) == {"$enum", "value"}:
         enum = _ENUMS.get(body) if isinstance(body, str) else None
         if enum is None:
