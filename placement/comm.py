@@ -176,7 +176,7 @@ class CommEdges(Sequence[Edge]):
     # -- columnar operations --------------------------------------------------------------
 
     @functools.cached_property
-    def index(self) -> dict[str, int]:
+    def position(self) -> dict[str, int]:
         """unit id -> its vocabulary position."""
         return {u: i for i, u in enumerate(self.units)}
 
@@ -243,7 +243,9 @@ class CommEdges(Sequence[Edge]):
         uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         sums = np.bincount(inverse, weights=r, minlength=len(uniq))  # sequential per pair
         order = np.argsort(first, kind="stable")
-        return (uniq[order] // len(self.units), uniq[order] % len(self.units), sums[order])
+        n = len(self.units)
+        return (np.asarray(uniq[order] // n, np.int64), np.asarray(uniq[order] % n, np.int64),
+                np.asarray(sums[order], np.float64))
 
     def collocation(self, node_of: IntArray) -> float:
         """% of inter-unit traffic kept on one node; `node_of[i]` is the node (any integer
@@ -288,7 +290,7 @@ class PairRates(Mapping[tuple[str, str], float]):
         return ((u[s], u[d]) for s, d in zip(self.src.tolist(), self.dst.tolist(), strict=True))
 
     def __getitem__(self, pair: tuple[str, str]) -> float:
-        index = self.comm.index
+        index = self.comm.position
         s, d = index.get(pair[0]), index.get(pair[1])
         if s is None or d is None:
             raise KeyError(pair)
@@ -306,12 +308,13 @@ class PairRates(Mapping[tuple[str, str], float]):
 
     def output(self) -> FloatArray:
         """Σ_j out(g_i, g_j) per vocabulary unit, added in pair order."""
-        return np.bincount(self.src, weights=self.rate, minlength=len(self.comm.units))
+        return np.asarray(np.bincount(self.src, weights=self.rate, minlength=len(self.comm.units)),
+                          np.float64)
 
     def undirected_within(self, members: Iterable[str]) -> dict[tuple[str, str], float]:
         """out(g_i, g_j) + out(g_j, g_i) for every pair inside `members` with a positive rate,
         keyed (min id, max id), summed in pair order (graphpart.undirected_weights' floats)."""
-        index = self.comm.index
+        index = self.comm.position
         inside = np.zeros(len(self.comm.units), bool)
         inside[[index[m] for m in members if m in index]] = True
         keep = inside[self.src] & inside[self.dst] & (self.rate > 0)

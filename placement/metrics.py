@@ -50,7 +50,7 @@ def check_assignment(state: ClusterState, assignment: Mapping[str, str]) -> None
 def _raw_loads(state: ClusterState, codes: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     """Σ gLoad_k per node, added in the state's unit order (the floats a loop would give)."""
     cols = state.columns
-    return np.bincount(codes, weights=cols.load, minlength=len(cols.nodes))
+    return np.asarray(np.bincount(codes, weights=cols.load, minlength=len(cols.nodes)), np.float64)
 
 
 def node_loads(state: ClusterState, assignment: Mapping[str, str]) -> dict[str, float]:
