@@ -311,23 +311,34 @@ class PairRates(Mapping[tuple[str, str], float]):
         return np.asarray(np.bincount(self.src, weights=self.rate, minlength=len(self.comm.units)),
                           np.float64)
 
-    def undirected_within(self, members: Iterable[str]) -> dict[tuple[str, str], float]:
-        """out(g_i, g_j) + out(g_j, g_i) for every pair inside `members` with a positive rate,
-        keyed (min id, max id), summed in pair order (graphpart.undirected_weights' floats)."""
-        index = self.comm.position
-        inside = np.zeros(len(self.comm.units), bool)
-        inside[[index[m] for m in members if m in index]] = True
-        keep = inside[self.src] & inside[self.dst] & (self.rate > 0)
+    def undirected(self, inside: npt.NDArray[np.bool_] | None = None, *,
+                   positive_only: bool = True) -> tuple[IntArray, IntArray, FloatArray]:
+        """(lo, hi, out(lo, hi) + out(hi, lo)) per unordered pair with both ends `inside` (a
+        mask over the vocabulary; all when None), lo the smaller id; summed in pair order,
+        pairs in order of first appearance."""
+        keep = np.ones(len(self.rate), bool) if inside is None else (
+            inside[self.src] & inside[self.dst])
+        if positive_only:
+            keep &= self.rate > 0
         s, d, r = self.src[keep], self.dst[keep], self.rate[keep]
         if len(r) == 0:
-            return {}
+            return s, d, r
         rank = self.comm.rank
         swap = rank[s] > rank[d]
-        lo, hi = np.where(swap, d, s), np.where(swap, s, d)
-        key = lo * self._n + hi
+        key = np.where(swap, d, s) * self._n + np.where(swap, s, d)
         uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         sums = np.bincount(inverse, weights=r, minlength=len(uniq))
         order = np.argsort(first, kind="stable")
+        return (np.asarray(uniq[order] // self._n, np.int64),
+                np.asarray(uniq[order] % self._n, np.int64), np.asarray(sums[order], np.float64))
+
+    def undirected_within(self, members: Iterable[str]) -> dict[tuple[str, str], float]:
+        """out(g_i, g_j) + out(g_j, g_i) for every pair inside `members` with a positive rate,
+        keyed (min id, max id), summed in pair order (graphpart.undirected_weights' floats)."""
+        position = self.comm.position
+        inside = np.zeros(len(self.comm.units), bool)
+        inside[[position[m] for m in members if m in position]] = True
+        lo, hi, sums = self.undirected(inside)
         u = self.comm.units
-        return {(u[k // self._n], u[k % self._n]): v
-                for k, v in zip(uniq[order].tolist(), sums[order].tolist(), strict=True)}
+        return {(u[a], u[b]): v
+                for a, b, v in zip(lo.tolist(), hi.tolist(), sums.tolist(), strict=True)}
