@@ -37,9 +37,10 @@ from runtime.replay.flights import build_job
 from runtime.replay.spec import ReplaySpec
 from runtime.replay.state import StateStore
 from runtime.source import ApplyResult, RuntimeState, load_state, save_state, write_period
-from schemas.landing import COMM_TOTALS, FACET_SCHEMAS
 from schemas.landing import (
+    COMM_TOTALS,
     EDGES,
+    FACET_SCHEMAS,
     KEYGROUPS,
     NODES,
     SCHEMAS,
@@ -137,7 +138,7 @@ def landing_tables(m: PeriodMetrics, layout: Layout, period_end: datetime, perio
         m = replace(m, edge_src=m.edge_src[keep], edge_dst=m.edge_dst[keep],
                     edge_tuples=m.edge_tuples[keep], edge_bytes=m.edge_bytes[keep])
     n, e = layout.size, len(m.edge_src)
-    return {**extra, 
+    return {**extra,
         KEYGROUPS: _table(KEYGROUPS, {
             "ts": [ts] * n, "operator": [layout.operator_name(g) for g in range(n)],
             "keygroup": list(layout.names), "node": list(m.kg_node),

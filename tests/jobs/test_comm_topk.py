@@ -30,7 +30,7 @@ from schemas.landing import COMM_TOTALS, EDGES
 from schemas.topk import heaviest_pairs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime" / "replay"))
-from test_replay_costs import hand_engine  # noqa: E402
+from test_replay_costs import hand_engine
 
 UNITS = [f"u{i}" for i in range(8)]
 

@@ -78,7 +78,8 @@ def rows_scores(state: ClusterState, edges: list[Edge], assignment: Mapping[str,
         down.setdefault(op_of[src], set()).add(op_of[dst])
         output[src] = output.get(src, 0.0) + rate
     avg = {kg: total / sum(op_size[o] for o in down[op_of[kg]]) for kg, total in output.items()}
-    col, to_be = [], []
+    col: list[tuple[str, str]] = []
+    to_be: list[tuple[str, str]] = []
     for (src, dst), rate in out.items():
         if rate > 0 and rate > avg[src] * s_f:
             (col if assignment[src] == assignment[dst] else to_be).append((src, dst))
