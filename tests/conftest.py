@@ -46,6 +46,38 @@ if TYPE_CHECKING:
 
 SUBPROCESS_JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
+# Under pytest-xdist (`make test` runs two workers) each worker is its own process with its own
+# session fixtures (Spark JVM, Kafka broker, Connect server) and its own tmp dirs; what the test
+# modules share through the project tree is Airflow's home of the DAG-parsing tests: one each.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if WORKER:
+    os.environ.setdefault("AIRFLOW_HOME", str(ROOT / ".reconf" / f"test-airflow-{WORKER}"))
+
+#: rough seconds per test by marker, to start the longest groups first (longest-first
+#: scheduling keeps one worker from ending the run alone on a slow module)
+_WEIGHTS = (("e2e", 30.0), ("kafka", 30.0), ("browser", 30.0), ("spark", 5.0))
+
+
+def _group(item: pytest.Item) -> str:
+    """The xdist group of a test: its module (module fixtures and in-order tests stay on one
+    worker); every Kafka test together (one broker, and they count the machine's Kafka JVMs)."""
+    path = Path(str(item.fspath)).resolve().relative_to(ROOT / "tests")
+    return "kafka" if path.parts[0] == "kafka" else path.as_posix()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With `--dist loadgroup`: tag each test with its group, heaviest groups first (stable)."""
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    weight: dict[str, float] = {}
+    for item in items:
+        group = _group(item)
+        item.add_marker(pytest.mark.xdist_group(group))
+        weight[group] = weight.get(group, 0.0) + next(
+            (w for name, w in _WEIGHTS if item.get_closest_marker(name)), 0.3)
+    items.sort(key=lambda item: -weight[_group(item)])
+
 
 @pytest.fixture(scope="session")
 def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
