@@ -16,7 +16,9 @@ input (a ReconfError: StageError, ConfigError, PeriodError…, e.g. a failed Gre
 check) fails at once; manual runs take validated params (strategy, budget, solver time limit,
 dry_run); publish emits the Asset `reconf://<job_id>/assignment`; `whatif` (shadow strategies
 on the published plan's state) is a teardown: it runs once publish is done and its outcome never
-changes the run's state. A job whose config is invalid gets no DAG here: its error is reported by
+changes the run's state. A job with `approval = true` runs the what-if before an `approve` task
+(Airflow's human-in-the-loop ApprovalOperator, reconf/approval_step.py) that publish waits for;
+a rejection or a timeout skips publish. A job whose config is invalid gets no DAG here: its error is reported by
 dags/reconfigure_config_check.py, so the other jobs' DAGs stay schedulable.
 """
 
@@ -32,6 +34,7 @@ from typing import Any
 from airflow.sdk import DAG, Asset, Param, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from reconf.assets import assignment_asset
 from reconf.landing_wait import WaitForLanding, missed_message
 from reconf.mlflow_link import MlflowRunLink
 from reconf.timetable import PeriodGridTimetable
@@ -46,12 +49,6 @@ RETRY_BACKOFF = 2.0  # 30 s, 60 s, 120 s, ... capped at MAX_RETRY_DELAY
 MAX_RETRY_DELAY = timedelta(minutes=10)
 MAX_TIME_LIMIT_S = 600.0  # the largest solver time limit a manual run may ask for
 SPARK_CONN_ID = "reconf_spark"
-
-
-def assignment_asset(job_id: str) -> Asset:
-    """The Asset a job's publish task updates; schedule a runtime deployer on it."""
-    return Asset(uri=f"reconf://{job_id}/assignment", name=f"reconf_{job_id}_assignment",
-                 group="reconf")
 
 
 def _period_end(context: dict[str, Any]) -> str:
@@ -121,7 +118,8 @@ def plan(job_id: str, **context: Any) -> dict[str, Any]:
     if url:
         _log.info("MLflow run of this cycle: %s", url)
         remember_url(context, url)
-    return {"plan_id": result.plan_id, "mlflow_run_id": result.mlflow_run_id, "mlflow_url": url,
+    return {"plan_id": result.plan_id, "summary": result.summary(),
+            "mlflow_run_id": result.mlflow_run_id, "mlflow_url": url,
             "migrations": result.plan.migrations, "dry_run": bool(params["dry_run"])}
 
 
@@ -295,8 +293,17 @@ def build_dag(job: JobConfig) -> DAG:
             execution_timeout=timeouts["publish"])(job.job_id, planned)
         for linked in (planned, published):  # the Airflow UI's button to the MLflow run
             linked.operator.operator_extra_links = [MlflowRunLink()]  # type: ignore[union-attr]
-        shadows = whatif.override(execution_timeout=timeouts["whatif"])(job.job_id)
-        landed >> first >> checked >> planned >> published >> shadows.as_teardown()
+        if job.approval:  # a human approves each plan: its what-if first, for the approver
+            from reconf.approval_step import ApprovePlan, whatif_before_approval
+
+            preview = whatif_before_approval.override(
+                execution_timeout=timeouts["whatif"])(job.job_id)
+            approve = ApprovePlan(task_id="approve", job_id=job.job_id,
+                                  timeout=job.approval_timeout, retries=0)
+            landed >> first >> checked >> planned >> preview >> approve >> published
+        else:
+            shadows = whatif.override(execution_timeout=timeouts["whatif"])(job.job_id)
+            landed >> first >> checked >> planned >> published >> shadows.as_teardown()
         landed >> missed_period(job.job_id)
     return dag
 

@@ -15,6 +15,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
+import numpy as np
+
+from placement.comm import CommEdges
 from placement.facets import Network
 from placement.model import ClusterState
 
@@ -40,6 +43,15 @@ def _by_key(mapping: Mapping[str, V]) -> dict[str, V]:
     return {k: mapping[k] for k in sorted(mapping, key=natural_key)}
 
 
+def _sorted_edges(comm: CommEdges) -> CommEdges:
+    """Edges by (natural src, natural dst, rate), sorted as columns: the natural key is
+    computed once per unit, not once per edge."""
+    order = sorted(range(len(comm.units)), key=lambda i: natural_key(comm.units[i]))
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return comm.sorted_by(rank)
+
+
 def canonical_state(state: ClusterState) -> ClusterState:
     """`state` with every collection in canonical order (the same instance, re-listed)."""
     network = state.network
@@ -53,7 +65,7 @@ def canonical_state(state: ClusterState) -> ClusterState:
         nodes=_sorted(state.nodes, lambda n: natural_key(n.id)),
         keygroups=_sorted(state.keygroups, lambda k: natural_key(k.id)),
         assignment=_by_key(state.assignment),
-        edges=_sorted(state.edges, lambda e: (natural_key(e.src), natural_key(e.dst), e.rate)),
+        edges=_sorted_edges(state.comm),
         sources=_sorted(state.sources, lambda s: natural_key(s.id)),
         subscriptions={u: frozenset(v) for u, v in _by_key(state.subscriptions).items()},
         streams=_sorted(state.streams, lambda s: natural_key(s.id)),

@@ -36,9 +36,8 @@ def present_state(state: ClusterState) -> ClusterState:
     if not state.arrivals:
         return state
     kgs = tuple(k for k in state.keygroups if k.id not in state.arrivals)
-    edges = tuple(e for e in state.edges
-                  if e.src not in state.arrivals and e.dst not in state.arrivals)
-    return ClusterState(state.nodes, kgs, state.assignment, edges)
+    return ClusterState(state.nodes, kgs, state.assignment,
+                        state.comm.without_units(state.arrivals))
 
 
 def is_frozen(budget: Budget) -> bool:

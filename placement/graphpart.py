@@ -24,11 +24,11 @@ EDGE_SCALE = 10_000  # the heaviest edge gets this integer weight
 
 def pair_rates(state: ClusterState) -> dict[tuple[str, str], float]:
     """out(g_i, g_j) per directed pair: parallel edges summed, self-edges dropped."""
-    out: dict[tuple[str, str], float] = {}
-    for e in state.edges:
-        if e.src != e.dst:
-            out[(e.src, e.dst)] = out.get((e.src, e.dst), 0.0) + e.rate
-    return out
+    comm = state.comm
+    src, dst, rate = comm.pairs()
+    units = comm.units
+    return {(units[s], units[d]): r
+            for s, d, r in zip(src.tolist(), dst.tolist(), rate.tolist(), strict=True)}
 
 
 def undirected_weights(

@@ -10,14 +10,19 @@ reference node (1.0 = reference), so node utilisation is sum(load) / capacity.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from placement.comm import CommEdges, Edge
 from placement.facets import Network, Source, Stream, check_facets
 from schemas.constraints import Constraints
+
+if TYPE_CHECKING:
+    from placement.columns import Columns
 
 __all__ = [
     "Budget",
@@ -88,18 +93,6 @@ class KeyGroup:
 
 
 @dataclass(frozen=True)
-class Edge:
-    """Communication out(g_i, g_j): tuples per period from `src` to `dst`."""
-
-    src: str
-    dst: str
-    rate: float
-
-    def __post_init__(self) -> None:
-        _check_finite_non_negative(self.rate, f"edge {self.src!r}->{self.dst!r}: rate")
-
-
-@dataclass(frozen=True)
 class Budget:
     """The per-invocation migration budget: maxMigrCost (cost) or a number of migrations.
 
@@ -142,7 +135,9 @@ class ClusterState:
     nodes: tuple[Node, ...]
     keygroups: tuple[KeyGroup, ...]
     assignment: Mapping[str, str]
-    edges: tuple[Edge, ...] = ()
+    #: out(g_i, g_j): given as Edge objects or as columns; always held as `CommEdges`
+    #: (placement/comm.py), a read-only Sequence[Edge] whose columns the hot paths read
+    edges: Sequence[Edge] = ()
     sources: tuple[Source, ...] = ()
     subscriptions: Mapping[str, frozenset[str]] = field(default_factory=dict)
     streams: tuple[Stream, ...] = ()
@@ -184,12 +179,17 @@ class ClusterState:
                 raise ValueError(
                     f"cluster state: key group {kg!r} is on unknown node {node!r}"
                 )
-        for e in self.edges:
-            for end in (e.src, e.dst):
-                if end not in known_kgs:
-                    raise ValueError(
-                        f"cluster state: edge {e.src!r}->{e.dst!r} names unknown key group {end!r}"
-                    )
+        if not isinstance(self.edges, CommEdges):
+            object.__setattr__(self, "edges", CommEdges.of(self.edges))
+        unknown = self.comm.unknown_end(known_kgs)
+        if unknown is not None:
+            at, end = unknown
+            if at < 0:
+                raise ValueError(f"cluster state: dropped pairs of unknown key group {end!r}")
+            e = self.comm[at]
+            raise ValueError(
+                f"cluster state: edge {e.src!r}->{e.dst!r} names unknown key group {end!r}"
+            )
         check_facets(
             units=known_kgs,
             nodes=known_nodes,
@@ -202,11 +202,25 @@ class ClusterState:
         )
 
     @property
+    def comm(self) -> CommEdges:
+        """out() as columns (placement/comm.py)."""
+        edges = self.edges
+        assert isinstance(edges, CommEdges)  # __post_init__ made it so
+        return edges
+
+    @functools.cached_property
+    def columns(self) -> Columns:
+        """Units, nodes and the current allocation as arrays (computed once per state)."""
+        from placement.columns import Columns
+
+        return Columns.of(self)
+
+    @property
     def facets(self) -> frozenset[str]:
         """The facets this state provides (placement.facets.FACET_NAMES); "utilisation" is
         always there (node capacities and the units' loads)."""
         present = {"utilisation"}
-        if self.edges:
+        if self.edges or self.comm.has_dropped:
             present.add("communication")
         if self.sources and self.subscriptions:
             present.add("sources")

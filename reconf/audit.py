@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from jobs.tracking.ui_links import experiment_url, run_url
 from schemas.config import Paths
 from schemas.errors import ReconfError
 from schemas.headline import bound_of, headline, objective_for, values_of
@@ -220,7 +221,8 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
         "job_id": job_id, "period_end": stamp,
         "run": {"id": rid, "name": run.info.run_name, "experiment_id": experiment_id,
                 "status": run.info.status,
-                "url": f"{mlflow_ui_base()}/#/experiments/{experiment_id}/runs/{rid}"},
+                "url": run_url(mlflow_ui_base(), experiment_id, rid),
+                "runs_table": experiment_url(mlflow_ui_base(), experiment_id)},
         "strategy": param.get("strategy"), "solver_status": tags.get(Tag.SOLVER_STATUS),
         "objective": _objective(param.get("strategy"), metrics),
         "solve_time_s": metrics.get("solve_time_s"),
@@ -258,6 +260,10 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
                        "manifest": tags.get(Tag.MANIFEST)}
                       if Tag.ASSIGNMENT_VERSION in tags else None),
         "publish_status": tags.get(Tag.PUBLISH_STATUS),
+        # a job with approval (jobs/publish/approval.py): the human's answer, or its timeout
+        "approval": ({"outcome": tags[Tag.APPROVAL], "reason": tags.get(Tag.APPROVAL_REASON, ""),
+                      "by": tags.get(Tag.APPROVAL_BY) or None, "at": tags.get(Tag.APPROVAL_AT, "")}
+                     if Tag.APPROVAL in tags else None),
         "plan_id": tags.get(Tag.PLAN_ID, f"{job_id}@{stamp}"),
         "published_as": ({"assignment_version": int(tags[Tag.PUBLISHED_VERSION]),
                           "plan_id": tags.get(Tag.PUBLISHED_PLAN_ID)}
@@ -330,6 +336,7 @@ def format_report(r: dict[str, Any]) -> str:
     lines = [
         f"{run['name']}: plan {r['plan_id']}, MLflow run {run['id']} ({run['status'].lower()})",
         f"  open: {run['url']}",
+        f"  runs table (key metrics): {run['runs_table']}",
         f"  objective: {r['objective']['headline']} [{r['objective']['unit']}]",
         f"  strategy {r['strategy']} (solver {r['solver_status']}, "
         f"{_f(r['solve_time_s'], '.2f')} s); budget max_migrations="
@@ -399,12 +406,20 @@ def format_report(r: dict[str, Any]) -> str:
     lines.append("  Airflow: " + (
         f"dag {a.get('dag_id')}, run {a.get('run_id')}, try {a.get('try_number', '?')}"
         + (f", {a['url']}" if a.get("url") else "") if a else "not run by Airflow (manual cycle)"))
+    ap = r.get("approval")
+    if ap:
+        from jobs.publish.approval import Decision
+
+        lines.append(f"  approval: {Decision(ap['outcome'], ap['reason'], ap['by'], ap['at']).line()}")
     p = r["published"]
     if p:
         lines.append(f"  published: assignment v{p['assignment_version']} ({p['manifest']})")
     elif r["publish_status"] == "historical":
         lines.append("  published: no, historical (a later period was already published; "
                      "LATEST was not moved back)")
+    elif r["publish_status"] in ("rejected", "timed_out"):
+        lines.append(f"  published: no, {r['publish_status'].replace('_', ' ')} at approval "
+                     "(never published; planning the period again asks again)")
     elif r["publish_status"] == "not_published" and r.get("published_as"):
         s = r["published_as"]
         lines.append(f"  published: no, an attempt made beside the period's published plan "

@@ -151,6 +151,18 @@ def _relay(stage: str, event: str, seconds: float | None) -> None:
         _step_done(seconds or 0.0, "FAILED" if event == "failed" else "")
 
 
+def experiment_link(paths: Paths, job_id: str) -> str:
+    """The job's runs table in the MLflow UI (classic view, its key-metrics columns), at
+    `make mlflow-ui`'s address."""
+    from mlflow import MlflowClient
+
+    from jobs.tracking.ui_links import experiment_url
+
+    experiment = MlflowClient(tracking_uri=paths.mlflow_uri).get_experiment_by_name(job_id)
+    base = "http://127.0.0.1:5000"
+    return base if experiment is None else experiment_url(base, experiment.experiment_id)
+
+
 def run_demo(job_id: str, periods: int) -> int:
     from reconf.services import Ports, spark_connect_for, stop_service
 
@@ -186,7 +198,7 @@ def run_demo(job_id: str, periods: int) -> int:
     print(
         "\nopen the plans in the MLflow UI:\n"
         f"  {Path(sys.executable).with_name('mlflow')} ui --backend-store-uri {paths.mlflow_uri} "
-        "--port 5000\n  then browse http://127.0.0.1:5000 (experiment "
-        f"'{job_id}', one run per period)"
+        f"--port 5000\n  then browse {experiment_link(paths, job_id)} (experiment "
+        f"'{job_id}', one run per period, named by its period end)"
     )
     return 0

@@ -20,16 +20,18 @@ _ATTRIBUTE = "_reconf_mlflow_url"
 
 
 def mlflow_run_url(run_id: str) -> str:
-    """The run's page in the MLflow UI (`RECONF_MLFLOW_URL`, default http://127.0.0.1:5000), as
-    `reconf audit` prints it; the experiment id is read from the project's tracking store."""
+    """The run's page in the MLflow UI's classic view (`RECONF_MLFLOW_URL`, default
+    http://127.0.0.1:5000), as `reconf audit` prints it; the experiment id is read from the
+    project's tracking store."""
     from mlflow import MlflowClient
 
+    from jobs.tracking.ui_links import run_url
     from reconf.audit import mlflow_ui_base
     from schemas.config import Paths
 
     experiment_id = MlflowClient(tracking_uri=Paths.from_env().mlflow_uri).get_run(
         run_id).info.experiment_id
-    return f"{mlflow_ui_base()}/#/experiments/{experiment_id}/runs/{run_id}"
+    return run_url(mlflow_ui_base(), experiment_id, run_id)
 
 
 def remember_url(context: Any, url: str | None) -> None:

@@ -17,11 +17,21 @@ for the stop flag ``<state_root>/<job_id>/STOP`` that `reconf stop` writes.
   wave, and the runtime keeps what it runs (the units that moved stay moved).
 In both cases the period report says what runs (`Execution.summary`), and the next plan starts
 from it.
+
+Byte rate (`max_bytes_per_second` R in the schedule's limits): waves are paced so that no wave
+moves state faster than R. A wave of B bytes lasts max(t, B / R), t being what the runtime took
+to move it; the next wave starts only then. The pacing is in the runtime's clock: the replay
+and the synthetic runtimes have a simulated one (the replay's is its cost model's pause time,
+runtime/replay/costs.py; the synthetic's moves take no time), so their waves' durations are
+computed and nothing sleeps; a runtime on wall-clock time passes `sleep` and waits out the
+rest. Each wave's record keeps the runtime's own time (`transfer_s`), the paced duration
+(`seconds`) and the measured rate B / seconds (`bytes_per_s`), so a rate above R would show.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 from collections.abc import Callable, Mapping
@@ -43,6 +53,7 @@ __all__ = [
     "clear_stop",
     "execute",
     "load_execution",
+    "paced_seconds",
     "request_stop",
     "stop_path",
     "stop_requested",
@@ -59,17 +70,27 @@ Status = Literal["running", "done", "stopped", "failed"]
 
 @dataclass(frozen=True)
 class WaveRun:
-    """One applied wave as measured: units moved, state bytes, seconds, units that failed."""
+    """One applied wave as measured: units moved, state bytes, seconds (paced under a byte rate),
+    units that failed, and the runtime's own time to move it before pacing (`transfer_s`)."""
 
     wave: int
     moved: tuple[str, ...]
     state_bytes: float
     seconds: float
     failed: tuple[str, ...] = ()
+    transfer_s: float | None = None
+
+    @property
+    def bytes_per_s(self) -> float | None:
+        """The measured state byte rate of the wave (None for a wave that took no time)."""
+        return self.state_bytes / self.seconds if self.seconds > 0 else None
 
     def to_dict(self) -> dict[str, Any]:
+        rate = self.bytes_per_s
         return {"wave": self.wave, "moved": list(self.moved), "state_bytes": self.state_bytes,
-                "seconds": round(self.seconds, 6), "failed": list(self.failed)}
+                "seconds": self.seconds, "failed": list(self.failed),
+                "transfer_s": self.transfer_s,
+                "bytes_per_s": None if rate is None else round(rate, 3)}
 
 
 @dataclass(frozen=True)
@@ -82,6 +103,7 @@ class Execution:
     runs: tuple[WaveRun, ...] = ()
     status: Status = "running"
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+    max_bytes_per_second: float | None = None
 
     @property
     def moved(self) -> int:
@@ -99,6 +121,10 @@ class Execution:
         """Progress as the period report and the CLI show it."""
         text = (f"v{self.version}: wave {len(self.runs)} of {self.waves}, {self.moved} unit(s) "
                 f"moved, {self.state_bytes:.0f} state bytes, {self.seconds:.2f} s")
+        if self.max_bytes_per_second is not None:
+            rates = [r.bytes_per_s for r in self.runs if r.bytes_per_s is not None]
+            text += (f", paced at most {self.max_bytes_per_second:.6g} B/s (fastest wave "
+                     f"{max(rates, default=0.0):.6g} B/s)")
         if self.status == "stopped":
             text += "; stopped between waves on request: the partial assignment runs"
         elif self.status == "failed":
@@ -111,14 +137,21 @@ class Execution:
         return {"format": 1, "job_id": self.job_id, "version": self.version,
                 "waves": self.waves, "status": self.status, "started_at": self.started_at,
                 "moved": self.moved, "state_bytes": self.state_bytes,
-                "seconds": round(self.seconds, 6), "runs": [r.to_dict() for r in self.runs]}
+                "seconds": round(self.seconds, 6),
+                "max_bytes_per_second": self.max_bytes_per_second,
+                "runs": [r.to_dict() for r in self.runs]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Execution:
+        """An execution record (older ones lack the byte rate fields: read as absent)."""
         runs = tuple(WaveRun(int(r["wave"]), tuple(r["moved"]), float(r["state_bytes"]),
-                             float(r["seconds"]), tuple(r["failed"])) for r in data["runs"])
+                             float(r["seconds"]), tuple(r["failed"]),
+                             None if r.get("transfer_s") is None else float(r["transfer_s"]))
+                     for r in data["runs"])
+        rate = data.get("max_bytes_per_second")
         return cls(str(data["job_id"]), int(data["version"]), int(data["waves"]), runs,
-                   data["status"], str(data["started_at"]))
+                   data["status"], str(data["started_at"]),
+                   None if rate is None else float(rate))
 
 
 def _dir(state_root: Path, job_id: str) -> Path:
@@ -201,14 +234,25 @@ def _failpoint(name: str) -> None:
         os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
+def paced_seconds(transfer_s: float, state_bytes: float, rate: float | None) -> float:
+    """A wave's duration under the byte rate: what the runtime took, at least bytes / rate (one
+    float step above it, so that bytes / duration never rounds to more than the rate)."""
+    if rate is None:
+        return transfer_s
+    return max(transfer_s, math.nextafter(state_bytes / rate, math.inf) if state_bytes else 0.0)
+
+
 def execute(manifest: Manifest, running: Mapping[str, str], apply_wave: ApplyWave,
-            state_root: Path, job_id: str) -> Execution:
+            state_root: Path, job_id: str, sleep: Callable[[float], None] | None = None
+            ) -> Execution:
     """Apply `manifest`'s waves to what runs, one at a time; the final `Execution` (saved).
 
     `apply_wave` moves one wave's units in the runtime and saves the runtime's state (so a kill
-    after it loses nothing); this function records the progress after each wave and honours the
-    stop flag before each one.
+    after it loses nothing); this function paces the waves under the schedule's byte rate (the
+    module docstring: `sleep` for a runtime on wall-clock time, None for a simulated clock),
+    records the progress after each wave and honours the stop flag before each one.
     """
+    rate = None if manifest.schedule is None else manifest.schedule.limits.max_bytes_per_second
     waves = waves_to_run(manifest, running)
     previous = load_execution(state_root, job_id)
     runs: tuple[WaveRun, ...] = ()
@@ -217,22 +261,27 @@ def execute(manifest: Manifest, running: Mapping[str, str], apply_wave: ApplyWav
             and previous.status == "running":
         runs, started = previous.runs, previous.started_at  # resumed after a restart
     total = len(runs) + len(waves)
-    done = Execution(job_id, manifest.version, total, runs, "running", started)
+    done = Execution(job_id, manifest.version, total, runs, "running", started, rate)
     save_execution(state_root, done)
     for moves in waves:
         if stop_requested(state_root, job_id):
             clear_stop(state_root, job_id)
-            done = Execution(job_id, manifest.version, total, done.runs, "stopped", started)
+            done = Execution(job_id, manifest.version, total, done.runs, "stopped", started,
+                             rate)
             save_execution(state_root, done)
             return done
         moved, nbytes, seconds, failed = apply_wave(moves)
         _failpoint("runtime.wave")
-        run = WaveRun(len(done.runs) + 1, moved, nbytes, seconds, failed)
+        duration = paced_seconds(seconds, nbytes, rate)
+        if sleep is not None and duration > seconds:
+            sleep(duration - seconds)  # a wall clock: the next wave waits out the rate
+        run = WaveRun(len(done.runs) + 1, moved, nbytes, duration, failed, seconds)
         status: Status = "failed" if failed else "running"
-        done = Execution(job_id, manifest.version, total, (*done.runs, run), status, started)
+        done = Execution(job_id, manifest.version, total, (*done.runs, run), status, started,
+                         rate)
         save_execution(state_root, done)
         if failed:
             return done
-    done = Execution(job_id, manifest.version, total, done.runs, "done", started)
+    done = Execution(job_id, manifest.version, total, done.runs, "done", started, rate)
     save_execution(state_root, done)
     return done

@@ -44,6 +44,7 @@ from runtime.synthetic_model import (
     true_coefficients,
 )
 from runtime.wan_links import LinkFeed
+from schemas.health import HealthReport, write_report
 from schemas.landing import (
     EDGES,
     FACET_SCHEMAS,
@@ -105,6 +106,9 @@ def build_tables(
     cpu = loads * spec.period_s * 1000 / 100 / s  # per sample
     out = _split(np.rint(loads * TUPLES_PER_LOAD_PCT_S * spec.period_s).astype(np.int64), s)
     tin = out.copy()  # op0 receives from the source what it emits
+    if 0 < spec.fanout < k:
+        return _tables(spec, ts, loads, cpu, out, tin, assignment, nodes,
+                       _sparse_edges(spec, ts, out, tin))
     edge_blocks: list[np.ndarray] = []
     rotation = (np.arange(k)[None, :] - np.arange(k)[:, None]) % k  # [src, dst]
     for o in range(spec.operators - 1):
@@ -112,21 +116,6 @@ def build_tables(
         block = q[:, None, :] + (rotation[:, :, None] < r[:, None, :])  # (src, dst, sample)
         edge_blocks.append(block)
         tin[(o + 1) * k : (o + 2) * k] = block.sum(axis=0)
-    state = tin.sum(axis=1) * STATE_BYTES_PER_TUPLE
-
-    n = len(kgs)
-    kg_ops = [kg.split("-", 1)[0] for kg in kgs]
-    kg_nodes = [assignment[kg] for kg in kgs]
-    keygroups = {
-        "ts": np.repeat(ts, n),
-        "operator": kg_ops * s,
-        "keygroup": list(kgs) * s,
-        "node": kg_nodes * s,
-        "tuples_in": tin.T.reshape(-1),
-        "tuples_out": out.T.reshape(-1),
-        "cpu_ms": np.tile(cpu, s),
-        "state_bytes": np.tile(state, s),
-    }
     src: list[str] = []
     dst: list[str] = []
     for o in range(spec.operators - 1):
@@ -141,6 +130,61 @@ def build_tables(
         "dst_keygroup": dst * s,
         "tuples": tuples,
         "bytes": tuples * TUPLE_BYTES,
+    }
+    return _tables(spec, ts, loads, cpu, out, tin, assignment, nodes, edges)
+
+
+def _sparse_edges(spec: SyntheticSpec, ts: np.ndarray, out: np.ndarray, tin: np.ndarray
+                  ) -> dict[str, object]:
+    """The edges of a job with ``fanout = f``: key group i of op o sends to key groups
+    (i + j) mod k of op o+1, j < f, its output split evenly; `tin` of op o+1 gets their sums.
+    Columns are numpy arrays (names taken by index), never per-edge Python lists."""
+    k, s, f = spec.keygroups_per_operator, spec.samples_per_period, spec.fanout
+    names = np.array(spec.keygroups, dtype=object)
+    src_idx: list[np.ndarray] = []
+    dst_idx: list[np.ndarray] = []
+    blocks: list[np.ndarray] = []
+    shift = np.arange(f)
+    for o in range(spec.operators - 1):
+        q, r = np.divmod(out[o * k : (o + 1) * k], f)  # (src, sample)
+        block = q[:, None, :] + (shift[None, :, None] < r[:, None, :])  # (src, j, sample)
+        dst = (np.arange(k)[:, None] + shift[None, :]) % k  # (src, j): index within op o+1
+        tin[(o + 1) * k : (o + 2) * k] = 0
+        for j in range(f):
+            np.add.at(tin[(o + 1) * k : (o + 2) * k], dst[:, j], block[:, j, :])
+        src_idx.append(np.repeat(np.arange(o * k, (o + 1) * k), f))
+        dst_idx.append((o + 1) * k + dst.reshape(-1))
+        blocks.append(block.reshape(k * f, s))
+    src = np.concatenate(src_idx) if src_idx else np.zeros(0, dtype=np.int64)
+    dst_all = np.concatenate(dst_idx) if dst_idx else np.zeros(0, dtype=np.int64)
+    tuples = (np.concatenate(blocks).T.reshape(-1) if blocks else np.zeros(0, dtype=np.int64))
+    return {
+        "ts": np.repeat(ts, len(src)),
+        "src_keygroup": np.tile(names[src], s),
+        "dst_keygroup": np.tile(names[dst_all], s),
+        "tuples": tuples,
+        "bytes": tuples * TUPLE_BYTES,
+    }
+
+
+def _tables(spec: SyntheticSpec, ts: np.ndarray, loads: np.ndarray, cpu: np.ndarray,
+            out: np.ndarray, tin: np.ndarray, assignment: Mapping[str, str],
+            nodes: Sequence[str], edges: dict[str, object]) -> dict[str, pa.Table]:
+    """The three landing tables from the per-key-group arrays and the edge columns."""
+    kgs, s = spec.keygroups, spec.samples_per_period
+    state = tin.sum(axis=1) * STATE_BYTES_PER_TUPLE
+    n = len(kgs)
+    kg_ops = [kg.split("-", 1)[0] for kg in kgs]
+    kg_nodes = [assignment[kg] for kg in kgs]
+    keygroups = {
+        "ts": np.repeat(ts, n),
+        "operator": kg_ops * s,
+        "keygroup": list(kgs) * s,
+        "node": kg_nodes * s,
+        "tuples_in": tin.T.reshape(-1),
+        "tuples_out": out.T.reshape(-1),
+        "cpu_ms": np.tile(cpu, s),
+        "state_bytes": np.tile(state, s),
     }
     node_ids = sorted(nodes)
     node_cpu = {node: 0.0 for node in node_ids}
@@ -228,6 +272,17 @@ class SyntheticJob:
                             execution=None if ex is None else {**ex.to_dict(),
                                                                "summary": ex.summary()},
                             partial=ex is not None and ex.status in ("stopped", "failed"))
+
+    def kill_node(self, landing_root: Path, node: str, at: datetime) -> Path:
+        """`node` dies: the runtime reports it (schemas/health.py), keyed by the node and the
+        instant, and returns the report's path. The stand-in keeps landing the node's units
+        where they were until a published version moves them (and terminates the node)."""
+        if node not in self._state.nodes:
+            raise ValueError(f"job {self.spec.job_id!r} runs no node {node!r}; its nodes: "
+                             f"{', '.join(self._state.nodes)}")
+        stamp = at.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+        return write_report(Path(landing_root), HealthReport(
+            self.spec.job_id, f"{node}-dead-{stamp}", at, (node,)))
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
         """Apply the newest version wave by wave (runtime/execution.py); the state is saved after

@@ -1,8 +1,9 @@
 """The synthetic stream job's shape and load model (paper §5.1; ROD's linear model with streams).
 
 Names: operators ``op0``..``op<N-1>``; key groups ``op<o>-kg<kkk>`` (operator index, then the key
-group's index within its operator, three digits: ``op1-kg003``); nodes ``node-<nn>`` (two digits:
-``node-00``). Initial allocation: key groups in operator-major order dealt round-robin over nodes.
+group's index within its operator, three digits: ``op1-kg003``); nodes ``node-<nn>`` (at least two
+digits: ``node-00``; up to 1,000 nodes). Initial allocation: key groups in operator-major order
+dealt round-robin over nodes.
 
 Load model (units: % of a reference node over the period), after §5.1 of
 papers/albic-milp-madsen2016.txt:
@@ -76,8 +77,9 @@ _INT_FIELDS = (
     "period_s",
     "streams",
     "ramp_periods",
+    "fanout",
 )
-_LIMITS = {"keygroups_per_operator": 1000, "nodes": 100, "streams": 20}
+_LIMITS = {"keygroups_per_operator": 1000, "nodes": 1000, "streams": 20}
 
 
 def keygroup_name(operator: int, index: int) -> str:
@@ -103,6 +105,9 @@ class SyntheticSpec:
     period_s: int = 300
     streams: int = 0
     ramp_periods: int = 0
+    #: key groups of the next operator each key group sends to (0: all of them, the full
+    #: partitioning); with f > 0 the edges of a period are O(units * f), not O(units^2)
+    fanout: int = 0
 
     def __post_init__(self) -> None:
         job = self.job_id
@@ -110,7 +115,7 @@ class SyntheticSpec:
             raise ValueError(f"job_id must be one path component, not hidden, got {job!r}")
         for name in _INT_FIELDS:
             value = getattr(self, name)
-            low, high = (0 if name in ("seed", "streams", "ramp_periods") else 1), _LIMITS.get(name)
+            low, high = (0 if name in ("seed", "streams", "ramp_periods", "fanout") else 1), _LIMITS.get(name)
             if type(value) is not int or value < low or (high is not None and value > high):
                 bound = f"between {low} and {high}" if high else f">= {low}"
                 raise ValueError(f"{name} must be an integer {bound}, got {value!r}")

@@ -38,13 +38,20 @@ class WaveLimits:
     Cruise Control's `num.concurrent.partition.movements.per.broker`; `max_moves_per_wave`: moves
     in one wave (`max.num.cluster.movements`); `max_bytes_per_wave`: state bytes one wave may move
     (a single larger unit moves alone); `ceiling_pct`: the utilisation (load / capacity, % of a
-    reference node) no node may pass while a wave runs. None = no limit.
+    reference node) no node may pass while a wave runs; `max_bytes_per_second`: the state byte
+    rate a runtime may move at, paced wave by wave (runtime/execution.py; Cruise Control's
+    replication throttle). None = no limit.
+
+    A limit left at None is absent from `to_dict` where it was added after schedules were first
+    published (`max_bytes_per_second`), so an older schedule's canonical bytes, and so its
+    checksum, are unchanged.
     """
 
     max_moves_per_node: int | None = 5
     max_moves_per_wave: int | None = None
     max_bytes_per_wave: float | None = None
     ceiling_pct: float | None = None
+    max_bytes_per_second: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_moves_per_node", "max_moves_per_wave"):
@@ -53,7 +60,7 @@ class WaveLimits:
                                       or value < 1):
                 raise ScheduleError(f"execution limit {name} must be a whole number >= 1 or "
                                     f"None, got {value!r}")
-        for name in ("max_bytes_per_wave", "ceiling_pct"):
+        for name in ("max_bytes_per_wave", "ceiling_pct", "max_bytes_per_second"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not math.isfinite(value) or value <= 0):
@@ -61,10 +68,19 @@ class WaveLimits:
                                     f"got {value!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"max_moves_per_node": self.max_moves_per_node,
-                "max_moves_per_wave": self.max_moves_per_wave,
-                "max_bytes_per_wave": self.max_bytes_per_wave,
-                "ceiling_pct": self.ceiling_pct}
+        out: dict[str, Any] = {"max_moves_per_node": self.max_moves_per_node,
+                               "max_moves_per_wave": self.max_moves_per_wave,
+                               "max_bytes_per_wave": self.max_bytes_per_wave,
+                               "ceiling_pct": self.ceiling_pct}
+        if self.max_bytes_per_second is not None:
+            out["max_bytes_per_second"] = self.max_bytes_per_second
+        return out
+
+    def seconds_for(self, state_bytes: float) -> float | None:
+        """The least time moving `state_bytes` may take at the byte rate (None: no rate), in
+        microseconds' precision rounded up, so it is exact in JSON and never under the rate."""
+        rate = self.max_bytes_per_second
+        return None if rate is None else math.ceil(state_bytes / rate * 1e6) / 1e6
 
 
 @dataclass(frozen=True)
@@ -85,11 +101,13 @@ class ScheduledMove:
 class Wave:
     """Moves applied together. `peak_pct`: the highest node utilisation while the wave runs (a
     moving unit counted on both ends); `over_ceiling`: the wave had to break the ceiling (see
-    placement/waves.py, the ceiling rule)."""
+    placement/waves.py, the ceiling rule); `expected_s`: under a byte rate, the least time the
+    wave takes, its state bytes / the rate (absent without a rate)."""
 
     moves: tuple[ScheduledMove, ...]
     peak_pct: float = 0.0
     over_ceiling: bool = False
+    expected_s: float | None = None
 
     @property
     def state_bytes(self) -> float:
@@ -104,8 +122,11 @@ class Wave:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"moves": [m.to_dict() for m in self.moves], "peak_pct": round(self.peak_pct, 6),
-                "over_ceiling": self.over_ceiling}
+        out = {"moves": [m.to_dict() for m in self.moves], "peak_pct": round(self.peak_pct, 6),
+               "over_ceiling": self.over_ceiling}
+        if self.expected_s is not None:
+            out["expected_s"] = self.expected_s
+        return out
 
 
 def apply_waves(assignment: Mapping[str, str], waves: tuple[Wave, ...]) -> dict[str, str]:
@@ -152,14 +173,17 @@ class Schedule:
 
     def summary(self) -> dict[str, Any]:
         """What MLflow and `reconf audit` show: per wave its moves, state bytes, the most moves
-        one node takes part in, the peak utilisation while it runs, and whether it is over the
-        ceiling; plus the limits."""
+        one node takes part in, the peak utilisation while it runs, whether it is over the
+        ceiling and, under a byte rate, its expected duration; plus the limits."""
+        expected = [w.expected_s for w in self.waves if w.expected_s is not None]
         return {"waves": len(self.waves), "moves": self.moves, "state_bytes": self.state_bytes,
                 "over_ceiling": sum(w.over_ceiling for w in self.waves),
                 "limits": self.limits.to_dict(),
+                "expected_s": sum(expected) if expected else None,
                 "per_wave": [{"wave": i, "moves": len(w.moves), "state_bytes": w.state_bytes,
                               "max_per_node": max(w.per_node().values(), default=0),
-                              "peak_pct": round(w.peak_pct, 3), "over_ceiling": w.over_ceiling}
+                              "peak_pct": round(w.peak_pct, 3), "over_ceiling": w.over_ceiling,
+                              "expected_s": w.expected_s}
                              for i, w in enumerate(self.waves, start=1)]}
 
     def verify(self, assignment_checksum: str, source: str) -> None:
@@ -184,8 +208,11 @@ class Schedule:
         if not isinstance(data, dict) or set(data) != {"checksum", "limits", "waves"}:
             raise fail("", "must be an object with exactly checksum, limits and waves")
         limits_raw = data["limits"]
-        if not isinstance(limits_raw, dict) or set(limits_raw) != set(WaveLimits().to_dict()):
-            raise fail(".limits", f"must be an object with exactly {sorted(WaveLimits().to_dict())}")
+        required = set(WaveLimits().to_dict())
+        if not isinstance(limits_raw, dict) or not (
+                required <= set(limits_raw) <= required | {"max_bytes_per_second"}):
+            raise fail(".limits", f"must be an object with exactly {sorted(required)} and "
+                       "optionally max_bytes_per_second")
         try:
             limits = WaveLimits(**limits_raw)
         except ScheduleError as exc:
@@ -196,8 +223,13 @@ class Schedule:
             raise fail(".waves", "must be a list")
         waves = []
         for i, raw in enumerate(data["waves"]):
-            if not isinstance(raw, dict) or set(raw) != {"moves", "peak_pct", "over_ceiling"}:
-                raise fail(f".waves[{i}]", "must be an object with moves, peak_pct, over_ceiling")
+            keys = {"moves", "peak_pct", "over_ceiling"}
+            if not isinstance(raw, dict) or not keys <= set(raw) <= keys | {"expected_s"}:
+                raise fail(f".waves[{i}]", "must be an object with moves, peak_pct, over_ceiling "
+                           "and optionally expected_s")
+            expected = raw.get("expected_s")
+            if expected is not None and (not _number(expected) or expected < 0):
+                raise fail(f".waves[{i}].expected_s", "must be a number >= 0")
             if not isinstance(raw["moves"], list) or not raw["moves"]:
                 raise fail(f".waves[{i}].moves", "must be a non-empty list")
             if not isinstance(raw["over_ceiling"], bool) or not _number(raw["peak_pct"]):
@@ -213,7 +245,7 @@ class Schedule:
                     raise fail(where, "state_bytes must be a number >= 0")
                 moves.append(ScheduledMove(mv["keygroup"], mv["src"], mv["dst"],
                                            mv["state_bytes"]))
-            waves.append(Wave(tuple(moves), raw["peak_pct"], raw["over_ceiling"]))
+            waves.append(Wave(tuple(moves), raw["peak_pct"], raw["over_ceiling"], expected))
         return cls(tuple(waves), limits, data["checksum"])
 
     def check_leads_to(self, assignment: Mapping[str, str], source: str) -> None:

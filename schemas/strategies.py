@@ -30,7 +30,7 @@ as rows of its model, greedy by moving only where they stay kept (placement/cons
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from schemas.constraints import KINDS
@@ -60,10 +60,13 @@ class Objective:
     direction: Literal["min", "max"]
     facet: str = "utilisation"
     bound: str | None = None
+    #: a move's reason in the family's words (placement/reasons.py computes its number: what
+    #: the move is worth in this objective)
+    reason: str = ""
 
     def certified_by(self, bound: str) -> Objective:
         """The same objective, certified by `bound` (a strategy that reports one)."""
-        return Objective(self.name, self.label, self.unit, self.direction, self.facet, bound)
+        return replace(self, bound=bound)
 
     def better(self, a: float, b: float) -> bool:
         """True when value `a` is strictly better than `b` in this objective's direction."""
@@ -72,21 +75,24 @@ class Objective:
 
 #: ALBIC §4.3.1: LD = max_{n_i∈A} |load_i − mean|; the MILP's bound certifies its d, which is
 #: LD once B is drained (placement/metrics.py `max_deviation`)
-LOAD_DISTANCE = Objective("load_distance", "load distance", "% of a reference node", "min")
+LOAD_DISTANCE = Objective("load_distance", "load distance", "% of a reference node", "min",
+                          reason="load relieved")
 #: ALBIC §4.3.2 and COLA: % of inter-key-group traffic kept on one node
 COLLOCATION = Objective("collocation_factor", "collocation", "% of traffic", "max",
-                        "communication")
+                        "communication", reason="pair collocated")
 #: Herding §2.1: Σ_j w(∪_{q on j} S_q), every source shipped once per node reading it
-STREAM_TRAFFIC = Objective("stream_traffic", "stream traffic", "rate units", "min", "sources")
+STREAM_TRAFFIC = Objective("stream_traffic", "stream traffic", "rate units", "min", "sources",
+                           reason="traffic saved")
 #: SPRAWL Formula 3.1: CPU cost + β · network cost
 SPRAWL_COST = Objective("cost_total", "SPRAWL cost", "cost units (Formula 3.1)", "min",
-                        "network")
+                        "network", reason="WAN cost saved")
 #: ROD §2.3: F/F*, the share of the ideal feasible set the placement keeps
 FEASIBLE_SET_RATIO = Objective("feasible_set_ratio", "feasible-set ratio", "F/F*", "max",
-                               "load_model")
+                               "load_model", reason="feasible-set ratio gained")
 #: Consistent Grouping §3: I = max_w U_w − avg_w U_w over the nodes of A
 UTILISATION_IMBALANCE = Objective("utilisation_imbalance", "utilisation imbalance",
-                                  "% utilisation (max − mean)", "min")
+                                  "% utilisation (max − mean)", "min",
+                                  reason="utilisation band left")
 #: every objective, in the order an operator reads them as columns
 OBJECTIVES: tuple[Objective, ...] = (LOAD_DISTANCE, COLLOCATION, STREAM_TRAFFIC, SPRAWL_COST,
                                      FEASIBLE_SET_RATIO, UTILISATION_IMBALANCE)

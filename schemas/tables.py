@@ -117,6 +117,16 @@ ASSIGNMENT_VERSIONS = Table(
     ("job_id", "version"),
 )
 
+# Healing between periods (jobs/heal/): one row per finding healed, refused or alerted, keyed by
+# what it heals (the health report's id and its nodes), never by when it ran.
+HEALINGS = Table(
+    "healings",
+    "job_id STRING, heal_id STRING, report_id STRING, reported_at TIMESTAMP, nodes STRING, "
+    "status STRING, version BIGINT, plan_id STRING, moves BIGINT, mlflow_run_id STRING, "
+    "message STRING, healed_at TIMESTAMP",
+    ("job_id", "heal_id"),
+)
+
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -132,5 +142,6 @@ TABLES: dict[str, Table] = {
         STREAM_STATS,
         LOAD_MODEL,
         NETWORK_LINKS,
+        HEALINGS,
     )
 }

@@ -46,7 +46,17 @@ class Tag:
     #: a rollback's plan (jobs/publish/rollback.py): the version it returns to, why, a budget override
     ROLLBACK_TO: Final = "reconf.rollback.to_version"
     ROLLBACK_REASON: Final = "reconf.rollback.reason"
+    #: healing between periods (jobs/heal/): the finding healed, its nodes, and the outcome
+    HEALING_ID: Final = "reconf.healing.id"
+    HEALING_REPORT: Final = "reconf.healing.report_id"
+    HEALING_NODES: Final = "reconf.healing.nodes"
+    HEALING_STATUS: Final = "reconf.healing.status"
     BUDGET_OVERRIDE: Final = "reconf.budget.override"
+    #: a job with approval (jobs/publish/approval.py): approved / rejected / timed_out, why, who, when
+    APPROVAL: Final = "reconf.approval"
+    APPROVAL_REASON: Final = "reconf.approval.reason"
+    APPROVAL_BY: Final = "reconf.approval.by"
+    APPROVAL_AT: Final = "reconf.approval.at"
     #: the plan's move schedule (placement/waves.py): waves, and waves over the ceiling
     SCHEDULE_WAVES: Final = "reconf.schedule.waves"
     SCHEDULE_OVER_CEILING: Final = "reconf.schedule.over_ceiling"

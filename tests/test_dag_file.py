@@ -112,7 +112,8 @@ def _dag_module() -> ModuleType:
 def test_one_dag_per_job_with_schedule_and_order(two_jobs: Path) -> None:
     bag = _bag(DAG_DIR)
     assert bag.import_errors == {}
-    assert sorted(bag.dag_ids) == ["reconfigure_alpha", "reconfigure_beta"]
+    assert sorted(bag.dag_ids) == ["reconfigure_alpha", "reconfigure_beta",
+                                   "rollback_alpha", "rollback_beta"]  # dags/rollback.py
     alpha, beta = bag.dags["reconfigure_alpha"], bag.dags["reconfigure_beta"]
     assert alpha.max_active_runs == 1 and beta.max_active_runs == 1
     from reconf.timetable import PeriodGridTimetable
@@ -184,7 +185,8 @@ def test_params_default_to_the_job_config_and_are_validated(two_jobs: Path) -> N
 
 def test_bad_jobs_get_no_dag_and_one_import_error_naming_file_and_fields(bad_jobs: Path) -> None:
     bag = _bag(DAG_DIR)
-    assert sorted(bag.dag_ids) == ["reconfigure_good", "reconfigure_good_2"]
+    assert sorted(bag.dag_ids) == ["reconfigure_good", "reconfigure_good_2", "rollback_good",
+                                   "rollback_good_2"]
     (path, message), = bag.import_errors.items()
     assert Path(path).name == CHECK_FILE.name  # not reconfigure.py: its DAGs stay schedulable
     assert f"{bad_jobs}: jobs.zero.spl: must be a positive duration" in message
@@ -299,7 +301,7 @@ def test_the_fixture_covers_every_registered_strategy(every_strategy: Path) -> N
         assert params != get_spec(name).params(), name
 
 
-@pytest.mark.parametrize("dag_file", [DAG_FILE, CHECK_FILE])
+@pytest.mark.parametrize("dag_file", [DAG_FILE, CHECK_FILE, DAG_DIR / "rollback.py"])
 def test_dag_files_import_nothing_heavy(every_strategy: Path, dag_file: Path) -> None:
     # The config check imports the strategies' params classes (pydantic only) and the package
     # `__init__`s they sit in (lazy), nothing else of the planner: no solver, METIS or numpy,
@@ -321,3 +323,40 @@ def test_dag_files_import_nothing_heavy(every_strategy: Path, dag_file: Path) ->
     done = subprocess.run([sys.executable, "-c", probe, str(dag_file)],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+APPROVAL_JOBS = TWO_JOBS + """
+[jobs.gated]
+approval = true
+approval_timeout = "2h"
+source = { kind = "synthetic" }
+"""
+
+
+def test_a_job_with_approval_asks_a_human_between_plan_and_publish(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.providers.standard.operators.hitl import ApprovalOperator
+
+    _jobs_file(APPROVAL_JOBS, tmp_path, monkeypatch)
+    bag = _bag(DAG_DIR)
+    assert bag.import_errors == {}
+    gated, alpha = bag.dags["reconfigure_gated"], bag.dags["reconfigure_alpha"]
+    order = {t.task_id: sorted(t.downstream_task_ids) for t in gated.tasks}
+    assert order == {"wait_for_landing": ["collect", "missed_period"], "collect": ["validate"],
+                     "validate": ["plan"], "plan": ["publish", "whatif"], "whatif": ["approve"],
+                     "approve": ["publish"], "publish": [], "missed_period": []}
+    approve = gated.get_task("approve")
+    assert isinstance(approve, ApprovalOperator)
+    assert approve.options == ["Approve", "Reject"] and approve.defaults == ["Reject"]
+    assert approve.response_timeout == timedelta(hours=2) and approve.retries == 0
+    assert list(approve.params) == ["reason"]  # the form: only the reason, not the run's params
+    assert not gated.get_task("whatif").is_teardown  # before the question, for the approver
+    # a job without approval keeps its shape: publish, then the what-if teardown
+    assert {t.task_id: sorted(t.downstream_task_ids) for t in alpha.tasks}["publish"] == ["whatif"]
+    assert "approve" not in alpha.task_ids
+    probe = ("import runpy, sys\nrunpy.run_path(sys.argv[1])\n"
+             "print(','.join(m for m in sys.modules if m.split('.')[0] in "
+             "('jobs', 'mlflow', 'pyspark', 'pandas', 'numpy')))")
+    done = subprocess.run([sys.executable, "-c", probe, str(DAG_FILE)],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""  # the approval step imports nothing heavy at parse time

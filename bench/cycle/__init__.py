@@ -20,8 +20,11 @@ when the cycle ended. Every (job, mode) gets its own RECONF_HOME; its untimed wa
 (period 1: table creation, MLflow's schema, the server's JIT) runs in one resident Connect worker
 shared by all homes (the tables are the same whichever path writes them,
 tests/jobs/test_connect_path.py), then period 2 is timed as the mode says; it plans from period
-1's published assignment. Growth: synthetic jobs of 10^2 .. 3*10^4 key groups (greedy strategy,
-so the solver does not hide the pipeline), and 1, 4, 16 demo-sized jobs cycled at once on the
+1's published assignment. Growth: synthetic jobs of 10^3, 10^4, 10^5 key groups (greedy strategy,
+so the solver does not hide the pipeline; each key group sends to `--fanout` key groups of the
+next operator, 0: to all), the growth exponent of every step fitted over them, the issue's
+targets (bench/cycle/targets.py: 10^4 key groups x 100 nodes, 32,768 x 1,000, 10^5 x 1,000, by
+the MILP) with match / beat / miss, and 1, 4, 16 demo-sized jobs cycled at once on the
 one server, each by its own resident worker (as Airflow runs DAGs side by side): the mean
 stage times, the wall until all are applied and the cycles per minute. The Connect server is
 started on a free port (infra/spark-connect.sh) unless `--remote` names one, and stopped at the
@@ -42,7 +45,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.cycle.stage import STAGES
+from bench.cycle.stage import STAGES, STEPS
+from bench.cycle.targets import TARGETS, print_growth, print_targets, target_config
 
 DESCRIPTION = ("one cycle land -> applied: stages with a JVM each (the old path) vs Spark Connect "
                "clients vs the lake by delta-rs")
@@ -51,7 +55,8 @@ TARGET_S = 10.0  # one demo-job cycle, land -> applied
 MODES = ("process+jvm", "process+connect", "worker+connect", "process+native", "worker+native")
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = 'source = { kind = "synthetic", operators = 4, keygroups_per_operator = 16, nodes = 8, seed = 7, varies = 30 }'
-SIZES_FULL, SIZES_QUICK = (100, 1_000, 10_000, 30_000), (100, 1_000)
+SIZES_FULL, SIZES_QUICK = (1_000, 10_000, 100_000), (100, 1_000)
+GROWTH_FANOUT = 16  # key groups of the next operator each growth job's key group sends to
 FLEET_FULL, FLEET_QUICK = (1, 4, 16), (1, 4)
 COLUMNS = ("proc_start", "import", "spark", "read", "delta", "ge", "solver", "mlflow", "other")
 FLEET_MODE = "worker+native"
@@ -66,9 +71,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "--quick: 100 1000)")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=None,
                         help="only these modes (default: all five)")
+    parser.add_argument("--fanout", type=int, default=GROWTH_FANOUT, metavar="F",
+                        help="key groups of the next operator each growth job's key group sends "
+                             f"to (default {GROWTH_FANOUT}; 0: all of them, |edges| ~ units^2)")
+    parser.add_argument("--targets", nargs="*", choices=[t.name for t in TARGETS], default=None,
+                        metavar="NAME", help="run these targets of the issue's sizes ("
+                        + ", ".join(f"{t.name}: {t.label}" for t in TARGETS)
+                        + "; default: all, none with --quick; --targets alone: none)")
+    parser.add_argument("--no-fleet", action="store_true", help="skip the jobs-at-once rows")
 
 
-def _config(sizes: tuple[int, ...], fleet: int) -> str:
+def _config(sizes: tuple[int, ...], fleet: int, *, fanout: int = GROWTH_FANOUT,
+            targets: tuple[str, ...] = ()) -> str:
     lines = ['[defaults]', 'spl = "5m"', 'strategy = "milp"', "max_migrations = 8",
              "solver_time_limit_s = 5", "alpha = 1e-6", "start_date = 2026-01-01T00:00:00Z", ""]
     for i in range(1, max(fleet, 1) + 1):
@@ -80,7 +94,10 @@ def _config(sizes: tuple[int, ...], fleet: int) -> str:
         lines += [f"[jobs.kg{n}]", 'strategy = "greedy"', "max_migrations = 20",
                   f'source = {{ kind = "synthetic", operators = {operators}, '
                   f"keygroups_per_operator = {n // operators}, nodes = {nodes}, seed = 7, "
-                  "varies = 30 }", ""]
+                  f"varies = 30, fanout = {fanout} }}", ""]
+    for target in TARGETS:
+        if target.name in targets:
+            lines += target_config(target)
     return "\n".join(lines)
 
 
@@ -139,21 +156,27 @@ def _cycle(mode: str, job_id: str, period: Any, env: dict[str, str],
     from schemas.config import Paths, resolve_job
     from schemas.landing import format_period_end
 
-    paths = Paths(Path(env["RECONF_HOME"]))
+    paths = Paths(Path(home or env["RECONF_HOME"]))
     source = make_source(resolve_job(job_id, Path(env["RECONF_CONFIG"])), paths)
     stamp = format_period_end(period)
     t0 = time.perf_counter()
-    source.land_period(paths.landing, period)
     row: dict[str, Any] = {"mode": mode, "job": job_id, "period_end": stamp,
-                           "land": time.perf_counter() - t0}
+                           "units": len(getattr(getattr(source, "spec", None), "keygroups", ()))}
     layers = dict.fromkeys(COLUMNS, 0.0)
-    for stage in STAGES:
+    peak = 0.0
+    for stage in STEPS:  # the landing runs where the stages do: its memory counts too
         r = (_stage_in_worker(worker, stage, job_id, stamp, home) if worker is not None
              else _stage_in_process(stage, job_id, stamp, env))
         row[stage] = r["wall"]
+        peak = max(peak, r.get("peak_mib", 0.0))
+        if stage == "plan":
+            row["gap_pct"] = r.get("gap_pct", float("nan"))
+        if stage == "land":
+            continue
         for k in COLUMNS:
             layers[k] += r.get(k, 0.0)
         row[f"{stage}_layers"] = {k: round(r.get(k, 0.0), 3) for k in COLUMNS}
+    row["peak_mib"] = peak
     t1 = time.perf_counter()
     applied = source.apply_latest(paths.published)
     row["apply"] = time.perf_counter() - t1
@@ -241,7 +264,8 @@ def _fleet(k: int, root: Path, config: Path, remote: str | None) -> dict[str, An
 
 def _progress(row: dict[str, Any]) -> None:
     print(f"  {row['mode']:>15} {row['job']:>8}: {row['total']:6.1f} s  "
-          + "  ".join(f"{s} {row[s]:.1f}" for s in STAGES) + f"  load {row['load']:.1f}",
+          + "  ".join(f"{s} {row[s]:.1f}" for s in STEPS)
+          + f"  peak {row.get('peak_mib', 0.0):.0f} MiB  load {row['load']:.1f}",
           file=sys.stderr, flush=True)
 
 
@@ -306,10 +330,12 @@ def main(args: argparse.Namespace) -> int:
     quick = bool(args.quick)
     sizes = () if args.no_growth else tuple(args.sizes or (SIZES_QUICK if quick else SIZES_FULL))
     chosen = tuple(args.modes or MODES)
-    fleet = () if args.no_growth else (FLEET_QUICK if quick else FLEET_FULL)
+    fleet = () if args.no_growth or args.no_fleet else (FLEET_QUICK if quick else FLEET_FULL)
+    targets = tuple(args.targets if args.targets is not None
+                    else () if quick or args.no_growth else (t.name for t in TARGETS))
     root = Path(tempfile.mkdtemp(prefix="reconf-bench-cycle-"))
     config = root / "jobs.toml"
-    config.write_text(_config(sizes, max(fleet, default=1)))
+    config.write_text(_config(sizes, max(fleet, default=1), fanout=args.fanout, targets=targets))
     connect = any(mode.endswith("connect") for mode in chosen)
     remote, record = (args.remote, None) if args.remote or not connect else start_server(root)
     print(f"bench cycle: server {remote}, work in {root}, load {_load():.1f}", file=sys.stderr,
@@ -319,7 +345,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         # the old path at every size only in the full run (a JVM per stage is minutes a cycle)
         sized = tuple(m for m in chosen if not (quick and m == MODES[0]))
-        for job, modes in [("demo", chosen), *((f"kg{n}", sized) for n in sizes)]:
+        for job, modes in [("demo", chosen), *((f"kg{n}", sized) for n in sizes),
+                           *((name, sized) for name in targets)]:
             for mode in modes:
                 rows.append(_timed_cycle(mode, job, root, config, remote, warm))
         _close(warm)
@@ -329,7 +356,7 @@ def main(args: argparse.Namespace) -> int:
     except SystemExit as exc:  # a failed stage: show what was measured before it
         print(exc, file=sys.stderr)
         print_table(rows)
-        write_rows(args.json, rows)
+        write_rows(args.json, [*rows, _summary(rows)])
         return 1
     finally:
         _close(warm)
@@ -338,6 +365,13 @@ def main(args: argparse.Namespace) -> int:
 
             stop(record, grace_s=20)
     print_table(rows)
-    write_rows(args.json, rows)
+    write_rows(args.json, [*rows, _summary(rows)])
     print(f"\nrows written to {args.json}")
     return 0
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The targets' verdicts and the growth exponents (printed, and the JSON's last row)."""
+    return {"mode": "summary", "job": "", "jobs_at_once": 0, "targets": print_targets(rows),
+            "growth": print_growth(rows), "load": _load(),
+            "machine": f"{os.cpu_count()} cores, shared (load: 1-min load average at the end)"}

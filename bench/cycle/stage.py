@@ -11,7 +11,10 @@ tables, the starting point; GE's or MLflow's import overlaps it in a fresh proce
 table creation, commits (`Lake.replace`, by delta-rs or Spark), the plans status updates and
 version look-ups, `ge` = the Great Expectations run,
 `mlflow` = logging and tagging, `solver` = the plan's own wall time; `other` = what is left:
-pandas, Python, the imports not overlapped.
+pandas, Python, the imports not overlapped. Every row also carries `peak_mib`, the process's
+largest resident set so far (a worker's: over every step it ran), and the plan's `gap_pct`
+(100 * (LD - bound) / LD of a plan with a certified lower bound). `land` is a step too: the
+runtime stand-in lands the period in the same process (the bench's peak memory covers it).
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ import threading  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
-__all__ = ["LAYERS", "STAGES", "run_stage"]
+__all__ = ["LAYERS", "STAGES", "STEPS", "run_stage"]
 
 STAGES = ("collect", "validate", "plan", "publish")
+STEPS = ("land", *STAGES)
 LAYERS = ("spark", "read", "delta", "ge", "mlflow", "solver")
 _STAGE_MODULES = {"collect": "jobs.collect.stage", "validate": "jobs.validate.stage",
                   "plan": "jobs.plan.stage", "publish": "jobs.publish.stage"}
@@ -101,10 +105,46 @@ def _instrument() -> None:
                 setattr(loaded, attr, _CLOCK.wrap(layer, fn))
 
 
+def _peak_mib() -> float:
+    """The process's largest resident set so far, MiB (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _land(job_id: str, period_end: str) -> dict[str, float]:
+    """The runtime stand-in lands the period (what `reconf land` does)."""
+    import os
+    from pathlib import Path
+
+    from reconf.settings import make_source
+    from schemas.config import Paths, resolve_job
+    from schemas.landing import parse_period_end
+
+    start = time.perf_counter()
+    paths = Paths.from_env()
+    source = make_source(resolve_job(job_id, Path(os.environ["RECONF_CONFIG"])), paths)
+    source.land_period(paths.landing, parse_period_end(period_end))
+    wall = time.perf_counter() - start
+    return {**dict.fromkeys(LAYERS, 0.0), "import": 0.0, "other": wall, "wall": wall,
+            "peak_mib": _peak_mib()}
+
+
+def _gap_pct(plan: Any) -> float:
+    """100 * (LD - bound) / LD of a plan with a certified bound (nan without one)."""
+    bound, value = plan.lower_bound, plan.after.load_distance
+    if bound is None or value is None:
+        return float("nan")
+    return 0.0 if value <= 0 else 100.0 * max(0.0, value - bound) / value
+
+
 def run_stage(stage: str, job_id: str, period_end: str) -> dict[str, float]:
-    """Run one stage through jobs.run (what the DAG task calls); its seconds per layer."""
+    """Run one step (a stage through jobs.run, what the DAG task calls, or the landing); its
+    seconds per layer, the process's peak memory and, for the plan, its certified gap."""
     import importlib
 
+    if stage == "land":
+        return _land(job_id, period_end)
     start = time.perf_counter()
     importlib.import_module(_STAGE_MODULES[stage])
     import jobs.run as stages
@@ -112,9 +152,10 @@ def run_stage(stage: str, job_id: str, period_end: str) -> dict[str, float]:
     _instrument()
     imported = time.perf_counter()
     before = dict(_CLOCK.spent)
-    solver = 0.0
+    solver, gap = 0.0, float("nan")
     if stage == "plan":
-        solver = float(stages.run_plan(job_id, period_end).plan.wall_s or 0.0)
+        planned = stages.run_plan(job_id, period_end).plan
+        solver, gap = float(planned.wall_s or 0.0), _gap_pct(planned)
     else:
         getattr(stages, f"run_{stage}")(job_id, period_end)
     done = time.perf_counter()
@@ -123,6 +164,9 @@ def run_stage(stage: str, job_id: str, period_end: str) -> dict[str, float]:
     layers["import"] = imported - start
     layers["other"] = max(0.0, (done - imported) - sum(layers[k] for k in LAYERS))
     layers["wall"] = done - start
+    layers["peak_mib"] = _peak_mib()
+    if stage == "plan":
+        layers["gap_pct"] = gap
     return layers
 
 

@@ -13,30 +13,32 @@ broken without an override.
 
 from __future__ import annotations
 
+import json
+import os
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
-from jobs.faults import failpoint
-from jobs.lake import Scope, Start, open_lake
+from jobs.lake import Lake, Start, open_lake
 from jobs.plan.assemble import build_state
 from jobs.plan.record import Computed, Provenance, job_budget, record_plan
-from jobs.tracking.store import tag_run
+from jobs.publish.version import publish_version
 from placement.common import make_plan
 from placement.model import ClusterState, Plan, SolverStatus
 from placement.waves import plan_waves
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
-from schemas.manifest import (
-    Manifest,
-    ManifestError,
-    ScalingSection,
-    write_latest,
-    write_manifest,
+from schemas.manifest import ScalingSection, manifest_path
+from schemas.tables import (
+    ASSIGNMENT_VERSIONS,
+    COMM_STATS,
+    KEYGROUP_STATS,
+    NODE_STATS,
+    PLANS,
 )
-from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS
 from schemas.tracking import Tag
 
 if TYPE_CHECKING:
@@ -92,7 +94,12 @@ def rollback(job: JobConfig, to_version: int, *, paths: Paths, reason: str,
         raise _refuse(f"v{newest} has no version row", job.job_id, "check the lake's "
                       f"{ASSIGNMENT_VERSIONS.name} table")
     end = row["period_end"]  # the lake's timestamps are UTC, read without a zone
-    ctx = stage_context(job, end if end.tzinfo else end.replace(tzinfo=UTC), paths, spark)
+    end = end if end.tzinfo else end.replace(tzinfo=UTC)
+    done = _done_by_this_run(lake, paths, job.job_id, newest, row["plan_id"], end,
+                             override_budget)
+    if done is not None:
+        return done
+    ctx = stage_context(job, end, paths, spark)
     return run_stage(ctx, "rollback", lambda c: _rollback(c, newest, to_version, reason,
                                                           override_budget))
 
@@ -133,32 +140,34 @@ def _rollback(ctx: StageContext, newest: int, to_version: int, reason: str,
                                                                       f"v{to_version}")),
                          Provenance(tags=tags))
     version = newest + 1
-    manifest = Manifest.create(job_id=job.job_id, version=version, period_end=ctx.end,
-                               plan_id=result.plan_id, assignment=target,
-                               scaling=ScalingSection(reason=f"rollback to v{to_version}"),
-                               schedule=schedule, created_at=datetime.now(UTC))
-    try:
-        path = write_manifest(ctx.paths.published, manifest)
-    except ManifestError as exc:
-        raise StageError(str(exc), where=str(ctx.paths.published / job.job_id),
-                         fix="inspect the published directory; versions are immutable") from exc
-    where = Scope(job.job_id, version=version)
-    lake.write_records(ASSIGNMENTS, [{"job_id": job.job_id, "version": version, "keygroup": kg,
-                                      "node": node} for kg, node in sorted(target.items())], where)
-    lake.write_records(ASSIGNMENT_VERSIONS, [{
-        "job_id": job.job_id, "version": version, "plan_id": result.plan_id,
-        "period_end": ctx.end, "checksum": manifest.checksum, "status": "published",
-        "manifest_path": str(path), "published_at": datetime.now(UTC)}], where)
-    failpoint("rollback.version")
-    write_latest(ctx.paths.published, job.job_id, version)
-    lake.set_plan_status(job.job_id, ctx.end, result.plan_id, "published")
-    if result.mlflow_run_id:
-        tag_run(ctx.paths, result.mlflow_run_id, {
-            Tag.PUBLISH_STATUS: "published", Tag.PUBLISHED_VERSION: str(version),
-            Tag.PUBLISHED_PLAN_ID: result.plan_id, Tag.ASSIGNMENT_VERSION: str(version),
-            Tag.MANIFEST: str(path)})
+    path = publish_version(ctx, version, result.plan_id, target,
+                           ScalingSection(reason=f"rollback to v{to_version}"), schedule,
+                           result.mlflow_run_id, "rollback.version")
     return RollbackResult(job.job_id, to_version, version, result.plan_id, len(plan.moves),
                           len(schedule.waves), result.mlflow_run_id, str(path), override)
+
+
+def _done_by_this_run(lake: Lake, paths: Paths, job_id: str, newest: int, plan_id: str,
+                      end: datetime, override: str | None) -> RollbackResult | None:
+    """The rollback the current Airflow run already published, if the newest version is it.
+
+    The rollback DAG's task is idempotent per run: a cleared run whose rollback reached the lake
+    returns that version rather than publishing another one. Outside Airflow (no run id) every
+    call is a new rollback, as the CLI means it."""
+    airflow_run = os.environ.get("AIRFLOW_CTX_DAG_RUN_ID")
+    if not airflow_run:
+        return None
+    plans = [r for r in lake.period_rows(PLANS, job_id, end)
+             if r["plan_id"] == plan_id and r["strategy"] == "rollback"]
+    if not plans or json.loads(plans[0]["plan_json"]).get("airflow_run_id") != airflow_run:
+        return None
+    plan_json = json.loads(plans[0]["plan_json"])
+    back_to = re.match(r"rollback to v(\d+)", str(plan_json.get("message", "")))
+    return RollbackResult(job_id, int(back_to.group(1)) if back_to else 0, newest,
+                          plan_id, int(plans[0]["migrations"]),
+                          len((plan_json.get("schedule") or {}).get("waves", ())),
+                          plans[0]["mlflow_run_id"] or None,
+                          str(manifest_path(paths.published, job_id, newest)), override)
 
 
 def _state(ctx: StageContext, current: dict[str, str]) -> ClusterState:

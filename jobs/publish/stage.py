@@ -41,6 +41,7 @@ from jobs.plan.attempts import (
     check_identity,
     choose_attempt,
 )
+from jobs.publish.approval import NEVER_PUBLISHED
 from jobs.tracking.store import run_tags, tag_run
 from schemas.config import JobConfig, Paths
 from schemas.manifest import (
@@ -179,6 +180,14 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
                               os.environ.get("AIRFLOW_CTX_DAG_RUN_ID"))
     plan_json = json.loads(plan_row["plan_json"])
     pid, run_id = str(plan_row["plan_id"]), plan_row["mlflow_run_id"]
+    if plan_row["status"] in NEVER_PUBLISHED:  # a human said no (jobs/publish/approval.py)
+        raise StageError(
+            f"plan {pid} was rejected at approval ({str(plan_row['status']).replace('_', ' ')})"
+            " and is never published",
+            where=f"plans row {pid}: {plan_row['message']}",
+            fix=f"plan the period again (a new attempt, which asks again): `airflow tasks clear "
+                f"reconfigure_{job.job_id} -s {stamp} -e {stamp} -y`, or `reconf plan --job "
+                f"{job.job_id} --period-end {stamp}` then publish that")
     check_identity(plan_row, plan_json, run_tags(paths, run_id) if run_id else {})
     if log.newer:
         lake.set_plan_status(job.job_id, period_end, pid, "historical")

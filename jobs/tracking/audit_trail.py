@@ -2,10 +2,12 @@
 
 An operator asks "why did job X move key group 17 at 10:05?". The plan itself does not say why
 (a MILP only returns an assignment), so the reasons are derived here, at plan time, from the
-same `ClusterState` the strategy saw, and stored with the run: per move the source and target
-node loads against the mean, whether the source node is being drained or the target is new, and
-how much of the key group's traffic becomes local. `reconf audit` reads them back from MLflow
-and never recomputes them.
+same `ClusterState` the strategy saw, and stored with the run: per move, in the words and the
+number of the strategy's family (placement/reasons.py: traffic saved, WAN cost saved,
+feasible-set ratio gained, utilisation band left, pair collocated, load relieved; node drained
+and scale out whatever the family), with the source and target node loads and the share of
+the key group's traffic that becomes local. `reconf audit` reads them back from MLflow and
+never recomputes them.
 
 Also here: the per-key-group and per-node tables, the Airflow provenance tags (from the
 `AIRFLOW_CTX_*` variables Airflow exports to every task), and the run description
@@ -26,6 +28,7 @@ from jobs.whatif.report import markdown_table
 from placement.graphpart import pair_rates
 from placement.metrics import mean_load, node_loads
 from placement.model import ClusterState, Plan
+from placement.reasons import explain
 from schemas.headline import headline, objective_for
 from schemas.tracking import Tag, delta_versions, strip_prefix
 
@@ -44,15 +47,14 @@ __all__ = [
 ]
 
 # Who/where/why first: the MLflow UI's CSV preview shows the leftmost columns.
-MOVE_COLUMNS = ("keygroup", "src_node", "dst_node", "reason_codes", "load_pct", "state_bytes",
-                "cost", "reason", "operator", "src_load_before", "src_load_after",
+MOVE_COLUMNS = ("keygroup", "src_node", "dst_node", "reason_codes", "gain", "load_pct",
+                "state_bytes", "cost", "reason", "operator", "src_load_before", "src_load_after",
                 "dst_load_before", "dst_load_after", "mean_load", "local_traffic_before_pct",
                 "local_traffic_after_pct")
 KEYGROUP_COLUMNS = ("keygroup", "operator", "load_pct", "state_bytes", "node_before",
                     "node_after", "moved")
 NODE_COLUMNS = ("node", "capacity", "marked_for_removal", "load_before", "load_after", "role")
 AIRFLOW_TAG = Tag.AIRFLOW_PREFIX
-_EPS = 1e-9
 NOTE_MOVES = 25  # moves listed in the run description; moves.csv has them all
 #: MLflow keeps a tag value (the description is the tag `mlflow.note.content`) up to this many
 #: characters (mlflow.utils.validation.MAX_TAG_VAL_LENGTH); a longer one is refused or cut
@@ -92,56 +94,34 @@ class NodeLoads:
         return cls(node_loads(state, state.assignment), node_loads(state, plan.assignment))
 
 
-def explain_moves(state: ClusterState, plan: Plan, loads: NodeLoads | None = None
-                  ) -> list[dict[str, Any]]:
-    """One row per move (MOVE_COLUMNS): the numbers the planner saw and why the move helps."""
+def explain_moves(state: ClusterState, plan: Plan, loads: NodeLoads | None = None,
+                  params: Any = None) -> list[dict[str, Any]]:
+    """One row per move (MOVE_COLUMNS): the numbers the planner saw and why the move helps, in
+    its family's words and number (placement/reasons.py: `gain` is what the move is worth in
+    the in-force objective; `params` what the family evaluates with, e.g. SPRAWL's)."""
     loads = loads or NodeLoads.of(state, plan)
     before, after = loads.before, loads.after
     mean = mean_load(state)
-    active = [n.id for n in state.nodes if not n.marked_for_removal]
-    hottest = max(active, key=lambda n: (before.get(n, 0.0), n)) if active else None
-    marked = {n.id for n in state.nodes if n.marked_for_removal}
-    added = set(plan.scaling.nodes_to_add)
     partners = _partners(state, {move.keygroup for move in plan.moves})
     keygroups = {k.id: k for k in state.keygroups}
     rows = []
-    for move in plan.moves:
+    for move, reasons in zip(plan.moves, explain(state, plan, params, (before, after)),
+                             strict=True):
         kg = keygroups[move.keygroup]
         src, dst = move.src, move.dst
         mine = partners.get(kg.id, {})
-        local_before = _local_pct(mine, state.assignment, src)
-        local_after = _local_pct(mine, plan.assignment, dst)
-        codes, why = [], []
-        if src in marked:
-            codes.append("drain")
-            why.append(f"{src} is marked for removal (scale in), so its key groups leave it")
-        if dst in added:
-            codes.append("scale-out")
-            why.append(f"{dst} is a node this plan adds (scale out)")
-        if before[src] > mean + _EPS and src not in marked:
-            codes.append("balance")
-            hot = " (the most loaded node)" if src == hottest else ""
-            why.append(f"{src}{hot} was above the mean load: {before[src]:.1f}% vs mean "
-                       f"{mean:.1f}%, {after[src]:.1f}% after")
-        if local_after > local_before + _EPS:
-            codes.append("collocation")
-            mates = sorted((p for p in mine if plan.assignment.get(p) == dst),
-                           key=lambda p: (-mine[p], p))[:3]
-            why.append(f"collocates it with {', '.join(mates)} on {dst}: "
-                       f"{local_after:.0f}% of its traffic local, was {local_before:.0f}%")
-        if not codes:
-            codes.append("exchange")
-            why.append(f"part of an exchange that evens the loads ({src} {before[src]:.1f}% -> "
-                       f"{after[src]:.1f}%, mean {mean:.1f}%)")
-        why.append(f"{dst} goes {before.get(dst, 0.0):.1f}% -> {after.get(dst, 0.0):.1f}%")
+        gain = reasons[-1].value  # the family's own reason comes last
         rows.append({
             "keygroup": kg.id, "operator": kg.operator, "src_node": src, "dst_node": dst,
             "load_pct": kg.load, "state_bytes": kg.state_bytes, "cost": move.cost,
             "src_load_before": before[src], "src_load_after": after[src],
             "dst_load_before": before.get(dst, 0.0), "dst_load_after": after.get(dst, 0.0),
-            "mean_load": mean, "local_traffic_before_pct": local_before,
-            "local_traffic_after_pct": local_after, "reason_codes": ";".join(codes),
-            "reason": "; ".join(why),
+            "mean_load": mean,
+            "local_traffic_before_pct": _local_pct(mine, state.assignment, src),
+            "local_traffic_after_pct": _local_pct(mine, plan.assignment, dst),
+            "reason_codes": ";".join(r.code for r in reasons),
+            "gain": "" if gain is None else gain,
+            "reason": "; ".join(r.text for r in reasons),
         })
     return rows
 

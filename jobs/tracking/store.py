@@ -35,8 +35,10 @@ from jobs.tracking.audit_trail import (
     to_csv,
 )
 from jobs.tracking.charts import comm_graph, load_chart
+from jobs.tracking.ui_links import VIEW_TAG, key_metrics_view, view_needs_update
 from placement.metrics import mean_load
 from placement.model import ClusterState, Plan
+from placement.reasons import family_params
 from schemas.config import JobConfig, Paths
 from schemas.tracking import Artifact, Tag, param_tag
 
@@ -102,13 +104,18 @@ def prepare_client(paths: Paths | None = None) -> None:
     _client(paths or Paths.from_env())
 
 
-def _experiment_id(client: Any, paths: Paths, job_id: str) -> str:
+def _experiment_id(client: Any, paths: Paths, job_id: str, strategy: str | None = None) -> str:
+    """The job's experiment (created on first use), classic-view and, given the job's strategy,
+    with its key-metrics saved view (jobs/tracking/ui_links.py)."""
     experiment = client.get_experiment_by_name(job_id)
     if experiment is None:
         experiment = client.get_experiment(client.create_experiment(
             job_id, artifact_location=(paths.mlflow / "artifacts" / job_id).as_uri()))
     if experiment.tags.get(_KIND_TAG) != _KIND:  # the UI's run table, not its GenAI views
         client.set_experiment_tag(experiment.experiment_id, _KIND_TAG, _KIND)
+    if strategy is not None and view_needs_update(experiment.tags, strategy):
+        client.set_experiment_tag(experiment.experiment_id, VIEW_TAG,
+                                  key_metrics_view(strategy, int(time.time() * 1000)))
     return str(experiment.experiment_id)
 
 
@@ -258,7 +265,7 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
 
     client = _client(paths)
     job = record.job
-    experiment_id = _experiment_id(client, paths, job.job_id)
+    experiment_id = _experiment_id(client, paths, job.job_id, job.strategy)
     run_id = _create_run(client, experiment_id, record)
     params = {
         "strategy": record.strategy,
@@ -308,7 +315,8 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
         folder = Path(tmp)
         (folder / Artifact.PLAN_JSON).write_text(json.dumps(record.plan_json, indent=2, sort_keys=True))
         loads = NodeLoads.of(state, plan)  # once: the moves, the nodes and the chart share them
-        moves_csv = to_csv(explain_moves(state, plan, loads), MOVE_COLUMNS)
+        family = family_params(plan.strategy, job.strategy_params.get(plan.strategy))
+        moves_csv = to_csv(explain_moves(state, plan, loads, family), MOVE_COLUMNS)
         (folder / Artifact.MOVES_CSV).write_text(moves_csv)
         (folder / Artifact.KEYGROUPS_CSV).write_text(to_csv(keygroup_rows(state, plan), KEYGROUP_COLUMNS))
         (folder / Artifact.NODES_CSV).write_text(to_csv(node_rows(state, plan, loads), NODE_COLUMNS))

@@ -62,6 +62,7 @@ CHART_ARTIFACT = Artifact.WHATIF_CHART
 TABLE_ARTIFACT = Artifact.WHATIF_TABLE
 PER_NODE_ARTIFACT = Artifact.WHATIF_PER_NODE
 STATUS_TAG = Tag.WHATIF_STATUS
+NOTE_LINE = 500  # a child run's one-line description, at most
 _SHADOW = Tag.SHADOW_PREFIX  # the child runs' tags (never reconf.job_id: find_runs skips them)
 
 
@@ -131,11 +132,36 @@ def _rows(data: WhatIfInput, outcomes: list[ShadowOutcome]) -> list[dict[str, An
     return rank_rows(rows, data.strategy)
 
 
+def child_note(data: WhatIfInput, outcome: ShadowOutcome,
+               params: Mapping[str, Any] | None = None) -> str:
+    """The child run's description, one line: which shadow, beside which plan, and its plan
+    in the in-force strategy's objective (before → after, evaluated on the period's state),
+    load distance second, migrations."""
+    from placement.objectives import plan_value
+    from schemas.headline import fmt
+    from schemas.strategies import LOAD_DISTANCE
+
+    head = (f"What-if {outcome.strategy} for {data.job_id}, period ending {data.period_end}: a "
+            f"dry run on the state {data.strategy} (in force) planned")
+    if outcome.plan is None:
+        return (f"{head}; {outcome.status}" + (f": {outcome.message}" if outcome.message
+                                               else ""))[:NOTE_LINE]
+    objective = objective_for(data.strategy)
+    after = objective_values(data.state, outcome.plan, params).get(objective.name)
+    line = (f"{head}; {objective.label} {fmt(plan_value(objective, data.plan, before=True))} → "
+            f"{fmt(after)} ({objective.direction})")
+    if objective.name != LOAD_DISTANCE.name:
+        line += (f"; {LOAD_DISTANCE.label} {fmt(outcome.plan.before.load_distance)} → "
+                 f"{fmt(outcome.plan.after.load_distance)}")
+    return f"{line}; {outcome.plan.migrations} migration(s); {outcome.status}"[:NOTE_LINE]
+
+
 def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
                outcome: ShadowOutcome, params: Mapping[str, Any]) -> str:
     """Create or update the child run of one shadow (a rerun of the what-if updates it)."""
     from jobs.tracking.audit_trail import MOVE_COLUMNS, explain_moves, to_csv
     from jobs.tracking.store import plan_metrics
+    from placement.reasons import family_params
 
     found = client.search_runs([experiment_id], filter_string=(
         f"tags.`{Tag.PARENT_RUN}` = '{parent}' AND tags.`{_SHADOW}strategy` = "
@@ -144,6 +170,7 @@ def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
             f"{_SHADOW}period_end": data.period_end, f"{_SHADOW}strategy": outcome.strategy,
             f"{_SHADOW}status": outcome.status, f"{_SHADOW}message": outcome.message[:4900],
             f"{_SHADOW}in_force": data.strategy}
+    tags[Tag.NOTE] = child_note(data, outcome, _objective_params(data))
     run_id = (found[0].info.run_id if found else client.create_run(
         experiment_id, run_name=f"what-if {outcome.strategy}", tags=tags).info.run_id)
     for key, value in tags.items():
@@ -163,7 +190,8 @@ def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             (folder / Artifact.MOVES_CSV).write_text(
-                to_csv(explain_moves(data.state, outcome.plan), MOVE_COLUMNS))
+                to_csv(explain_moves(data.state, outcome.plan, None,
+                                     family_params(outcome.strategy, params)), MOVE_COLUMNS))
             (folder / Artifact.PLAN_JSON).write_text(
                 json.dumps(outcome.plan.to_dict(), indent=2, sort_keys=True))
             client.log_artifacts(run_id, str(folder))

@@ -4,7 +4,9 @@ Each instance runs `dev.reconf.kstreams.FlightsApp` with `client.tag.reconf.node
 `ReconfTaskAssignor` (or Kafka's default assignor, for the benchmark's baseline), under
 `<home>/`: its RocksDB state in `state/<node>/`, its statistics snapshot in `stats/<node>.json`
 (rewritten every `stats_ms`), its log in `logs/<node>.log`, its pid file in `run/<node>.pid`.
-The assignor keeps the applied version in `<home>/applied.json`, shared by the instances.
+The assignor keeps the applied version in `<home>/applied.json`, shared by the instances, and
+the progress of a manifest's move schedule in `<state_root>/<job>/execution.json` (the file
+runtime/execution.py reads; `<state_root>/<job>/STOP` is `reconf stop`'s flag).
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class AppSpec:
     followup_ms: int = 5000
     stats_ms: int = 500
     default_assignor: bool = False  # Kafka's own assignor (no task.assignor.class): the baseline
+    wave_poll_ms: int = 1000  # while a wave runs: how often the assignor checks it is complete
+    wave_timeout_ms: int = 120_000  # a wave whose tasks do not all run by then fails
 
     @property
     def app_id(self) -> str:
@@ -86,6 +90,12 @@ class Cluster:
     published_root: Path
     capacities: dict[str, float] = field(default_factory=dict)
     produced: int = 0
+    state_root: Path | None = None  # reconf's runtime state root (Paths.runtime); default: home
+
+    @property
+    def execution_root(self) -> Path:
+        """Where `<job>/execution.json` and `<job>/STOP` are (runtime/execution.py's state root)."""
+        return self.state_root if self.state_root is not None else self.home
 
     @property
     def applied_file(self) -> Path:
@@ -134,7 +144,10 @@ class Cluster:
                 "--output", self.spec.output_topic, "--state-dir", str(self.home / "state" / node),
                 "--stats", str(self.stats_path(node)), "--published-root", str(self.published_root),
                 "--job", self.spec.job, "--applied-file", str(self.applied_file),
-                "--followup-ms", str(self.spec.followup_ms), "--stats-ms", str(self.spec.stats_ms)]
+                "--followup-ms", str(self.spec.followup_ms), "--stats-ms", str(self.spec.stats_ms),
+                "--state-root", str(self.execution_root),
+                "--wave-poll-ms", str(self.spec.wave_poll_ms),
+                "--wave-timeout-ms", str(self.spec.wave_timeout_ms)]
         if self.spec.default_assignor:
             args.append("--default-assignor")
         return spawn(node, java_argv("dev.reconf.kstreams.FlightsApp", *args, heap_mb=192),
@@ -197,6 +210,16 @@ class Cluster:
                     return None
                 out[task] = node
         return out if sorted(out) == sorted(self.spec.units()) else None
+
+    def execution(self) -> dict[str, Any] | None:
+        """The move schedule ReconfTaskAssignor executes or last executed, as it recorded it
+        (runtime/execution.py's format plus its own fields), None before any."""
+        path = self.execution_root / self.spec.job / "execution.json"
+        try:
+            data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+        return data if data.get("runtime") == "kafka-streams" else None
 
     def applied(self) -> Mapping[str, Any] | None:
         """What ReconfTaskAssignor last applied (version, assignment), None before any."""

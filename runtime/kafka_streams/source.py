@@ -9,6 +9,13 @@ checks the newest manifest with runtime/client.py (the rules the Java assignor a
 equal by the shared vectors) and, when it is acceptable, waits until Kafka Streams reports that
 exact assignment (the assignor picks it up at its next follow-up rebalance); each moved task's
 changelog restore (records, ms) is recorded in ``periods/<period>.json`` beside the landing.
+
+A manifest with a move schedule is applied by the assignor wave by wave (WaveSteps.java, the
+contract of runtime/execution.py): its progress is ``<RECONF_HOME>/runtime/<job>/execution.json``,
+`reconf stop --job J` writes the flag it honours between waves, and the period report carries the
+execution (wave k of n, tasks moved, state bytes, changelog records, seconds per wave) and, while
+a schedule runs or after it stopped or failed, the assignment that runs, so the next plan starts
+from it.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from runtime.kafka_streams.cluster import AppSpec, Cluster, wait_for
 from runtime.kafka_streams.lag import LagSampler
 from runtime.kafka_streams.spec import KStreamsSpec
 from runtime.kafka_streams.stats import calibration, period_figures, tables
+from runtime.kafka_streams.waves import await_waves, partial, report
 from runtime.source import ApplyResult, RuntimeState, write_period
 from schemas.landing import format_period_end
 from schemas.manifest import atomic_write_bytes
@@ -68,6 +76,11 @@ class KafkaStreamsJob:
     def app_dir(self) -> Path:
         return self.home / "runtime" / self.spec.job_id / "kafka-streams"
 
+    @property
+    def state_root(self) -> Path:
+        """`Paths.runtime`: where runtime/execution.py's files of the job are (`reconf stop`)."""
+        return self.home / "runtime"
+
     def _state(self) -> dict[str, Any]:
         path = self.app_dir / "source.json"
         if not path.is_file():
@@ -88,9 +101,12 @@ class KafkaStreamsJob:
                           input_topic=f"flights-{self.spec.job_id}",
                           output_topic=f"route-stats-{self.spec.job_id}",
                           followup_ms=self.spec.followup_ms,
-                          default_assignor=self.spec.default_assignor)
+                          default_assignor=self.spec.default_assignor,
+                          wave_poll_ms=self.spec.wave_poll_ms,
+                          wave_timeout_ms=self.spec.wave_timeout_ms)
             self._cluster = Cluster(app, bootstrap, self.app_dir, self.published_root,
-                                    produced=int(self._state()["produced"]))
+                                    produced=int(self._state()["produced"]),
+                                    state_root=self.state_root)
             if not self._cluster.nodes():  # a fresh start (creating topics is idempotent)
                 self._cluster.create_topics()
         cluster = self._cluster
@@ -111,6 +127,10 @@ class KafkaStreamsJob:
                               logs=cluster.home / "logs")
         applied = cluster.applied()
         runs_it = applied is not None and dict(applied["assignment"]) == assignment
+        ex = partial(cluster)
+        if not runs_it and applied is not None and ex is not None:
+            # a schedule's partial assignment on top of the applied version
+            runs_it = dict(ex["assignment"]) == assignment
         return RuntimeState(self.spec.job_id, int(applied["version"]) if runs_it and applied
                             else None, assignment, tuple(cluster.nodes()))
 
@@ -160,9 +180,11 @@ class KafkaStreamsJob:
         metric = self.spec.load_metric
         if state["ms_per_ns"] is None:
             state["ms_per_ns"] = calibration(figures, self.spec.period_s, self.spec.load_pct, metric)
+        execution = report(cluster)
         landed = write_period(landing_root, self.spec.job_id, period_end,
                               tables(figures, period_end, self.spec.period_s, state["ms_per_ns"],
-                                     metric), running_now)
+                                     metric), running_now, execution=execution,
+                              partial=partial(cluster) is not None)
         self._record(period_end, {"produced": produced, "drain_s": round(drain_s, 3),
                                   "wall_ms": figures.wall_ms,
                                   "node_proc_ns": figures.node_proc_ns(),
@@ -195,6 +217,12 @@ class KafkaStreamsJob:
         if isinstance(decided, ApplyResult):
             return decided  # unchanged, or refused: the assignor refuses it the same way
         manifest, _ = decided
+        if manifest.schedule is not None:
+            n = len(manifest.schedule.waves)
+            waved = await_waves(cluster, manifest.version, n, self.spec.followup_ms / 1000.0
+                                + self.spec.apply_timeout_s * max(1, n))
+            if waved is not None:
+                return waved
         target = dict(manifest.assignment)
         t0 = time.monotonic()
         limit = self.spec.followup_ms / 1000.0 + self.spec.apply_timeout_s

@@ -23,7 +23,9 @@ class KStreamsSpec:
     `followup_ms`: the assignor's follow-up rebalance delay. `default_assignor`: run Kafka
     Streams' own assignor instead of ReconfTaskAssignor (the benchmark's baseline). `load_metric`:
     what a task's load is measured by (stats.py): its records in, or its measured processing
-    time."""
+    time. `wave_poll_ms`: while a wave of a move schedule runs, how often the assignor checks that
+    its tasks run (a follow-up rebalance each time, at most every `followup_ms`); `wave_timeout_ms`: a wave whose tasks do not
+    all run by then fails (runtime/kafka_streams/waves.py)."""
 
     job_id: str
     period_s: int = 300
@@ -36,6 +38,8 @@ class KStreamsSpec:
     apply_timeout_s: float = 90.0
     default_assignor: bool = False
     load_metric: str = "records"
+    wave_poll_ms: int = 1000
+    wave_timeout_ms: int = 120_000
 
     def __post_init__(self) -> None:
         if not 1 <= self.nodes <= 16:
@@ -56,6 +60,10 @@ class KStreamsSpec:
                              f"got {self.load_metric!r}")
         if self.followup_ms < 500:
             raise ValueError(f"followup_ms must be >= 500, got {self.followup_ms}")
+        if self.wave_poll_ms < 200:
+            raise ValueError(f"wave_poll_ms must be >= 200, got {self.wave_poll_ms}")
+        if self.wave_timeout_ms < 1:
+            raise ValueError(f"wave_timeout_ms must be >= 1, got {self.wave_timeout_ms}")
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any], *, job_id: str) -> KStreamsSpec:

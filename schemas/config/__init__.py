@@ -7,7 +7,13 @@ error names the file, the field and the rule, and is raised when the file is loa
 cycle runs. Import the names from here: `from schemas.config import JobConfig, Paths, …`.
 """
 
-from schemas.config.job import ExecutionConfig, JobConfig, ScalingConfig, StabilityConfig
+from schemas.config.job import (
+    ExecutionConfig,
+    HealingConfig,
+    JobConfig,
+    ScalingConfig,
+    StabilityConfig,
+)
 from schemas.config.load import JobsFile, load_jobs, read_jobs, resolve_job
 from schemas.config.paths import PROJECT_ROOT, Paths, db_server_uri
 from schemas.config.rules import (
@@ -30,6 +36,7 @@ __all__ = [
     "UNIT_SETS",
     "ConfigError",
     "ExecutionConfig",
+    "HealingConfig",
     "JobConfig",
     "JobsFile",
     "Paths",

@@ -29,7 +29,7 @@ from schemas.schedule import WaveLimits
 from schemas.strategies import STRATEGIES
 from schemas.streams import LoadModelConfig, parse_load_model
 
-__all__ = ["ExecutionConfig", "JobConfig", "ScalingConfig", "StabilityConfig"]
+__all__ = ["ExecutionConfig", "HealingConfig", "JobConfig", "ScalingConfig", "StabilityConfig"]
 
 _CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
@@ -136,6 +136,30 @@ class StabilityConfig:
 
 
 @dataclass(frozen=True, config=_CONFIG)
+class HealingConfig:
+    """`[jobs.<id>.healing]`: out-of-schedule cycles for dead or far-over-capacity nodes
+    (jobs/heal/, dags/healing.py; Cruise Control's self-healing). Off unless `enabled`.
+
+    `budget`: the most units one healing moves, the dead nodes' units first (a healing whose
+    dead units alone need more does nothing and alerts); `min_gap`: no healing publishes within
+    this long of the previous one (a later report waits); `max_nodes_at_once`: a report naming
+    more nodes than this does nothing and alerts (Cruise Control's fixable-failure threshold);
+    `over_capacity_pct`: a live node reported above this % of its capacity is healed too.
+    """
+
+    enabled: Annotated[bool, _checked(rules.boolean)] = False
+    budget: Annotated[int, _checked(rules.count)] = 8
+    min_gap: Annotated[timedelta, _checked(rules.duration)] = timedelta(minutes=10)
+    max_nodes_at_once: Annotated[int, _checked(rules.count)] = 1
+    over_capacity_pct: Annotated[float, _checked(rules.over_capacity_pct)] = 150.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_table_of_known_fields(cls, raw: Any, info: ValidationInfo) -> Any:
+        return _known_table(cls, raw, info)
+
+
+@dataclass(frozen=True, config=_CONFIG)
 class ExecutionConfig:
     """`[jobs.<id>.execution]`: how the runtime applies a plan (placement/waves.py).
 
@@ -144,12 +168,15 @@ class ExecutionConfig:
     `max_bytes_per_wave` state bytes, and no wave may take a node over `ceiling_pct` % of its
     capacity. The defaults throttle only the per-node concurrency (5, as Cruise Control's
     `num.concurrent.partition.movements.per.broker`); a job sets a ceiling to have one.
+    `max_bytes_per_second` paces the waves: the runtime moves state no faster than that many
+    bytes per second (each wave lasts at least its bytes / the rate; runtime/execution.py).
     """
 
     max_moves_per_node: Annotated[int | None, _checked(rules.at_least_one, optional=True)] = 5
     max_moves_per_wave: Annotated[int | None, _checked(rules.at_least_one, optional=True)] = None
     max_bytes_per_wave: Annotated[float | None, _checked(rules.positive, optional=True)] = None
     ceiling_pct: Annotated[float | None, _checked(rules.ceiling_pct, optional=True)] = None
+    max_bytes_per_second: Annotated[float | None, _checked(rules.positive, optional=True)] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -160,7 +187,7 @@ class ExecutionConfig:
     def limits(self) -> WaveLimits:
         """The wave planner's limits (schemas/schedule.py)."""
         return WaveLimits(self.max_moves_per_node, self.max_moves_per_wave,
-                          self.max_bytes_per_wave, self.ceiling_pct)
+                          self.max_bytes_per_wave, self.ceiling_pct, self.max_bytes_per_second)
 
 
 @dataclass(frozen=True, config=_CONFIG)
@@ -210,6 +237,13 @@ class JobConfig:
     constraints: Annotated[Constraints | None, _checked(_constraints)] = None
     # Stable plans: the no-op band, the per-unit cooldown, the oscillation window.
     stability: StabilityConfig | None = None
+    # A human approves each plan between plan and publish (Airflow's human-in-the-loop
+    # ApprovalOperator, dags/reconfigure.py); without an answer within `approval_timeout` the
+    # plan is rejected as "timed out" and nothing is published (docs/operations.md, "Approval").
+    approval: Annotated[bool, _checked(rules.flag)] = False
+    approval_timeout: Annotated[timedelta, _checked(rules.approval_timeout)] = timedelta(hours=1)
+    # Healing between periods: dead or far-over-capacity nodes re-placed out of schedule.
+    healing: HealingConfig = field(default_factory=HealingConfig)
 
     @model_validator(mode="before")
     @classmethod

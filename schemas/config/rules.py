@@ -21,7 +21,7 @@ from schemas.config.paths import PROJECT_ROOT
 from schemas.errors import ConfigError
 from schemas.strategies import PIPELINE_PARAMS, STRATEGIES
 
-__all__ = ["MAX_CATCHUP_PERIODS", "MAX_LANDING_WAIT_SPL", "MAX_MIGRATIONS", "STRATEGY_NAMES",
+__all__ = ["MAX_APPROVAL_TIMEOUT", "MAX_CATCHUP_PERIODS", "MAX_LANDING_WAIT_SPL", "MAX_MIGRATIONS", "STRATEGY_NAMES",
            "UNIT_SETS", "Rule", "Scalar", "check_max_migrations", "parse_duration"]
 
 Scalar: TypeAlias = int | float | str | bool
@@ -33,6 +33,9 @@ UNIT_SETS = ("fixed", "dynamic")
 MAX_MIGRATIONS = 2**31 - 1
 #: The most catch-up periods a job may ask for, and the longest landing wait, in SPLs.
 MAX_CATCHUP_PERIODS, MAX_LANDING_WAIT_SPL = 1000, 10
+#: The longest a plan may wait for its approval (approval_timeout): a run waits with it, and the
+#: job's later periods queue behind that run (max_active_runs = 1).
+MAX_APPROVAL_TIMEOUT = timedelta(days=7)
 #: The highest utilisation ceiling (%) a job may set for its waves.
 MAX_CEILING_PCT = 1000.0
 _JOB_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -115,6 +118,29 @@ def ceiling_pct(value: object) -> float:
     if not 0 < pct <= MAX_CEILING_PCT:
         raise Rule(f"must be a utilisation in % of a node's capacity, above 0 and at most "
                    f"{MAX_CEILING_PCT} (100 = full), got {value!r}")
+    return pct
+
+
+def count(value: object) -> int:
+    """A whole number >= 1 that has a default (a budget of moves, a number of nodes)."""
+    found = whole(value)
+    if found < 1:
+        raise Rule(f"must be a whole number >= 1, got {value!r}")
+    return found
+
+
+def boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise Rule(f"must be true or false, got {value!r}")
+    return value
+
+
+def over_capacity_pct(value: object) -> float:
+    """A utilisation in % of a node's capacity above full (100), at most MAX_CEILING_PCT."""
+    pct = number(value)
+    if not 100 < pct <= MAX_CEILING_PCT:
+        raise Rule(f"must be a utilisation in % of a node's capacity above 100 (full) and at "
+                   f"most {MAX_CEILING_PCT}, e.g. 150, got {value!r}")
     return pct
 
 
@@ -232,6 +258,23 @@ def catchup_periods(value: object) -> int:
             "periods run when several are due at once; 0 = none, only periods that end from now "
             f"on), got {value!r}")
     return value
+
+
+def flag(value: object) -> bool:
+    """A TOML boolean (`true` / `false`), never a string or a number that looks like one."""
+    if not isinstance(value, bool):
+        raise Rule(f"must be true or false, got {value!r}")
+    return value
+
+
+def approval_timeout(value: object) -> timedelta:
+    """How long the approval step waits for a human (docs/operations.md, "Approval")."""
+    wait = duration(value)
+    if wait > MAX_APPROVAL_TIMEOUT:
+        raise Rule(f"{value!r} is more than {MAX_APPROVAL_TIMEOUT.days} days; the job's later "
+                   "periods queue behind a run that waits for approval: use at most that "
+                   "(default: '1h')")
+    return wait
 
 
 def landing_timeout(value: object, info: ValidationInfo) -> timedelta | None:

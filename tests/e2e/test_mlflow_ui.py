@@ -32,6 +32,7 @@ from jobs.publish.stage import publish_period
 from jobs.tracking.store import run_name
 from jobs.validate.stage import validate_period
 from jobs.whatif.stage import read_comparison, run_whatif
+from placement.reasons import REASON_CODES
 from schemas.config import PROJECT_ROOT, Paths
 from schemas.tables import PLAN_MOVES, PLANS
 
@@ -235,6 +236,5 @@ def test_an_operator_finds_the_plan_of_a_period_in_the_mlflow_ui(
     for move in moves.itertuples():  # each row of the preview: key group, from, to, why
         row = next(line for line in lines if line.startswith(f"{move.keygroup} "))
         assert row.split()[1:3] == [move.src_node, move.dst_node]
-        assert set(row.split()[3].split(";")) <= {"balance", "collocation", "drain",
-                                                  "scale-out", "exchange"}
+        assert set(row.split()[3].split(";")) <= set(REASON_CODES)
     _screenshot(browser, tmp_path, "mlflow-ui-moves.png")

@@ -1,8 +1,8 @@
 """Through the real Airflow scheduler: scheduled runs on the period grid, a late and a missed
-landing, a backfill and the docs' recovery recipe, the way operators run them.
+landing, a backfill, the docs' recovery recipe and a rollback, the way operators run them.
 
 One Airflow for the module, started as `make up` starts it (reconf.services: api-server,
-scheduler, dag-processor, triggerer; SQLite; free ports), with two small synthetic jobs:
+scheduler, dag-processor, triggerer; SQLite; free ports), with four small synthetic jobs:
 
 - `tick`, SPL 30 s, starting at the fixture's clock: a runtime stand-in thread lands each period
   as wall-clock time passes it (applying the newest published version first, as a runtime
@@ -14,6 +14,11 @@ scheduler, dag-processor, triggerer; SQLite; free ports), with two small synthet
   minutes, so its runs are the backfill's and the recovery's, made with the docs' commands run
   in bash after `eval "$(.venv/bin/python -m reconf.services env)"` with a PATH that has no
   `airflow` on it.
+- `mend`, SPL 1 min with healing on (min_gap 75 s): the last tests land its periods by hand and
+  kill its nodes in the runtime stand-in; its healing DAG `heal_mend` runs on the health
+  reports' asset events (dags/healing.py).
+- `back`, like `fill`: v1..v3 published by the stages in-process, then its manual rollback DAG
+  `rollback_back` triggered with params (the docs' command), through the scheduler.
 
 The tests run in file order and build on each other (one Airflow, one history: the fill tests
 count on the backfill's versions). Every check reads what an operator would: the metadata DB's runs and task states, the task logs,
@@ -24,9 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -39,15 +41,15 @@ import pytest
 from reconf.procs import free_port
 from reconf.services import Ports, down, up
 from reconf.settings import make_source
-from schemas.config import PROJECT_ROOT, Paths, resolve_job
+from runtime.synthetic import SyntheticJob
+from schemas.config import Paths, resolve_job
 from schemas.landing import KEYGROUPS, format_period_end
 from schemas.manifest import read_latest_version, read_manifest
 
+from .scheduler_kit import BACK, FILL, LATE, MISSED, SPL, TICK, Airflow, Runtime, _stamp
+
 pytestmark = [pytest.mark.e2e]
 
-SPL = timedelta(seconds=30)
-TICK, LATE, FILL = "tick", "late", "fill"
-MISSED = 4  # tick's period (k of start + k*SPL) that never lands
 FILL_T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CONFIG = """\
 [defaults]
@@ -75,100 +77,26 @@ spl = "1h"
 start_date = 2026-01-01T00:00:00Z
 catchup_periods = 0
 landing_timeout = "10s"
+
+[jobs.mend]
+spl = "1m"
+start_date = {start}
+landing_timeout = "9m"
+source = {{ kind = "synthetic", operators = 2, keygroups_per_operator = 4, nodes = 4, seed = 7, varies = 30 }}
+
+[jobs.mend.healing]
+enabled = true
+budget = 8
+min_gap = "{gap}s"
+max_nodes_at_once = 1
+
+[jobs.back]
+spl = "1h"
+start_date = 2026-01-01T00:00:00Z
+catchup_periods = 0
+max_migrations = 8
 """
-
-
-def _stamp(at: datetime) -> str:
-    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class Runtime(threading.Thread):
-    """The runtime stand-in of `tick`: lands each period once wall-clock time passes its end."""
-
-    def __init__(self, paths: Paths, start: datetime) -> None:
-        super().__init__(daemon=True)
-        self.paths, self.origin = paths, start
-        self.landed: dict[int, float] = {}  # k -> wall time it landed
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-
-    def period(self, k: int) -> datetime:
-        return self.origin + k * SPL
-
-    def run(self) -> None:
-        try:
-            source = make_source(resolve_job(TICK), self.paths)
-            k = 1
-            while not self.stop.is_set():
-                if datetime.now(UTC) < self.period(k):
-                    time.sleep(0.5)
-                    continue
-                if k != MISSED:
-                    source.apply_latest(self.paths.published)
-                    source.land_period(self.paths.landing, self.period(k))
-                    self.landed[k] = time.time()
-                k += 1
-        except BaseException as exc:  # surfaced by the tests
-            self.error = exc
-
-
-class Airflow:
-    """The module's Airflow: its home, and how the tests and the docs' commands reach it."""
-
-    def __init__(self, paths: Paths, env: dict[str, str], runtime: Runtime) -> None:
-        self.paths, self.env, self.runtime = paths, env, runtime
-
-    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        conn = sqlite3.connect(f"file:{self.paths.airflow / 'airflow.db'}?mode=ro", uri=True, timeout=60)
-        try:
-            return list(conn.execute(sql, params).fetchall())
-        finally:
-            conn.close()
-
-    def shell(self, commands: str, timeout: float = 300) -> str:
-        """`commands` in bash after the docs' env line, with no `airflow` on PATH before it."""
-        script = f'set -e\neval "$(.venv/bin/python -m reconf.services env)"\n{commands}\n'
-        done = subprocess.run(["bash", "-c", script], env=self.env, cwd=PROJECT_ROOT,
-                              capture_output=True, text=True, timeout=timeout, check=False)
-        assert done.returncode == 0, f"{commands}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        return done.stdout
-
-    def runs(self, dag_id: str) -> list[tuple[str, str, str, str]]:
-        """(logical date, run type, state, run id) of the DAG's runs, oldest period first."""
-        return [(str(d)[:19], t, s, r) for d, t, s, r in self.query(
-            "SELECT logical_date, run_type, state, run_id FROM dag_run WHERE dag_id = ? "
-            "ORDER BY logical_date", dag_id)]
-
-    def run_of(self, dag_id: str, at: datetime) -> tuple[str, str, str, str] | None:
-        key = at.strftime("%Y-%m-%d %H:%M:%S")
-        return next((r for r in self.runs(dag_id) if r[0] == key), None)
-
-    def task_states(self, dag_id: str, run_id: str) -> dict[str, str]:
-        return {t: str(s) for t, s in self.query(
-            "SELECT task_id, state FROM task_instance WHERE dag_id = ? AND run_id = ?", dag_id, run_id)}
-
-    def wait_for_run(self, dag_id: str, at: datetime, states: tuple[str, ...],
-                     timeout_s: float = 420) -> tuple[str, str, str, str]:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            assert self.runtime.error is None, self.runtime.error
-            run = self.run_of(dag_id, at)
-            if run is not None and run[2] in states:
-                return run
-            assert time.monotonic() < deadline, (
-                f"{dag_id} run of {at}: {run} not in {states} after {timeout_s} s; runs: "
-                f"{self.runs(dag_id)}\n{self.log_tails(dag_id, run[3] if run else '')}")
-            time.sleep(2)
-
-    def log(self, dag_id: str, run_id: str, task_id: str) -> str:
-        found = sorted((self.paths.airflow / "logs").glob(
-            f"dag_id={dag_id}/run_id={run_id}/task_id={task_id}/*.log"))
-        return "\n".join(p.read_text(errors="replace") for p in found)
-
-    def log_tails(self, dag_id: str, run_id: str) -> str:
-        found = sorted((self.paths.airflow / "logs").glob(f"dag_id={dag_id}/run_id={run_id}/task_id=*/*.log"))
-        return "\n".join(f"--- {p.parent.name}\n" + "\n".join(
-            p.read_text(errors="replace").splitlines()[-12:]) for p in found)
+MEND, GAP = "mend", timedelta(seconds=75)
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +105,7 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
     now = datetime.now(UTC)
     start = datetime(now.year, now.month, now.day, now.hour, now.minute, tzinfo=UTC)
     config = root / "jobs.toml"
-    config.write_text(CONFIG.format(start=_stamp(start)))
+    config.write_text(CONFIG.format(start=_stamp(start), gap=int(GAP.total_seconds())))
     ports = Ports(airflow=free_port(), mlflow=free_port(), spark_connect=free_port())
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("AIRFLOW", "RECONF_SPARK", "PYTHONPATH"))}
@@ -194,7 +122,8 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
            timeout_s=600)
         handle = Airflow(paths, dict(env), runtime)
         deadline = time.monotonic() + 300
-        while len(handle.query("SELECT dag_id FROM dag WHERE dag_id LIKE 'reconfigure_%'")) < 3:
+        while len(handle.query("SELECT dag_id FROM dag WHERE dag_id LIKE 'reconfigure_%' OR "
+                               "dag_id LIKE 'rollback_%' OR dag_id = 'heal_mend'")) < 11:
             assert time.monotonic() < deadline, "the dag-processor never parsed the DAGs"
             time.sleep(2)
         runtime.start()
@@ -382,3 +311,191 @@ def test_the_docs_recipe_for_a_lost_period_skips_it_and_the_next_cycle_runs(airf
     assert read_latest_version(airflow.paths.published, FILL) == before + 1
     assert read_manifest(airflow.paths.published, FILL, before + 1).period_end == \
         format_period_end(_fill_period(6))  # nothing was published for the lost period
+
+
+# -- healing between periods: job `mend` ---------------------------------------------------------
+
+
+def _deferred_run(airflow: Airflow, dag_id: str, task_id: str, after: str = "",
+                  timeout_s: float = 420) -> tuple[str, str, str, str]:
+    """The DAG's newest run (with logical date > `after`, when given) whose `task_id` waits
+    deferred in the triggerer."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for run in reversed(airflow.runs(dag_id)):
+            if run[0] > after and run[2] in ("queued", "running") and airflow.task_states(
+                    dag_id, run[3]).get(task_id) == "deferred":
+                return run
+        assert time.monotonic() < deadline, (dag_id, airflow.runs(dag_id))
+        time.sleep(1)
+
+
+def _heal_runs(airflow: Airflow) -> list[tuple[str, str, str]]:
+    """(run id, state, run type) of heal_mend's runs, oldest first."""
+    return [(r, s, t) for r, s, t in airflow.query(
+        "SELECT run_id, state, run_type FROM dag_run WHERE dag_id = 'heal_mend' ORDER BY id")]
+
+
+def _wait_heal_run(airflow: Airflow, count: int, timeout_s: float = 420) -> tuple[str, str, str]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        runs = _heal_runs(airflow)
+        if len(runs) >= count and runs[count - 1][1] in ("success", "failed"):
+            return runs[count - 1]
+        assert time.monotonic() < deadline, (runs, airflow.log_tails("heal_mend", runs[-1][0])
+                                             if runs else "no heal_mend run")
+        time.sleep(2)
+
+
+def _mend_runtime(paths: Paths) -> SyntheticJob:
+    runtime = make_source(resolve_job(MEND), paths)
+    assert isinstance(runtime, SyntheticJob)
+    return runtime
+
+
+def _holder(assignment: dict[str, str], avoid: set[str]) -> str:
+    """The node holding the most units (ties: the first by name), other than `avoid`."""
+    nodes = sorted(set(assignment.values()) - avoid)
+    return max(nodes, key=lambda n: sum(1 for m in assignment.values() if m == n))
+
+
+def test_a_killed_node_is_healed_out_of_schedule_before_the_next_period(airflow: Airflow) -> None:
+    """The runtime stand-in kills a node: the health report's asset event runs heal_mend, which
+    publishes a version without the node (and terminating it) while the next scheduled period
+    still waits; that period then plans from the healing version."""
+    paths = airflow.paths
+    runtime = _mend_runtime(paths)
+    airflow.shell("airflow dags unpause reconfigure_mend\nairflow dags unpause heal_mend")
+    first = _deferred_run(airflow, "reconfigure_mend", "wait_for_landing")
+    at = datetime.fromisoformat(first[0]).replace(tzinfo=UTC)
+    runtime.land_period(paths.landing, at)
+    done = airflow.wait_for_run("reconfigure_mend", at, ("success", "failed"))
+    assert done[2] == "success", airflow.log_tails("reconfigure_mend", done[3])
+    assert read_latest_version(paths.published, MEND) == 1
+    runtime.apply_latest(paths.published)
+    v1 = read_manifest(paths.published, MEND, 1)
+    dead = _holder(dict(v1.assignment), set())
+    report = runtime.kill_node(paths.landing, dead, datetime.now(UTC))
+
+    healed = _wait_heal_run(airflow, 1)
+    assert healed[1] == "success" and healed[2] == "asset_triggered", \
+        airflow.log_tails("heal_mend", healed[0])
+    v2 = read_manifest(paths.published, MEND, 2)
+    assert dead not in v2.assignment.values() and v2.scaling.nodes_to_terminate == (dead,)
+    assert read_latest_version(paths.published, MEND) == 2
+    log = airflow.log("heal_mend", healed[0], "heal")
+    assert f"report {report.stem} ({dead}): published v2" in log
+    # before the next scheduled period: its run waits for its landing, nothing published by it
+    nxt = _deferred_run(airflow, "reconfigure_mend", "wait_for_landing", after=first[0])
+    assert nxt[1] == "scheduled" and (
+        datetime.fromisoformat(nxt[0]).replace(tzinfo=UTC) - at) % timedelta(minutes=1) == \
+        timedelta(0)  # the grid kept
+    (event,) = [json.loads(e) for (e,) in airflow.query(
+        "SELECT extra FROM asset_event WHERE source_run_id = ?", healed[0])]
+    assert event["healings"][0]["version"] == 2  # the assignment asset: deployers see it
+
+    applied = runtime.apply_latest(paths.published)
+    assert applied.version == 2 and dead not in runtime.state.nodes
+    end = datetime.fromisoformat(nxt[0]).replace(tzinfo=UTC)
+    runtime.land_period(paths.landing, end)
+    after = airflow.wait_for_run("reconfigure_mend", end, ("success", "failed"))
+    assert after[2] == "success", airflow.log_tails("reconfigure_mend", after[3])
+    v3 = read_manifest(paths.published, MEND, 3)
+    assert v3.period_end == format_period_end(end) and dead not in v3.assignment.values()
+
+
+def test_a_second_failure_inside_the_minimum_gap_waits_for_it(airflow: Airflow) -> None:
+    paths = airflow.paths
+    runtime = _mend_runtime(paths)
+    runtime.apply_latest(paths.published)
+    first_heal = read_manifest(paths.published, MEND, 2)
+    healed_at = datetime.fromisoformat(first_heal.created_at.replace("Z", "+00:00"))
+    newest = read_latest_version(paths.published, MEND) or 0
+    victim = _holder(dict(runtime.assignment), set())
+    killed_at = datetime.now(UTC)
+    runtime.kill_node(paths.landing, victim, killed_at)
+    if killed_at < healed_at + GAP:  # inside the gap: the run waits in the triggerer
+        deadline = time.monotonic() + 120
+        while True:
+            runs = _heal_runs(airflow)
+            if len(runs) >= 2 and airflow.task_states("heal_mend", runs[1][0]).get(
+                    "wait_for_gap") == "deferred":
+                break
+            assert time.monotonic() < deadline, runs
+            time.sleep(1)
+        assert read_latest_version(paths.published, MEND) == newest  # nothing healed meanwhile
+        assert "waiting until" in airflow.log("heal_mend", runs[1][0], "wait_for_gap")
+    healed = _wait_heal_run(airflow, 2, timeout_s=420)
+    assert healed[1] == "success", airflow.log_tails("heal_mend", healed[0])
+    version = read_latest_version(paths.published, MEND) or 0
+    second = next(read_manifest(paths.published, MEND, v) for v in range(version, newest, -1)
+                  if read_manifest(paths.published, MEND, v).scaling.nodes_to_terminate)
+    assert second.scaling.nodes_to_terminate == (victim,)
+    assert victim not in second.assignment.values()
+    published_at = datetime.fromisoformat(second.created_at.replace("Z", "+00:00"))
+    assert published_at >= healed_at + GAP  # never inside the gap
+    airflow.shell("airflow dags pause reconfigure_mend\nairflow dags pause heal_mend")
+
+
+def _newest_run(airflow: Airflow, dag_id: str, after: int, timeout_s: float = 300
+                ) -> tuple[int, str, str]:
+    """(id, run id, state) of the DAG's first run with id > `after`, once it has ended."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        runs = airflow.query("SELECT id, run_id, state FROM dag_run WHERE dag_id = ? AND id > ? "
+                             "ORDER BY id LIMIT 1", dag_id, after)
+        if runs and runs[0][2] in ("success", "failed"):
+            return runs[0]
+        assert time.monotonic() < deadline, f"{dag_id}: {runs} after {timeout_s} s"
+        time.sleep(2)
+
+
+def _last_run_id(airflow: Airflow, dag_id: str) -> int:
+    return int(airflow.query("SELECT coalesce(max(id), 0) FROM dag_run WHERE dag_id = ?",
+                             dag_id)[0][0])
+
+
+def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input(
+        airflow: Airflow) -> None:
+    from jobs.run import run_collect, run_plan, run_publish, run_validate
+
+    paths, dag = airflow.paths, "rollback_back"
+    source = make_source(resolve_job(BACK), paths)
+    for k in (1, 2, 3):  # v1..v3, by the stages in this process (the DAG is the rollback's)
+        source.land_period(paths.landing, _fill_period(k))
+        for stage in (run_collect, run_validate, run_plan, run_publish):
+            stage(BACK, _fill_period(k))
+        source.apply_latest(paths.published)
+    assert read_latest_version(paths.published, BACK) == 3
+    v1 = read_manifest(paths.published, BACK, 1)
+    # docs/operations.md, "Rollback through Airflow": the operator's trigger, verbatim
+    before = _last_run_id(airflow, dag)
+    airflow.shell("airflow dags unpause rollback_back\n"
+                  "airflow dags trigger rollback_back --conf '{\"to_version\": 1, \"reason\": "
+                  "\"v3 overloads node-01\"}'")
+    _, run_id, state = _newest_run(airflow, dag, before)
+    assert state == "success", airflow.log_tails(dag, run_id)
+    assert read_latest_version(paths.published, BACK) == 4
+    v4 = read_manifest(paths.published, BACK, 4)
+    assert dict(v4.assignment) == dict(v1.assignment) and v4.schedule is not None
+    assert "published v4 = v1's assignment" in airflow.log(dag, run_id, "rollback")
+    (event,) = [json.loads(e) for (e,) in airflow.query(
+        "SELECT extra FROM asset_event WHERE source_run_id = ?", run_id)]
+    assert event["version"] == 4 and event["rollback_to"] == 1
+    shown = airflow.shell(f".venv/bin/reconf audit --job {BACK} --period-end "
+                          f"{_stamp(_fill_period(3))} --plan-id {v4.plan_id}")
+    assert "rollback to v1: v3 overloads node-01" in shown and "schedule:" in shown
+    assert f"run {run_id}" in shown  # the audit names the Airflow run that made it
+    # bad input fails the run with the CLI's message and publishes nothing
+    for conf, message in (('{"to_version": 9, "reason": "typo"}',
+                           "v9 is not an earlier version: the newest is v4"),
+                          ('{"to_version": 1}', "a rollback needs a reason")):
+        before = _last_run_id(airflow, dag)
+        airflow.shell(f"airflow dags trigger rollback_back --conf '{conf}'")
+        _, run_id, state = _newest_run(airflow, dag, before)
+        log = airflow.log(dag, run_id, "rollback")
+        assert state == "failed" and message in log and "fix:" in log, log[-3000:]
+        assert airflow.task_states(dag, run_id)["rollback"] == "failed"
+        assert read_latest_version(paths.published, BACK) == 4
+        assert not (paths.published / BACK / "v5.json").exists()
+    airflow.shell("airflow dags pause rollback_back")

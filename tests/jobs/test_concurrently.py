@@ -55,8 +55,8 @@ def test_the_cycle_table_gives_the_ratio_to_the_old_path_and_the_verdict(
 def test_every_job_of_the_full_cycle_bench_is_a_valid_job(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The growth jobs up to 3·10^4 key groups and 16 demo jobs stay within the synthetic
-    source's limits (≤ 1000 key groups per operator, ≤ 100 nodes)."""
+    """The growth jobs up to 10^5 key groups and 16 demo jobs stay within the synthetic
+    source's limits (≤ 1000 key groups per operator, ≤ 1000 nodes)."""
     from bench.cycle import FLEET_FULL, SIZES_FULL, _config
     from reconf.settings import make_source
     from runtime.synthetic import SyntheticJob

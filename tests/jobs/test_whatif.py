@@ -308,6 +308,12 @@ def test_the_comparison_matches_the_strategies_run_by_hand_on_the_same_state(
             float(row["load_distance_after"]), rel=1e-5)  # the CSV keeps 6 digits
         assert {a.path for a in client.list_artifacts(child.info.run_id)} >= {"moves.csv",
                                                                             "plan.json"}
+        note = child.data.tags["mlflow.note.content"]  # one line: which shadow, its LD
+        assert "\n" not in note and len(note) <= 500
+        assert note.startswith(f"What-if {row['strategy']} for wi, period ending {STAMP}")
+        assert (f"load distance {float(rows[0]['load_distance_before']):.3f} → "
+                f"{float(row['load_distance_after']):.3f} (min)") in note
+        assert f"; {row['migrations']} migration(s); planned" in note
     parent = client.get_run(run_id)
     artifacts = {a.path for a in client.list_artifacts(run_id, "whatif")}
     assert {"whatif/comparison.csv", "whatif/comparison.png"} <= artifacts
@@ -322,9 +328,15 @@ def test_the_comparison_matches_the_strategies_run_by_hand_on_the_same_state(
 
     # `reconf audit --compare` and `reconf compare` print the same rows, from MLflow only
     monkeypatch.setenv("RECONF_HOME", str(paths.home))
+    monkeypatch.delenv("RECONF_MLFLOW_URL", raising=False)
     capsys.readouterr()
     assert main(["audit", "--job", "wi", "--period-end", STAMP, "--compare"]) == 0
     out = capsys.readouterr().out
+    experiment = parent.info.experiment_id  # the links open the classic view
+    assert (f"open: http://127.0.0.1:5000/#/experiments/{experiment}/runs/{run_id}"
+            "?workflowType=machine_learning") in out
+    assert (f"runs table (key metrics): http://127.0.0.1:5000/#/experiments/{experiment}/runs"
+            "?viewStateShareKey=reconf-key-metrics&workflowType=machine_learning") in out
     table = out[out.index("what-if:"):].splitlines()
     assert table[1].split()[:3] == ["strategy", "role", "status"]
     for row, line in zip(rows, table[2:], strict=True):

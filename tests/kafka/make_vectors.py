@@ -65,6 +65,25 @@ def scheduled(number: int) -> dict[str, Any]:
     return body
 
 
+def scheduled_text(number: int, tamper: str = "") -> str:
+    """A scheduled manifest as the publisher writes it (raw text, so its numbers keep Python's
+    notation: the Java client checks the schedule's checksum over the numbers as written). Two
+    waves with floats in every notation Python's repr uses; `tamper`: "bytes" alters a move after
+    sealing, "elsewhere" sends a move where the assignment does not place its unit."""
+    from schemas.schedule import Schedule, ScheduledMove, Wave, WaveLimits
+
+    body = manifest(number, {"0_0": "node-01", "0_1": "node-00", "0_2": "node-00", "0_3": "node-01"})
+    dst = "node-00" if tamper == "elsewhere" else "node-01"
+    waves = (Wave((ScheduledMove("0_0", "node-00", "node-01", 1e-05),
+                   ScheduledMove("0_3", "node-00", dst, 1e+20)), 93.7),
+             Wave((ScheduledMove("0_1", "node-01", "node-00", 0.1 + 0.2),), 12.5, True))
+    limits = WaveLimits(max_moves_per_node=2, max_bytes_per_wave=1.5e7, ceiling_pct=95.0)
+    body["schedule"] = Schedule.sealed(waves, limits, body["checksum"]).to_dict()
+    if tamper == "bytes":
+        body["schedule"]["waves"][1]["moves"][0]["state_bytes"] = 0.25
+    return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+
+
 CASES: dict[str, dict[str, Any]] = {
     "nothing_published": case("nothing", {}),
     "first_version_applies": case("apply", one(1, manifest(1))),
@@ -81,6 +100,10 @@ CASES: dict[str, dict[str, Any]] = {
     "top_level_list": case("CorruptManifest", one(1, "[]")),
     "unknown_field": case("CorruptManifest", one(1, manifest(1, extra="x"))),
     "schedule_applies": case("apply", one(2, scheduled(2)), current=1),
+    "schedule_float_notations": case("apply", one(2, scheduled_text(2)), current=1),
+    "schedule_tampered": case("CorruptManifest", one(2, scheduled_text(2, "bytes")), current=1),
+    "schedule_elsewhere": case("CorruptManifest", one(2, scheduled_text(2, "elsewhere")),
+                               current=1),
     "missing_scaling": case("CorruptManifest", one(1, manifest(1, scaling=None))),
     "unknown_scaling_field": case("CorruptManifest", one(1, manifest(1, scaling_extra=[]))),
     "version_float": case("CorruptManifest", one(1, manifest(1, version=1.0))),

@@ -28,6 +28,7 @@ source = {{ kind = "kafka-streams", {fields} }}
     ("nodes = 2, capacities = [1.0]", "capacities must list 2 positive numbers"),
     ("load_metric = \"cpu\"", 'load_metric must be "records" or "processing_time"'),
     ("replicas = 2", "unknown kafka-streams source key(s) ['replicas']"),
+    ("wave_poll_ms = 50", "wave_poll_ms must be >= 200"),
 ])
 def test_bad_source_table(tmp_path: Path, fields: str, message: str) -> None:
     config = tmp_path / "jobs.toml"

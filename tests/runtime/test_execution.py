@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -105,3 +107,69 @@ def test_a_manifest_without_schedule_is_one_wave(tmp_path: Path) -> None:
                             plan_id="p", assignment=dict(manifest.assignment))
     done = execute(plain, running, _runtime(running), tmp_path, "j")
     assert done.status == "done" and done.waves == 1 and done.moved == 4
+
+
+@st.composite
+def paced_cases(draw: st.DrawFn) -> tuple[Manifest, dict[str, str], float, list[float]]:
+    """A random plan with state bytes, a random byte rate, and the runtime's own wave times."""
+    units = [f"k{i}" for i in range(draw(st.integers(1, 14)))]
+    start = {u: draw(st.sampled_from(NODES)) for u in units}
+    target = {u: draw(st.sampled_from(NODES)) for u in units}
+    sizes = {u: draw(st.floats(0, 1e9)) for u in units}
+    state = ClusterState(tuple(Node(n) for n in NODES),
+                         tuple(KeyGroup(u, "op", draw(st.floats(0, 40)), state_bytes=sizes[u])
+                               for u in units), start)
+    moves = tuple(Move(u, start[u], target[u], 0) for u in units if start[u] != target[u])
+    rate = draw(st.floats(1.0, 1e9))
+    limits = WaveLimits(max_moves_per_node=draw(st.integers(1, 3)),
+                        max_bytes_per_wave=draw(st.none() | st.floats(1.0, 2e9)),
+                        max_bytes_per_second=rate)
+    schedule = plan_waves(state, moves, limits, target)
+    for wave in schedule.waves:  # the schedule records each wave's least time at the rate
+        assert wave.expected_s is not None and wave.expected_s >= wave.state_bytes / rate
+    manifest = Manifest.create(job_id="j", version=2, period_end="2026-01-01T00:05:00Z",
+                               plan_id="p", assignment=target, schedule=schedule)
+    natural = draw(st.lists(st.floats(0, 100), min_size=len(schedule.waves) + 1,
+                            max_size=len(schedule.waves) + 1))
+    return manifest, dict(start), rate, natural
+
+
+@settings(max_examples=150, deadline=None)
+@given(paced_cases())
+def test_no_wave_moves_state_faster_than_the_byte_rate(
+        case: tuple[Manifest, dict[str, str], float, list[float]]) -> None:
+    manifest, running, rate, natural = case
+    assert manifest.schedule is not None
+    size = {m.keygroup: m.state_bytes for w in manifest.schedule.waves for m in w.moves}
+    times = iter(natural)
+
+    def apply_wave(moves: tuple[ScheduledMove, ...]) -> tuple[tuple[str, ...], float, float,
+                                                             tuple[str, ...]]:
+        for m in moves:
+            running[m.keygroup] = m.dst
+        return tuple(m.keygroup for m in moves), sum(size[m.keygroup] for m in moves), \
+            next(times), ()
+
+    slept: list[float] = []
+    with tempfile.TemporaryDirectory() as root:
+        done = execute(manifest, running, apply_wave, Path(root), "j", sleep=slept.append)
+    assert done.status == "done" and running == dict(manifest.assignment)
+    for run in done.runs:
+        assert run.bytes_per_s is None or run.bytes_per_s <= rate  # never faster than R
+        assert run.transfer_s is not None and run.seconds >= run.transfer_s
+    total = sum(r.state_bytes for r in done.runs)
+    assert done.seconds >= total / rate * (1 - 1e-12)
+    # a wall clock waits out exactly the pacing (what the runtime did not spend itself)
+    assert sum(slept) == pytest.approx(sum(r.seconds - (r.transfer_s or 0.0) for r in done.runs))
+    assert "paced at most" in done.summary()
+
+
+def test_without_a_rate_the_runtimes_time_stands(tmp_path: Path) -> None:
+    manifest, running = _manifest()
+    done = execute(manifest, running, _runtime(running), tmp_path, "j", sleep=_never)
+    assert all(r.seconds == r.transfer_s == 0.1 for r in done.runs)
+    assert done.max_bytes_per_second is None and "paced" not in done.summary()
+
+
+def _never(seconds: float) -> None:
+    raise AssertionError(f"slept {seconds} s without a byte rate")

@@ -14,6 +14,7 @@ from runtime.synthetic import (
     SyntheticJob,
     SyntheticSpec,
     base_loads,
+    build_tables,
     initial_assignment,
     period_loads,
     stream_rates,
@@ -60,6 +61,8 @@ def test_names_and_round_robin_allocation() -> None:
         ("period_s", 2.5),
         ("job_id", ""),
         ("job_id", "a/b"),
+        ("nodes", 1001),
+        ("fanout", -1),
     ],
 )
 def test_spec_validation_names_the_field(field: str, value: object) -> None:
@@ -203,3 +206,31 @@ def test_stream_ramp_scales_the_rates_and_keeps_the_loads_linear() -> None:
 def test_stream_ramp_needs_streams_and_six_periods(periods: int, streams: int) -> None:
     with pytest.raises(ValueError, match="ramp_periods"):
         SyntheticSpec("s", streams=streams, ramp_periods=periods)
+
+
+@pytest.mark.parametrize("fanout", [1, 3, 15])
+def test_fanout_sends_to_f_key_groups_and_keeps_the_tuple_counts(fanout: int) -> None:
+    """With `fanout = f` each key group sends to f of the next operator's (O(units * f) edges),
+    and every tuple a key group emits is still received: what the full exchange guarantees."""
+    spec = SyntheticSpec("demo", operators=3, keygroups_per_operator=16, nodes=4, fanout=fanout)
+    full = build_tables(SyntheticSpec("demo", operators=3, keygroups_per_operator=16, nodes=4),
+                        END, initial_assignment(spec), spec.node_names)
+    tables = build_tables(spec, END, initial_assignment(spec), spec.node_names)
+    edges, kgs = tables["edges"].to_pandas(), tables["keygroups"].to_pandas()
+    assert len(edges) == 2 * 16 * fanout * spec.samples_per_period
+    assert set(edges.groupby(["ts", "src_keygroup"]).size()) == {fanout}
+    received = edges.groupby("dst_keygroup")["tuples"].sum()
+    tuples_in = kgs.groupby("keygroup")["tuples_in"].sum()
+    assert all(received[k] == tuples_in[k] for k in received.index)
+    sent = edges.groupby("src_keygroup")["tuples"].sum()
+    tuples_out = kgs[kgs.operator != "op2"].groupby("keygroup")["tuples_out"].sum()
+    assert sent.equals(tuples_out.rename_axis("src_keygroup").rename("tuples"))
+    # the loads, the counters of op0 and the total traffic are the full exchange's
+    assert edges["tuples"].sum() == full["edges"].to_pandas()["tuples"].sum()
+    assert kgs["tuples_out"].equals(full["keygroups"].to_pandas()["tuples_out"])
+
+
+def test_a_thousand_nodes_have_distinct_names() -> None:
+    spec = SyntheticSpec("big", operators=2, keygroups_per_operator=1000, nodes=1000)
+    assert len(set(spec.node_names)) == 1000 and spec.node_names[:2] == ("node-00", "node-01")
+    assert len(set(initial_assignment(spec).values())) == 1000

@@ -52,6 +52,10 @@ CASES = [
     ("catchup_periods = 1001", "jobs.j.catchup_periods: must be a whole number of periods from 0 "
      "to 1000"),
     ('landing_timeout = "1h"', "jobs.j.landing_timeout: '1h' is more than 10 periods (0:50:00)"),
+    ('approval = "yes"', "jobs.j.approval: must be true or false, got 'yes'"),
+    ("approval = 1", "jobs.j.approval: must be true or false, got 1"),
+    ('approval_timeout = "0s"', "jobs.j.approval_timeout: must be a positive duration"),
+    ('approval_timeout = "8d"', "jobs.j.approval_timeout: '8d' is more than 7 days"),
     ("scaling = 3", "jobs.j.scaling: must be a table, got 3"),
     ("scaling = {targets = 1}", "jobs.j.scaling: unknown field(s) targets; known: "
      "cooldown_cycles, max_ld, max_nodes, min_nodes, target_utilisation"),
@@ -59,7 +63,7 @@ CASES = [
      "max_nodes (3), and max_nodes >= 1"),
     ("scaling = {cooldown_cycles = -1}", "jobs.j.scaling.cooldown_cycles: must be >= 0 cycles, "
      "got -1"),
-    ("bogus = 1", "jobs.j: unknown field(s) bogus; known: alpha, catchup_periods, "),
+    ("bogus = 1", "jobs.j: unknown field(s) bogus; known: alpha, approval, approval_timeout, catchup_periods, "),
     ('job_id = "k"', "jobs.j: unknown field(s) job_id; known: "),  # the id is the table's name
 ]
 
@@ -158,3 +162,11 @@ def test_checking_every_strategys_params_loads_only_their_params_modules(tmp_pat
 
     assert ours and [m for m in ours if not light(m)] == [], ours
     assert not {"numpy", "pulp", "highspy", "scipy"} & set(loaded)
+
+
+def test_approval_is_off_by_default_and_its_timeout_an_hour(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.toml"
+    path.write_text('[jobs.j]\n\n[jobs.k]\napproval = true\napproval_timeout = "90s"\n')
+    jobs = read_jobs(path).jobs
+    assert (jobs["j"].approval, jobs["j"].approval_timeout) == (False, timedelta(hours=1))
+    assert (jobs["k"].approval, jobs["k"].approval_timeout) == (True, timedelta(seconds=90))

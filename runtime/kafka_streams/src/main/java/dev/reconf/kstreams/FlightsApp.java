@@ -38,6 +38,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Arguments: --bootstrap --app-id --node --capacity --input --output --state-dir --stats
  * --published-root --job --applied-file [--followup-ms 10000] [--stats-ms 500] [--default-assignor]
+ * [--state-root DIR] [--wave-poll-ms 1000] [--wave-timeout-ms 120000] (ReconfTaskAssignor's move
+ * schedule: where {@code <job>/execution.json} and {@code <job>/STOP} are, how often a running
+ * wave is checked, how long its tasks may take to run)
  */
 public final class FlightsApp {
     private static final Logger LOG = LoggerFactory.getLogger(FlightsApp.class);
@@ -76,6 +79,11 @@ public final class FlightsApp {
             p.put(ReconfTaskAssignor.JOB, a.get("job"));
             p.put(ReconfTaskAssignor.APPLIED_FILE, a.get("applied-file"));
             p.put(ReconfTaskAssignor.FOLLOWUP_MS, a.getOrDefault("followup-ms", "10000"));
+            for (String key : new String[] {"state-root", "wave-poll-ms", "wave-timeout-ms"}) {
+                if (a.containsKey(key)) {
+                    p.put("reconf." + key.replace('-', '.'), a.get(key));
+                }
+            }
         }
         KafkaStreams streams = new KafkaStreams(builder.build(), p);
         String changelog = a.get("app-id") + "-" + RouteAggregator.STORE + "-changelog";

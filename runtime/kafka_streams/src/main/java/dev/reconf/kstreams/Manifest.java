@@ -28,7 +28,7 @@ import java.util.regex.Pattern;
 public record Manifest(String jobId, long version, String periodEnd, String planId,
                        String createdAt, String checksum, Map<String, String> assignment,
                        List<String> nodesToAdd, List<String> nodesToMark,
-                       List<String> nodesToTerminate, String reason) {
+                       List<String> nodesToTerminate, String reason, Schedule schedule) {
 
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Pattern CHECKSUM = Pattern.compile("^sha256:[0-9a-f]{64}$");
@@ -36,8 +36,8 @@ public record Manifest(String jobId, long version, String periodEnd, String plan
         Pattern.compile("^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$");
     private static final List<String> FIELDS = List.of("job_id", "version", "period_end", "plan_id",
         "created_at", "checksum", "assignment", "scaling");
-    /** Top-level fields a manifest may carry and this client ignores: the move schedule
-     * (schemas/schedule.py); this assignor applies the final assignment, which `checksum` covers. */
+    /** Top-level fields a manifest may carry: the move schedule (schemas/schedule.py, {@link
+     * Schedule}); {@code schedule} is null without it (the assignment is applied at once). */
     private static final List<String> OPTIONAL = List.of("schedule");
     private static final List<String> SCALING_FIELDS =
         List.of("nodes_to_add", "nodes_to_mark", "nodes_to_terminate", "reason");
@@ -106,8 +106,12 @@ public record Manifest(String jobId, long version, String periodEnd, String plan
             assignment.put(e.getKey(), str(e.getValue(), source, "assignment['" + e.getKey() + "']",
                 false));
         }
+        // like schemas/manifest.py: the schedule is checked against the declared checksum (the
+        // client then compares that with the assignment's: ChecksumMismatch)
+        Schedule schedule = data.has("schedule")
+            ? Schedule.parse(data.get("schedule"), text, assignment, checksum, source) : null;
         return new Manifest(jobId, v.asLong(), periodEnd, planId, createdAt, checksum,
-            java.util.Collections.unmodifiableMap(assignment), add, mark, term, reason);
+            java.util.Collections.unmodifiableMap(assignment), add, mark, term, reason, schedule);
     }
 
     /** {@code "sha256:" + hex(sha256(canonical bytes))}, as schemas/manifest.py computes it. */
@@ -162,7 +166,7 @@ public record Manifest(String jobId, long version, String periodEnd, String plan
     }
 
     // json.dumps(ensure_ascii=False): escapes only the quote, the backslash and C0 controls.
-    private static void quote(StringBuilder out, String s) {
+    static void quote(StringBuilder out, String s) {
         out.append('"');
         for (int k = 0; k < s.length(); k++) {
             char c = s.charAt(k);

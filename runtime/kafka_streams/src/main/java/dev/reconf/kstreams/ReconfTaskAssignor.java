@@ -48,6 +48,9 @@ public final class ReconfTaskAssignor implements TaskAssignor {
     public static final String APPLIED_FILE = "reconf.applied.file";
     public static final String FOLLOWUP_MS = "reconf.followup.ms";
     public static final String NODE_TAG = "reconf.node.tag";
+    public static final String STATE_ROOT = "reconf.state.root";
+    public static final String WAVE_POLL_MS = "reconf.wave.poll.ms";
+    public static final String WAVE_TIMEOUT_MS = "reconf.wave.timeout.ms";
     private static final Logger LOG = LoggerFactory.getLogger(ReconfTaskAssignor.class);
 
     private Path publishedRoot;
@@ -55,6 +58,9 @@ public final class ReconfTaskAssignor implements TaskAssignor {
     private Path appliedFile;
     private long followupMs = 10_000L;
     private String nodeTag = "reconf.node";
+    private Path stateRoot;
+    private long wavePollMs = 1_000L;
+    private long waveTimeoutMs = 120_000L;
 
     @Override
     public void configure(Map<String, ?> configs) {
@@ -68,6 +74,17 @@ public final class ReconfTaskAssignor implements TaskAssignor {
         Object tag = configs.get(NODE_TAG);
         if (tag != null) {
             nodeTag = tag.toString();
+        }
+        Object root = configs.get(STATE_ROOT);
+        stateRoot = root != null ? Path.of(root.toString())
+            : appliedFile.toAbsolutePath().getParent();
+        Object poll = configs.get(WAVE_POLL_MS);
+        if (poll != null) {
+            wavePollMs = Long.parseLong(poll.toString());
+        }
+        Object timeout = configs.get(WAVE_TIMEOUT_MS);
+        if (timeout != null) {
+            waveTimeoutMs = Long.parseLong(timeout.toString());
         }
     }
 
@@ -103,18 +120,34 @@ public final class ReconfTaskAssignor implements TaskAssignor {
                 + "); delete it to start from the next published version");
         }
         Long current = applied == null ? null : applied.version();
+        WaveSteps steps = new WaveSteps(job, stateRoot, appliedFile, wavePollMs, waveTimeoutMs);
+        Rollout rollout;
+        try {
+            rollout = steps.open(applied);
+        } catch (IOException | RuntimeException exc) {
+            return fallback(state, followup, steps.executionFile() + " is unreadable ("
+                + exc.getMessage() + "); delete it to start from the next published version");
+        }
+        // the highest version taken on: the applied one, or the one whose waves run or ran
+        Long taken = rollout != null ? Long.valueOf(rollout.version) : current;
         ManifestClient client = new ManifestClient(publishedRoot, job);
         String keep;
         try {
             Optional<Manifest> latest = client.fetchLatest();
             if (latest.isEmpty()) {
                 keep = "nothing published yet under " + publishedRoot.resolve(job);
-            } else if (!client.accept(latest.get(), current, units, byNode.keySet())) {
-                keep = "v" + current + " is already running";
+            } else if (!client.accept(latest.get(), taken, units, byNode.keySet())) {
+                keep = "v" + taken + " is already running";
             } else {
                 Manifest m = latest.get();
                 Set<String> absent = new TreeSet<>(m.assignment().values());
                 absent.removeAll(byNode.keySet());
+                if (absent.isEmpty() && m.schedule() != null) {
+                    Map<String, String> running = runningNow(applied, rollout, clients, byNode,
+                        units, m.assignment());
+                    Map<String, String> out = steps.start(m, running, applied, lags(state, byNode));
+                    return build(clients, byNode, out, steps.followup(followup));
+                }
                 if (absent.isEmpty()) {
                     int rebalances = applied == null ? 1 : applied.rebalances() + 1;
                     Applied next = new Applied(m.version(), m.assignment(), m.planId(),
@@ -133,6 +166,32 @@ public final class ReconfTaskAssignor implements TaskAssignor {
         } catch (IOException exc) {
             keep = "cannot record the applied version in " + appliedFile + ": " + exc.getMessage();
         }
+        if (rollout != null) {
+            Set<String> gone = new TreeSet<>(rollout.assignment.values());
+            gone.removeAll(byNode.keySet());
+            try {
+                if (!rollout.finished()) {
+                    if (!gone.isEmpty()) {
+                        steps.failGone(rollout, gone);
+                        return fallback(state, followup, "the waves of v" + rollout.version
+                            + " stopped: node(s) left the group: " + gone);
+                    }
+                    Map<String, String> out = steps.step(rollout, applied, lags(state, byNode));
+                    return build(clients, byNode, out, steps.followup(followup));
+                }
+            } catch (IOException exc) {
+                return fallback(state, followup, "cannot record the waves' progress in "
+                    + steps.executionFile() + ": " + exc.getMessage());
+            }
+            if (gone.isEmpty() && rollout.assignment.keySet().equals(units)) {
+                LOG.info("reconf: job {} keeps the partial assignment of v{} (its waves {} after"
+                    + " {} of {}): {}", job, rollout.version, rollout.status, rollout.runs.size(),
+                    rollout.plan.size(), keep);
+                return build(clients, byNode, rollout.assignment, followup);
+            }
+            return fallback(state, followup, keep + "; the partial assignment of v"
+                + rollout.version + " names node(s) not in the group now: " + gone);
+        }
         if (applied == null) {
             return fallback(state, followup, keep + "; no version applied yet");
         }
@@ -148,6 +207,52 @@ public final class ReconfTaskAssignor implements TaskAssignor {
         }
         LOG.info("reconf: job {} keeps v{}: {}", job, applied.version(), keep);
         return build(clients, byNode, applied.assignment(), followup);
+    }
+
+    /**
+     * What runs now, to rebase a schedule on: the partial assignment of a schedule that ran, else
+     * the applied version's, else the tasks the instances own (Kafka's assignor placed them);
+     * a task none of these places starts on its target.
+     */
+    private static Map<String, String> runningNow(Applied applied, Rollout rollout,
+                                                  Map<ProcessId, KafkaStreamsState> clients,
+                                                  Map<String, ProcessId> byNode, Set<String> units,
+                                                  Map<String, String> target) {
+        Map<String, String> out = new TreeMap<>();
+        if (rollout != null && byNode.keySet().containsAll(rollout.assignment.values())) {
+            out.putAll(rollout.assignment);
+        } else if (applied != null && byNode.keySet().containsAll(applied.assignment().values())) {
+            out.putAll(applied.assignment());
+        } else {
+            byNode.forEach((node, pid) -> clients.get(pid).previousActiveTasks()
+                .forEach(t -> out.putIfAbsent(t.toString(), node)));
+        }
+        out.keySet().retainAll(units);
+        target.forEach(out::putIfAbsent);
+        return out;
+    }
+
+    /**
+     * node → (task → changelog lag) as the instances reported it when they joined this rebalance
+     * ({@code KafkaStreamsState.statefulTasksToLagSums}): {@link WaveSteps#RUNNING} (Kafka's
+     * {@code Task.LATEST_OFFSET}) for an active task that is RUNNING there — restored and
+     * processing — else the records it would have to restore. Empty when the lags cannot be had.
+     */
+    private Map<String, Map<String, Long>> lags(ApplicationState state,
+                                                Map<String, ProcessId> byNode) {
+        Map<String, Map<String, Long>> out = new TreeMap<>();
+        try {
+            Map<ProcessId, KafkaStreamsState> withLags = state.kafkaStreamsStates(true);
+            byNode.forEach((node, pid) -> {
+                Map<String, Long> lag = new TreeMap<>();
+                withLags.get(pid).statefulTasksToLagSums().forEach((t, v) -> lag.put(t.toString(), v));
+                out.put(node, lag);
+            });
+        } catch (RuntimeException exc) {
+            LOG.warn("reconf: job {}: task lags not available at this rebalance ({})", job,
+                exc.toString());
+        }
+        return out;
     }
 
     private TaskAssignment build(Map<ProcessId, KafkaStreamsState> clients,

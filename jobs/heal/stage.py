@@ -1,0 +1,194 @@
+"""heal: an out-of-schedule cycle for a node the runtime reported dead or far over capacity.
+
+`heal(job, report)` (the DAG dags/healing.py runs it per health report, `reconf heal` by hand):
+
+1. The finding's key is `heal_id` = hash(job, report id, the nodes it names): never the time it
+   runs. A finding already in the lake's `healings` table returns its recorded outcome, so a
+   retried task, a re-triggered run or a report delivered twice heals once.
+2. The nodes to heal are the report's dead nodes and the live ones above the job's
+   `over_capacity_pct`; none: recorded as `nothing`. More than `max_nodes_at_once`: nothing is
+   done, an alert is recorded (lake row, MLflow run tagged `reconf.healing.status=alert`), as
+   Cruise Control does past its fixable-failure thresholds.
+3. A healing published less than `min_gap` ago: refused with the time it may run (the DAG waits
+   for it in the triggerer before calling; nothing is recorded, so the finding heals later).
+4. The plan (placement/healing.py) starts from the newest published version on the newest
+   collected period's loads; it is recorded like any plan (an attempt of that period, strategy
+   `healing`, its MLflow run) and published at once as version N+1 (jobs/publish/version.py),
+   terminating the dead nodes. The next scheduled period plans from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from jobs.context import StageContext, run_stage, stage_context
+from jobs.errors import StageError
+from jobs.heal.record import last_healed, record_outcome, recorded
+from jobs.lake import Start, open_lake
+from jobs.plan.assemble import build_state
+from jobs.plan.record import Computed, Provenance, record_plan
+from jobs.publish.version import publish_version
+from jobs.spark.session import lazy_spark
+from jobs.tracking.store import run_name, tag_run
+from placement.healing import HealingRefused, HealingRequest
+from placement.healing import heal as heal_plan
+from placement.waves import plan_waves
+from schemas.config import JobConfig, Paths
+from schemas.health import HealthReport
+from schemas.manifest import ScalingSection
+from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
+from schemas.tracking import Tag
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["HealResult", "heal", "heal_id", "healing_nodes", "next_allowed"]
+
+_FAR = datetime(2200, 1, 1, tzinfo=UTC)  # after any period; within nanosecond timestamps
+
+
+@dataclass(frozen=True)
+class HealResult:
+    """One finding's outcome: `published` (with its version), `alert` or `nothing`; `again`
+    when the finding had been handled before (its recorded outcome, unchanged)."""
+
+    job_id: str
+    heal_id: str
+    report_id: str
+    status: str
+    nodes: tuple[str, ...]
+    message: str
+    version: int | None = None
+    plan_id: str | None = None
+    moves: int = 0
+    mlflow_run_id: str | None = None
+    again: bool = False
+
+    def summary(self) -> str:
+        head = f"heal {self.job_id} report {self.report_id} ({', '.join(self.nodes) or '-'})"
+        if self.status == "published":
+            body = (f"published v{self.version}: plan {self.plan_id}, {self.moves} move(s), "
+                    f"MLflow run {self.mlflow_run_id}")
+        elif self.status == "alert":
+            body = f"ALERT, nothing done: {self.message}"
+        else:
+            body = f"nothing to heal: {self.message}"
+        return f"{head}: {body}" + ("; handled before, unchanged" if self.again else "")
+
+
+def healing_nodes(job: JobConfig, report: HealthReport) -> tuple[frozenset[str], frozenset[str]]:
+    """(dead, far over capacity) nodes of the report under the job's threshold."""
+    over = report.over(job.healing.over_capacity_pct / 100.0)
+    return frozenset(report.dead), frozenset(over)
+
+
+def heal_id(job: JobConfig, report: HealthReport) -> str:
+    """The finding's key: the job, the report's id and the nodes it asks to heal."""
+    dead, over = healing_nodes(job, report)
+    text = f"{job.job_id}|{report.report_id}|{','.join(sorted(dead))}|{','.join(sorted(over))}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def next_allowed(job: JobConfig, paths: Paths, spark: SparkSession | None = None
+                 ) -> datetime | None:
+    """When the job may publish its next healing (the last one + `min_gap`); None: at once."""
+    lake = open_lake(paths, spark if spark is not None else lazy_spark(paths))
+    lake.ensure_tables()
+    last = last_healed(lake, job.job_id)
+    return None if last is None else last + job.healing.min_gap
+
+
+def heal(job: JobConfig, report: HealthReport, *, paths: Paths,
+         spark: SparkSession | None = None, now: datetime | None = None) -> HealResult:
+    """Heal one reported finding (the module docstring)."""
+    where = f"job {job.job_id!r}, health report {report.report_id!r}"
+    if report.job_id != job.job_id:
+        raise StageError(f"the report is of job {report.job_id!r}", where=where,
+                         fix="heal it with its own job")
+    if not job.healing.enabled:
+        raise StageError("healing is off for this job", where=where,
+                         fix=f"set `enabled = true` in [jobs.{job.job_id}.healing]")
+    spark = spark if spark is not None else lazy_spark(paths)
+    lake = open_lake(paths, spark)
+    lake.ensure_tables()
+    latest = lake.latest_period(KEYGROUP_STATS, job.job_id, _FAR)
+    end = latest if latest is None or latest.tzinfo else latest.replace(tzinfo=UTC)
+    ctx = stage_context(job, end or report.at, paths, spark)
+    return run_stage(ctx, "heal", lambda c: _heal(c, report, end is not None,
+                                                  now or datetime.now(UTC)))
+
+
+def _heal(ctx: StageContext, report: HealthReport, collected: bool, now: datetime) -> HealResult:
+    job, lake = ctx.job, ctx.lake
+    key = heal_id(job, report)
+    dead, over = healing_nodes(job, report)
+    nodes = tuple(sorted(dead | over))
+    before = recorded(lake, job.job_id, key)
+    if before is not None:
+        return _result(job.job_id, report, before, again=True)
+
+    def outcome(status: str, message: str, **extra: Any) -> HealResult:
+        row = record_outcome(ctx, report, key, nodes, status, message, **extra)
+        return _result(job.job_id, report, row)
+
+    if not nodes:
+        return outcome("nothing", f"no dead node and none above {job.healing.over_capacity_pct:g}"
+                                  " % of its capacity")
+    if len(nodes) > job.healing.max_nodes_at_once:
+        return outcome("alert", f"{len(nodes)} node(s) to heal at once, more than "
+                                f"max_nodes_at_once = {job.healing.max_nodes_at_once}: beyond what "
+                                "healing fixes alone; fix: look at the cluster, then re-place by "
+                                "hand (`reconf plan`/`publish`) or raise the cap")
+    if not collected:
+        return outcome("alert", "no period of this job has been collected yet, so there are no "
+                                "loads to heal with; fix: collect a period first")
+    last = last_healed(lake, job.job_id)
+    if last is not None and now < last + job.healing.min_gap:
+        raise StageError(
+            f"the last healing published at {last.isoformat()}, less than min_gap = "
+            f"{job.healing.min_gap} ago", where=f"job {job.job_id!r}, report {report.report_id}",
+            fix=f"heal it from {(last + job.healing.min_gap).isoformat()} on (the healing DAG "
+                "waits for it by itself)")
+    newest = lake.newest_version(job.job_id)
+    current = lake.published_assignment(job.job_id, newest) if newest else {}
+    rows = [lake.period_rows(t, job.job_id, ctx.end) for t in (KEYGROUP_STATS, NODE_STATS,
+                                                                 COMM_STATS)]
+    state = build_state(job, rows[0], rows[1], rows[2], current)
+    gone = sorted(dead & set(state.node_ids))
+    try:
+        plan = heal_plan(state, HealingRequest(dead, over, job.healing.budget))
+    except HealingRefused as exc:
+        return outcome("alert", f"{exc.what}; fix: {exc.fix}")
+    if not plan.moves and not gone:
+        return outcome("nothing", "the reported nodes hold no unit to move now")
+    tags = {Tag.HEALING_ID: key, Tag.HEALING_REPORT: report.report_id,
+            Tag.HEALING_NODES: ",".join(nodes), Tag.HEALING_STATUS: "published"}
+    result = record_plan(ctx, Computed("healing", state, plan,
+                                       Start(newest, current, newest,
+                                             f"healing of report {report.report_id}")),
+                         Provenance(tags=tags))
+    schedule = plan_waves(state, plan.moves, job.execution.limits, dict(plan.assignment))
+    version = (newest or 0) + 1
+    reason = (f"healing of report {report.report_id}: dead {', '.join(gone) or '-'}; over "
+              f"capacity {', '.join(sorted(over)) or '-'}")
+    publish_version(ctx, version, result.plan_id, dict(plan.assignment),
+                    ScalingSection(nodes_to_terminate=tuple(gone), reason=reason), schedule,
+                    result.mlflow_run_id, "heal.version")
+    if result.mlflow_run_id:  # record_plan names it as a period's late attempt; it is a healing
+        tag_run(ctx.paths, result.mlflow_run_id, {
+            "mlflow.runName": f"{run_name(ctx.stamp)} healing {report.report_id}"})
+    return outcome("published", plan.message, version=version, plan_id=result.plan_id,
+                   moves=len(plan.moves), mlflow_run_id=result.mlflow_run_id)
+
+
+def _result(job_id: str, report: HealthReport, row: dict[str, Any], *, again: bool = False
+            ) -> HealResult:
+    nodes = tuple(n for n in str(row.get("nodes") or "").split(",") if n)
+    version = row.get("version")
+    return HealResult(job_id, str(row["heal_id"]), report.report_id, str(row["status"]), nodes,
+                      str(row.get("message") or ""), None if version is None else int(version),
+                      row.get("plan_id"), int(row.get("moves") or 0), row.get("mlflow_run_id"),
+                      again)

@@ -1,0 +1,61 @@
+"""A new version published outside the scheduled publish: a rollback's or a healing's.
+
+Both are plans of their own (recorded by `record_plan` as an attempt of the newest version's
+period) whose assignment becomes version N+1 at once: the manifest (immutable, checksummed, with
+its move schedule), the version's `assignments` and `assignment_versions` rows, `LATEST` moved
+last (so a reader never sees a version the lake does not hold), the plan row marked published and
+its MLflow run tagged with the version. Versions only go up: the caller holds the job's lock and
+has checked that N is still the newest.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jobs.errors import StageError
+from jobs.faults import failpoint
+from jobs.lake import Scope
+from jobs.tracking.store import tag_run
+from schemas.manifest import Manifest, ManifestError, ScalingSection, write_latest, write_manifest
+from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS
+from schemas.tracking import Tag
+
+if TYPE_CHECKING:
+    from jobs.context import StageContext
+    from schemas.schedule import Schedule
+
+__all__ = ["publish_version"]
+
+
+def publish_version(ctx: StageContext, version: int, plan_id: str, assignment: dict[str, str],
+                    scaling: ScalingSection, schedule: Schedule, mlflow_run_id: str | None,
+                    failpoint_name: str) -> Path:
+    """Publish `assignment` as `version` of the job (the module docstring); the manifest's path."""
+    job, lake = ctx.job, ctx.lake
+    manifest = Manifest.create(job_id=job.job_id, version=version, period_end=ctx.end,
+                               plan_id=plan_id, assignment=assignment, scaling=scaling,
+                               schedule=schedule, created_at=datetime.now(UTC))
+    try:
+        path = write_manifest(ctx.paths.published, manifest)
+    except ManifestError as exc:
+        raise StageError(str(exc), where=str(ctx.paths.published / job.job_id),
+                         fix="inspect the published directory; versions are immutable") from exc
+    where = Scope(job.job_id, version=version)
+    lake.write_records(ASSIGNMENTS, [{"job_id": job.job_id, "version": version, "keygroup": kg,
+                                      "node": node} for kg, node in sorted(assignment.items())],
+                       where)
+    lake.write_records(ASSIGNMENT_VERSIONS, [{
+        "job_id": job.job_id, "version": version, "plan_id": plan_id,
+        "period_end": ctx.end, "checksum": manifest.checksum, "status": "published",
+        "manifest_path": str(path), "published_at": datetime.now(UTC)}], where)
+    failpoint(failpoint_name)
+    write_latest(ctx.paths.published, job.job_id, version)
+    lake.set_plan_status(job.job_id, ctx.end, plan_id, "published")
+    if mlflow_run_id:
+        tag_run(ctx.paths, mlflow_run_id, {
+            Tag.PUBLISH_STATUS: "published", Tag.PUBLISHED_VERSION: str(version),
+            Tag.PUBLISHED_PLAN_ID: plan_id, Tag.ASSIGNMENT_VERSION: str(version),
+            Tag.MANIFEST: str(path)})
+    return path

@@ -1,0 +1,133 @@
+"""The runtime's health reports: nodes it found dead or far over capacity between two periods.
+
+Cruise Control's anomaly detector watches brokers between its goal-based rebalances; here the
+runtime (or an operator on its behalf) writes one report per finding, and a job whose healing is
+on gets an out-of-schedule cycle for it (jobs/heal/, dags/healing.py). Contract:
+
+    landing/<job_id>/_health/<report_id>.json
+
+    {"format": 1, "job_id": "demo", "report_id": "node-01-dead-1764131000",
+     "at": "2026-11-26T04:03:20Z", "dead": ["node-01"], "utilisation": {"node-02": 1.82}}
+
+`report_id` names the finding (letters, digits, '.', '_', '-'; it is the file's name): the same
+finding reported twice under one id is one healing. `dead` lists nodes the runtime lost;
+`utilisation` is each reported node's measured load over its capacity (1.0 = full). The folder's
+leading underscore keeps it out of the period collectors' and Spark's listings. A report is
+written atomically and never changed; a reader refuses a malformed one with what, where, fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from schemas.landing import format_period_end, parse_period_end
+from schemas.manifest import atomic_write_bytes
+
+__all__ = ["HEALTH_DIR", "HealthReport", "HealthReportError", "health_dir", "list_reports",
+           "read_report", "write_report"]
+
+HEALTH_DIR = "_health"
+_FORMAT = 1
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class HealthReportError(ValueError):
+    """A report that breaks the contract (the message names the file and the rule)."""
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """One finding of the runtime: dead nodes and measured utilisation at `at` (UTC)."""
+
+    job_id: str
+    report_id: str
+    at: datetime
+    dead: tuple[str, ...] = ()
+    utilisation: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not _ID.match(self.report_id):
+            raise HealthReportError(f"report_id {self.report_id!r}: use letters, digits, '.', "
+                                    "'_' or '-' (at most 128), starting with a letter or digit")
+        if self.at.tzinfo is None:
+            raise HealthReportError(f"report {self.report_id}: `at` has no time zone")
+        object.__setattr__(self, "dead", tuple(sorted(set(self.dead))))
+        for node, value in self.utilisation.items():
+            if not node or not isinstance(value, int | float) or isinstance(value, bool) or \
+                    not math.isfinite(value) or value < 0:
+                raise HealthReportError(f"report {self.report_id}: utilisation of {node!r} must "
+                                        f"be a finite number >= 0, got {value!r}")
+        object.__setattr__(self, "utilisation",
+                           MappingProxyType({n: float(v) for n, v in self.utilisation.items()}))
+
+    def over(self, threshold: float) -> tuple[str, ...]:
+        """The live nodes whose utilisation is above `threshold` (a fraction: 1.5 = 150 %)."""
+        return tuple(sorted(n for n, u in self.utilisation.items()
+                            if u > threshold and n not in self.dead))
+
+    def to_json(self) -> str:
+        return json.dumps({"format": _FORMAT, "job_id": self.job_id, "report_id": self.report_id,
+                           "at": format_period_end(self.at), "dead": list(self.dead),
+                           "utilisation": dict(sorted(self.utilisation.items()))}, indent=1) + "\n"
+
+
+def health_dir(landing_root: Path, job_id: str) -> Path:
+    return Path(landing_root) / job_id / HEALTH_DIR
+
+
+def write_report(landing_root: Path, report: HealthReport) -> Path:
+    """Write the report atomically; rewriting the same id with other content is refused."""
+    path = health_dir(landing_root, report.job_id) / f"{report.report_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_file():
+        if read_report(path) == report:
+            return path
+        raise HealthReportError(f"{path}: a different report has this id; reports are immutable "
+                                "(give the new finding its own report_id)")
+    atomic_write_bytes(path, report.to_json().encode("utf-8"))
+    return path
+
+
+def read_report(path: Path) -> HealthReport:
+    """The report in `path`, or HealthReportError naming the file and what is wrong."""
+    path = Path(path)
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HealthReportError(f"{path}: not a readable JSON report ({exc})") from None
+    keys = {"format", "job_id", "report_id", "at", "dead", "utilisation"}
+    if not isinstance(data, dict) or set(data) != keys or data["format"] != _FORMAT:
+        raise HealthReportError(f"{path}: expected an object of exactly {sorted(keys)} with "
+                                f"format {_FORMAT}")
+    dead, util = data["dead"], data["utilisation"]
+    if not isinstance(dead, list) or not all(isinstance(n, str) and n for n in dead):
+        raise HealthReportError(f"{path}: dead must be a list of node ids, got {dead!r}")
+    if not isinstance(util, dict):
+        raise HealthReportError(f"{path}: utilisation must be an object node -> fraction")
+    if not isinstance(data["job_id"], str) or not isinstance(data["report_id"], str) or \
+            not isinstance(data["at"], str):
+        raise HealthReportError(f"{path}: job_id, report_id and at must be strings")
+    if path.stem != data["report_id"]:
+        raise HealthReportError(f"{path}: the file is named after report_id "
+                                f"{data['report_id']!r}; rename one of them")
+    try:
+        return HealthReport(data["job_id"], data["report_id"], parse_period_end(data["at"]),
+                            tuple(dead), util)
+    except (HealthReportError, ValueError) as exc:
+        raise HealthReportError(f"{path}: {exc}") from None
+
+
+def list_reports(landing_root: Path, job_id: str) -> list[Path]:
+    """The job's report files, in name order (a report being written is a hidden temp file)."""
+    folder = health_dir(landing_root, job_id)
+    return sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")) \
+        if folder.is_dir() else []
+

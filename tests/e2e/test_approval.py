@@ -1,0 +1,242 @@
+"""A job with `approval = true`, through the real scheduler: approve, reject, time out.
+
+One Airflow for the module, started as `make up` starts it (reconf.services: api-server,
+scheduler, dag-processor; SQLite; free ports; the triggerer is not needed: each period is landed
+before its run, and on Airflow 3.3 a human-in-the-loop task waits in *awaiting_input*, resumed by
+the API server or the scheduler's timeout sweep). One job, `gate` (SPL 1 h from 2026-01-01,
+no scheduled runs in the test's minutes; approval_timeout 45 s; one what-if shadow), whose runs
+are triggered the way docs/operations.md says, and answered the way an operator answers without
+the UI: the docs' commands (the REST endpoint the UI's "Required actions" form calls) in bash.
+
+The tests run in file order and build on each other (one history: v1 from the approved period,
+then a rejected and a timed-out period that publish nothing, then a period that publishes v2).
+Every check reads what an operator would: the request as the API lists it, the runs' task
+states, the published manifests, the plans table, the MLflow run's tags and `reconf audit`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from reconf.procs import free_port
+from reconf.services import Ports, down, up
+from reconf.settings import make_source
+from schemas.config import Paths, resolve_job
+from schemas.landing import format_period_end
+from schemas.manifest import read_latest_version, read_manifest
+from schemas.tables import PLANS
+from schemas.tracking import Tag
+from tests.e2e.test_scheduler import Airflow, Runtime
+
+pytestmark = [pytest.mark.e2e]
+
+JOB, DAG_ID = "gate", "reconfigure_gate"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+TIMEOUT_S = 45
+CONFIG = f"""\
+[jobs.gate]
+spl = "1h"
+start_date = 2026-01-01T00:00:00Z
+catchup_periods = 0
+landing_timeout = "10s"
+strategy = "milp"
+max_migrations = 3
+solver_time_limit_s = 2
+shadow_strategies = ["greedy"]
+shadow_time_budget_s = 30
+approval = true
+approval_timeout = "{TIMEOUT_S}s"
+source = {{ kind = "synthetic", operators = 2, keygroups_per_operator = 4, nodes = 3, seed = 7, varies = 30 }}
+"""
+# docs/operations.md, "Approval": the token, the plans waiting for an answer, and an answer
+TOKEN = """\
+AIRFLOW=http://127.0.0.1:${RECONF_AIRFLOW_PORT:-8080}
+PASSWORD=$(.venv/bin/python -c 'import json, os; print(json.load(open(os.environ.get("RECONF_HOME", ".reconf") + "/airflow/simple_auth_manager_passwords.json.generated"))["admin"])')
+TOKEN=$(curl -s -X POST "$AIRFLOW/auth/token" -H 'Content-Type: application/json' \\
+    -d "{\\"username\\": \\"admin\\", \\"password\\": \\"$PASSWORD\\"}" | .venv/bin/python -c 'import json, sys; print(json.load(sys.stdin)["access_token"])')
+"""
+WAITING = """\
+curl -s "$AIRFLOW/api/v2/dags/reconfigure_gate/dagRuns/~/hitlDetails?response_received=false" \\
+    -H "Authorization: Bearer $TOKEN"
+"""
+ANSWER = """\
+curl -s -X PATCH "$AIRFLOW/api/v2/dags/reconfigure_gate/dagRuns/{run_id}/taskInstances/approve/-1/hitlDetails" \\
+    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\
+    -d '{payload}'
+"""
+REASON = "too many moves during the nightly batch"
+
+
+def _period(k: int) -> datetime:
+    return T0 + timedelta(hours=k)
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
+    root = tmp_path_factory.mktemp("approval")
+    config = root / "jobs.toml"
+    config.write_text(CONFIG)
+    ports = Ports(airflow=free_port(), mlflow=free_port(), spark_connect=free_port())
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AIRFLOW", "RECONF_SPARK", "PYTHONPATH"))}
+    env.update({"RECONF_HOME": str(root / "home"), "RECONF_CONFIG": str(config),
+                "RECONF_AIRFLOW_PORT": str(ports.airflow), "PATH": "/usr/bin:/bin",
+                "AIRFLOW__CORE__PARALLELISM": "3",
+                # the scheduler's sweep of answers that timed out: every 5 s, not 15
+                "AIRFLOW__SCHEDULER__TRIGGER_TIMEOUT_CHECK_INTERVAL": "5"})
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)  # what `make up` would see in that shell
+    paths = Paths.from_env()
+    try:
+        up(paths, ports, names=("api-server", "scheduler", "dag-processor"), timeout_s=600)
+        handle = Airflow(paths, dict(env), Runtime(paths, T0))  # no runtime thread: periods are
+        deadline = time.monotonic() + 300                       # landed by the tests
+        while not handle.query("SELECT dag_id FROM dag WHERE dag_id = ?", DAG_ID):
+            assert time.monotonic() < deadline, "the dag-processor never parsed the DAG"
+            time.sleep(2)
+        handle.shell("airflow dags unpause reconfigure_gate")
+        yield handle
+    finally:
+        down(paths, grace_s=30)
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _asking(airflow: Airflow, k: int) -> str:
+    """Land period k (the runtime first applies the newest version), trigger its run as the docs
+    do, and wait until its approve task waits for an answer; its run id."""
+    source = make_source(resolve_job(JOB), airflow.paths)
+    source.apply_latest(airflow.paths.published)
+    source.land_period(airflow.paths.landing, _period(k))
+    airflow.shell(f"airflow dags trigger reconfigure_gate --logical-date {_period(k).isoformat()}")
+    deadline = time.monotonic() + 420
+    while True:
+        run = airflow.run_of(DAG_ID, _period(k))
+        if run is not None:
+            states = airflow.task_states(DAG_ID, run[3])
+            if states.get("approve") == "awaiting_input":
+                return run[3]
+            assert run[2] not in ("success", "failed"), (run, states, airflow.log_tails(DAG_ID, run[3]))
+        assert time.monotonic() < deadline, (run, airflow.log_tails(DAG_ID, run[3] if run else ""))
+        time.sleep(1)
+
+
+def _api(airflow: Airflow, commands: str) -> Any:
+    """The JSON a docs command prints, after the docs' token lines."""
+    out = airflow.shell(TOKEN + commands)
+    return json.loads(out[out.index("{"):])
+
+
+def _answer(airflow: Airflow, run_id: str, payload: dict[str, Any]) -> Any:
+    return _api(airflow, ANSWER.format(run_id=run_id, payload=json.dumps(payload)))
+
+
+def _plan_row(airflow: Airflow, k: int) -> dict[str, Any]:
+    from jobs.lake import open_lake
+
+    (row,) = open_lake(airflow.paths).period_rows(PLANS, JOB, _period(k))
+    return dict(row)
+
+
+def _tags(airflow: Airflow, run_id: str) -> dict[str, str]:
+    from jobs.tracking.store import run_tags
+
+    return run_tags(airflow.paths, run_id)
+
+
+def _finished(airflow: Airflow, k: int) -> tuple[str, dict[str, str]]:
+    run = airflow.wait_for_run(DAG_ID, _period(k), ("success", "failed"))
+    states = airflow.task_states(DAG_ID, run[3])
+    assert run[2] == "success", (states, airflow.log_tails(DAG_ID, run[3]))
+    return run[3], states
+
+
+def test_the_request_shows_the_plan_and_approving_publishes_it(airflow: Airflow) -> None:
+    run_id = _asking(airflow, 1)
+    (waiting,) = _api(airflow, WAITING)["hitl_details"]  # what the UI's Required actions lists
+    assert waiting["task_instance"]["dag_run_id"] == run_id
+    assert waiting["options"] == ["Approve", "Reject"] and waiting["defaults"] == ["Reject"]
+    body, planned = waiting["body"], airflow.log(DAG_ID, run_id, "plan")
+    assert f"plan {JOB}@{format_period_end(_period(1))}: milp" in body  # the plan's summary line
+    assert "load distance" in body and "greedy" in body and "milp" in body  # the what-if ranking
+    run = next(line.split("MLflow run ")[-1].strip() for line in planned.splitlines()
+               if "MLflow run of this cycle:" in line)
+    assert f"]({run})" in body and "/#/experiments/" in run  # a link to the period's run
+    assert f"within 0:00:{TIMEOUT_S}" in body
+    assert airflow.task_states(DAG_ID, run_id).get("publish") in (None, "None")  # not yet
+    answer = _answer(airflow, run_id, {"chosen_options": ["Approve"]})
+    assert answer["chosen_options"] == ["Approve"] and answer["responded_by"]["name"] == "admin"
+    _, states = _finished(airflow, 1)
+    assert states["approve"] == states["publish"] == "success", states
+    assert read_latest_version(airflow.paths.published, JOB) == 1
+    assert read_manifest(airflow.paths.published, JOB, 1).period_end == format_period_end(_period(1))
+    row = _plan_row(airflow, 1)
+    assert row["status"] == "published"
+    tags = _tags(airflow, row["mlflow_run_id"])
+    assert tags[Tag.APPROVAL] == "approved" and tags[Tag.APPROVAL_BY] == "admin"
+    assert tags[Tag.PUBLISH_STATUS] == "published"
+
+
+def test_rejecting_with_a_reason_publishes_nothing_and_records_the_reason(airflow: Airflow) -> None:
+    run_id = _asking(airflow, 2)
+    answer = _answer(airflow, run_id, {"chosen_options": ["Reject"],
+                                       "params_input": {"reason": REASON}})
+    assert answer["chosen_options"] == ["Reject"]
+    _, states = _finished(airflow, 2)
+    assert states["approve"] == "success" and states["publish"] == "skipped", states
+    assert read_latest_version(airflow.paths.published, JOB) == 1  # nothing published
+    assert not (airflow.paths.published / JOB / "v2.json").exists()
+    row = _plan_row(airflow, 2)
+    assert row["status"] == "rejected" and "approval: rejected by admin at " in row["message"]
+    assert row["message"].endswith(f": {REASON}")
+    tags = _tags(airflow, row["mlflow_run_id"])
+    assert (tags[Tag.APPROVAL], tags[Tag.APPROVAL_REASON], tags[Tag.APPROVAL_BY]) == (
+        "rejected", REASON, "admin")
+    assert tags[Tag.PUBLISH_STATUS] == "rejected"
+    audit = airflow.shell(f".venv/bin/reconf audit --job gate --period-end "
+                          f"{format_period_end(_period(2))}")
+    assert "  approval: rejected by admin at " in audit and f": {REASON}" in audit, audit
+    assert "published: no, rejected at approval" in audit, audit
+    assert "approval of plan" in airflow.log(DAG_ID, run_id, "approve")
+    # a rejected plan is never published, not even by hand
+    out = airflow.shell(f".venv/bin/reconf publish --job gate --period-end "
+                        f"{format_period_end(_period(2))} 2>&1 || true")
+    assert "was rejected at approval" in out and "fix:" in out, out
+    assert read_latest_version(airflow.paths.published, JOB) == 1
+
+
+def test_no_answer_within_the_timeout_rejects_the_plan_as_timed_out(airflow: Airflow) -> None:
+    run_id = _asking(airflow, 3)
+    started = time.monotonic()
+    _, states = _finished(airflow, 3)  # nobody answers
+    assert time.monotonic() - started >= TIMEOUT_S - 5
+    assert states["approve"] == "success" and states["publish"] == "skipped", states
+    assert read_latest_version(airflow.paths.published, JOB) == 1
+    row = _plan_row(airflow, 3)
+    assert row["status"] == "timed_out", row
+    tags = _tags(airflow, row["mlflow_run_id"])
+    assert tags[Tag.APPROVAL] == "timed_out" and tags[Tag.APPROVAL_BY] == ""
+    assert tags[Tag.APPROVAL_REASON] == f"no answer within 0:00:{TIMEOUT_S}, rejected by default"
+    audit = airflow.shell(f".venv/bin/reconf audit --job gate --period-end "
+                          f"{format_period_end(_period(3))}")
+    assert "approval: timed out" in audit and "published: no, timed out at approval" in audit
+    assert run_id
+
+
+def test_after_a_rejection_and_a_timeout_the_next_approved_plan_is_v2(airflow: Airflow) -> None:
+    run_id = _asking(airflow, 4)
+    _answer(airflow, run_id, {"chosen_options": ["Approve"], "params_input": {"reason": ""}})
+    _, states = _finished(airflow, 4)
+    assert states["publish"] == "success", states
+    assert read_latest_version(airflow.paths.published, JOB) == 2
+    manifest = read_manifest(airflow.paths.published, JOB, 2)
+    assert manifest.period_end == format_period_end(_period(4))
+    assert manifest.plan_id == f"{JOB}@{format_period_end(_period(4))}"

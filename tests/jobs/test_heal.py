@@ -1,0 +1,95 @@
+"""Healing between periods, in-process on the real lake and MLflow (jobs/heal/stage.py): a dead
+node's units re-placed as a published version N+1 that terminates it; the same report heals once;
+a second report inside min_gap is refused until the gap passed; a report beyond the cap alerts
+(lake row, MLflow run) and changes nothing; a job with healing off is refused. The scheduler's
+event-driven runs of the same stage: tests/e2e/test_scheduler.py."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+from pipeline_kit import CONFIG, JOB_ID, P1, latest
+
+from jobs.errors import StageError
+from jobs.heal.stage import heal
+from jobs.lake import open_lake
+from jobs.run import run_plan, run_publish
+from schemas.config import resolve_job
+from schemas.health import HealthReport
+from schemas.manifest import read_manifest
+from schemas.tables import HEALINGS
+from schemas.tracking import Tag
+
+pytestmark = pytest.mark.spark
+
+HEALING = f"""
+[jobs.{JOB_ID}.healing]
+enabled = true
+budget = 8
+min_gap = "10m"
+max_nodes_at_once = 1
+"""
+
+
+def test_a_dead_node_heals_once_waits_for_the_gap_and_a_wide_failure_alerts(
+        collected_home, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = collected_home
+    config = tmp_path / "healing.toml"
+    config.write_text(CONFIG + HEALING)
+    monkeypatch.setenv("RECONF_CONFIG", str(config))
+    job = resolve_job(JOB_ID)
+    with pytest.raises(StageError, match="healing is off"):  # the session's job: healing off
+        heal(_off(job), HealthReport(JOB_ID, "r0", datetime.now(UTC), ("node-02",)), paths=paths)
+    run_plan(JOB_ID, P1)
+    run_publish(JOB_ID, P1)
+    v1 = read_manifest(paths.published, JOB_ID, 1)
+    dead = max(sorted(set(v1.assignment.values())),
+               key=lambda n: sum(1 for m in v1.assignment.values() if m == n))
+    at = datetime.now(UTC)
+    report = HealthReport(JOB_ID, "dead-1", at, (dead,))
+    first = heal(job, report, paths=paths)
+    assert first.status == "published" and first.version == 2, first.summary()
+    v2 = read_manifest(paths.published, JOB_ID, 2)
+    assert dead not in v2.assignment.values() and v2.scaling.nodes_to_terminate == (dead,)
+    assert latest(paths) == "2\n"
+    moved = {k for k, n in v1.assignment.items() if n == dead}
+    assert {k for k in v1.assignment if v1.assignment[k] != v2.assignment[k]} >= moved
+    tags = MlflowClient(paths.mlflow_uri).get_run(str(first.mlflow_run_id)).data.tags
+    assert tags[Tag.HEALING_STATUS] == "published" and tags[Tag.PUBLISHED_VERSION] == "2"
+    assert tags[Tag.HEALING_NODES] == dead and "healing dead-1" in tags["mlflow.runName"]
+
+    again = heal(job, report, paths=paths)  # the same finding: its recorded outcome, no v3
+    assert again.again and again.version == 2 and again.heal_id == first.heal_id
+    assert latest(paths) == "2\n"
+
+    other = next(n for n in sorted(set(v2.assignment.values())))
+    second = HealthReport(JOB_ID, "dead-2", at + timedelta(seconds=30), (other,))
+    with pytest.raises(StageError, match="less than min_gap"):
+        heal(job, second, paths=paths, now=at + timedelta(minutes=1))
+    assert latest(paths) == "2\n"
+
+    wide = HealthReport(JOB_ID, "wide", at, (), {"node-00": 2.0, "node-01": 1.9})
+    alert = heal(job, wide, paths=paths, now=at + timedelta(minutes=11))
+    assert alert.status == "alert" and "max_nodes_at_once = 1" in alert.message
+    assert latest(paths) == "2\n"
+    alert_tags = MlflowClient(paths.mlflow_uri).get_run(str(alert.mlflow_run_id)).data.tags
+    assert alert_tags[Tag.HEALING_STATUS] == "alert" and "nothing was done" in alert_tags[Tag.NOTE]
+
+    later = heal(job, second, paths=paths, now=at + timedelta(minutes=11))  # the gap passed
+    assert later.status == "published" and later.version == 3
+    assert other not in read_manifest(paths.published, JOB_ID, 3).assignment.values()
+    rows = {r["report_id"]: r for r in open_lake(paths, spark).records(
+        f"SELECT report_id, status, version FROM {{{HEALINGS.name}}} WHERE job_id = '{JOB_ID}'")}
+    assert {k: (v["status"], v["version"]) for k, v in rows.items()} == {
+        "dead-1": ("published", 2), "wide": ("alert", None), "dead-2": ("published", 3)}
+
+
+def _off(job):  # the job with healing off, as a config without the table gives
+    from dataclasses import replace
+
+    from schemas.config import HealingConfig
+
+    return replace(job, healing=HealingConfig())
