@@ -63,7 +63,7 @@ TEST_WORKERS ?= 2
 # project anew).
 test: export PYTHONDONTWRITEBYTECODE :=
 test: setup system-packages
-	@$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder; rc=$$?; \
+	@$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure here"; exit 1; fi; \
 	exit $$rc
 

@@ -58,25 +58,36 @@ if WORKER:
 _WEIGHTS = (("e2e", 30.0), ("kafka", 30.0), ("browser", 30.0), ("spark", 5.0))
 
 
-def _group(item: pytest.Item) -> str:
-    """The xdist group of a test: its module (module fixtures and in-order tests stay on one
-    worker); every Kafka test together (one broker, and they count the machine's Kafka JVMs)."""
-    path = Path(str(item.fspath)).resolve().relative_to(ROOT / "tests")
-    return "kafka" if path.parts[0] == "kafka" else path.as_posix()
+def _group(nodeid: str) -> str:
+    """The unit a worker runs whole: the test's module (module fixtures and in-order tests stay
+    together), and every Kafka test together (one broker; they count the machine's Kafka JVMs)."""
+    module = nodeid.split("::", 1)[0]
+    return "tests/kafka" if module.startswith("tests/kafka/") else module
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """pytest-xdist hands out whole groups (`_group`), in the order the workers collected them.
+    (Its own `--dist loadgroup` marks do not reach pytest 9's node ids, hence this scheduler.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    return ByGroup(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With `--dist loadgroup`: tag each test with its group, heaviest groups first (stable)."""
-    if getattr(config.option, "dist", "no") != "loadgroup":
+    """In an xdist worker: heaviest groups first (stable: each group keeps its tests' order)."""
+    if not hasattr(config, "workerinput"):
         return
     weight: dict[str, float] = {}
     for item in items:
-        group = _group(item)
-        item.add_marker(pytest.mark.xdist_group(group))
+        group = _group(item.nodeid)
         weight[group] = weight.get(group, 0.0) + next(
             (w for name, w in _WEIGHTS if item.get_closest_marker(name)), 0.3)
-    items.sort(key=lambda item: -weight[_group(item)])
+    items.sort(key=lambda item: -weight[_group(item.nodeid)])
 
 
 @pytest.fixture(scope="session")
