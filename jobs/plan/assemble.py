@@ -135,8 +135,10 @@ def comm_of(job: JobConfig, edges: Sequence[Mapping[str, Any]] | pd.DataFrame | 
     bad = ~np.isfinite(rate)
     if bad.any():
         row = frame.iloc[int(np.flatnonzero(bad)[0])]
+        value = row["tuples_per_s"]  # the message shows `inf`, not `np.float64(inf)`
         _check_finite(job, [{"src_keygroup": row["src_keygroup"],
-                             "tuples_per_s": row["tuples_per_s"]}],
+                             "tuples_per_s": value.item() if isinstance(value, np.generic)
+                             else value}],
                       ("tuples_per_s",), "src_keygroup", COMM_STATS.name)
     return CommEdges.from_columns(frame["src_keygroup"].astype(str),
                                   frame["dst_keygroup"].astype(str), rate)
