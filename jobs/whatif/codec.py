@@ -131,9 +131,12 @@ def _comm(body: dict[str, Any]) -> CommEdges:
             body["units"], list) or not all(isinstance(u, str) for u in body["units"]):
         raise ValueError("what-if input: $comm must hold units (a list of ids) and the src, dst, "
                          "rate and dropped columns")
-    return CommEdges(tuple(body["units"]), _column(body["src"], "<i8"),
-                     _column(body["dst"], "<i8"), _column(body["rate"], "<f8"),
-                     _column(body["dropped"], "<f8"))
+    columns = [_column(body[name], dtype) for name, dtype in
+               (("src", "<i8"), ("dst", "<i8"), ("rate", "<f8"), ("dropped", "<f8"))]
+    try:
+        return CommEdges(tuple(body["units"]), *columns)
+    except ValueError as exc:
+        raise ValueError(f"what-if input: communication columns: {exc}") from None
 
 
 def _dec(value: Any, types: Mapping[str, type], depth: int) -> Any:
