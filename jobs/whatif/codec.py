@@ -12,7 +12,8 @@ Encoding: a dataclass is ``{"$type": name, "fields": {...}}`` (its init fields),
 ``{"$enum": name, "value": v}``, a tuple ``{"$tuple": [...]}``, a frozenset ``{"$set": [...]}``
 (sorted, so the bytes are stable), a mapping ``{"$map": [[key, value], ...]}`` (keys may be any
 encodable value), the communication columns ``{"$comm": {"units": [...], "src", "dst", "rate",
-"dropped": base64 of little-endian int64/float64}}`` (placement/comm.py), a non-finite float ``{"$float": "inf" | "-inf" | "nan"}``.
+"dropped": base64 of little-endian int64/float64}}`` (placement/comm.py), a non-finite float
+``{"$float": "inf" | "-inf" | "nan"}``.
 """
 
 from __future__ import annotations
@@ -131,11 +132,11 @@ def _comm(body: dict[str, Any]) -> CommEdges:
             body["units"], list) or not all(isinstance(u, str) for u in body["units"]):
         raise ValueError("what-if input: $comm must hold units (a list of ids) and the src, dst, "
                          "rate and dropped columns")
-    columns = [_column(body[name], dtype) for name, dtype in
-               (("src", "<i8"), ("dst", "<i8"), ("rate", "<f8"), ("dropped", "<f8"))]
+    columns = (_column(body["src"], "<i8"), _column(body["dst"], "<i8"),
+               _column(body["rate"], "<f8"), _column(body["dropped"], "<f8"))
     try:
         return CommEdges(tuple(body["units"]), *columns)
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"what-if input: communication columns: {exc}") from None
 
 
