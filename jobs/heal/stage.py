@@ -189,7 +189,7 @@ def _heal(ctx: StageContext, report: HealthReport, now: datetime) -> HealResult:
                     result.mlflow_run_id, "heal.version")
     if result.mlflow_run_id:  # record_plan names it as a period's late attempt; it is a healing
         tag_run(ctx.paths, result.mlflow_run_id, {
-            "mlflow.runName": f"{run_name(ctx.stamp)} healing {report.report_id}"})
+            Tag.RUN_NAME: f"{run_name(ctx.stamp)} healing {report.report_id}"})
     return outcome("published", plan.message, version=version, plan_id=result.plan_id,
                    moves=len(plan.moves), mlflow_run_id=result.mlflow_run_id)
 

@@ -17,8 +17,8 @@ scheduler, dag-processor, triggerer; SQLite; free ports), with four small synthe
 - `mend`, SPL 1 min with healing on (min_gap 90 s): the last tests land its periods by hand and
   kill its nodes in the runtime stand-in; its healing DAG `heal_mend` runs on the health
   reports' asset events (dags/healing.py).
-- `back`, like `fill`: v1..v3 published by the stages in-process, then its manual rollback DAG
-  `rollback_back` triggered with params (the docs' command), through the scheduler.
+- `demo`, like `fill`: v1..v3 published by the stages in-process, then its manual rollback DAG
+  `rollback_demo` triggered with params (the docs' command), through the scheduler.
 
 The tests run in file order and build on each other (one Airflow, one history: the fill tests
 count on the backfill's versions). Every check reads what an operator would: the metadata DB's runs and task states, the task logs,
@@ -46,7 +46,7 @@ from schemas.config import Paths, resolve_job
 from schemas.landing import KEYGROUPS, format_period_end
 from schemas.manifest import read_latest_version, read_manifest
 
-from .scheduler_kit import FILL, LATE, MISSED, SPL, TICK, Airflow, Runtime, _stamp
+from .scheduler_kit import BACK, FILL, LATE, MISSED, SPL, TICK, Airflow, Runtime, _stamp
 
 pytestmark = [pytest.mark.e2e]
 
@@ -90,7 +90,7 @@ budget = 8
 min_gap = "{gap}s"
 max_nodes_at_once = 1
 
-[jobs.back]
+[jobs.demo]
 spl = "1h"
 start_date = 2026-01-01T00:00:00Z
 catchup_periods = 0
@@ -438,3 +438,67 @@ def test_a_second_failure_inside_the_minimum_gap_waits_for_it(airflow: Airflow) 
     assert v4.period_end == format_period_end(end)
     assert not {MENDING["dead"], victim} & set(v4.assignment.values())
     airflow.shell("airflow dags pause reconfigure_mend\nairflow dags pause heal_mend")
+
+
+def _newest_run(airflow: Airflow, dag_id: str, after: int, timeout_s: float = 300
+                ) -> tuple[int, str, str]:
+    """(id, run id, state) of the DAG's first run with id > `after`, once it has ended."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        runs = airflow.query("SELECT id, run_id, state FROM dag_run WHERE dag_id = ? AND id > ? "
+                             "ORDER BY id LIMIT 1", dag_id, after)
+        if runs and runs[0][2] in ("success", "failed"):
+            return runs[0]
+        assert time.monotonic() < deadline, f"{dag_id}: {runs} after {timeout_s} s"
+        time.sleep(2)
+
+
+def _last_run_id(airflow: Airflow, dag_id: str) -> int:
+    return int(airflow.query("SELECT coalesce(max(id), 0) FROM dag_run WHERE dag_id = ?",
+                             dag_id)[0][0])
+
+
+def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input(
+        airflow: Airflow) -> None:
+    from jobs.run import run_collect, run_plan, run_publish, run_validate
+
+    paths, dag = airflow.paths, "rollback_demo"
+    source = make_source(resolve_job(BACK), paths)
+    for k in (1, 2, 3):  # v1..v3, by the stages in this process (the DAG is the rollback's)
+        source.land_period(paths.landing, _fill_period(k))
+        for stage in (run_collect, run_validate, run_plan, run_publish):
+            stage(BACK, _fill_period(k))
+        source.apply_latest(paths.published)
+    assert read_latest_version(paths.published, BACK) == 3
+    v1 = read_manifest(paths.published, BACK, 1)
+    # docs/operations.md, "Rollback through Airflow": the operator's trigger, verbatim
+    before = _last_run_id(airflow, dag)
+    airflow.shell("airflow dags unpause rollback_demo\n"
+                  "airflow dags trigger rollback_demo --conf '{\"to_version\": 1, \"reason\": "
+                  "\"v3 overloads node-01\"}'")
+    _, run_id, state = _newest_run(airflow, dag, before)
+    assert state == "success", airflow.log_tails(dag, run_id)
+    assert read_latest_version(paths.published, BACK) == 4
+    v4 = read_manifest(paths.published, BACK, 4)
+    assert dict(v4.assignment) == dict(v1.assignment) and v4.schedule is not None
+    assert "published v4 = v1's assignment" in airflow.log(dag, run_id, "rollback")
+    (event,) = [json.loads(e) for (e,) in airflow.query(
+        "SELECT extra FROM asset_event WHERE source_run_id = ?", run_id)]
+    assert event["version"] == 4 and event["rollback_to"] == 1
+    shown = airflow.shell(f".venv/bin/reconf audit --job {BACK} --period-end "
+                          f"{_stamp(_fill_period(3))} --plan-id {v4.plan_id}")
+    assert "rollback to v1: v3 overloads node-01" in shown and "schedule:" in shown
+    assert f"run {run_id}" in shown  # the audit names the Airflow run that made it
+    # bad input fails the run with the CLI's message and publishes nothing (a missing reason
+    # takes the same path: tests/test_rollback_dag_file.py)
+    before = _last_run_id(airflow, dag)
+    airflow.shell("airflow dags trigger rollback_demo --conf '{\"to_version\": 9, \"reason\": "
+                  "\"typo\"}'")
+    _, run_id, state = _newest_run(airflow, dag, before)
+    log = airflow.log(dag, run_id, "rollback")
+    assert state == "failed" and "fix:" in log, log[-3000:]
+    assert "v9 is not an earlier version: the newest is v4" in log
+    assert airflow.task_states(dag, run_id)["rollback"] == "failed"
+    assert read_latest_version(paths.published, BACK) == 4
+    assert not (paths.published / BACK / "v5.json").exists()
+    airflow.shell("airflow dags pause rollback_demo")
