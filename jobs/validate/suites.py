@@ -28,6 +28,7 @@ import pandas as pd
 
 from schemas.tables import (
     COMM_STATS,
+    COMM_TOTALS,
     KEYGROUP_STATS,
     LOAD_MODEL,
     NETWORK_LINKS,
@@ -38,8 +39,19 @@ from schemas.tables import (
     Table,
 )
 
-__all__ = ["MAX_ROWS", "SUITE_DIR", "Failure", "ValidationReport", "load_suite", "prepare",
-           "validate_facets", "validate_links", "validate_stats", "validate_streams"]
+__all__ = [
+    "MAX_ROWS",
+    "SUITE_DIR",
+    "Failure",
+    "ValidationReport",
+    "load_suite",
+    "prepare",
+    "validate_comm_totals",
+    "validate_facets",
+    "validate_links",
+    "validate_stats",
+    "validate_streams",
+]
 
 SUITE_DIR = Path(__file__).resolve().parents[2] / "schemas" / "expectations"
 MAX_ROWS = 10  # offending rows kept per failure: enough to act on, small enough to print
@@ -48,7 +60,7 @@ MAX_ROWS = 10  # offending rows kept per failure: enough to act on, small enough
 _TABLES: tuple[Table, ...] = (KEYGROUP_STATS, COMM_STATS, NODE_STATS)
 # A dynamic job's facet tables (jobs/facets/subscriptions.py), validated by `validate_facets`.
 _FACET_TABLES: tuple[Table, ...] = (SOURCE_STATS, SUBSCRIPTIONS, STREAM_STATS, LOAD_MODEL,
-                                    NETWORK_LINKS)
+                                    NETWORK_LINKS, COMM_TOTALS)
 _PARTITION = ("job_id", "period_end")
 
 
@@ -191,6 +203,16 @@ def validate_streams(
     failures = engine.run(STREAM_STATS, _with_all_columns(streams, STREAM_STATS), params)
     if load_model is not None:
         failures += engine.run(LOAD_MODEL, _with_all_columns(load_model, LOAD_MODEL), params)
+    return ValidationReport(success=not failures, failures=tuple(failures))
+
+
+def validate_comm_totals(totals: pd.DataFrame, *, running_units: Collection[str]
+                         ) -> ValidationReport:
+    """Check a top-k communication landing's per-unit totals (jobs/facets/comm.py): one row per
+    running unit, a total >= 0, and the unit's landed pairs (``kept_tuples``, derived from
+    comm_stats) at most its declared total (``dropped_tuples`` >= 0)."""
+    params = {"running_units": sorted({str(u) for u in running_units})}
+    failures = _engine().run(COMM_TOTALS, _with_all_columns(totals, COMM_TOTALS), params)
     return ValidationReport(success=not failures, failures=tuple(failures))
 
 
