@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from jobs.errors import StageError, lake_rows_refused
 from jobs.facets.base import Assembly
 from jobs.facets.dynamic import Prepared, prepare

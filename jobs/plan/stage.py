@@ -39,7 +39,6 @@ from schemas.config import MAX_MIGRATIONS, JobConfig, Paths
 from schemas.tables import ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS, Table
 
 if TYPE_CHECKING:
-    import pandas as pd
     from pyspark.sql import SparkSession
 
 __all__ = [
@@ -143,14 +142,13 @@ def read_inputs(ctx: StageContext) -> tuple[PeriodInputs, int]:
 
     kg_rows: list[dict[str, Any]]
     start: Start | StageError
-    def edge_frame() -> pd.DataFrame:
-        # columns, not row objects: out() may have millions of pairs (placement/comm.py);
-        # build_state orders them by key
-        return lake.period_frame(COMM_STATS, job.job_id, ctx.end,
-                                 ["src_keygroup", "dst_keygroup", "tuples_per_s"])
-
     kg_rows, node_rows, edge_rows, start, facets, assignments_version, _ = concurrently(
-        rows(KEYGROUP_STATS), rows(NODE_STATS), edge_frame, start_or_error,
+        rows(KEYGROUP_STATS), rows(NODE_STATS),
+        # O(edges): Arrow columns straight into the planner's CommEdges; build_state orders them
+        # by key (jobs/plan/assemble.py `comm_of`)
+        lambda: lake.period_arrow(COMM_STATS, job.job_id, ctx.end,
+                                  ["src_keygroup", "dst_keygroup", "tuples_per_s"]),
+        start_or_error,
         lambda: read_facets(ctx), lambda: lake.table_version(ASSIGNMENTS.name),
         lambda: prepare_client(paths))
     everyone_left = job.dynamic and ctx.marker is not None and ctx.marker.rows_of(
