@@ -60,6 +60,10 @@ class Tag:
     #: the plan's move schedule (placement/waves.py): waves, and waves over the ceiling
     SCHEDULE_WAVES: Final = "reconf.schedule.waves"
     SCHEDULE_OVER_CEILING: Final = "reconf.schedule.over_ceiling"
+    #: on a version's own run, once the runtime applied it (jobs/plan/applied.py): its status
+    #: (done, stopped, failed, running) and "<status>:<waves run>", which makes the record idempotent
+    EXECUTION_STATUS: Final = "reconf.execution.status"
+    EXECUTION_RECORDED: Final = "reconf.execution.recorded"
     #: prefixes of families of tags
     PARAM_PREFIX: Final = "reconf.param."
     AIRFLOW_PREFIX: Final = "reconf.airflow."
@@ -95,6 +99,8 @@ class Artifact:
     SCHEDULE_JSON: Final = "schedule.json"
     #: the runtime's measured execution of the last schedule (runtime/execution.py)
     EXECUTION_JSON: Final = "execution.json"
+    #: on a version's own run: how the runtime applied that version (jobs/plan/applied.py)
+    APPLIED_JSON: Final = "execution_applied.json"
 
 
 def delta_version_tag(table: str) -> str:
