@@ -34,7 +34,7 @@ from schemas.landing import format_period_end
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
 #: each family's move reason (placement/reasons.py), and ROD's before its load model is fitted
-REASONS = {"flights2": {"pair_collocated"}, "queries": {"traffic_saved"},
+REASONS = {"flights2": {"pair_collocated", "load_relieved"}, "queries": {"traffic_saved"},
            "flights2-cg": {"band_left"}, "streams": {"feasible_set_gained", "load_relieved"},
            "wan-demo": {"wan_cost_saved"}}
 #: the five kinds of job (docs/operations.md, "Five kinds of job"), and two shadows each
