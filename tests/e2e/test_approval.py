@@ -231,5 +231,6 @@ def test_no_answer_within_the_timeout_rejects_the_plan_as_timed_out(airflow: Air
     assert tags[Tag.APPROVAL_REASON] == f"no answer within 0:00:{TIMEOUT_S}, rejected by default"
     audit = airflow.shell(f".venv/bin/reconf audit --job gate --period-end "
                           f"{format_period_end(_period(3))}")
-    assert "approval: timed out: no answer within" in audit, audit
+    assert "  approval: timed out at " in audit, audit
+    assert f": no answer within 0:00:{TIMEOUT_S}, rejected by default" in audit, audit
     assert "published: no, timed out at approval" in audit, audit
