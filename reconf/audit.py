@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.tracking.ui_links import experiment_url, run_url
+from reconf.audit_execution import execution_lines
 from schemas.config import Paths
 from schemas.errors import ReconfError
 from schemas.headline import bound_of, headline, objective_for, values_of
@@ -141,7 +142,10 @@ def _keygroup(query: str, keygroups: list[dict[str, str]], moves: list[dict[str,
             what = (f"matches several key groups ({', '.join(matches)}); give the full id"
                     if matches else
                     f"is not a key group of this run ({len(ids)} key groups, e.g. "
-                    f"{', '.join(ids[:4])})")
+                    f"{', '.join(ids[:4])})" + (
+                        "; a run of a job of more than 1,000 key groups lists the moved and the "
+                        "1,000 heaviest (jobs/tracking/bounded.py): the lake's assignments "
+                        "table has every one" if len(ids) >= 1000 else ""))
             raise AuditError(f"--key-group {query!r} {what}")
         query = matches[0]
     row = next(k for k in keygroups if k["keygroup"] == query)
@@ -287,6 +291,8 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
         "schedule": _json_artifact(client, rid, Artifact.SCHEDULE_JSON),
         # what the runtime measured applying the schedule it ran last (its period report)
         "execution": _json_artifact(client, rid, Artifact.EXECUTION_JSON),
+        # how the runtime applied this run's own version, once reported (jobs/plan/applied.py)
+        "applied": _json_artifact(client, rid, Artifact.APPLIED_JSON),
     }
     if compare:
         from jobs.whatif.stage import read_comparison
@@ -370,28 +376,7 @@ def format_report(r: dict[str, Any]) -> str:
         o = r["oscillations"]
         lines.append(f"  oscillations (units moved back onto a node they left, in the window): "
                      f"{_f(o['before'], '.0f')} -> {_f(o['after'], '.0f')} with this plan")
-    rb = r.get("rollback")
-    if rb:
-        lines.append(f"  rollback to v{rb['to_version']}: {rb['reason']}" + (
-            f" (budget overridden: {rb['budget_override']})" if rb["budget_override"] else ""))
-    sched = r.get("schedule")
-    if sched:
-        lim = sched["limits"]
-        lines.append(
-            f"  schedule: {sched['moves']} move(s) in {sched['waves']} wave(s), "
-            f"{sched['over_ceiling']} over the ceiling; limits per node "
-            f"{lim['max_moves_per_node']}, per wave {lim['max_moves_per_wave']}, bytes "
-            f"{lim['max_bytes_per_wave']}, ceiling {lim['ceiling_pct']} %")
-        lines += [f"    wave {w['wave']}: {w['moves']} move(s), {w['state_bytes']:.0f} B, at most "
-                  f"{w['max_per_node']} per node, peak {w['peak_pct']:.1f} %"
-                  + (" (OVER the ceiling: the plan's target breaks it)" if w["over_ceiling"]
-                     else "") for w in sched["per_wave"]]
-    ex = r.get("execution")
-    if ex:
-        lines.append(f"  the runtime's last schedule: {ex.get('summary', ex.get('status'))}")
-        lines += [f"    wave {w['wave']}: {len(w['moved'])} moved, {w['state_bytes']:.0f} B, "
-                  f"{w['seconds']:.2f} s" + (f", FAILED: {', '.join(w['failed'])}"
-                                             if w["failed"] else "") for w in ex.get("runs", ())]
+    lines += execution_lines(r)
     v = r["validation"]
     if v is None:
         lines.append("  validation: no report logged with this run")

@@ -60,6 +60,10 @@ class Tag:
     #: the plan's move schedule (placement/waves.py): waves, and waves over the ceiling
     SCHEDULE_WAVES: Final = "reconf.schedule.waves"
     SCHEDULE_OVER_CEILING: Final = "reconf.schedule.over_ceiling"
+    #: on a version's own run, once the runtime applied it (jobs/plan/applied.py): its status
+    #: (done, stopped, failed, running) and "<status>:<waves run>", which makes the record idempotent
+    EXECUTION_STATUS: Final = "reconf.execution.status"
+    EXECUTION_RECORDED: Final = "reconf.execution.recorded"
     #: prefixes of families of tags
     PARAM_PREFIX: Final = "reconf.param."
     AIRFLOW_PREFIX: Final = "reconf.airflow."
@@ -70,6 +74,9 @@ class Tag:
     NOTE: Final = "mlflow.note.content"
     PARENT_RUN: Final = "mlflow.parentRunId"
     EXPERIMENT_KIND: Final = "mlflow.experimentKind"
+    RUN_NAME: Final = "mlflow.runName"
+    #: an experiment's saved runs-table view: `SHARED_VIEW_PREFIX` + its key
+    SHARED_VIEW_PREFIX: Final = "mlflow.sharedViewState."
 
 
 class Artifact:
@@ -92,6 +99,8 @@ class Artifact:
     SCHEDULE_JSON: Final = "schedule.json"
     #: the runtime's measured execution of the last schedule (runtime/execution.py)
     EXECUTION_JSON: Final = "execution.json"
+    #: on a version's own run: how the runtime applied that version (jobs/plan/applied.py)
+    APPLIED_JSON: Final = "execution_applied.json"
 
 
 def delta_version_tag(table: str) -> str:

@@ -62,7 +62,26 @@ def test_the_trigger_form_requires_a_version_and_validates_it(bag) -> None:
         "to_version": 1, "reason": "v3 overloads node-01", "override_budget": None}
     assert check({"to_version": 2, "reason": "x", "override_budget": "incident 42"})[
         "override_budget"] == "incident 42"
-    for bad in ({}, {"to_version": 0}, {"to_version": "one"}, {"to_version": 1.5},
-                {"to_version": 1, "override_budget": 3}):
+    bads: list[dict[str, object]] = [{}, {"to_version": 0}, {"to_version": "one"},
+                                     {"to_version": 1.5}, {"to_version": 1, "override_budget": 3}]
+    for bad in bads:
         with pytest.raises(ParamValidationError):
             check(bad)
+
+
+def test_bad_input_fails_the_task_at_once_with_the_clis_message(bag, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """The task's own refusal path (the scheduler's run of it: tests/e2e/test_scheduler.py)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    monkeypatch.setenv("RECONF_HOME", str(tmp_path / "home"))
+    task = bag.dags["rollback_alpha"].get_task("rollback")
+    for params, message in (({"to_version": 1, "reason": " ", "override_budget": None},
+                             "a rollback needs a reason"),
+                            ({"to_version": 1, "reason": "x", "override_budget": ""},
+                             "nothing has been published for this job")):
+        with pytest.raises(AirflowFailException) as failed:
+            task.python_callable(params=params)
+        assert message in str(failed.value) and "fix:" in str(failed.value)
+    assert not (tmp_path / "home" / "published").exists()  # nothing written

@@ -3,7 +3,9 @@
 The anchor (Cruise Control's executor; docs/benchmarks.md, "execution"): applying every move at
 once overloads the receiving nodes, which carry the moving units while their senders still do;
 waves under a ceiling keep every node under it, at a bounded cost in time (never slower than
-one move after another). The run lives in `run.py`; this module is the command line.
+one move after another). A third run adds a state byte rate to the waves (Cruise Control's
+replication throttle): no wave moves state faster than it, and applying takes at least the bytes /
+the rate. The run lives in `run.py`; this module is the command line.
 """
 
 from __future__ import annotations
@@ -26,6 +28,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="concurrent moves per node in one wave (2)")
     parser.add_argument("--load-pct", type=float, default=70.0, metavar="PCT",
                         help="the job's mean node load before the move (70)")
+    parser.add_argument("--rate", type=_rate, default=1e6, metavar="BYTES_PER_S",
+                        help="the state byte rate of the rated waves (1e6: one transfer's speed "
+                        "in the replay's cost model, so parallel moves share it)")
+
+
+def _rate(text: str) -> float:
+    """A byte rate > 0 (argparse's refusal, exit 2, names the option otherwise)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of bytes per second, got {text!r}") \
+            from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
 
 
 def verdicts(rows: list[dict[str, Any]], ceiling: float) -> list[str]:
@@ -44,18 +63,29 @@ def verdicts(rows: list[dict[str, Any]], ceiling: float) -> list[str]:
             else "miss")
     out.append(f"{mark}: waves take {waves['apply_s']:.2f} s vs {at_once['apply_s']:.2f} s at once; "
                f"bound: one move after another, {bound:.2f} s (beat: under half of it)")
+    rated = next((r for r in rows if r["variant"] == "rated"), None)
+    if rated is not None:
+        rate, least = rated["rate"], rated["state_bytes"] / rated["rate"]
+        held = rated["max_bytes_per_s"] <= rate and rated["apply_s"] >= least * (1 - 1e-9)
+        out.append(f"{'match' if held else 'miss'}: at {rate:.3g} B/s no wave moves faster "
+                   f"(fastest {rated['max_bytes_per_s']:.3g} B/s, unthrottled "
+                   f"{waves['max_bytes_per_s']:.3g} B/s); applying takes {rated['apply_s']:.2f} s "
+                   f"vs {waves['apply_s']:.2f} s without the rate, at least bytes / rate = "
+                   f"{least:.2f} s")
     return out
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     head = (f"{'variant':<9} {'moves':>5} {'waves':>5} {'peak during %':>13} "
-            f"{'start %':>7} {'target %':>8} {'apply s':>8} {'bytes':>9} {'after %':>7}")
+            f"{'start %':>7} {'target %':>8} {'apply s':>8} {'bytes':>9} {'max B/s':>9} "
+            f"{'rate B/s':>9} {'after %':>7}")
     lines = [head, "-" * len(head)]
     for r in rows:
+        rate = "-" if r["rate"] is None else f"{r['rate']:.3g}"
         lines.append(f"{r['variant']:<9} {r['moves']:>5} {r['waves']:>5} "
                      f"{r['peak_during_pct']:>13.1f} {r['start_peak_pct']:>7.1f} "
                      f"{r['target_peak_pct']:>8.1f} {r['apply_s']:>8.3f} {r['state_bytes']:>9} "
-                     f"{r['after_peak_pct']:>7.1f}")
+                     f"{r['max_bytes_per_s']:>9.3g} {rate:>9} {r['after_peak_pct']:>7.1f}")
     return "\n".join(lines)
 
 
@@ -71,7 +101,8 @@ def main(args: argparse.Namespace) -> int:
                       periods=6, load_pct=args.load_pct)
     setup = prepare(spec, None, 2, args.strategy)
     variants = {"at once": WaveLimits(None, None, None, None),
-                "waves": WaveLimits(args.per_node, None, None, args.ceiling)}
+                "waves": WaveLimits(args.per_node, None, None, args.ceiling),
+                "rated": WaveLimits(args.per_node, None, None, args.ceiling, args.rate)}
     rows = [{**asdict(apply_schedule(setup, None, name, limits)), "strategy": args.strategy,
              "ceiling_pct": args.ceiling, "nodes": nodes, **limits.to_dict()}
             for name, limits in variants.items()]

@@ -11,7 +11,10 @@ Measures (docs/benchmarks.md, "execution"):
   plus the units arriving in the wave (a moving unit counts on both ends while it moves,
   placement/waves.py), in % of the node's capacity; the highest over waves and nodes;
 - time to apply: the waves one after another, the moves of a wave in parallel, so the sum over
-  waves of the longest pause in each (runtime/replay/costs.py);
+  waves of the longest pause in each (runtime/replay/costs.py); under a byte rate R each wave
+  lasts at least its bytes / R (runtime/execution.py `paced_seconds`, the replay's simulated
+  clock);
+- the fastest wave's state byte rate (its bytes / its duration);
 - the peak node load of the period after the move (migration CPU included), as measured.
 """
 
@@ -23,6 +26,7 @@ import numpy as np
 
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, Plan
 from placement.waves import plan_waves, utilisation
+from runtime.execution import paced_seconds
 from runtime.replay.datasets import Datasets
 from runtime.replay.engine import PeriodMetrics, ReplayEngine
 from runtime.replay.source import new_engine
@@ -55,6 +59,8 @@ class Outcome:
     sequential_s: float
     state_bytes: int
     after_peak_pct: float
+    max_bytes_per_s: float = 0.0
+    rate: float | None = None
 
 
 def _engine(spec: ReplaySpec, data: Datasets | None, warmup: int) -> tuple[ReplayEngine,
@@ -111,14 +117,18 @@ def apply_schedule(setup: Setup, data: Datasets | None, variant: str,
     engine, _ = _engine(setup.spec, data, setup.warmup)
     nodes = engine.nodes
     at = dict(engine.assignment)
-    apply_s = sequential = 0.0
+    apply_s = sequential = fastest = 0.0
     moved_bytes = 0
+    rate = limits.max_bytes_per_second
     for wave in schedule.waves:
         at = apply_waves(at, (wave,))
         report = engine.migrate(at, nodes)
-        apply_s += report.max_pause_s
+        seconds = paced_seconds(report.max_pause_s, report.state_bytes, rate)
+        apply_s += seconds
         sequential += report.pause_s
         moved_bytes += report.state_bytes
+        if seconds > 0:
+            fastest = max(fastest, report.state_bytes / seconds)
     after = engine.step()
     after_util = after.node_cpu_ms / (after.capacity * engine.period_s * 1000.0) * 100.0
     base = utilisation(state, state.assignment)
@@ -126,4 +136,4 @@ def apply_schedule(setup: Setup, data: Datasets | None, variant: str,
     return Outcome(variant, len(plan.moves), len(schedule.waves),
                    sum(w.over_ceiling for w in schedule.waves), _peak_during(state, schedule),
                    max(base.values()), max(target.values()), apply_s, sequential,
-                   int(moved_bytes), float(np.max(after_util)))
+                   int(moved_bytes), float(np.max(after_util)), fastest, rate)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["last_healed", "record_outcome", "recorded"]
 
-_log = logging.getLogger("reconf.heal")
+_log = logging.getLogger(__name__)
 
 
 def _where(job_id: str, heal_id: str) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from jobs.faults import failpoint
 from jobs.lake import Start, concurrently
 from jobs.lake.write import records_table
+from jobs.plan.applied import record_applied
 from jobs.plan.attempts import NOT_PUBLISHED, PeriodRecord, attempt_predicate, period_record
 from jobs.plan.attempts import plan_id as attempt_id
 from jobs.tracking.store import CycleRecord, log_cycle, logged_attempts, tag_run
@@ -177,6 +178,8 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
         plan,
     )
     if not dry_run:
+        if marker is not None and marker.runtime is not None and marker.runtime.execution:
+            record_applied(ctx, marker.runtime.execution)  # on the applied version's own run
         if published is None:  # the what-if only ever compares a publishable plan
             keep_input(paths, run_id, job, stamp, strategy, state, plan, job_budget(job))
         moves, row = _plan_rows(ctx, pid, strategy, plan, base_version, run_id, plan_json,

@@ -33,7 +33,7 @@ __all__ = ["CLASSIC", "VIEW_KEY", "VIEW_NAME", "VIEW_TAG", "experiment_url",
 CLASSIC = "workflowType=machine_learning"
 #: the saved view of the job's key metrics: its key, the experiment tag, the name the UI lists
 VIEW_KEY = "reconf-key-metrics"
-VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
+VIEW_TAG = f"{Tag.SHARED_VIEW_PREFIX}{VIEW_KEY}"
 VIEW_NAME = "reconf: key metrics"
 
 

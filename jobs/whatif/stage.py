@@ -288,11 +288,13 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
 
         outcomes = run_shadows_on_spark(spark, tasks, data.time_budget_s)
     params = dict(data.shadows)
-    for outcome in outcomes:
-        if outcome.status != "skipped":
-            _child_run(client, experiment_id, run.info.run_id, data, outcome,
-                       params[outcome.strategy])
+    children = {o.strategy: _child_run(client, experiment_id, run.info.run_id, data, o,
+                                       params[o.strategy])
+                for o in outcomes if o.status != "skipped"}
     rows = _rows(data, outcomes, run.data.tags.get(Tag.PUBLISH_STATUS, "planned"))
+    for row in rows:  # each shadow's row links to its child run
+        if row["role"] == "shadow" and row["strategy"] in children:
+            row["run_id"] = children[row["strategy"]]
     _log_comparison(client, run.info.run_id, data, rows, outcomes)
     client.log_metric(run.info.run_id, "whatif_wall_s", time.perf_counter() - started, step=0)
     return WhatIfResult(job.job_id, period_end, "done", rows=tuple(rows),

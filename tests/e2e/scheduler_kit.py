@@ -14,7 +14,7 @@ from reconf.settings import make_source
 from schemas.config import PROJECT_ROOT, Paths, resolve_job
 
 SPL = timedelta(seconds=30)
-TICK, LATE, FILL, BACK = "tick", "late", "fill", "back"
+TICK, LATE, FILL, BACK = "tick", "late", "fill", "demo"
 MISSED = 4  # tick's period (k of start + k*SPL) that never lands
 
 

@@ -14,11 +14,11 @@ scheduler, dag-processor, triggerer; SQLite; free ports), with four small synthe
   minutes, so its runs are the backfill's and the recovery's, made with the docs' commands run
   in bash after `eval "$(.venv/bin/python -m reconf.services env)"` with a PATH that has no
   `airflow` on it.
-- `mend`, SPL 1 min with healing on (min_gap 75 s): the last tests land its periods by hand and
+- `mend`, SPL 1 min with healing on (min_gap 90 s): the last tests land its periods by hand and
   kill its nodes in the runtime stand-in; its healing DAG `heal_mend` runs on the health
   reports' asset events (dags/healing.py).
-- `back`, like `fill`: v1..v3 published by the stages in-process, then its manual rollback DAG
-  `rollback_back` triggered with params (the docs' command), through the scheduler.
+- `demo`, like `fill`: v1..v3 published by the stages in-process, then its manual rollback DAG
+  `rollback_demo` triggered with params (the docs' command), through the scheduler.
 
 The tests run in file order and build on each other (one Airflow, one history: the fill tests
 count on the backfill's versions). Every check reads what an operator would: the metadata DB's runs and task states, the task logs,
@@ -90,13 +90,13 @@ budget = 8
 min_gap = "{gap}s"
 max_nodes_at_once = 1
 
-[jobs.back]
+[jobs.demo]
 spl = "1h"
 start_date = 2026-01-01T00:00:00Z
 catchup_periods = 0
 max_migrations = 8
 """
-MEND, GAP = "mend", timedelta(seconds=75)
+MEND, GAP = "mend", timedelta(seconds=90)
 
 
 @pytest.fixture(scope="module")
@@ -359,10 +359,13 @@ def _holder(assignment: dict[str, str], avoid: set[str]) -> str:
     return max(nodes, key=lambda n: sum(1 for m in assignment.values() if m == n))
 
 
+MENDING: dict[str, Any] = {}  # what the first healing test leaves the second
+
+
 def test_a_killed_node_is_healed_out_of_schedule_before_the_next_period(airflow: Airflow) -> None:
     """The runtime stand-in kills a node: the health report's asset event runs heal_mend, which
     publishes a version without the node (and terminating it) while the next scheduled period
-    still waits; that period then plans from the healing version."""
+    still waits for its landing, on its grid."""
     paths = airflow.paths
     runtime = _mend_runtime(paths)
     airflow.shell("airflow dags unpause reconfigure_mend\nairflow dags unpause heal_mend")
@@ -383,57 +386,54 @@ def test_a_killed_node_is_healed_out_of_schedule_before_the_next_period(airflow:
     v2 = read_manifest(paths.published, MEND, 2)
     assert dead not in v2.assignment.values() and v2.scaling.nodes_to_terminate == (dead,)
     assert read_latest_version(paths.published, MEND) == 2
-    log = airflow.log("heal_mend", healed[0], "heal")
-    assert f"report {report.stem} ({dead}): published v2" in log
-    # before the next scheduled period: its run waits for its landing, nothing published by it
+    assert f"report {report.stem} ({dead}): published v2" in airflow.log(
+        "heal_mend", healed[0], "heal")
+    # before the next scheduled period: its run waits for its landing, on the grid
     nxt = _deferred_run(airflow, "reconfigure_mend", "wait_for_landing", after=first[0])
-    assert nxt[1] == "scheduled" and (
-        datetime.fromisoformat(nxt[0]).replace(tzinfo=UTC) - at) % timedelta(minutes=1) == \
-        timedelta(0)  # the grid kept
+    end = datetime.fromisoformat(nxt[0]).replace(tzinfo=UTC)
+    assert nxt[1] == "scheduled" and (end - at) % timedelta(minutes=1) == timedelta(0)
     (event,) = [json.loads(e) for (e,) in airflow.query(
         "SELECT extra FROM asset_event WHERE source_run_id = ?", healed[0])]
     assert event["healings"][0]["version"] == 2  # the assignment asset: deployers see it
-
-    applied = runtime.apply_latest(paths.published)
-    assert applied.version == 2 and dead not in runtime.state.nodes
-    end = datetime.fromisoformat(nxt[0]).replace(tzinfo=UTC)
-    runtime.land_period(paths.landing, end)
-    after = airflow.wait_for_run("reconfigure_mend", end, ("success", "failed"))
-    assert after[2] == "success", airflow.log_tails("reconfigure_mend", after[3])
-    v3 = read_manifest(paths.published, MEND, 3)
-    assert v3.period_end == format_period_end(end) and dead not in v3.assignment.values()
+    MENDING.update(dead=dead, healed=v2, next_period=end, runtime=runtime)
 
 
 def test_a_second_failure_inside_the_minimum_gap_waits_for_it(airflow: Airflow) -> None:
-    paths = airflow.paths
-    runtime = _mend_runtime(paths)
-    runtime.apply_latest(paths.published)
-    first_heal = read_manifest(paths.published, MEND, 2)
-    healed_at = datetime.fromisoformat(first_heal.created_at.replace("Z", "+00:00"))
-    newest = read_latest_version(paths.published, MEND) or 0
-    victim = _holder(dict(runtime.assignment), set())
+    """A second node dies right after the first healing: its healing run waits in the
+    triggerer until min_gap has passed, then publishes; the next scheduled period plans from
+    the healed versions."""
+    paths, runtime = airflow.paths, MENDING["runtime"]
+    healed_at = datetime.fromisoformat(MENDING["healed"].created_at.replace("Z", "+00:00"))
+    victim = _holder(dict(MENDING["healed"].assignment), set())
     killed_at = datetime.now(UTC)
     runtime.kill_node(paths.landing, victim, killed_at)
-    if killed_at < healed_at + GAP:  # inside the gap: the run waits in the triggerer
-        deadline = time.monotonic() + 120
-        while True:
-            runs = _heal_runs(airflow)
-            if len(runs) >= 2 and airflow.task_states("heal_mend", runs[1][0]).get(
-                    "wait_for_gap") == "deferred":
-                break
-            assert time.monotonic() < deadline, runs
-            time.sleep(1)
-        assert read_latest_version(paths.published, MEND) == newest  # nothing healed meanwhile
-        assert "waiting until" in airflow.log("heal_mend", runs[1][0], "wait_for_gap")
-    healed = _wait_heal_run(airflow, 2, timeout_s=420)
+    assert killed_at < healed_at + GAP - timedelta(seconds=20), (killed_at, healed_at)
+    deadline = time.monotonic() + 60
+    while True:  # the second healing run waits out the gap, deferred in the triggerer
+        runs = _heal_runs(airflow)
+        if len(runs) >= 2 and airflow.task_states("heal_mend", runs[1][0]).get(
+                "wait_for_gap") == "deferred":
+            break
+        assert time.monotonic() < deadline, runs
+        time.sleep(1)
+    assert read_latest_version(paths.published, MEND) == 2  # nothing healed inside the gap
+    assert "waiting until" in airflow.log("heal_mend", runs[1][0], "wait_for_gap")
+    healed = _wait_heal_run(airflow, 2)
     assert healed[1] == "success", airflow.log_tails("heal_mend", healed[0])
-    version = read_latest_version(paths.published, MEND) or 0
-    second = next(read_manifest(paths.published, MEND, v) for v in range(version, newest, -1)
-                  if read_manifest(paths.published, MEND, v).scaling.nodes_to_terminate)
-    assert second.scaling.nodes_to_terminate == (victim,)
-    assert victim not in second.assignment.values()
-    published_at = datetime.fromisoformat(second.created_at.replace("Z", "+00:00"))
+    v3 = read_manifest(paths.published, MEND, 3)
+    assert v3.scaling.nodes_to_terminate == (victim,) and victim not in v3.assignment.values()
+    published_at = datetime.fromisoformat(v3.created_at.replace("Z", "+00:00"))
     assert published_at >= healed_at + GAP  # never inside the gap
+
+    applied = runtime.apply_latest(paths.published)  # the runtime runs the healed version
+    assert applied.version == 3 and not {MENDING["dead"], victim} & set(runtime.state.nodes)
+    end = MENDING["next_period"]
+    runtime.land_period(paths.landing, end)
+    after = airflow.wait_for_run("reconfigure_mend", end, ("success", "failed"))
+    assert after[2] == "success", airflow.log_tails("reconfigure_mend", after[3])
+    v4 = read_manifest(paths.published, MEND, 4)  # the scheduled period, planned from v3
+    assert v4.period_end == format_period_end(end)
+    assert not {MENDING["dead"], victim} & set(v4.assignment.values())
     airflow.shell("airflow dags pause reconfigure_mend\nairflow dags pause heal_mend")
 
 
@@ -459,7 +459,7 @@ def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input
         airflow: Airflow) -> None:
     from jobs.run import run_collect, run_plan, run_publish, run_validate
 
-    paths, dag = airflow.paths, "rollback_back"
+    paths, dag = airflow.paths, "rollback_demo"
     source = make_source(resolve_job(BACK), paths)
     for k in (1, 2, 3):  # v1..v3, by the stages in this process (the DAG is the rollback's)
         source.land_period(paths.landing, _fill_period(k))
@@ -470,8 +470,8 @@ def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input
     v1 = read_manifest(paths.published, BACK, 1)
     # docs/operations.md, "Rollback through Airflow": the operator's trigger, verbatim
     before = _last_run_id(airflow, dag)
-    airflow.shell("airflow dags unpause rollback_back\n"
-                  "airflow dags trigger rollback_back --conf '{\"to_version\": 1, \"reason\": "
+    airflow.shell("airflow dags unpause rollback_demo\n"
+                  "airflow dags trigger rollback_demo --conf '{\"to_version\": 1, \"reason\": "
                   "\"v3 overloads node-01\"}'")
     _, run_id, state = _newest_run(airflow, dag, before)
     assert state == "success", airflow.log_tails(dag, run_id)
@@ -486,16 +486,16 @@ def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input
                           f"{_stamp(_fill_period(3))} --plan-id {v4.plan_id}")
     assert "rollback to v1: v3 overloads node-01" in shown and "schedule:" in shown
     assert f"run {run_id}" in shown  # the audit names the Airflow run that made it
-    # bad input fails the run with the CLI's message and publishes nothing
-    for conf, message in (('{"to_version": 9, "reason": "typo"}',
-                           "v9 is not an earlier version: the newest is v4"),
-                          ('{"to_version": 1}', "a rollback needs a reason")):
-        before = _last_run_id(airflow, dag)
-        airflow.shell(f"airflow dags trigger rollback_back --conf '{conf}'")
-        _, run_id, state = _newest_run(airflow, dag, before)
-        log = airflow.log(dag, run_id, "rollback")
-        assert state == "failed" and message in log and "fix:" in log, log[-3000:]
-        assert airflow.task_states(dag, run_id)["rollback"] == "failed"
-        assert read_latest_version(paths.published, BACK) == 4
-        assert not (paths.published / BACK / "v5.json").exists()
-    airflow.shell("airflow dags pause rollback_back")
+    # bad input fails the run with the CLI's message and publishes nothing (a missing reason
+    # takes the same path: tests/test_rollback_dag_file.py)
+    before = _last_run_id(airflow, dag)
+    airflow.shell("airflow dags trigger rollback_demo --conf '{\"to_version\": 9, \"reason\": "
+                  "\"typo\"}'")
+    _, run_id, state = _newest_run(airflow, dag, before)
+    log = airflow.log(dag, run_id, "rollback")
+    assert state == "failed" and "fix:" in log, log[-3000:]
+    assert "v9 is not an earlier version: the newest is v4" in log
+    assert airflow.task_states(dag, run_id)["rollback"] == "failed"
+    assert read_latest_version(paths.published, BACK) == 4
+    assert not (paths.published / BACK / "v5.json").exists()
+    airflow.shell("airflow dags pause rollback_demo")

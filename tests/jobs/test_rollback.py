@@ -68,11 +68,22 @@ def test_rollback_to_v1_after_v3_publishes_v4_with_v1s_assignment(
     assert "--override-budget" in capsys.readouterr().err
     assert snapshot(paths) == before
     argv += ["--override-budget", "incident 42"]
+    # as the rollback DAG's task runs it (dags/rollback.py): Airflow's context in the environment
+    monkeypatch.setenv("AIRFLOW_CTX_DAG_ID", "rollback_tiny")
+    monkeypatch.setenv("AIRFLOW_CTX_DAG_RUN_ID", "manual__2026-01-02T00:00:00+00:00")
     capsys.readouterr()
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "published v4 = v1's assignment" in out
     assert latest(paths) == "4\n"
+    published = snapshot(paths)
+    # the same Airflow run again (a cleared task): it returns its version, publishes nothing more
+    assert main(argv) == 0
+    assert "published v4 = v1's assignment" in capsys.readouterr().out
+    assert latest(paths) == "4\n" and not (paths.published / JOB_ID / "v5.json").exists()
+    assert snapshot(paths) == published
+    monkeypatch.delenv("AIRFLOW_CTX_DAG_ID")
+    monkeypatch.delenv("AIRFLOW_CTX_DAG_RUN_ID")
     v4 = read_manifest(paths.published, JOB_ID, 4)
     assert dict(v4.assignment) == dict(v1.assignment)
     assert v4.schedule is not None
@@ -97,23 +108,60 @@ def test_rollback_to_v1_after_v3_publishes_v4_with_v1s_assignment(
     assert "schedule:" in shown
 
 
-def test_the_measured_execution_reaches_the_next_plans_run_and_audit(home, spark, capsys):
+def test_the_measured_execution_reaches_the_versions_run_the_next_plans_run_and_audit(
+        home, spark, capsys, tmp_path, monkeypatch):
     paths = home
-    _cycle(paths, P1)
+    rate = 2000.0  # state bytes per second: the synthetic runtime paces its waves under it
+    config = tmp_path / "rated.toml"
+    config.write_text(Path(os.environ["RECONF_CONFIG"]).read_text()
+                      + f"\n[jobs.tiny.execution]\nmax_moves_per_node = 1\n"
+                        f"max_bytes_per_second = {rate}\n")
+    monkeypatch.setenv("RECONF_CONFIG", str(config))
+    first = _cycle(paths, P1)
     v1 = read_manifest(paths.published, JOB_ID, 1)
-    assert v1.schedule is not None
+    assert v1.schedule is not None and v1.schedule.limits.max_bytes_per_second == rate
+    assert v1.schedule.expected_s() == pytest.approx(
+        [w.state_bytes / rate for w in v1.schedule.waves], abs=1e-6)
     assert apply_latest(paths).applied  # the synthetic runtime applies v1 wave by wave
     planned = _cycle(paths, P2)
     report = read_runtime_report(paths.landing / JOB_ID / f"period_end={stamp(P2)}")
     assert report is not None and report.execution is not None
     assert report.execution["status"] == "done" and report.execution["version"] == 1
-    assert report.execution["waves"] == len(v1.schedule.waves)
+    runs = report.execution["runs"]
+    assert len(runs) == len(v1.schedule.waves) >= 2
+    assert all(r["state_bytes"] > 0 and r["bytes_per_s"] <= rate for r in runs)
+    # the next plan's run keeps it as the state it started from
     capsys.readouterr()
     assert main(["audit", "--job", JOB_ID, "--period-end", stamp(P2), "--plan-id",
                  planned.plan_id]) == 0
     shown = capsys.readouterr().out
-    assert f"the runtime's last schedule: v1: wave {len(v1.schedule.waves)} of " in shown
+    assert f"the runtime's last schedule: v1: wave {len(runs)} of {len(runs)}" in shown
     assert "schedule:" in shown
+    # v1's own run shows how v1 was applied: per wave time, bytes, failures (metrics by wave)
+    client = MlflowClient(tracking_uri=paths.mlflow_uri)
+    own = client.get_run(first.mlflow_run_id)
+    assert own.data.tags[Tag.EXECUTION_STATUS] == "done"
+    history = client.get_metric_history(first.mlflow_run_id, "execution_wave_seconds")
+    assert [(m.step, m.value) for m in history] == [(r["wave"], r["seconds"]) for r in runs]
+    assert [m.value for m in client.get_metric_history(
+        first.mlflow_run_id, "execution_wave_bytes")] == [r["state_bytes"] for r in runs]
+    assert all(m.value == 0 for m in client.get_metric_history(
+        first.mlflow_run_id, "execution_wave_failed"))
+    assert max(m.value for m in client.get_metric_history(
+        first.mlflow_run_id, "execution_wave_bytes_per_s")) <= rate
+    capsys.readouterr()
+    assert main(["audit", "--job", JOB_ID, "--period-end", stamp(P1)]) == 0
+    shown = capsys.readouterr().out
+    assert f"applied by the runtime: v1: wave {len(runs)} of {len(runs)}" in shown
+    assert f"paced at most {rate:.6g} B/s" in shown
+    wave = runs[0]
+    assert (f"    wave 1: {len(wave['moved'])} moved, {wave['state_bytes']:.0f} B, "
+            f"{wave['seconds']:.2f} s, {wave['bytes_per_s']:.6g} B/s") in shown
+    assert f"rate {rate:.6g} B/s" in shown  # the schedule's own line
+    # idempotent: another plan of the same period logs the same execution once only
+    run_plan(JOB_ID, P2)
+    assert len(client.get_metric_history(first.mlflow_run_id, "execution_wave_seconds")) == \
+        len(runs)
 
 
 def test_a_failed_wave_leaves_a_partial_assignment_the_next_plan_starts_from(

@@ -125,8 +125,9 @@ def paced_cases(draw: st.DrawFn) -> tuple[Manifest, dict[str, str], float, list[
                         max_bytes_per_wave=draw(st.none() | st.floats(1.0, 2e9)),
                         max_bytes_per_second=rate)
     schedule = plan_waves(state, moves, limits, target)
-    for wave in schedule.waves:  # the schedule records each wave's least time at the rate
-        assert wave.expected_s is not None and wave.expected_s >= wave.state_bytes / rate
+    expected = schedule.expected_s()  # each wave's least time at the rate, from the schedule
+    assert expected is not None and len(expected) == len(schedule.waves)
+    assert all(e >= w.state_bytes / rate for e, w in zip(expected, schedule.waves, strict=True))
     manifest = Manifest.create(job_id="j", version=2, period_end="2026-01-01T00:05:00Z",
                                plan_id="p", assignment=target, schedule=schedule)
     natural = draw(st.lists(st.floats(0, 100), min_size=len(schedule.waves) + 1,

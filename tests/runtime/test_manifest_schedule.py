@@ -84,3 +84,37 @@ def test_malformed_schedules_name_the_file_and_field(edit, message: str) -> None
     edit(body["schedule"])
     with pytest.raises(ManifestError, match=message):
         Manifest.from_json(json.dumps(body), "v2.json")
+
+
+def test_a_schedule_without_a_byte_rate_keeps_the_checksum_it_had_before_rates() -> None:
+    schedule = scheduled().schedule
+    assert schedule is not None
+    # computed by the code before `max_bytes_per_second` existed: published schedules still verify
+    assert schedule.checksum == \
+        "sha256:eb02fee6138274c2235aeffdc541c5b60a00cb28340b7f5d4b382aa87c18853c"
+    body = schedule.to_dict()
+    assert "max_bytes_per_second" not in body["limits"] and schedule.expected_s() is None
+
+
+def test_a_rated_schedule_records_each_waves_least_time_and_round_trips(tmp_path: Path) -> None:
+    state = ClusterState((Node("a"), Node("b"), Node("c")),
+                         tuple(KeyGroup(k, "op", 10.0, state_bytes=300) for k in START), START)
+    moves = tuple(Move(k, START[k], TARGET[k], 0.0) for k in sorted(START) if START[k] != TARGET[k])
+    schedule = plan_waves(state, moves, WaveLimits(max_moves_per_node=1,
+                                                   max_bytes_per_second=200.0), TARGET)
+    assert schedule.expected_s() == (1.5, 1.5, 1.5)  # 300 B at 200 B/s
+    summary = schedule.summary()  # what MLflow's schedule.json and `reconf audit` show
+    assert summary["expected_s"] == 4.5 and summary["per_wave"][0]["expected_s"] == 1.5
+    manifest = Manifest.create(job_id="demo", version=3, period_end=END, plan_id="p3",
+                               assignment=TARGET, schedule=schedule)
+    write_manifest(tmp_path, manifest)
+    assert read_manifest(tmp_path, "demo", 3) == manifest
+    body = json.loads(manifest.to_json())
+    # the wave's shape is unchanged (the Java reader checks it strictly): the rate is a limit
+    assert all(set(w) == {"moves", "peak_pct", "over_ceiling"} for w in body["schedule"]["waves"])
+    body["schedule"]["limits"]["max_bytes_per_second"] = 400.0  # a faster rate: altered
+    with pytest.raises(ManifestError, match="does not match the schedule"):
+        Manifest.from_json(json.dumps(body), "v3.json")
+    body["schedule"]["limits"]["max_bytes_per_second"] = 0
+    with pytest.raises(ManifestError, match="max_bytes_per_second must be a number > 0"):
+        Manifest.from_json(json.dumps(body), "v3.json")

@@ -41,12 +41,13 @@ def rotate(assignment: dict[str, str], count: int) -> dict[str, str]:
 
 
 def publish(root: Path, version: int, start: dict[str, str], target: dict[str, str],
-            per_node: int = 1) -> Manifest:
+            per_node: int = 1, rate: float | None = None) -> Manifest:
     state = ClusterState(tuple(Node(n) for n in SPEC.node_names),
                          tuple(KeyGroup(k, "op", 1.0, state_bytes=10) for k in start), start)
     moves = tuple(Move(k, start[k], target[k], 0.0) for k in sorted(start)
                   if start[k] != target[k])
-    schedule = plan_waves(state, moves, WaveLimits(max_moves_per_node=per_node), target)
+    schedule = plan_waves(state, moves, WaveLimits(max_moves_per_node=per_node,
+                                                   max_bytes_per_second=rate), target)
     manifest = Manifest.create(job_id=SPEC.job_id, version=version, period_end=end(1),
                                plan_id=f"p{version}", assignment=target, schedule=schedule)
     write_manifest(root, manifest)
@@ -76,6 +77,30 @@ def test_waves_apply_in_order_and_the_period_report_shows_progress(tiny: Dataset
     assert report.execution is not None
     assert report.execution["summary"].startswith(f"v1: wave {execution.waves} of "
                                                   f"{execution.waves}, 6 unit(s) moved")
+
+
+def test_the_replay_paces_waves_under_the_byte_rate_in_its_simulated_clock(
+        tiny: Datasets, tmp_path: Path) -> None:
+    """The replay's clock is its cost model's: a wave lasts max(its longest pause, bytes / R)."""
+    job = ReplayJob(SPEC, tmp_path / "rt", data=tiny)
+    for n in (1, 2, 3):  # windows fill the state stores
+        job.land_period(tmp_path / "landing", end(n))
+    start = dict(job.state.assignment)
+    rate = 1000.0  # far below the cost model's 1e6 B/s per transfer: every wave is paced
+    publish(tmp_path / "pub", 1, start, rotate(start, len(start)), rate=rate)
+    assert job.apply_latest(tmp_path / "pub").applied
+    execution = load_execution(tmp_path / "rt", SPEC.job_id)
+    assert execution is not None and execution.max_bytes_per_second == rate
+    assert sum(r.state_bytes > 0 for r in execution.runs) >= 2  # units with state moved
+    for run in execution.runs:
+        assert run.transfer_s is not None and run.transfer_s > 0  # the cost model's pause
+        assert run.seconds == pytest.approx(max(run.transfer_s, run.state_bytes / rate))
+        assert run.bytes_per_s is not None and run.bytes_per_s <= rate
+    assert any(r.seconds > r.transfer_s for r in execution.runs if r.transfer_s is not None)
+    report = read_runtime_report(job.land_period(tmp_path / "landing", end(4)))
+    assert report is not None and report.execution is not None
+    assert all(r["bytes_per_s"] <= rate for r in report.execution["runs"])
+    assert f"paced at most {rate:.6g} B/s" in report.execution["summary"]
 
 
 def test_a_stop_finishes_the_current_wave_and_the_next_plan_starts_from_it(

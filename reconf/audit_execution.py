@@ -1,0 +1,54 @@
+"""`reconf audit`'s lines on executing a plan: a rollback, the move schedule, and the measured
+execution (placement/waves.py, runtime/execution.py, jobs/plan/applied.py).
+
+Two measured executions can show on one run: `applied` is how the runtime applied *this* run's
+version (logged on it once the runtime reported it, with the per-wave metrics), `execution` is
+the schedule the runtime ran last when this plan was made (the previous version's), kept with
+the plan as the state it started from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["execution_lines"]
+
+
+def execution_lines(r: Mapping[str, Any]) -> list[str]:
+    """The report's rollback, schedule and execution lines (none for a run without them)."""
+    lines: list[str] = []
+    rb = r.get("rollback")
+    if rb:
+        lines.append(f"  rollback to v{rb['to_version']}: {rb['reason']}" + (
+            f" (budget overridden: {rb['budget_override']})" if rb["budget_override"] else ""))
+    sched = r.get("schedule")
+    if sched:
+        lim = sched["limits"]
+        rate = lim.get("max_bytes_per_second")
+        lines.append(
+            f"  schedule: {sched['moves']} move(s) in {sched['waves']} wave(s), "
+            f"{sched['over_ceiling']} over the ceiling; limits per node "
+            f"{lim['max_moves_per_node']}, per wave {lim['max_moves_per_wave']}, bytes "
+            f"{lim['max_bytes_per_wave']}, ceiling {lim['ceiling_pct']} %"
+            + ("" if rate is None else f", rate {rate:.6g} B/s (at least "
+               f"{sched.get('expected_s') or 0.0:.2f} s)"))
+        lines += [f"    wave {w['wave']}: {w['moves']} move(s), {w['state_bytes']:.0f} B, at most "
+                  f"{w['max_per_node']} per node, peak {w['peak_pct']:.1f} %"
+                  + ("" if w.get("expected_s") is None else f", at least {w['expected_s']:.2f} s")
+                  + (" (OVER the ceiling: the plan's target breaks it)" if w["over_ceiling"]
+                     else "") for w in sched["per_wave"]]
+    for key, title in (("applied", "applied by the runtime"),
+                       ("execution", "the runtime's last schedule")):
+        ex = r.get(key)
+        if ex:
+            lines.append(f"  {title}: {ex.get('summary', ex.get('status'))}")
+            lines += [_wave(w) for w in ex.get("runs", ())]
+    return lines
+
+
+def _wave(w: Mapping[str, Any]) -> str:
+    rate = w.get("bytes_per_s")
+    return (f"    wave {w['wave']}: {len(w['moved'])} moved, {w['state_bytes']:.0f} B, "
+            f"{w['seconds']:.2f} s" + ("" if rate is None else f", {rate:.6g} B/s")
+            + (f", FAILED: {', '.join(w['failed'])}" if w["failed"] else ""))
