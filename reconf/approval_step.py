@@ -8,7 +8,7 @@ triggerer) until someone answers in the UI (the run's task -> "Required actions"
 job's `approval_timeout` passes, when the scheduler applies the operator's default, *Reject*.
 `ApprovePlan` adds what reconf needs around that and nothing else:
 
-- before asking, the request's subject and body are the plan's (jobs/publish/approval.py
+- before asking, the request's subject and body are the plan's (jobs/approval.py
   `request_text`: summary line, what-if ranking, MLflow run link);
 - after the answer, the decision is recorded on the plan (`record_decision`): approved, rejected
   with the approver's reason, or timed out. Reject (or a timeout) makes the operator skip
@@ -85,7 +85,7 @@ class ApprovePlan(ApprovalOperator):
             self.log.info("dry run: nothing is published, so nothing to approve")
             return None
         remember_url(context, planned.get("mlflow_url"))
-        from jobs.publish.approval import request_text
+        from jobs.approval import request_text
 
         assert self.response_timeout is not None  # set by __init__
         self.subject, self.body = request_text(
@@ -104,7 +104,7 @@ class ApprovePlan(ApprovalOperator):
         return super().execute_complete(context=context, event=event)
 
     def _record(self, context: Any, event: dict[str, Any]) -> None:
-        from jobs.publish.approval import (
+        from jobs.approval import (
             APPROVED,
             REJECTED,
             TIMED_OUT,

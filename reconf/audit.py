@@ -264,7 +264,7 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
                        "manifest": tags.get(Tag.MANIFEST)}
                       if Tag.ASSIGNMENT_VERSION in tags else None),
         "publish_status": tags.get(Tag.PUBLISH_STATUS),
-        # a job with approval (jobs/publish/approval.py): the human's answer, or its timeout
+        # a job with approval (jobs/approval.py): the human's answer, or its timeout
         "approval": ({"outcome": tags[Tag.APPROVAL], "reason": tags.get(Tag.APPROVAL_REASON, ""),
                       "by": tags.get(Tag.APPROVAL_BY) or None, "at": tags.get(Tag.APPROVAL_AT, "")}
                      if Tag.APPROVAL in tags else None),
@@ -393,7 +393,7 @@ def format_report(r: dict[str, Any]) -> str:
         + (f", {a['url']}" if a.get("url") else "") if a else "not run by Airflow (manual cycle)"))
     ap = r.get("approval")
     if ap:
-        from jobs.publish.approval import Decision
+        from schemas.approval import Decision
 
         lines.append(f"  approval: {Decision(ap['outcome'], ap['reason'], ap['by'], ap['at']).line()}")
     p = r["published"]

@@ -52,7 +52,7 @@ class Tag:
     HEALING_NODES: Final = "reconf.healing.nodes"
     HEALING_STATUS: Final = "reconf.healing.status"
     BUDGET_OVERRIDE: Final = "reconf.budget.override"
-    #: a job with approval (jobs/publish/approval.py): approved / rejected / timed_out, why, who, when
+    #: a job with approval (jobs/approval.py): approved / rejected / timed_out, why, who, when
     APPROVAL: Final = "reconf.approval"
     APPROVAL_REASON: Final = "reconf.approval.reason"
     APPROVAL_BY: Final = "reconf.approval.by"

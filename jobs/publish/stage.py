@@ -41,8 +41,8 @@ from jobs.plan.attempts import (
     check_identity,
     choose_attempt,
 )
-from jobs.publish.approval import NEVER_PUBLISHED
 from jobs.tracking.store import run_tags, tag_run
+from schemas.approval import NEVER_PUBLISHED
 from schemas.config import JobConfig, Paths
 from schemas.manifest import (
     Manifest,
@@ -181,7 +181,7 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
                               os.environ.get("AIRFLOW_CTX_DAG_RUN_ID"))
     plan_json = json.loads(plan_row["plan_json"])
     pid, run_id = str(plan_row["plan_id"]), plan_row["mlflow_run_id"]
-    if plan_row["status"] in NEVER_PUBLISHED:  # a human said no (jobs/publish/approval.py)
+    if plan_row["status"] in NEVER_PUBLISHED:  # a human said no (jobs/approval.py)
         raise StageError(
             f"plan {pid} was rejected at approval ({str(plan_row['status']).replace('_', ' ')})"
             " and is never published",

@@ -12,8 +12,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jobs.approval import APPROVED, REJECTED, TIMED_OUT, Decision, _sql_safe, request_text
 from jobs.lake.api import quote
-from jobs.publish.approval import APPROVED, REJECTED, TIMED_OUT, Decision, _sql_safe, request_text
 
 
 def test_a_decision_reads_as_the_audit_prints_it() -> None:

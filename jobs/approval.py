@@ -3,7 +3,9 @@
 Cruise Control's two-step verification (a proposal is reviewed, then executed), inside Airflow:
 a job with `approval = true` (schemas/config/job.py) gets an `approve` task before publish, an
 Airflow human-in-the-loop `ApprovalOperator` (reconf/approval_step.py). This module is what that
-task knows of reconf, kept out of the DAG file and importable without Airflow:
+task knows of reconf, kept out of the DAG file and importable without Airflow; like jobs/run.py
+it sits above the stages (it reads the what-if and records on the plan), and the answers' data
+is in schemas/approval.py, so publish reads it without importing this:
 
 - `request_text`: what the approver reads, the plan's summary line (its objective first,
   schemas/headline.py), the what-if ranking of the other strategies on the same state
@@ -20,36 +22,14 @@ task knows of reconf, kept out of the DAG file and importable without Airflow:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from schemas.approval import APPROVED, NEVER_PUBLISHED, REJECTED, TIMED_OUT, Decision
 from schemas.tracking import Tag
 
 __all__ = ["APPROVED", "NEVER_PUBLISHED", "REJECTED", "TIMED_OUT", "Decision", "record_decision",
            "request_text"]
-
-APPROVED, REJECTED, TIMED_OUT = "approved", "rejected", "timed_out"
-#: the attempt statuses approval leaves: publish refuses a plan in one of them
-NEVER_PUBLISHED = (REJECTED, TIMED_OUT)
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One answer to an approval request: who gave it, when (ISO-8601), and why."""
-
-    outcome: str  # APPROVED, REJECTED or TIMED_OUT
-    reason: str = ""
-    by: str | None = None  # the responding user; None for a timeout
-    at: str = ""
-
-    def line(self) -> str:
-        """"rejected by admin at 2026-…: too many moves at peak" (the audit's wording)."""
-        who = f" by {self.by}" if self.by else ""
-        when = f" at {self.at}" if self.at else ""
-        word = self.outcome.replace("_", " ")
-        return f"{word}{who}{when}" + (f": {self.reason}" if self.reason else "")
-
 
 def request_text(job_id: str, planned: Mapping[str, Any], whatif: str | None,
                  timeout: timedelta, *, client: Any | None = None) -> tuple[str, str]:

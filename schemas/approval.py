@@ -1,0 +1,29 @@
+"""The answers to a plan's approval request (jobs/approval.py records them; publish refuses a
+plan whose attempt a human rejected or nobody answered: jobs/publish/stage.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["APPROVED", "NEVER_PUBLISHED", "REJECTED", "TIMED_OUT", "Decision"]
+
+APPROVED, REJECTED, TIMED_OUT = "approved", "rejected", "timed_out"
+#: the attempt statuses approval leaves: publish refuses a plan in one of them
+NEVER_PUBLISHED = (REJECTED, TIMED_OUT)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One answer to an approval request: who gave it, when (ISO-8601), and why."""
+
+    outcome: str  # APPROVED, REJECTED or TIMED_OUT
+    reason: str = ""
+    by: str | None = None  # the responding user; None for a timeout
+    at: str = ""
+
+    def line(self) -> str:
+        """"rejected by admin at 2026-…: too many moves at peak" (the audit's wording)."""
+        who = f" by {self.by}" if self.by else ""
+        when = f" at {self.at}" if self.at else ""
+        word = self.outcome.replace("_", " ")
+        return f"{word}{who}{when}" + (f": {self.reason}" if self.reason else "")
