@@ -63,12 +63,18 @@ def _heal(job_id: str, asset: Asset) -> Any:
                 "asset events\n  fix:   runs come from the runtime's reports (schemas/health.py); "
                 f"to heal by hand: reconf heal --job {job_id} --report-id <id>")
         done, alerts = [], []
-        for report_id in ids:
-            path = health_dir(paths.landing, job_id) / f"{report_id}.json"
+        paths_of = {r: health_dir(paths.landing, job_id) / f"{r}.json" for r in ids}
+        try:  # the reports in the order they were made
+            reports = sorted((read_report(p) for p in paths_of.values()),
+                             key=lambda r: (r.at, r.report_id))
+        except ValueError as exc:  # a malformed report: not retried
+            raise AirflowFailException(str(exc)) from None
+        for report in reports:
+            report_id, path = report.report_id, paths_of[report.report_id]
             print(f"reconf-stage heal start {report_id}", flush=True)
             try:
-                result = heal_report(job, read_report(path), paths=paths)
-            except (ReconfError, ValueError) as exc:  # a bad report, the gap: not retried
+                result = heal_report(job, report, paths=paths)
+            except ReconfError as exc:  # refused input, the gap: not retried
                 raise AirflowFailException(str(exc)) from None
             _log.info("%s", result.summary())
             print(result.summary(), flush=True)

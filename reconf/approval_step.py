@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from airflow.providers.standard.operators.hitl import ApprovalOperator
@@ -97,7 +97,13 @@ class ApprovePlan(ApprovalOperator):
         return super().execute(context)
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
-        result = super().execute_complete(context=context, event=event)  # Reject skips publish
+        # Recorded first: on Reject the operator skips publish by raising (the SDK's
+        # DownstreamTasksSkipped), so nothing after it would run.
+        if "error" not in event:
+            self._record(context, event)
+        return super().execute_complete(context=context, event=event)
+
+    def _record(self, context: Any, event: dict[str, Any]) -> None:
         from jobs.publish.approval import (
             APPROVED,
             REJECTED,
@@ -108,19 +114,18 @@ class ApprovePlan(ApprovalOperator):
 
         planned = context["ti"].xcom_pull(task_ids="plan") or {}
         remember_url(context, planned.get("mlflow_url"))
-        approved = result["chosen_options"] == [self.APPROVE]
+        approved = list(event.get("chosen_options") or []) == [self.APPROVE]
         outcome = APPROVED if approved else TIMED_OUT if event.get("timedout") else REJECTED
-        reason = str((result.get("params_input") or {}).get(REASON) or "").strip()
+        reason = str((event.get("params_input") or {}).get(REASON) or "").strip()
         if outcome == TIMED_OUT:
             reason = f"no answer within {self.response_timeout}, rejected by default"
         elif outcome == REJECTED and not reason:
             reason = "no reason given"
-        user = result.get("responded_by_user") or {}
-        at = result.get("responded_at")
+        user = event.get("responded_by_user") or {}
+        at = event.get("responded_at")
         line = record_decision(
             self.job_id, _period_end(context), str(planned["plan_id"]),
             planned.get("mlflow_run_id"),
             Decision(outcome, reason, user.get("name") or user.get("id") or None,
-                     at.isoformat() if hasattr(at, "isoformat") else str(at or "")))
+                     at.isoformat() if isinstance(at, datetime) else str(at or "")))
         print(line, flush=True)
-        return result

@@ -99,6 +99,19 @@ def _cmd_rollback(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_heal(args: argparse.Namespace) -> int:
+    from jobs.heal.stage import heal
+    from schemas.config import Paths, resolve_job
+    from schemas.health import health_dir, read_report
+
+    paths = Paths.from_env()
+    job = resolve_job(args.job)
+    report = read_report(health_dir(paths.landing, job.job_id) / f"{args.report_id}.json")
+    result = heal(job, report, paths=paths)
+    print(result.summary())
+    return 1 if result.status == "alert" else 0
+
+
 def _cmd_collect(args: argparse.Namespace) -> int:
     from jobs.run import run_collect
 
@@ -323,6 +336,12 @@ def _parser() -> argparse.ArgumentParser:
     back.add_argument("--reason", required=True, help="why (kept on the rollback's MLflow run)")
     back.add_argument("--override-budget", metavar="REASON",
                       help="publish even if the moves break the job's migration budget, and why")
+    mend = add("heal", _cmd_heal, "heal one health report of the runtime by hand (as the job's "
+               "healing DAG does): re-place a dead or far-over-capacity node's units within the "
+               "healing budget and publish a version (exit 1: an alert, nothing done)")
+    mend.add_argument("--job", required=True)
+    mend.add_argument("--report-id", required=True, metavar="ID",
+                      help="the report's id (landing/<job>/_health/<ID>.json)")
     _job_period(add("collect", _cmd_collect, "collect one landed period into the Delta stats tables"))
     _job_period(add("validate", _cmd_validate, "check one collected period with the GE suites"))
     plan = add("plan", _cmd_plan, "plan a new assignment for one period: a new attempt with its "
@@ -405,7 +424,7 @@ def _parser() -> argparse.ArgumentParser:
 
 #: Commands that write the stores under RECONF_HOME (checked, and created, before they start).
 _USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle", "fleet", "demo",
-              "whatif", "stop", "rollback"}
+              "whatif", "stop", "rollback", "heal"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

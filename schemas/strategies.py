@@ -17,7 +17,8 @@ pre-check refuses a state with arrivals.
 
 `objective`: what the strategy optimises, in the family's words (an `Objective`: the metric's
 name, label, unit, direction, the facet the state needs to evaluate it), and, when the strategy
-reports one, the `bound` that certifies it. `placement/objectives.py` evaluates every objective
+reports one, the `bound` that certifies it, and the `reason` a move is given in the family's
+words (placement/reasons.py computes its number). `placement/objectives.py` evaluates every objective
 a state's facets allow for any plan, so the what-if compares like with like and an operator
 reads the in-force strategy's own headline first.
 

@@ -12,8 +12,9 @@ For a job whose units come and go (``units = "dynamic"``) the plan stage's `Clus
 
 A strategy names the facets it needs (schemas/strategies.py); a job whose data lack them is
 refused with a message. Placing arrivals is a capability (`places_arrivals` in that table): a
-strategy without it gets a state whose arrivals are already placed, by `preplace_arrivals` (the least utilised node,
-docs/algorithms.md), so every strategy runs on a dynamic job.
+strategy without it gets a state whose arrivals are already placed, by `preplace_arrivals` (the least utilised node
+that keeps the job's topology constraints, docs/algorithms.md), so every strategy runs on a dynamic
+job.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from jobs.errors import StageError
 from jobs.facets.base import Assembly
 from jobs.tracking.placements import PLACEMENTS_ARTIFACT, placements_csv
+from placement.constraints import MoveCheck, amounts
 from placement.facets import Source
 from placement.herding.instance import from_state
 from placement.herding.metrics import facet_metrics, node_of
@@ -87,8 +89,11 @@ def check_strategy_facets(job: JobConfig, strategy: str, state: ClusterState) ->
 def preplace_arrivals(state: ClusterState, strategy: str
                       ) -> tuple[ClusterState, dict[str, str]]:
     """For a strategy that does not place arrivals itself: each arrival, in id order, on the node
-    of A with the least utilisation (Σ load / capacity) once it is there, ties by node id. The
-    returned state has no arrivals; the second value is where each went."""
+    of A with the least utilisation (Σ load / capacity) once it is there, ties by node id, among
+    the nodes where it keeps every topology constraint of the job (placement/constraints.py;
+    excluded nodes never take one). An arrival no node of A can take without breaking one is
+    refused with the constraints it would break. The returned state has no arrivals; the
+    second value is where each went."""
     if not state.arrivals or STRATEGIES[strategy].places_arrivals:
         return state, {}
     capacity = {n.id: n.capacity for n in state.nodes if not n.marked_for_removal}
@@ -97,12 +102,32 @@ def preplace_arrivals(state: ClusterState, strategy: str
     for unit, node in state.assignment.items():
         if node in load:
             load[node] += loads[unit]
+    check, excluded = MoveCheck(state), state.constraints.exclude_nodes
+    assignment = dict(state.assignment)
     placed: dict[str, str] = {}
     for unit in sorted(state.arrivals):
-        node = min(capacity, key=lambda n: ((load[n] + loads[unit]) / capacity[n], n))
+        allowed = [n for n in capacity if n not in excluded and check.allows(assignment, unit, n)]
+        if not allowed:
+            raise _unplaceable(state, assignment, unit, sorted(capacity))
+        node = min(allowed, key=lambda n: ((load[n] + loads[unit]) / capacity[n], n))
         load[node] += loads[unit]
-        placed[unit] = node
+        placed[unit] = assignment[unit] = node
     return replace(state, assignment={**state.assignment, **placed}, arrivals=frozenset()), placed
+
+
+def _unplaceable(state: ClusterState, assignment: Mapping[str, str], unit: str,
+                 nodes: list[str]) -> StageError:
+    """The refusal of an arrival that every node of A would break a constraint for."""
+    before = amounts(state, assignment)
+    why = sorted({name for n in nodes for name, amount in amounts(
+        state, {**assignment, unit: n}).items() if amount > before[name]}
+        | ({"excluded nodes"} if set(nodes) <= state.constraints.exclude_nodes else set()))
+    return StageError(
+        f"arriving unit {unit!r} cannot be placed on any node without breaking the job's "
+        f"constraint(s): {'; '.join(why)}",
+        where=f"the period's arrivals ({len(state.arrivals)}), nodes {', '.join(nodes)}",
+        fix="add nodes (or labels) that can take it, or loosen [constraints] in the job's "
+            "config; the runtime keeps running it where it is until a plan places it")
 
 
 def with_facet_metrics(plan: Plan, state: ClusterState, ran: Mapping[str, str]) -> Plan:

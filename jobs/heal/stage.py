@@ -20,14 +20,14 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
 from jobs.heal.record import last_healed, record_outcome, recorded
-from jobs.lake import Start, open_lake
+from jobs.lake import Lake, Start, open_lake
 from jobs.plan.assemble import build_state
 from jobs.plan.record import Computed, Provenance, record_plan
 from jobs.publish.version import publish_version
@@ -111,18 +111,25 @@ def heal(job: JobConfig, report: HealthReport, *, paths: Paths,
     if not job.healing.enabled:
         raise StageError("healing is off for this job", where=where,
                          fix=f"set `enabled = true` in [jobs.{job.job_id}.healing]")
-    spark = spark if spark is not None else lazy_spark(paths)
-    lake = open_lake(paths, spark)
-    lake.ensure_tables()
-    latest = lake.latest_period(KEYGROUP_STATS, job.job_id, _FAR)
-    end = latest if latest is None or latest.tzinfo else latest.replace(tzinfo=UTC)
-    ctx = stage_context(job, end or report.at, paths, spark)
-    return run_stage(ctx, "heal", lambda c: _heal(c, report, end is not None,
-                                                  now or datetime.now(UTC)))
+    ctx = stage_context(job, report.at, paths, spark)  # its period: chosen under the lock
+    return run_stage(ctx, "heal", lambda c: _heal(c, report, now or datetime.now(UTC)))
 
 
-def _heal(ctx: StageContext, report: HealthReport, collected: bool, now: datetime) -> HealResult:
+def _period(lake: Lake, job_id: str) -> tuple[int | None, datetime | None]:
+    """(the newest version, the period the healing plans on): the newest version's period (a
+    healing is an attempt of it, as a rollback is; a period being planned is left alone), or,
+    before any publish, the newest collected period (None: none yet)."""
+    newest = lake.newest_version(job_id)
+    row = lake.version_row(job_id, newest) if newest else None
+    end = row["period_end"] if row else lake.latest_period(KEYGROUP_STATS, job_id, _FAR)
+    return newest, (end if end is None or end.tzinfo else end.replace(tzinfo=UTC))
+
+
+def _heal(ctx: StageContext, report: HealthReport, now: datetime) -> HealResult:
     job, lake = ctx.job, ctx.lake
+    newest, end = _period(lake, job.job_id)
+    collected = end is not None
+    ctx = replace(ctx, end=end) if end is not None else ctx
     key = heal_id(job, report)
     dead, over = healing_nodes(job, report)
     nodes = tuple(sorted(dead | over))
@@ -152,7 +159,6 @@ def _heal(ctx: StageContext, report: HealthReport, collected: bool, now: datetim
             f"{job.healing.min_gap} ago", where=f"job {job.job_id!r}, report {report.report_id}",
             fix=f"heal it from {(last + job.healing.min_gap).isoformat()} on (the healing DAG "
                 "waits for it by itself)")
-    newest = lake.newest_version(job.job_id)
     current = lake.published_assignment(job.job_id, newest) if newest else {}
     rows = [lake.period_rows(t, job.job_id, ctx.end) for t in (KEYGROUP_STATS, NODE_STATS,
                                                                  COMM_STATS)]

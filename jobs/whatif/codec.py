@@ -11,7 +11,9 @@ not have, a non-JSON value) is a `ValueError`.
 Encoding: a dataclass is ``{"$type": name, "fields": {...}}`` (its init fields), an enum
 ``{"$enum": name, "value": v}``, a tuple ``{"$tuple": [...]}``, a frozenset ``{"$set": [...]}``
 (sorted, so the bytes are stable), a mapping ``{"$map": [[key, value], ...]}`` (keys may be any
-encodable value), a non-finite float ``{"$float": "inf" | "-inf" | "nan"}``.
+encodable value), a non-finite float ``{"$float": "inf" | "-inf" | "nan"}``, the state's
+communication columns (placement/comm.py `CommEdges`) ``{"$comm": {"units", "src", "dst",
+"rate", "dropped"}}`` (lists; read back through `CommEdges`' own checks).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
+from placement.comm import CommEdges
 from placement.facets import Link, Network, Site, Source, Stream
 from placement.model import (
     Budget,
@@ -67,6 +70,10 @@ def decode(text: str | bytes, extra: Mapping[str, type] | None = None) -> Any:
 
 
 def _enc(value: Any, types: Mapping[str, type]) -> Any:
+    if isinstance(value, CommEdges):  # columns, not a dataclass of known fields
+        return {"$comm": {"units": list(value.units), "src": value.src.tolist(),
+                          "dst": value.dst.tolist(), "rate": value.rate.tolist(),
+                          "dropped": value.dropped.tolist()}}
     if isinstance(value, Enum):
         name = type(value).__name__
         if _ENUMS.get(name) is not type(value):
@@ -127,6 +134,17 @@ def _dec(value: Any, types: Mapping[str, type], depth: int) -> Any:
         if not all(isinstance(p, list) and len(p) == 2 for p in pairs):
             raise ValueError("what-if input: $map must hold [key, value] pairs")
         return {_hashable(k): v for k, v in pairs}
+    if len(value) == 1 and tag == "$comm" and isinstance(body, dict) and set(body) == {
+            "units", "src", "dst", "rate", "dropped"}:
+        import numpy as np
+
+        try:
+            return CommEdges(tuple(str(u) for u in body["units"]),
+                             np.asarray(body["src"], np.int64), np.asarray(body["dst"], np.int64),
+                             np.asarray(body["rate"], np.float64),
+                             np.asarray(body["dropped"], np.float64))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"what-if input: communication columns: {exc}") from None
     if len(value) == 1 and tag == "$float" and body in ("inf", "-inf", "nan"):
         return float(body)
     raise ValueError(f"what-if input: unknown object with keys {sorted(value)[:5]}")

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from jobs.tracking.ui_links import CLASSIC
 from placement.model import ClusterState, Plan
 from schemas.headline import objective_for
 from schemas.strategies import OBJECTIVES
@@ -36,7 +37,8 @@ CORE_COLUMNS = ("strategy", "role", "status", "rank", "load_distance_before",
                 "collocation_factor_after")
 #: the objectives' columns, in the order an operator reads them
 OBJECTIVE_COLUMNS = tuple(f"{o.name}_after" for o in OBJECTIVES)
-TAIL_COLUMNS = ("wall_s", "message")
+#: `run_id`: a shadow's child run, linked from its row of the run description
+TAIL_COLUMNS = ("wall_s", "run_id", "message")
 _HEADS = {"strategy": "strategy", "role": "role", "status": "status",
           "load_distance_before": "LD before", "load_distance_after": "LD after",
           "lower_bound": "lower bound", "migrations": "migrations",
@@ -151,7 +153,8 @@ def num(value: Any) -> float | None:
 
 
 def _cell(column: str, value: Any) -> str:
-    number = None if column in ("strategy", "role", "status", "message") else num(value)
+    text_columns = ("strategy", "role", "status", "message", "run_id")
+    number = None if column in text_columns else num(value)
     if number is None:
         text = "" if value in (None, "", "None") else str(value)
         return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
@@ -164,7 +167,7 @@ def _cell(column: str, value: Any) -> str:
 
 #: the columns the description's and the terminal's tables show (the CSV has every column)
 _SHOWN = frozenset({"strategy", "role", "status", "rank", "load_distance_after", "lower_bound",
-                    "migrations", *OBJECTIVE_COLUMNS, *TAIL_COLUMNS})
+                    "migrations", *OBJECTIVE_COLUMNS, "wall_s", "message"})
 MESSAGE_CHARS = 100  # a message is cut in the tables (the CSV and the child run keep it all)
 
 
@@ -175,7 +178,7 @@ def _head(column: str) -> str:
 def markdown_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The rows as a markdown table (the run description); LD before is said once, above.
     Only the objectives' columns of the facet metrics (the CSV has them all), so the table
-    fits the run page at any cluster size."""
+    fits the run page at any cluster size; a shadow's name links to its child run."""
     cols = [c for c in columns_of(rows) if c in _SHOWN and c != "role"]
     lines = ["| " + " | ".join(_head(c) for c in cols) + " |",
              "|" + "---|" * len(cols)]
@@ -183,6 +186,8 @@ def markdown_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         cells = [_cell(c, row.get(c)).replace("|", "/") for c in cols]
         if row.get("role") == "in force":
             cells[0] = f"**{cells[0]}** (in force)"
+        elif row.get("run_id"):  # the child run's page (MLflow's /runs/<id> route), classic
+            cells[0] = f"[{cells[0]}](#/runs/{row['run_id']}?{CLASSIC})"
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -108,15 +108,17 @@ def _objective_params(data: WhatIfInput) -> dict[str, Any]:
         return {}
 
 
-def _rows(data: WhatIfInput, outcomes: list[ShadowOutcome]) -> list[dict[str, Any]]:
+def _rows(data: WhatIfInput, outcomes: list[ShadowOutcome], in_force: str = "published"
+          ) -> list[dict[str, Any]]:
     """The comparison: every plan scored in every objective the state allows, ranked by the
-    in-force strategy's objective (jobs/whatif/report.py)."""
+    in-force strategy's objective (jobs/whatif/report.py). `in_force`: the plan's publish status
+    (a plan waiting for approval is still `planned`)."""
     params = _objective_params(data)
 
     def scored(plan: Any) -> dict[str, float]:
         return {} if plan is None else objective_values(data.state, plan, params)
 
-    rows = [comparison_row(data.strategy, "in force", "published", data.plan, data.plan.wall_s,
+    rows = [comparison_row(data.strategy, "in force", in_force, data.plan, data.plan.wall_s,
                            data.plan.message, scored(data.plan))]
     for o in outcomes:
         wall = o.plan.wall_s if o.plan is not None else o.wall_s
@@ -286,11 +288,13 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
 
         outcomes = run_shadows_on_spark(spark, tasks, data.time_budget_s)
     params = dict(data.shadows)
-    for outcome in outcomes:
-        if outcome.status != "skipped":
-            _child_run(client, experiment_id, run.info.run_id, data, outcome,
-                       params[outcome.strategy])
-    rows = _rows(data, outcomes)
+    children = {o.strategy: _child_run(client, experiment_id, run.info.run_id, data, o,
+                                       params[o.strategy])
+                for o in outcomes if o.status != "skipped"}
+    rows = _rows(data, outcomes, run.data.tags.get(Tag.PUBLISH_STATUS, "planned"))
+    for row in rows:  # each shadow's row links to its child run
+        if row["role"] == "shadow" and row["strategy"] in children:
+            row["run_id"] = children[row["strategy"]]
     _log_comparison(client, run.info.run_id, data, rows, outcomes)
     client.log_metric(run.info.run_id, "whatif_wall_s", time.perf_counter() - started, step=0)
     return WhatIfResult(job.job_id, period_end, "done", rows=tuple(rows),

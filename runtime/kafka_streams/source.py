@@ -35,7 +35,7 @@ from runtime.kafka_streams.cluster import AppSpec, Cluster, wait_for
 from runtime.kafka_streams.lag import LagSampler
 from runtime.kafka_streams.spec import KStreamsSpec
 from runtime.kafka_streams.stats import calibration, period_figures, tables
-from runtime.kafka_streams.waves import await_waves, partial, report
+from runtime.kafka_streams.waves import await_waves, partial, report, started_ms
 from runtime.source import ApplyResult, RuntimeState, write_period
 from schemas.landing import format_period_end
 from schemas.manifest import atomic_write_bytes
@@ -217,14 +217,17 @@ class KafkaStreamsJob:
         if isinstance(decided, ApplyResult):
             return decided  # unchanged, or refused: the assignor refuses it the same way
         manifest, _ = decided
+        t0 = time.monotonic()
+        waves = ""
         if manifest.schedule is not None:
             n = len(manifest.schedule.waves)
             waved = await_waves(cluster, manifest.version, n, self.spec.followup_ms / 1000.0
                                 + self.spec.apply_timeout_s * max(1, n))
             if waved is not None:
                 return waved
+            ex = cluster.execution()
+            waves = f" in {ex['waves']} wave(s)" if ex is not None else ""
         target = dict(manifest.assignment)
-        t0 = time.monotonic()
         limit = self.spec.followup_ms / 1000.0 + self.spec.apply_timeout_s
         try:
             wait_for(lambda: cluster.reported_assignment() == target
@@ -236,6 +239,8 @@ class KafkaStreamsJob:
         took = time.monotonic() - t0
         moved = tuple(sorted(t for t, n in target.items() if current.assignment.get(t) != n))
         applied_at = int((cluster.applied() or {}).get("applied_at_ms", 0))
+        if manifest.schedule is not None:  # its restores ran from the first wave on
+            applied_at = min(applied_at, started_ms(cluster, manifest.version))
         # a restore is reported when it ends (an empty changelog may report none)
         with contextlib.suppress(TimeoutError):
             wait_for(lambda: self._restored(cluster, set(moved), applied_at), 30,
@@ -244,8 +249,8 @@ class KafkaStreamsJob:
         self._record_apply(manifest.version, moved, restores, took)
         self._log_to_mlflow(manifest.version, moved, restores, took)
         return ApplyResult("applied", manifest.version,
-                           f"Kafka Streams runs v{manifest.version} ({len(moved)} task(s) moved, "
-                           f"applied {took:.1f} s after the check)", moved)
+                           f"Kafka Streams runs v{manifest.version} ({len(moved)} task(s) moved"
+                           f"{waves}, applied {took:.1f} s after the check)", moved)
 
     def describe_apply(self, result: ApplyResult) -> str:
         """The demo's line after an apply: per-instance load (% of the period, from the period
@@ -347,8 +352,10 @@ class KafkaStreamsJob:
     def _record_apply(self, version: int, moved: tuple[str, ...], restores: dict[str, Any],
                       took_s: float) -> None:
         path = self._periods_dir() / f"apply-v{version}.json"
+        ex = self._cluster.execution() if self._cluster is not None else None
+        waves = ex["runs"] if ex is not None and int(ex["version"]) == version else []
         atomic_write_bytes(path, json.dumps({
-            "version": version, "moved": list(moved), "restores": restores,
+            "version": version, "moved": list(moved), "restores": restores, "waves": waves,
             "restored_records": sum(int(r["records"]) for r in restores.values()),
             "restore_ms": sum(int(r["ms"]) for r in restores.values()),
             "applied_after_s": round(took_s, 3)}, indent=1).encode("utf-8"))

@@ -10,19 +10,30 @@ for the period report and for `apply`, which waits for the schedule to end.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from runtime.execution import Execution
 from runtime.kafka_streams.cluster import Cluster, wait_for
 from runtime.source import ApplyResult
 
-__all__ = ["await_waves", "partial", "report", "summary"]
+__all__ = ["await_waves", "partial", "report", "started_ms", "summary"]
 
 
 def summary(ex: dict[str, Any]) -> str:
     """runtime/execution.py's progress line, with the changelog records Kafka Streams restored."""
     return (f"{Execution.from_dict(ex).summary()}; "
             f"{int(ex.get('changelog_records', 0))} changelog record(s) restored")
+
+
+def started_ms(cluster: Cluster, version: int) -> int:
+    """When the assignor started `version`'s waves (epoch ms; a large number if it did not): the
+    moved tasks' restores end after it, the applied version's time comes after the last wave."""
+    ex = cluster.execution()
+    if ex is None or int(ex["version"]) != version:
+        return 2**62
+    return int(datetime.fromisoformat(str(ex["started_at"]).replace("Z", "+00:00")).timestamp()
+               * 1000)
 
 
 def partial(cluster: Cluster) -> dict[str, Any] | None:

@@ -8,8 +8,9 @@ no scheduled runs in the test's minutes; approval_timeout 45 s; one what-if shad
 are triggered the way docs/operations.md says, and answered the way an operator answers without
 the UI: the docs' commands (the REST endpoint the UI's "Required actions" form calls) in bash.
 
-The tests run in file order and build on each other (one history: v1 from the approved period,
-then a rejected and a timed-out period that publish nothing, then a period that publishes v2).
+The tests run in file order and build on each other (one history: a rejected period that
+publishes nothing, the next period approved and published as v1, then a period nobody answers,
+rejected as timed out).
 Every check reads what an operator would: the request as the API lists it, the runs' task
 states, the published manifests, the plans table, the MLflow run's tags and `reconf audit`.
 """
@@ -159,67 +160,70 @@ def _finished(airflow: Airflow, k: int) -> tuple[str, dict[str, str]]:
     return run[3], states
 
 
-def test_the_request_shows_the_plan_and_approving_publishes_it(airflow: Airflow) -> None:
+def test_the_request_shows_the_plan_and_rejecting_it_publishes_nothing(airflow: Airflow) -> None:
     run_id = _asking(airflow, 1)
     (waiting,) = _api(airflow, WAITING)["hitl_details"]  # what the UI's Required actions lists
     assert waiting["task_instance"]["dag_run_id"] == run_id
     assert waiting["options"] == ["Approve", "Reject"] and waiting["defaults"] == ["Reject"]
-    body, planned = waiting["body"], airflow.log(DAG_ID, run_id, "plan")
+    body, mlflow_run = waiting["body"], _plan_row(airflow, 1)["mlflow_run_id"]
     assert f"plan {JOB}@{format_period_end(_period(1))}: milp" in body  # the plan's summary line
     assert "load distance" in body and "greedy" in body and "milp" in body  # the what-if ranking
-    run = next(line.split("MLflow run ")[-1].strip() for line in planned.splitlines()
-               if "MLflow run of this cycle:" in line)
-    assert f"]({run})" in body and "/#/experiments/" in run  # a link to the period's run
+    assert f"[{mlflow_run}](http://" in body and f"/runs/{mlflow_run}" in body  # its MLflow run
     assert f"within 0:00:{TIMEOUT_S}" in body
     assert airflow.task_states(DAG_ID, run_id).get("publish") in (None, "None")  # not yet
-    answer = _answer(airflow, run_id, {"chosen_options": ["Approve"]})
-    assert answer["chosen_options"] == ["Approve"] and answer["responded_by"]["name"] == "admin"
-    _, states = _finished(airflow, 1)
-    assert states["approve"] == states["publish"] == "success", states
-    assert read_latest_version(airflow.paths.published, JOB) == 1
-    assert read_manifest(airflow.paths.published, JOB, 1).period_end == format_period_end(_period(1))
-    row = _plan_row(airflow, 1)
-    assert row["status"] == "published"
-    tags = _tags(airflow, row["mlflow_run_id"])
-    assert tags[Tag.APPROVAL] == "approved" and tags[Tag.APPROVAL_BY] == "admin"
-    assert tags[Tag.PUBLISH_STATUS] == "published"
-
-
-def test_rejecting_with_a_reason_publishes_nothing_and_records_the_reason(airflow: Airflow) -> None:
-    run_id = _asking(airflow, 2)
     answer = _answer(airflow, run_id, {"chosen_options": ["Reject"],
                                        "params_input": {"reason": REASON}})
-    assert answer["chosen_options"] == ["Reject"]
-    _, states = _finished(airflow, 2)
+    assert answer["chosen_options"] == ["Reject"] and answer["responded_by"]["name"] == "admin"
+    _, states = _finished(airflow, 1)
     assert states["approve"] == "success" and states["publish"] == "skipped", states
-    assert read_latest_version(airflow.paths.published, JOB) == 1  # nothing published
-    assert not (airflow.paths.published / JOB / "v2.json").exists()
-    row = _plan_row(airflow, 2)
+    assert read_latest_version(airflow.paths.published, JOB) is None  # nothing published
+    assert not list((airflow.paths.published / JOB).glob("v*.json"))
+    row = _plan_row(airflow, 1)
     assert row["status"] == "rejected" and "approval: rejected by admin at " in row["message"]
     assert row["message"].endswith(f": {REASON}")
-    tags = _tags(airflow, row["mlflow_run_id"])
+    tags = _tags(airflow, mlflow_run)
     assert (tags[Tag.APPROVAL], tags[Tag.APPROVAL_REASON], tags[Tag.APPROVAL_BY]) == (
         "rejected", REASON, "admin")
     assert tags[Tag.PUBLISH_STATUS] == "rejected"
     audit = airflow.shell(f".venv/bin/reconf audit --job gate --period-end "
-                          f"{format_period_end(_period(2))}")
+                          f"{format_period_end(_period(1))}")
     assert "  approval: rejected by admin at " in audit and f": {REASON}" in audit, audit
     assert "published: no, rejected at approval" in audit, audit
     assert "approval of plan" in airflow.log(DAG_ID, run_id, "approve")
     # a rejected plan is never published, not even by hand
     out = airflow.shell(f".venv/bin/reconf publish --job gate --period-end "
-                        f"{format_period_end(_period(2))} 2>&1 || true")
+                        f"{format_period_end(_period(1))} 2>&1 || true")
     assert "was rejected at approval" in out and "fix:" in out, out
+    assert read_latest_version(airflow.paths.published, JOB) is None
+
+
+def test_approving_the_next_period_publishes_it(airflow: Airflow) -> None:
+    """After a rejected period (its publish skipped), the next cycle runs, and its approved plan
+    is the job's first version."""
+    run_id = _asking(airflow, 2)
+    answer = _answer(airflow, run_id, {"chosen_options": ["Approve"]})
+    assert answer["chosen_options"] == ["Approve"]
+    again = _api(airflow, ANSWER.format(run_id=run_id, payload='{"chosen_options": ["Reject"]}'))
+    assert "already been updated" in again["detail"]  # one answer per request
+    _, states = _finished(airflow, 2)
+    assert states["approve"] == states["publish"] == "success", states
     assert read_latest_version(airflow.paths.published, JOB) == 1
+    manifest = read_manifest(airflow.paths.published, JOB, 1)
+    assert manifest.period_end == format_period_end(_period(2))
+    row = _plan_row(airflow, 2)
+    assert row["status"] == "published" and manifest.plan_id == row["plan_id"]
+    tags = _tags(airflow, row["mlflow_run_id"])
+    assert tags[Tag.APPROVAL] == "approved" and tags[Tag.APPROVAL_BY] == "admin"
+    assert tags[Tag.PUBLISH_STATUS] == "published" and tags[Tag.ASSIGNMENT_VERSION] == "1"
 
 
 def test_no_answer_within_the_timeout_rejects_the_plan_as_timed_out(airflow: Airflow) -> None:
-    run_id = _asking(airflow, 3)
+    _asking(airflow, 3)
     started = time.monotonic()
     _, states = _finished(airflow, 3)  # nobody answers
     assert time.monotonic() - started >= TIMEOUT_S - 5
     assert states["approve"] == "success" and states["publish"] == "skipped", states
-    assert read_latest_version(airflow.paths.published, JOB) == 1
+    assert read_latest_version(airflow.paths.published, JOB) == 1  # nothing published
     row = _plan_row(airflow, 3)
     assert row["status"] == "timed_out", row
     tags = _tags(airflow, row["mlflow_run_id"])
@@ -227,16 +231,5 @@ def test_no_answer_within_the_timeout_rejects_the_plan_as_timed_out(airflow: Air
     assert tags[Tag.APPROVAL_REASON] == f"no answer within 0:00:{TIMEOUT_S}, rejected by default"
     audit = airflow.shell(f".venv/bin/reconf audit --job gate --period-end "
                           f"{format_period_end(_period(3))}")
-    assert "approval: timed out" in audit and "published: no, timed out at approval" in audit
-    assert run_id
-
-
-def test_after_a_rejection_and_a_timeout_the_next_approved_plan_is_v2(airflow: Airflow) -> None:
-    run_id = _asking(airflow, 4)
-    _answer(airflow, run_id, {"chosen_options": ["Approve"], "params_input": {"reason": ""}})
-    _, states = _finished(airflow, 4)
-    assert states["publish"] == "success", states
-    assert read_latest_version(airflow.paths.published, JOB) == 2
-    manifest = read_manifest(airflow.paths.published, JOB, 2)
-    assert manifest.period_end == format_period_end(_period(4))
-    assert manifest.plan_id == f"{JOB}@{format_period_end(_period(4))}"
+    assert "approval: timed out: no answer within" in audit, audit
+    assert "published: no, timed out at approval" in audit, audit

@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,16 +69,16 @@ def cycles(collected_home: Paths, spark: Any, job: Any) -> Paths:
     return collected_home
 
 
-@pytest.fixture
-def mlflow_server(cycles: Paths, tmp_path: Path) -> Iterator[str]:
-    """`mlflow server` on the cycles' store, on a free loopback port; stopped by its pid."""
+@contextmanager
+def serve_mlflow(paths: Paths, tmp_path: Path) -> Iterator[str]:
+    """`mlflow server` on the store at `paths`, on a free loopback port; stopped by its pid."""
     port = _free_port()
     log = (tmp_path / "mlflow-server.log").open("wb")
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "NO_PROXY": "127.0.0.1,localhost"}
     server = subprocess.Popen(
         [str(Path(sys.executable).with_name("mlflow")), "server",
-         "--backend-store-uri", cycles.mlflow_uri,
-         "--artifacts-destination", str(cycles.mlflow / "artifacts"),
+         "--backend-store-uri", paths.mlflow_uri,
+         "--artifacts-destination", str(paths.mlflow / "artifacts"),
          "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
@@ -105,7 +106,14 @@ def mlflow_server(cycles: Paths, tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
+def mlflow_server(cycles: Paths, tmp_path: Path) -> Iterator[str]:
+    with serve_mlflow(cycles, tmp_path) as base:
+        yield base
+
+
+@contextmanager
+def chromium(profile: Path) -> Iterator[Any]:
+    """Debian's headless Chromium under chromedriver, quit at the end."""
     if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
         pytest.fail("Debian's chromium and chromedriver are needed: "
                     "apt-get install -y chromium chromium-driver (.ci/run does this)")
@@ -114,13 +122,19 @@ def browser(tmp_path: Path) -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
+    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile / 'chromium-profile'}"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    with chromium(tmp_path) as driver:
+        yield driver
 
 
 def _until(driver: Any, condition: Any, what: str) -> Any:

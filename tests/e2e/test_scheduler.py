@@ -14,7 +14,7 @@ scheduler, dag-processor, triggerer; SQLite; free ports), with four small synthe
   minutes, so its runs are the backfill's and the recovery's, made with the docs' commands run
   in bash after `eval "$(.venv/bin/python -m reconf.services env)"` with a PATH that has no
   `airflow` on it.
-- `mend`, SPL 1 min with healing on (min_gap 75 s): the last tests land its periods by hand and
+- `mend`, SPL 1 min with healing on (min_gap 90 s): the last tests land its periods by hand and
   kill its nodes in the runtime stand-in; its healing DAG `heal_mend` runs on the health
   reports' asset events (dags/healing.py).
 - `demo`, like `fill`: v1..v3 published by the stages in-process, then its manual rollback DAG
@@ -96,7 +96,7 @@ start_date = 2026-01-01T00:00:00Z
 catchup_periods = 0
 max_migrations = 8
 """
-MEND, GAP = "mend", timedelta(seconds=75)
+MEND, GAP = "mend", timedelta(seconds=90)
 
 
 @pytest.fixture(scope="module")
@@ -359,10 +359,13 @@ def _holder(assignment: dict[str, str], avoid: set[str]) -> str:
     return max(nodes, key=lambda n: sum(1 for m in assignment.values() if m == n))
 
 
+MENDING: dict[str, Any] = {}  # what the first healing test leaves the second
+
+
 def test_a_killed_node_is_healed_out_of_schedule_before_the_next_period(airflow: Airflow) -> None:
     """The runtime stand-in kills a node: the health report's asset event runs heal_mend, which
     publishes a version without the node (and terminating it) while the next scheduled period
-    still waits; that period then plans from the healing version."""
+    still waits for its landing, on its grid."""
     paths = airflow.paths
     runtime = _mend_runtime(paths)
     airflow.shell("airflow dags unpause reconfigure_mend\nairflow dags unpause heal_mend")
@@ -383,57 +386,54 @@ def test_a_killed_node_is_healed_out_of_schedule_before_the_next_period(airflow:
     v2 = read_manifest(paths.published, MEND, 2)
     assert dead not in v2.assignment.values() and v2.scaling.nodes_to_terminate == (dead,)
     assert read_latest_version(paths.published, MEND) == 2
-    log = airflow.log("heal_mend", healed[0], "heal")
-    assert f"report {report.stem} ({dead}): published v2" in log
-    # before the next scheduled period: its run waits for its landing, nothing published by it
+    assert f"report {report.stem} ({dead}): published v2" in airflow.log(
+        "heal_mend", healed[0], "heal")
+    # before the next scheduled period: its run waits for its landing, on the grid
     nxt = _deferred_run(airflow, "reconfigure_mend", "wait_for_landing", after=first[0])
-    assert nxt[1] == "scheduled" and (
-        datetime.fromisoformat(nxt[0]).replace(tzinfo=UTC) - at) % timedelta(minutes=1) == \
-        timedelta(0)  # the grid kept
+    end = datetime.fromisoformat(nxt[0]).replace(tzinfo=UTC)
+    assert nxt[1] == "scheduled" and (end - at) % timedelta(minutes=1) == timedelta(0)
     (event,) = [json.loads(e) for (e,) in airflow.query(
         "SELECT extra FROM asset_event WHERE source_run_id = ?", healed[0])]
     assert event["healings"][0]["version"] == 2  # the assignment asset: deployers see it
-
-    applied = runtime.apply_latest(paths.published)
-    assert applied.version == 2 and dead not in runtime.state.nodes
-    end = datetime.fromisoformat(nxt[0]).replace(tzinfo=UTC)
-    runtime.land_period(paths.landing, end)
-    after = airflow.wait_for_run("reconfigure_mend", end, ("success", "failed"))
-    assert after[2] == "success", airflow.log_tails("reconfigure_mend", after[3])
-    v3 = read_manifest(paths.published, MEND, 3)
-    assert v3.period_end == format_period_end(end) and dead not in v3.assignment.values()
+    MENDING.update(dead=dead, healed=v2, next_period=end, runtime=runtime)
 
 
 def test_a_second_failure_inside_the_minimum_gap_waits_for_it(airflow: Airflow) -> None:
-    paths = airflow.paths
-    runtime = _mend_runtime(paths)
-    runtime.apply_latest(paths.published)
-    first_heal = read_manifest(paths.published, MEND, 2)
-    healed_at = datetime.fromisoformat(first_heal.created_at.replace("Z", "+00:00"))
-    newest = read_latest_version(paths.published, MEND) or 0
-    victim = _holder(dict(runtime.assignment), set())
+    """A second node dies right after the first healing: its healing run waits in the
+    triggerer until min_gap has passed, then publishes; the next scheduled period plans from
+    the healed versions."""
+    paths, runtime = airflow.paths, MENDING["runtime"]
+    healed_at = datetime.fromisoformat(MENDING["healed"].created_at.replace("Z", "+00:00"))
+    victim = _holder(dict(MENDING["healed"].assignment), set())
     killed_at = datetime.now(UTC)
     runtime.kill_node(paths.landing, victim, killed_at)
-    if killed_at < healed_at + GAP:  # inside the gap: the run waits in the triggerer
-        deadline = time.monotonic() + 120
-        while True:
-            runs = _heal_runs(airflow)
-            if len(runs) >= 2 and airflow.task_states("heal_mend", runs[1][0]).get(
-                    "wait_for_gap") == "deferred":
-                break
-            assert time.monotonic() < deadline, runs
-            time.sleep(1)
-        assert read_latest_version(paths.published, MEND) == newest  # nothing healed meanwhile
-        assert "waiting until" in airflow.log("heal_mend", runs[1][0], "wait_for_gap")
-    healed = _wait_heal_run(airflow, 2, timeout_s=420)
+    assert killed_at < healed_at + GAP - timedelta(seconds=20), (killed_at, healed_at)
+    deadline = time.monotonic() + 60
+    while True:  # the second healing run waits out the gap, deferred in the triggerer
+        runs = _heal_runs(airflow)
+        if len(runs) >= 2 and airflow.task_states("heal_mend", runs[1][0]).get(
+                "wait_for_gap") == "deferred":
+            break
+        assert time.monotonic() < deadline, runs
+        time.sleep(1)
+    assert read_latest_version(paths.published, MEND) == 2  # nothing healed inside the gap
+    assert "waiting until" in airflow.log("heal_mend", runs[1][0], "wait_for_gap")
+    healed = _wait_heal_run(airflow, 2)
     assert healed[1] == "success", airflow.log_tails("heal_mend", healed[0])
-    version = read_latest_version(paths.published, MEND) or 0
-    second = next(read_manifest(paths.published, MEND, v) for v in range(version, newest, -1)
-                  if read_manifest(paths.published, MEND, v).scaling.nodes_to_terminate)
-    assert second.scaling.nodes_to_terminate == (victim,)
-    assert victim not in second.assignment.values()
-    published_at = datetime.fromisoformat(second.created_at.replace("Z", "+00:00"))
+    v3 = read_manifest(paths.published, MEND, 3)
+    assert v3.scaling.nodes_to_terminate == (victim,) and victim not in v3.assignment.values()
+    published_at = datetime.fromisoformat(v3.created_at.replace("Z", "+00:00"))
     assert published_at >= healed_at + GAP  # never inside the gap
+
+    applied = runtime.apply_latest(paths.published)  # the runtime runs the healed version
+    assert applied.version == 3 and not {MENDING["dead"], victim} & set(runtime.state.nodes)
+    end = MENDING["next_period"]
+    runtime.land_period(paths.landing, end)
+    after = airflow.wait_for_run("reconfigure_mend", end, ("success", "failed"))
+    assert after[2] == "success", airflow.log_tails("reconfigure_mend", after[3])
+    v4 = read_manifest(paths.published, MEND, 4)  # the scheduled period, planned from v3
+    assert v4.period_end == format_period_end(end)
+    assert not {MENDING["dead"], victim} & set(v4.assignment.values())
     airflow.shell("airflow dags pause reconfigure_mend\nairflow dags pause heal_mend")
 
 

@@ -189,3 +189,46 @@ def test_a_herding_plan_of_arrivals_is_logged_against_where_the_runtime_ran() ->
     assert "keygroup,how,node_before" in artifacts[PLACEMENTS_ARTIFACT]
     assert plan.facet_metrics["traffic_lower_bound"] <= plan.facet_metrics["stream_traffic"]
     assert "stream_traffic" in plan.facet_before
+
+
+def _zoned(per_node: int | None, spread_max: int | None, exclude: frozenset[str],
+           loads: list[float]) -> ClusterState:
+    from schemas.constraints import Constraints, Spread
+
+    labels = {"n0": {"zone": "a"}, "n1": {"zone": "a"}, "n2": {"zone": "b"}, "n3": {"zone": "c"}}
+    spread = () if spread_max is None else (Spread(label="zone", operator="query",
+                                                   max_per_domain=spread_max),)
+    cons = Constraints(node_labels=labels, spread=spread, max_units_per_node=per_node,
+                       exclude_nodes=exclude)
+    nodes = tuple(Node(n, 1.0, labels=(("zone", z["zone"]),)) for n, z in labels.items())
+    units = tuple(KeyGroup(f"u{i}", "query", x) for i, x in enumerate(loads))
+    return ClusterState(nodes=nodes, keygroups=units, assignment={},
+                        arrivals=frozenset(u.id for u in units), constraints=cons)
+
+
+@settings(max_examples=80, deadline=None)
+@given(loads=st.lists(st.floats(0, 100), min_size=1, max_size=10),
+       per_node=st.sampled_from([None, 1, 2, 3]), spread_max=st.sampled_from([None, 1, 2, 4]),
+       exclude=st.sampled_from([frozenset(), frozenset({"n2"}), frozenset({"n0", "n1"})]))
+def test_preplaced_arrivals_keep_the_constraints_or_are_refused_naming_them(
+        loads: list[float], per_node: int | None, spread_max: int | None,
+        exclude: frozenset[str]) -> None:
+    from placement.constraints import broken
+
+    state = _zoned(per_node, spread_max, exclude, loads)
+    try:
+        after, placed = preplace_arrivals(state, "greedy")
+    except StageError as refused:
+        assert "cannot be placed on any node without breaking" in str(refused)
+        assert "[constraints]" in refused.fix
+        return
+    assert set(placed) == {u.id for u in state.keygroups}
+    assert not broken(after, after.assignment)
+    assert not set(placed.values()) & exclude
+
+
+def test_an_arrival_no_node_can_take_is_refused_naming_the_constraint() -> None:
+    state = _zoned(1, None, frozenset(), [5.0] * 5)  # 4 nodes, at most 1 unit each, 5 arrive
+    with pytest.raises(StageError, match="at most 1 units per node") as refused:
+        preplace_arrivals(state, "greedy")
+    assert "u4" in str(refused.value)

@@ -17,8 +17,9 @@ from jobs.errors import StageError
 from jobs.heal.stage import heal
 from jobs.lake import open_lake
 from jobs.run import run_plan, run_publish
+from reconf.cli import main
 from schemas.config import resolve_job
-from schemas.health import HealthReport
+from schemas.health import HealthReport, write_report
 from schemas.manifest import read_manifest
 from schemas.tables import HEALINGS
 from schemas.tracking import Tag
@@ -35,7 +36,7 @@ max_nodes_at_once = 1
 
 
 def test_a_dead_node_heals_once_waits_for_the_gap_and_a_wide_failure_alerts(
-        collected_home, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        collected_home, spark, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = collected_home
     config = tmp_path / "healing.toml"
     config.write_text(CONFIG + HEALING)
@@ -85,6 +86,16 @@ def test_a_dead_node_heals_once_waits_for_the_gap_and_a_wide_failure_alerts(
         f"SELECT report_id, status, version FROM {{{HEALINGS.name}}} WHERE job_id = '{JOB_ID}'")}
     assert {k: (v["status"], v["version"]) for k, v in rows.items()} == {
         "dead-1": ("published", 2), "wide": ("alert", None), "dead-2": ("published", 3)}
+
+    # by hand, as docs/operations.md shows: the report in the landing zone, healed once
+    write_report(paths.landing, report)
+    assert main(["heal", "--job", JOB_ID, "--report-id", "dead-1"]) == 0
+    assert "published v2" in capsys.readouterr().out  # handled before: its outcome
+    write_report(paths.landing, wide)
+    assert main(["heal", "--job", JOB_ID, "--report-id", "wide"]) == 1  # an alert
+    assert main(["heal", "--job", JOB_ID, "--report-id", "nope"]) == 2
+    assert "nope.json: not a readable JSON report" in capsys.readouterr().err
+    assert latest(paths) == "3\n"
 
 
 def _off(job):  # the job with healing off, as a config without the table gives

@@ -74,3 +74,8 @@ def test_the_view_is_rewritten_only_when_the_strategy_changes(tmp_path: Path) ->
     experiment_of(client, paths, "wan", "milp")
     assert not view_needs_update(client.get_experiment(experiment).tags, "milp")
     assert view_needs_update({}, "milp") and view_needs_update({VIEW_TAG: "{"}, "milp")
+    # the demo ends with the link to the job's runs table (no experiment yet: the UI's root)
+    from reconf.demo import experiment_link
+
+    assert experiment_link(paths, "wan") == experiment_url("http://127.0.0.1:5000", experiment)
+    assert experiment_link(paths, "nope") == "http://127.0.0.1:5000"

@@ -129,3 +129,29 @@ def test_any_state_and_params_round_trip(nodes: int, units: int, seed: int,
     data = WhatIfInput("j", STAMP, "greedy", plan, state, Budget(max_migrations=2), None, 10.0,
                        (("milp", params),), {"cg": "no utilisation facet"})
     assert decode(encode(data, EXTRA), EXTRA) == data
+
+
+def test_a_state_with_communication_columns_round_trips() -> None:
+    """ClusterState holds its edges as columns (placement/comm.py `CommEdges`), dropped pairs
+    included: the what-if input of any job with traffic (ALBIC, COLA, the replay jobs)."""
+    import numpy as np
+
+    from placement.comm import CommEdges
+
+    state = synthetic_state(nodes=3, keygroups=8, operators=2, varies=30.0, seed=5)
+    units = tuple(k.id for k in state.keygroups)
+    edges = CommEdges(units, np.array([0, 1, 2]), np.array([1, 2, 0]), np.array([5.0, 2.5, 0.0]),
+                      np.array([0.0] * (len(units) - 1) + [1.5]))
+    state = replace(state, edges=edges)
+    plan = get_strategy("greedy")(state, Budget(max_migrations=2))
+    data = WhatIfInput("j", STAMP, "greedy", plan, state, Budget(max_migrations=2), None, 10.0,
+                       (("albic", {}),), {})
+    back = decode(encode(data, EXTRA), EXTRA)
+    comm = back.state.comm
+    assert isinstance(comm, CommEdges) and comm.units == units
+    for name in ("src", "dst", "rate", "dropped"):
+        assert np.array_equal(getattr(comm, name), getattr(edges, name)), name
+    assert list(back.state.edges) == list(state.edges)
+    with pytest.raises(ValueError, match="communication columns"):
+        decode('{"$comm": {"units": ["a"], "src": [0], "dst": [0], "rate": [-1], '
+               '"dropped": [0]}}')

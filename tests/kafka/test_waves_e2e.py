@@ -9,13 +9,14 @@ order a deployment lives through:
 - a stop request (`reconf stop --job J`'s flag) while v3's first wave runs: the wave finishes, the schedule stops, wave
   1's assignment keeps running, `apply` says so and the period report carries it (the next plan
   starts from it);
-- v4's waves start from that partial assignment and end on v4's.
+- v4's waves start from that partial assignment, paced under a byte rate, and end on v4's.
 
 One test, one application: Kafka tests are slow (each instance is a JVM).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from runtime.execution import request_stop
+from runtime.execution import Execution, request_stop
 from runtime.kafka_streams.broker import Broker
 from runtime.kafka_streams.cluster import Cluster, wait_for
 from runtime.kafka_streams.source import KafkaStreamsJob
@@ -49,15 +50,18 @@ def on(by: int) -> dict[str, str]:
 
 
 def publish(source: KafkaStreamsJob, version: int, target: dict[str, str],
-            waves: list[list[str]] | None = None, start: dict[str, str] | None = None) -> Manifest:
-    """Publish `target`; with `waves` (tasks per wave) a schedule moving them from `start`."""
+            waves: list[list[str]] | None = None, start: dict[str, str] | None = None,
+            rate: float | None = None) -> Manifest:
+    """Publish `target`; with `waves` (tasks per wave) a schedule moving them from `start`, paced
+    at `rate` state bytes per second."""
     schedule = None
     if waves is not None and start is not None:
         m = Manifest.create(job_id=JOB, version=version, period_end=P1, plan_id=f"p{version}",
                             assignment=target)
         seq = tuple(Wave(tuple(ScheduledMove(t, start[t], target[t], 1000.0 * (i + 1))
                                for t in wave), 50.0) for i, wave in enumerate(waves))
-        schedule = Schedule.sealed(seq, WaveLimits(max_moves_per_node=2), m.checksum)
+        limits = WaveLimits(max_moves_per_node=2, max_bytes_per_second=rate)
+        schedule = Schedule.sealed(seq, limits, m.checksum)
     manifest = Manifest.create(job_id=JOB, version=version, period_end=P1, plan_id=f"p{version}",
                                assignment=target, schedule=schedule)
     write_manifest(source.published_root, manifest)
@@ -123,7 +127,11 @@ def test_schedule_waves_in_order_then_stop_between_waves(
         assert sum(r["changelog_records"] for r in ex["runs"]) > 0  # the stores were restored
         assert (cluster.applied() or {})["version"] == 2
         applied = source.apply_latest(source.published_root)
-        assert applied.status in ("applied", "unchanged") and applied.version == 2, applied.reason
+        assert applied.status == "applied" and applied.version == 2, applied.reason
+        assert "moved in 3 wave(s)" in applied.reason
+        record = json.loads((source.app_dir / "periods" / "apply-v2.json").read_text())
+        assert [sorted(r["moved"]) for r in record["waves"]] == waves
+        assert record["restored_records"] > 0  # restores of every wave, not only after the last
         report = read_runtime_report(source.land_period(landing, P1 + STEP))
         assert report is not None and report.version == 2 and report.assignment is None
         execution: Any = report.execution
@@ -161,11 +169,16 @@ def test_schedule_waves_in_order_then_stop_between_waves(
         assert execution["status"] == "stopped" and len(execution["runs"]) == 1
         assert "v3: wave 1 of 2, 3 unit(s) moved" in execution["summary"]
 
-        # v4 (back to v1's assignment): its waves start from the partial assignment
-        publish(source, 4, base, [["0_0", "0_1", "0_2"], ["0_3", "0_4", "0_5"]], v3)
+        # v4 (back to v1's assignment): its waves start from the partial assignment, paced at
+        # 2000 state bytes/s (wave 2 carries 6000 bytes: it lasts at least 3 s)
+        publish(source, 4, base, [["0_0", "0_1", "0_2"], ["0_3", "0_4", "0_5"]], v3, rate=2000.0)
         observe(cluster, 4, 120)
         ex = cluster.execution()
         assert ex is not None and ex["status"] == "done"
+        assert [r["state_bytes"] for r in ex["runs"]] == [3000.0, 6000.0]
+        assert all(r["seconds"] >= r["state_bytes"] / 2000.0 and r["bytes_per_s"] <= 2000.0
+                   and 0 < r["transfer_s"] <= r["seconds"] for r in ex["runs"])
+        assert "paced at most 2000 B/s" in Execution.from_dict(ex).summary()
         assert {m["keygroup"]: m["src"] for w in ex["plan"] for m in w} == {
             t: partial[t] for t in UNITS if partial[t] != base[t]}
         assert wait_for(cluster.reported_assignment, 30, "a settled assignment") == base

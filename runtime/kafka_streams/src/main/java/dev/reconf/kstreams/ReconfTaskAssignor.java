@@ -145,7 +145,8 @@ public final class ReconfTaskAssignor implements TaskAssignor {
                 if (absent.isEmpty() && m.schedule() != null) {
                     Map<String, String> running = runningNow(applied, rollout, clients, byNode,
                         units, m.assignment());
-                    Map<String, String> out = steps.start(m, running, applied, lags(state, byNode));
+                    Map<String, String> out = steps.start(m, running, applied, rollout,
+                        lags(state, byNode));
                     return build(clients, byNode, out, steps.followup(followup));
                 }
                 if (absent.isEmpty()) {

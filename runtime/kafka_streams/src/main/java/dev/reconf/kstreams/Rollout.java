@@ -26,34 +26,42 @@ import java.util.TreeMap;
  * handed out now ({@code current}, 1-based; 0 before the first), when it was handed out, and
  * the task → node assignment handed out now ({@code assignment}). Each run also records
  * {@code changelog_records}: the changelog records the moved tasks' new instances had to restore
- * (their lag when the wave was handed out), the state measure Kafka Streams itself reports.
+ * (their lag when the wave was handed out), the state measure Kafka Streams itself reports. Under
+ * a byte rate ({@code max_bytes_per_second}) a run keeps, like runtime/execution.py's, the time
+ * its tasks took to run ({@code transfer_s}), the paced duration ({@code seconds}) and the
+ * measured rate ({@code bytes_per_s}).
  */
 public final class Rollout {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** One finished wave. */
+    /** One finished wave; {@code transferS}: until its tasks ran (before pacing; null without
+     * a byte rate), {@code seconds}: until the next wave could start. */
     public record Run(int wave, List<String> moved, double stateBytes, double seconds,
-                      List<String> failed, long changelogRecords) {
+                      List<String> failed, long changelogRecords, Double transferS) {
     }
 
     final String jobId;
     final long version;
     final String planId;
     final String startedAt;
+    final Double rate;
     final List<List<Schedule.Move>> plan;
     final List<Run> runs = new ArrayList<>();
     String status = "running";
     int current;
     long handedOutMs;
     long changelogRecords;
+    long upMs;
     Map<String, String> assignment;
 
-    Rollout(String jobId, long version, String planId, String startedAt,
+    Rollout(String jobId, long version, String planId, String startedAt, Double rate,
             List<List<Schedule.Move>> plan, Map<String, String> assignment) {
         this.jobId = jobId;
         this.version = version;
         this.planId = planId;
         this.startedAt = startedAt;
+        this.rate = rate;
         this.plan = List.copyOf(plan);
         this.assignment = new TreeMap<>(assignment);
     }
@@ -84,15 +92,19 @@ public final class Rollout {
             plan.add(moves);
         }
         Rollout r = new Rollout(d.get("job_id").asText(), d.get("version").asLong(),
-            d.path("plan_id").asText(), d.get("started_at").asText(), plan, strings(d.get("assignment")));
+            d.path("plan_id").asText(), d.get("started_at").asText(),
+            d.path("max_bytes_per_second").isNumber() ? d.get("max_bytes_per_second").asDouble()
+                : null, plan, strings(d.get("assignment")));
         r.status = d.get("status").asText();
         r.current = d.path("current").asInt(0);
         r.handedOutMs = d.path("handed_out_ms").asLong(0);
         r.changelogRecords = d.path("current_changelog_records").asLong(0);
+        r.upMs = d.path("current_up_ms").asLong(0);
         for (JsonNode x : d.get("runs")) {
             r.runs.add(new Run(x.get("wave").asInt(), list(x.get("moved")),
                 x.get("state_bytes").asDouble(), x.get("seconds").asDouble(), list(x.get("failed")),
-                x.path("changelog_records").asLong(0)));
+                x.path("changelog_records").asLong(0),
+                x.path("transfer_s").isNumber() ? x.get("transfer_s").asDouble() : null));
         }
         return r;
     }
@@ -111,6 +123,11 @@ public final class Rollout {
         out.put("state_bytes", runs.stream().mapToDouble(Run::stateBytes).sum());
         out.put("seconds", runs.stream().mapToDouble(Run::seconds).sum());
         out.put("changelog_records", runs.stream().mapToLong(Run::changelogRecords).sum());
+        if (rate != null) {
+            out.put("max_bytes_per_second", rate);
+        } else {
+            out.putNull("max_bytes_per_second");
+        }
         ArrayNode rs = out.putArray("runs");
         for (Run x : runs) {
             ObjectNode o = rs.addObject();
@@ -120,10 +137,21 @@ public final class Rollout {
             o.put("seconds", x.seconds());
             x.failed().forEach(o.putArray("failed")::add);
             o.put("changelog_records", x.changelogRecords());
+            if (x.transferS() != null) {
+                o.put("transfer_s", x.transferS());
+            } else {
+                o.putNull("transfer_s");
+            }
+            if (x.seconds() > 0) {
+                o.put("bytes_per_s", Math.round(x.stateBytes() / x.seconds() * 1000.0) / 1000.0);
+            } else {
+                o.putNull("bytes_per_s");
+            }
         }
         out.put("current", current);
         out.put("handed_out_ms", handedOutMs);
         out.put("current_changelog_records", changelogRecords);
+        out.put("current_up_ms", upMs);
         ObjectNode a = out.putObject("assignment");
         new TreeMap<>(assignment).forEach(a::put);
         ArrayNode p = out.putArray("plan");

@@ -26,10 +26,18 @@ import java.util.TreeMap;
  * separators=(",", ":"), ensure_ascii=False)}. Numbers are taken as the text the publisher wrote
  * (Python's {@code repr} of each float, the same text {@code json.dumps} produces again), so no
  * float formatting has to be reproduced here; a file whose numbers were rewritten in another
- * notation is refused.
+ * notation is refused. {@code maxBytesPerSecond}: the limits' byte rate (null: none), which the
+ * assignor paces the waves under ({@link WaveSteps}).
  */
-public record Schedule(List<List<Move>> waves, String checksum) {
+public record Schedule(List<List<Move>> waves, String checksum, Double maxBytesPerSecond) {
     private static final JsonFactory FACTORY = new JsonFactory();
+    private static final List<String> LIMITS =
+        List.of("max_moves_per_node", "max_moves_per_wave", "max_bytes_per_wave", "ceiling_pct");
+    private static final Set<String> LIMITS_AND_RATE = Set.of("max_moves_per_node",
+        "max_moves_per_wave", "max_bytes_per_wave", "ceiling_pct", "max_bytes_per_second");
+    private static final List<String> WAVE = List.of("moves", "peak_pct", "over_ceiling");
+    private static final Set<String> WAVE_AND_EXPECTED =
+        Set.of("moves", "peak_pct", "over_ceiling", "expected_s");
 
     /** One task's move with the state bytes the plan expects it to carry. */
     public record Move(String task, String src, String dst, double stateBytes) {
@@ -45,8 +53,22 @@ public record Schedule(List<List<Move>> waves, String checksum) {
         if (!node.get("checksum").isTextual()) {
             throw fail(source, ".checksum", "must be a string");
         }
-        if (!node.get("limits").isObject()) {
-            throw fail(source, ".limits", "must be an object");
+        JsonNode limits = node.get("limits");
+        Set<String> keys = new HashSet<>();
+        if (limits.isObject()) {
+            limits.fieldNames().forEachRemaining(keys::add);
+        }
+        if (!limits.isObject() || !keys.containsAll(LIMITS) || !LIMITS_AND_RATE.containsAll(keys)) {
+            throw fail(source, ".limits", "must be an object with exactly " + LIMITS
+                + " and optionally max_bytes_per_second");
+        }
+        Double rate = null;
+        JsonNode rateNode = limits.get("max_bytes_per_second");
+        if (rateNode != null && !rateNode.isNull()) {
+            if (!rateNode.isNumber() || !(rateNode.asDouble() > 0)) {
+                throw fail(source, ".limits", "max_bytes_per_second must be a number > 0 or None");
+            }
+            rate = rateNode.asDouble();
         }
         JsonNode wavesNode = node.get("waves");
         if (!wavesNode.isArray()) {
@@ -57,9 +79,18 @@ public record Schedule(List<List<Move>> waves, String checksum) {
         for (int i = 0; i < wavesNode.size(); i++) {
             JsonNode w = wavesNode.get(i);
             String where = ".waves[" + i + "]";
-            if (!w.isObject() || w.size() != 3 || !w.has("moves") || !w.has("peak_pct")
-                    || !w.has("over_ceiling")) {
-                throw fail(source, where, "must be an object with moves, peak_pct, over_ceiling");
+            Set<String> waveKeys = new HashSet<>();
+            if (w.isObject()) {
+                w.fieldNames().forEachRemaining(waveKeys::add);
+            }
+            if (!waveKeys.containsAll(WAVE) || !WAVE_AND_EXPECTED.containsAll(waveKeys)) {
+                throw fail(source, where, "must be an object with moves, peak_pct, over_ceiling"
+                    + " and optionally expected_s");
+            }
+            JsonNode expected = w.get("expected_s");
+            if (expected != null && !expected.isNull()
+                    && (!expected.isNumber() || expected.asDouble() < 0)) {
+                throw fail(source, where + ".expected_s", "must be a number >= 0");
             }
             if (!w.get("moves").isArray() || w.get("moves").isEmpty()) {
                 throw fail(source, where + ".moves", "must be a non-empty list");
@@ -104,7 +135,7 @@ public record Schedule(List<List<Move>> waves, String checksum) {
                 + " the schedule and assignment (" + expected + "); the file was altered or the"
                 + " schedule belongs to another version - republish this version");
         }
-        return new Schedule(List.copyOf(waves), node.get("checksum").asText());
+        return new Schedule(List.copyOf(waves), node.get("checksum").asText(), rate);
     }
 
     /** {@code "sha256:" + hex(sha256(canonical(limits, waves) + "\n" + assignmentChecksum))}. */

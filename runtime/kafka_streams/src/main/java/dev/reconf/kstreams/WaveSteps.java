@@ -27,6 +27,11 @@ import org.slf4j.LoggerFactory;
  * {@code reconf.wave.timeout.ms} ends the schedule; the tasks that came up stay moved, the others
  * go back to their source. Either way the execution file says what runs, the assignor keeps it
  * until a newer version, and that version's waves start from it.
+ *
+ * <p>Byte rate: under the schedule's {@code max_bytes_per_second} R, a wave of B state bytes lasts
+ * at least B / R from its hand-out; the next wave is handed out only then (runtime/execution.py's
+ * pacing, on the wall clock). Kafka Streams restores a store from its changelog at its own speed:
+ * the pacing bounds the rate of waves, not the restore's instantaneous throughput.
  */
 final class WaveSteps {
     /** Kafka Streams' {@code Task.LATEST_OFFSET}: the lag an instance reports for an active task
@@ -74,11 +79,13 @@ final class WaveSteps {
 
     /** Start {@code m}'s waves from {@code running}; the assignment to hand out now. */
     Map<String, String> start(Manifest m, Map<String, String> running, Applied applied,
-                              Map<String, Map<String, Long>> lags) throws IOException {
+                              Rollout previous, Map<String, Map<String, Long>> lags)
+            throws IOException {
         Rollout r = new Rollout(job, m.version(), m.planId(), Instant.now().toString(),
-            Rollout.rebase(m, running), running);
+            m.schedule().maxBytesPerSecond(), Rollout.rebase(m, running), running);
         LOG.info("reconf: job {} starts the {} wave(s) of v{} (from {})", job, r.plan.size(),
-            m.version(), applied == null ? "the default assignor" : "v" + applied.version());
+            m.version(), previous != null ? "the partial assignment of v" + previous.version
+                : applied == null ? "the default assignor" : "v" + applied.version());
         if (consumeStop()) {
             return stopped(r);
         }
@@ -101,10 +108,20 @@ final class WaveSteps {
         long now = System.currentTimeMillis();
         double seconds = (now - r.handedOutMs) / 1000.0;
         if (down.isEmpty()) {
-            r.runs.add(new Rollout.Run(r.current, up, bytes(wave, up), seconds, List.of(),
-                r.changelogRecords));
+            if (r.upMs == 0) {
+                r.upMs = now;
+            }
+            double bytes = bytes(wave, up);
+            double transfer = (r.upMs - r.handedOutMs) / 1000.0;
+            if (r.rate != null && seconds < bytes / r.rate) {
+                polling = true;  // the byte rate: wait out the rest of the wave's time
+                r.write(executionFile());
+                return r.assignment;
+            }
+            r.runs.add(new Rollout.Run(r.current, up, bytes, seconds, List.of(),
+                r.changelogRecords, r.rate == null ? null : transfer));
             LOG.info("reconf: job {}: wave {} of {} of v{} runs ({} task(s) moved in {} s)", job,
-                r.current, r.plan.size(), r.version, up.size(), String.format("%.1f", seconds));
+                r.current, r.plan.size(), r.version, up.size(), String.format("%.1f", transfer));
             if (r.current == r.plan.size()) {
                 return done(r, applied);
             }
@@ -122,7 +139,7 @@ final class WaveSteps {
                 }
             }
             r.runs.add(new Rollout.Run(r.current, up, bytes(wave, up), seconds, down,
-                r.changelogRecords));
+                r.changelogRecords, r.rate == null ? null : seconds));
             r.status = "failed";
             r.assignment = back;
             r.write(executionFile());
@@ -142,8 +159,9 @@ final class WaveSteps {
     void failGone(Rollout r, Set<String> gone) throws IOException {
         List<Schedule.Move> wave = r.plan.get(r.current - 1);
         List<String> failed = wave.stream().map(Schedule.Move::task).toList();
-        r.runs.add(new Rollout.Run(r.current, List.of(), 0.0,
-            (System.currentTimeMillis() - r.handedOutMs) / 1000.0, failed, r.changelogRecords));
+        double seconds = (System.currentTimeMillis() - r.handedOutMs) / 1000.0;
+        r.runs.add(new Rollout.Run(r.current, List.of(), 0.0, seconds, failed, r.changelogRecords,
+            r.rate == null ? null : seconds));
         r.status = "failed";
         r.write(executionFile());
         LOG.warn("reconf: job {}: wave {} of {} of v{} failed: node(s) {} left the group", job,
@@ -163,6 +181,7 @@ final class WaveSteps {
         r.current += 1;
         r.assignment = next;
         r.handedOutMs = System.currentTimeMillis();
+        r.upMs = 0;
         r.changelogRecords = records;
         r.write(executionFile());
         polling = true;

@@ -1,0 +1,221 @@
+"""End to end, per family: each kind of job's period run read in the real MLflow UI (Chromium).
+
+The five kinds of job of config/jobs.toml — the MILP/ALBIC replay (`flights2`), Herding's query
+platform (`queries`), Consistent Grouping (`flights2-cg`), ROD (`streams`) and SPRAWL
+(`wan-demo`) — each run one real cycle (land, collect, validate, plan, publish by the stage
+functions the DAG's tasks call; lake I/O by delta-rs, no Spark) and its what-if, once for the
+module, with two shadows each (a `cg` shadow where CG is not in force: it is the one with
+per-node metrics), into one store served by one `mlflow server`, read by one browser. Per
+family the link `reconf audit` prints opens the run in the classic view; the description's
+first line names the family's objective before → after (with its bound when it has one); the
+what-if table has no per-node column and the description is under MLflow's 8000 characters;
+a shadow's link opens its child run, whose one-line description names it. The job's runs
+table opens, through the saved view, with the objective's metrics as columns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mlflow import MlflowClient
+
+from e2e.test_mlflow_ui import _until, _wait_body, chromium, serve_mlflow
+from jobs.tracking.audit_trail import NOTE_LIMIT
+from jobs.tracking.ui_links import experiment_url, key_metric_columns, run_url
+from schemas.config import PROJECT_ROOT, Paths, resolve_job
+from schemas.headline import bound_of, fmt, headline, objective_for
+from schemas.landing import format_period_end
+
+pytestmark = [pytest.mark.browser, pytest.mark.e2e]
+
+#: the five kinds of job (docs/operations.md, "Five kinds of job"), and two shadows each
+FAMILIES = {"flights2": ("greedy", "cg"), "queries": ("herding_offline", "cg"),
+            "flights2-cg": ("greedy", "milp"), "streams": ("llf", "cg"),
+            "wan-demo": ("greedy", "cg")}
+
+
+@dataclass(frozen=True)
+class FamilyRun:
+    job_id: str
+    strategy: str
+    experiment_id: str
+    run_id: str
+    metrics: dict[str, float]
+    note: str
+    comparison_columns: tuple[str, ...]
+
+
+def _config(tmp: Path) -> Path:
+    """config/jobs.toml with each family's job given two shadows and a short solver limit."""
+    text = (PROJECT_ROOT / "config" / "jobs.toml").read_text()
+    for job_id, shadows in FAMILIES.items():
+        header = f"[jobs.{job_id}]\n"
+        assert header in text, f"config/jobs.toml has no job {job_id}"
+        text = text.replace(header, header + f"shadow_strategies = {list(shadows)!r}\n"
+                            "shadow_time_budget_s = 60\nsolver_time_limit_s = 2\n", 1)
+    path = tmp / "jobs.toml"
+    path.write_text(text.replace("'", '"'))
+    return path
+
+
+@pytest.fixture(scope="module")
+def family_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Paths, dict[str, FamilyRun]]]:
+    """One published period and its what-if per family, in one store."""
+    from jobs.run import run_collect, run_plan, run_publish, run_validate
+    from jobs.tracking.store import find_runs, read_csv_artifact
+    from jobs.whatif.stage import COMPARISON_ARTIFACT, run_whatif
+    from reconf.settings import make_source
+
+    tmp = tmp_path_factory.mktemp("families")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RECONF_HOME", str(tmp / "home"))
+        mp.setenv("RECONF_CONFIG", str(_config(tmp)))
+        mp.delenv("RECONF_MLFLOW_URL", raising=False)
+        paths = Paths.from_env()
+        client = MlflowClient(tracking_uri=paths.mlflow_uri)
+        out = {}
+        for job_id in FAMILIES:
+            job = resolve_job(job_id)
+            period_end = job.start_date + job.spl
+            make_source(job, paths).land_period(paths.landing, period_end)
+            for stage in (run_collect, run_validate, run_plan):
+                stage(job_id, period_end)
+            assert run_publish(job_id, period_end).status == "published", job_id
+            whatif = run_whatif(job, format_period_end(period_end), paths=paths)
+            assert whatif.status == "done", (job_id, whatif.reason)
+            found = client.get_experiment_by_name(job_id)
+            assert found is not None, job_id
+            experiment = found.experiment_id
+            [run] = find_runs(client, experiment, job_id, None, max_results=1)
+            rows = read_csv_artifact(client, run.info.run_id, COMPARISON_ARTIFACT)
+            out[job_id] = FamilyRun(job_id, job.strategy, experiment, run.info.run_id,
+                                    dict(run.data.metrics), run.data.tags["mlflow.note.content"],
+                                    tuple(rows[0]) if rows else ())
+        yield paths, out
+
+
+@pytest.fixture(scope="module")
+def mlflow_ui(family_runs: tuple[Paths, dict[str, FamilyRun]],
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serve_mlflow(family_runs[0], tmp_path_factory.mktemp("mlflow-server")) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def module_browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with chromium(tmp_path_factory.mktemp("chromium")) as driver:
+        yield driver
+
+
+def _plain(markdown: str) -> str:
+    """A line of the description as the UI renders it (no bold markers)."""
+    return markdown.replace("**", "")
+
+
+@pytest.mark.parametrize("job_id", list(FAMILIES))
+def test_each_familys_run_page_leads_with_its_objective(
+        job_id: str, family_runs: tuple[Paths, dict[str, FamilyRun]], mlflow_ui: str,
+        module_browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+
+    run = family_runs[1][job_id]
+    objective = objective_for(run.strategy)
+    first = run.note.splitlines()[0]
+    expected = headline(run.strategy, run.metrics, arrow="→")
+    assert first.startswith(f"**{expected}**"), (first, expected)
+    assert first.startswith(f"**{objective.label} ") and " → " in first
+    if bound_of(objective, run.metrics) is not None:  # the number that certifies it
+        assert f"bound {fmt(bound_of(objective, run.metrics))})" in first
+    # the what-if table: the objectives only, no per-node column; the description fits
+    assert len(run.note) <= NOTE_LIMIT
+    assert run.comparison_columns and not [c for c in run.comparison_columns if "/" in c]
+    assert "utilisation_pct/" not in run.note and "vws/" not in run.note
+
+    browser = module_browser
+    browser.get(run_url(mlflow_ui, run.experiment_id, run.run_id))  # as `reconf audit` prints
+    body = _wait_body(browser, "Description", _plain(expected))
+    assert "workflowType=machine_learning" in browser.current_url
+    assert f"/runs/{run.run_id}" in browser.current_url
+    assert "Parameters" in body and "Metrics" in body  # the classic run page
+    toggle = _until(browser, ec.element_to_be_clickable(
+        (By.CSS_SELECTOR, "button[data-testid='show-comment-toggle']")), "description toggle")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", toggle)
+    toggle.click()
+    _wait_body(browser, "What-if: other strategies on the same state")
+    table = browser.find_element(By.XPATH, (  # the description's what-if table
+        "//*[normalize-space(text())='What-if: other strategies on the same state']"
+        "/following::table[1]")).text
+    assert table.splitlines()[0].startswith("strategy status rank"), table[:300]
+    # per-node metrics are the run's metrics (a chart section), never the table's columns
+    assert "utilisation_pct/" not in table and "vws/" not in table
+
+    # each shadow's name links to its child run; the link opens it, its one-line description
+    links = _until(browser, lambda d: d.find_elements(
+        By.CSS_SELECTOR, "a[href*='#/runs/']") or False, "links to the child runs")
+    targets = {a.text: a.get_attribute("href") for a in links if a.text in FAMILIES[job_id]}
+    assert targets, [a.text for a in links]
+    for shadow, href in sorted(targets.items()):
+        child = re.search(r"#/runs/([0-9a-f]+)", href)
+        assert child is not None, href
+        browser.get(href)
+        child_body = _wait_body(browser, f"What-if {shadow} for {job_id}")
+        assert f"a dry run on the state {run.strategy} (in force) planned" in child_body
+        assert child.group(1) in browser.current_url
+
+
+def test_the_runs_table_shows_the_objectives_columns(
+        family_runs: tuple[Paths, dict[str, FamilyRun]], mlflow_ui: str,
+        module_browser: Any) -> None:
+    """The saved view (jobs/tracking/ui_links.py) puts SPRAWL's cost before and after and its
+    bound first among the runs table's columns."""
+    run = family_runs[1]["wan-demo"]
+    module_browser.get(experiment_url(mlflow_ui, run.experiment_id))
+    wanted = [c.split("`")[1] for c in key_metric_columns("sprawl")[:3]]
+    assert wanted == ["cost_total_before", "cost_total_after", "lower_bound"]
+    _wait_body(module_browser, *wanted)
+
+
+def _section_commands() -> list[list[str]]:
+    """The commands of docs/operations.md's "Five kinds of job", each as argv."""
+    text = (PROJECT_ROOT / "docs" / "operations.md").read_text()
+    section = text[text.index("## Five kinds of job"):text.index("## Plan audit")]
+    block = section[section.index("```bash\n") + 8:section.index("```\n", section.index("```bash"))]
+    return [line.split()[1:] for line in block.splitlines() if line.startswith("reconf ")]
+
+
+def test_the_five_kinds_of_job_section_runs_as_written(
+        family_runs: tuple[Paths, dict[str, FamilyRun]],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Every command of the section: each demo names a configured job of the family its table
+    row gives; each audit and compare runs on the family's period and leads with its objective."""
+    from reconf.cli import _parser, main
+
+    commands = _section_commands()
+    assert sorted({argv[argv.index("--job") + 1] for argv in commands}) == sorted(FAMILIES)
+    assert len(commands) == 3 * len(FAMILIES)
+    section = (PROJECT_ROOT / "docs" / "operations.md").read_text().split(
+        "## Five kinds of job")[1].split("## Plan audit")[0]
+    for argv in commands:
+        job_id = argv[argv.index("--job") + 1]
+        run = family_runs[1][job_id]
+        if argv[0] == "demo":
+            args = _parser().parse_args(argv)
+            assert args.job == job_id and resolve_job(job_id).strategy == run.strategy
+            row = next(line for line in section.splitlines() if line.startswith(f"| `{job_id}`"))
+            assert f"`{run.strategy}`" in row and objective_for(run.strategy).label in row
+            continue
+        capsys.readouterr()
+        assert main(argv) == 0, argv
+        out = capsys.readouterr().out
+        label = objective_for(run.strategy).label
+        if argv[0] == "audit":
+            assert f"  objective: {headline(run.strategy, run.metrics)} [" in out, out[:2000]
+            assert "?workflowType=machine_learning" in out
+        else:
+            assert label in out and "1 period(s)" in out, out[:2000]
