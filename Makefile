@@ -53,8 +53,17 @@ demo: setup
 system-packages:
 	@infra/system-packages.sh
 
+# Two pytest-xdist workers: most of the slow tests wait on a scheduler, a broker or a JVM rather
+# than compute, so a second worker fills that time. Tests are grouped per module (module fixtures
+# and in-order tests stay on one worker; every Kafka test on one: tests/conftest.py), heaviest
+# groups first. TEST_WORKERS=0 runs them in one process.
+TEST_WORKERS ?= 2
+# Python may cache bytecode under `make test` (a shell with PYTHONDONTWRITEBYTECODE set would
+# make every pytest worker rewrite all test modules' asserts and every task process compile the
+# project anew).
+test: export PYTHONDONTWRITEBYTECODE :=
 test: setup system-packages
-	@$(BIN)/python -m pytest; rc=$$?; \
+	@$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure here"; exit 1; fi; \
 	exit $$rc
 

@@ -16,15 +16,16 @@ overstates the true one, and equals it when nothing was dropped.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CommEdges", "Edge"]
+__all__ = ["CommEdges", "Edge", "PairRates"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -67,13 +68,17 @@ class CommEdges(Sequence[Edge]):
         if not (len(self.src) == len(self.dst) == len(self.rate)) or len(self.dropped) != n:
             raise ValueError("communication: src, dst and rate must have one value per edge, "
                              "dropped one per unit")
+        for ends in (self.src, self.dst):
+            if len(ends) and (int(ends.min()) < 0 or int(ends.max()) >= n):
+                raise ValueError("communication: an edge end is not a unit of the vocabulary")
         for name in ("src", "dst", "rate", "dropped"):
             _frozen(getattr(self, name))
         bad = ~(np.isfinite(self.rate) & (self.rate >= 0))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"edge {self.units[self.src[i]]!r}->{self.units[self.dst[i]]!r}: "
-                             f"rate must be a finite number >= 0, got {float(self.rate[i])!r}")
+            raise ValueError(f"edge {self.units[self.src[i]]!r}->{self.units[self.dst[i]]!r} "
+                             f"has rate {float(self.rate[i])!r}; rates must be finite numbers "
+                             ">= 0")
         bad = ~(np.isfinite(self.dropped) & (self.dropped >= 0))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -170,6 +175,19 @@ class CommEdges(Sequence[Edge]):
 
     # -- columnar operations --------------------------------------------------------------
 
+    @functools.cached_property
+    def position(self) -> dict[str, int]:
+        """unit id -> its vocabulary position."""
+        return {u: i for i, u in enumerate(self.units)}
+
+    @functools.cached_property
+    def rank(self) -> IntArray:
+        """Each vocabulary unit's position in id (string) order."""
+        order = sorted(range(len(self.units)), key=self.units.__getitem__)
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        return rank
+
     @property
     def has_dropped(self) -> bool:
         return bool(self.dropped.any())
@@ -225,7 +243,9 @@ class CommEdges(Sequence[Edge]):
         uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         sums = np.bincount(inverse, weights=r, minlength=len(uniq))  # sequential per pair
         order = np.argsort(first, kind="stable")
-        return (uniq[order] // len(self.units), uniq[order] % len(self.units), sums[order])
+        n = len(self.units)
+        return (np.asarray(uniq[order] // n, np.int64), np.asarray(uniq[order] % n, np.int64),
+                np.asarray(sums[order], np.float64))
 
     def collocation(self, node_of: IntArray) -> float:
         """% of inter-unit traffic kept on one node; `node_of[i]` is the node (any integer
@@ -246,3 +266,79 @@ class CommEdges(Sequence[Edge]):
             return 100.0
         return 100.0 * local / total
 
+
+
+class PairRates(Mapping[tuple[str, str], float]):
+    """out(g_i, g_j) per directed pair (parallel edges summed, self-edges dropped) as arrays:
+    a read-only mapping in first-appearance order (what a dict built edge by edge holds), whose
+    lookups and within-set sums run on the columns."""
+
+    def __init__(self, comm: CommEdges) -> None:
+        self.comm = comm
+        self.src, self.dst, self.rate = comm.pairs()
+        n = max(len(comm.units), 1)
+        self._n = n
+        key = self.src * n + self.dst
+        self._order = np.argsort(key, kind="stable")
+        self._sorted = key[self._order]
+
+    def __len__(self) -> int:
+        return len(self.rate)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        u = self.comm.units
+        return ((u[s], u[d]) for s, d in zip(self.src.tolist(), self.dst.tolist(), strict=True))
+
+    def __getitem__(self, pair: tuple[str, str]) -> float:
+        index = self.comm.position
+        s, d = index.get(pair[0]), index.get(pair[1])
+        if s is None or d is None:
+            raise KeyError(pair)
+        key = s * self._n + d
+        at = int(np.searchsorted(self._sorted, key))
+        if at >= len(self._sorted) or self._sorted[at] != key:
+            raise KeyError(pair)
+        return float(self.rate[self._order[at]])
+
+    def items(self) -> Iterator[tuple[tuple[str, str], float]]:  # type: ignore[override]
+        return zip(iter(self), self.rate.tolist(), strict=True)
+
+    def values(self) -> Iterator[float]:  # type: ignore[override]
+        return iter(self.rate.tolist())
+
+    def output(self) -> FloatArray:
+        """Σ_j out(g_i, g_j) per vocabulary unit, added in pair order."""
+        return np.asarray(np.bincount(self.src, weights=self.rate, minlength=len(self.comm.units)),
+                          np.float64)
+
+    def undirected(self, inside: npt.NDArray[np.bool_] | None = None, *,
+                   positive_only: bool = True) -> tuple[IntArray, IntArray, FloatArray]:
+        """(lo, hi, out(lo, hi) + out(hi, lo)) per unordered pair with both ends `inside` (a
+        mask over the vocabulary; all when None), lo the smaller id; summed in pair order,
+        pairs in order of first appearance."""
+        keep = np.ones(len(self.rate), bool) if inside is None else (
+            inside[self.src] & inside[self.dst])
+        if positive_only:
+            keep &= self.rate > 0
+        s, d, r = self.src[keep], self.dst[keep], self.rate[keep]
+        if len(r) == 0:
+            return s, d, r
+        rank = self.comm.rank
+        swap = rank[s] > rank[d]
+        key = np.where(swap, d, s) * self._n + np.where(swap, s, d)
+        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        sums = np.bincount(inverse, weights=r, minlength=len(uniq))
+        order = np.argsort(first, kind="stable")
+        return (np.asarray(uniq[order] // self._n, np.int64),
+                np.asarray(uniq[order] % self._n, np.int64), np.asarray(sums[order], np.float64))
+
+    def undirected_within(self, members: Iterable[str]) -> dict[tuple[str, str], float]:
+        """out(g_i, g_j) + out(g_j, g_i) for every pair inside `members` with a positive rate,
+        keyed (min id, max id), summed in pair order (graphpart.undirected_weights' floats)."""
+        position = self.comm.position
+        inside = np.zeros(len(self.comm.units), bool)
+        inside[[position[m] for m in members if m in position]] = True
+        lo, hi, sums = self.undirected(inside)
+        u = self.comm.units
+        return {(u[a], u[b]): v
+                for a, b, v in zip(lo.tolist(), hi.tolist(), sums.tolist(), strict=True)}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 
+from placement.comm import PairRates
 from placement.model import ClusterState
 
 __all__ = ["EDGE_SCALE", "VERTEX_SCALE", "graph_part", "pair_rates", "undirected_weights"]
@@ -22,19 +23,18 @@ VERTEX_SCALE = 100_000  # the heaviest vertex gets this integer weight
 EDGE_SCALE = 10_000  # the heaviest edge gets this integer weight
 
 
-def pair_rates(state: ClusterState) -> dict[tuple[str, str], float]:
-    """out(g_i, g_j) per directed pair: parallel edges summed, self-edges dropped."""
-    comm = state.comm
-    src, dst, rate = comm.pairs()
-    units = comm.units
-    return {(units[s], units[d]): r
-            for s, d, r in zip(src.tolist(), dst.tolist(), rate.tolist(), strict=True)}
+def pair_rates(state: ClusterState) -> PairRates:
+    """out(g_i, g_j) per directed pair: parallel edges summed, self-edges dropped (a mapping
+    over the state's columns, placement/comm.py)."""
+    return PairRates(state.comm)
 
 
 def undirected_weights(
     rates: Mapping[tuple[str, str], float], members: set[str] | frozenset[str]
 ) -> dict[tuple[str, str], float]:
     """out(g_i, g_j) + out(g_j, g_i) for every pair inside `members`, keyed (min id, max id)."""
+    if isinstance(rates, PairRates):
+        return rates.undirected_within(members)
     both: dict[tuple[str, str], float] = {}
     for (src, dst), rate in rates.items():
         if src == dst or src not in members or dst not in members or rate <= 0:

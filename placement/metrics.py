@@ -50,7 +50,7 @@ def check_assignment(state: ClusterState, assignment: Mapping[str, str]) -> None
 def _raw_loads(state: ClusterState, codes: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     """Σ gLoad_k per node, added in the state's unit order (the floats a loop would give)."""
     cols = state.columns
-    return np.bincount(codes, weights=cols.load, minlength=len(cols.nodes))
+    return np.asarray(np.bincount(codes, weights=cols.load, minlength=len(cols.nodes)), np.float64)
 
 
 def node_loads(state: ClusterState, assignment: Mapping[str, str]) -> dict[str, float]:
@@ -98,7 +98,9 @@ def collocation_factor(state: ClusterState, assignment: Mapping[str, str]) -> fl
     as traffic that crosses nodes: the factor never overstates the true one."""
     check_assignment(state, assignment)
     cols = state.columns
-    return state.comm.collocation(cols.node_codes(assignment)[cols.comm_unit])
+    # a communication id that is not a unit of the state (an arrival's, after present_state)
+    # has comm_unit -1: the appended -1 gives it no node
+    return state.comm.collocation(np.append(cols.node_codes(assignment), -1)[cols.comm_unit])
 
 
 def plan_metrics(state: ClusterState, assignment: Mapping[str, str]) -> PlanMetrics:

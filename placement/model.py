@@ -204,9 +204,8 @@ class ClusterState:
     @property
     def comm(self) -> CommEdges:
         """out() as columns (placement/comm.py)."""
-        edges = self.edges
-        assert isinstance(edges, CommEdges)  # __post_init__ made it so
-        return edges
+        edges = self.edges  # a CommEdges since __post_init__, unless set around it
+        return edges if isinstance(edges, CommEdges) else CommEdges.of(edges)
 
     @functools.cached_property
     def columns(self) -> Columns:

@@ -142,7 +142,10 @@ def _keygroup(query: str, keygroups: list[dict[str, str]], moves: list[dict[str,
             what = (f"matches several key groups ({', '.join(matches)}); give the full id"
                     if matches else
                     f"is not a key group of this run ({len(ids)} key groups, e.g. "
-                    f"{', '.join(ids[:4])})")
+                    f"{', '.join(ids[:4])})" + (
+                        "; a run of a job of more than 1,000 key groups lists the moved and the "
+                        "1,000 heaviest (jobs/tracking/bounded.py): the lake's assignments "
+                        "table has every one" if len(ids) >= 1000 else ""))
             raise AuditError(f"--key-group {query!r} {what}")
         query = matches[0]
     row = next(k for k in keygroups if k["keygroup"] == query)

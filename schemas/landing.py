@@ -28,6 +28,7 @@ import pyarrow as pa
 from schemas.errors import PeriodError
 
 __all__ = [
+    "COMM_TOTALS",
     "EDGES",
     "FACET_GROUPS",
     "FACET_SCHEMAS",
@@ -53,6 +54,7 @@ KEYGROUPS, EDGES, NODES = "keygroups", "edges", "nodes"
 SUBSCRIPTIONS, SOURCES = "subscriptions", "sources"
 STREAMS = "streams"
 LINKS = "links"
+COMM_TOTALS = "comm_totals"
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -130,12 +132,24 @@ FACET_SCHEMAS: dict[str, pa.Schema] = {
             ("bandwidth", pa.float64()),
         ]
     ),
+    #: a job whose edges carry only each unit's heaviest outgoing pairs (top-k; docs/algorithms.md
+    #: "Communication: heaviest pairs"): per unit, the tuples of ALL its outgoing pairs in the
+    #: period (to other units), one row per unit and period; the pairs it did not land are this
+    #: total minus its landed edges' tuples
+    COMM_TOTALS: pa.schema(
+        [
+            ("ts", _TS),
+            ("src_keygroup", pa.string()),
+            ("tuples", pa.int64()),
+        ]
+    ),
 }
 
 #: facet datasets that land together: a dynamic job's (both), a job declaring streams (its rates),
 #: a wide-area job's measured links (optional: without them the topology file's values hold)
 FACET_GROUPS: dict[str, tuple[str, ...]] = {"dynamic": (SUBSCRIPTIONS, SOURCES),
-                                            "load_model": (STREAMS,), "network": (LINKS,)}
+                                            "load_model": (STREAMS,), "network": (LINKS,),
+                                            "comm": (COMM_TOTALS,)}
 
 
 def format_period_end(period_end: datetime) -> str:

@@ -110,6 +110,13 @@ NETWORK_LINKS = Table(
     "bandwidth DOUBLE",
     ("job_id", "period_end", "a", "b"),
 )
+# A top-k communication landing's per-unit totals (jobs/facets/comm.py): the tuples of all of a
+# unit's outgoing pairs; comm_stats holds the heaviest of them, the rest is this minus those.
+COMM_TOTALS = Table(
+    "comm_totals",
+    "job_id STRING, period_end TIMESTAMP, src_keygroup STRING, tuples BIGINT",
+    ("job_id", "period_end", "src_keygroup"),
+)
 ASSIGNMENT_VERSIONS = Table(
     "assignment_versions",
     "job_id STRING, version BIGINT, plan_id STRING, period_end TIMESTAMP, checksum STRING, "
@@ -142,6 +149,7 @@ TABLES: dict[str, Table] = {
         STREAM_STATS,
         LOAD_MODEL,
         NETWORK_LINKS,
+        COMM_TOTALS,
         HEALINGS,
     )
 }

@@ -46,6 +46,49 @@ if TYPE_CHECKING:
 
 SUBPROCESS_JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
+# Under pytest-xdist (`make test` runs two workers) each worker is its own process with its own
+# session fixtures (Spark JVM, Kafka broker, Connect server) and its own tmp dirs; what the test
+# modules share through the project tree is Airflow's home of the DAG-parsing tests: one each.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if WORKER:
+    os.environ.setdefault("AIRFLOW_HOME", str(ROOT / ".reconf" / f"test-airflow-{WORKER}"))
+
+#: rough seconds per test by marker, to start the longest groups first (longest-first
+#: scheduling keeps one worker from ending the run alone on a slow module)
+_WEIGHTS = (("e2e", 30.0), ("kafka", 30.0), ("browser", 30.0), ("spark", 5.0))
+
+
+def _group(nodeid: str) -> str:
+    """The unit a worker runs whole: the test's module (module fixtures and in-order tests stay
+    together), and every Kafka test together (one broker; they count the machine's Kafka JVMs)."""
+    module = nodeid.split("::", 1)[0]
+    return "tests/kafka" if module.startswith("tests/kafka/") else module
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """pytest-xdist hands out whole groups (`_group`), in the order the workers collected them.
+    (Its own `--dist loadgroup` marks do not reach pytest 9's node ids, hence this scheduler.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    return ByGroup(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker: heaviest groups first (stable: each group keeps its tests' order)."""
+    if not hasattr(config, "workerinput"):
+        return
+    weight: dict[str, float] = {}
+    for item in items:
+        group = _group(item.nodeid)
+        weight[group] = weight.get(group, 0.0) + next(
+            (w for name, w in _WEIGHTS if item.get_closest_marker(name)), 0.3)
+    items.sort(key=lambda item: -weight[_group(item.nodeid)])
+
 
 @pytest.fixture(scope="session")
 def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:

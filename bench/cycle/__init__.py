@@ -168,6 +168,7 @@ def _cycle(mode: str, job_id: str, period: Any, env: dict[str, str],
         r = (_stage_in_worker(worker, stage, job_id, stamp, home) if worker is not None
              else _stage_in_process(stage, job_id, stamp, env))
         row[stage] = r["wall"]
+        row[f"{stage}_cpu"] = r.get("cpu", float("nan"))
         peak = max(peak, r.get("peak_mib", 0.0))
         if stage == "plan":
             row["gap_pct"] = r.get("gap_pct", float("nan"))

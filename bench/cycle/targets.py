@@ -26,7 +26,8 @@ __all__ = ["GROWTH_STEPS", "TARGETS", "TARGET_FANOUT", "Target", "exponent", "gr
 TARGET_FANOUT = 16
 #: the steps and layers whose growth is fitted (the layers summed over the four stages)
 GROWTH_STEPS = ("land", "collect", "validate", "plan", "publish", "total", "read", "ge",
-                "mlflow", "solver", "peak_mib")
+                "mlflow", "solver", "peak_mib", "land_cpu", "collect_cpu", "validate_cpu",
+                "plan_cpu", "publish_cpu")
 _GIB = 1024.0
 
 
@@ -100,7 +101,7 @@ def exponent(points: Sequence[tuple[float, float]]) -> float | None:
 
 def _value(row: Mapping[str, Any], step: str) -> float | None:
     if step in row and isinstance(row[step], int | float):
-        return float(row[step])
+        return float(row[step]) if math.isfinite(row[step]) else None
     layers = row.get("layers") or {}
     return float(layers[step]) if step in layers else None
 
@@ -127,7 +128,8 @@ def print_growth(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
     if not fitted:
         return fitted
     print("\ngrowth exponent b of t ~ n^b over the growth jobs' key groups (1: linear; layers "
-          "summed over the four stages; peak_mib: the cycle's peak memory)\n"
+          "summed over the four stages; peak_mib: the cycle's peak memory; *_cpu: the step's CPU "
+          "seconds, what the shared machine's load does not inflate)\n"
           f"{'mode':>15} {'sizes':>22} " + " ".join(f"{s:>8}" for s in GROWTH_STEPS))
     for mode, fit in fitted.items():
         sizes = " -> ".join(f"{n:.0e}".replace("e+0", "e") for n in fit["sizes"])

@@ -14,12 +14,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from jobs.facets.base import Assembly, Checked, Facet
+from jobs.facets.comm import attach_comm, read_comm_totals, validate_comm_of
 from jobs.facets.dynamic import attach_sources
 from jobs.facets.links import read_link_rows, validate_links_of
 from jobs.facets.load_model import attach_streams, read_stream_rows, validate_streams_of
 from jobs.facets.network import attach_network_facet
 from jobs.facets.subscriptions import read_facet_rows, validate_facets_of
-from schemas.landing import LINKS, SOURCES, STREAMS, SUBSCRIPTIONS
+from schemas.landing import COMM_TOTALS, LINKS, SOURCES, STREAMS, SUBSCRIPTIONS
+from schemas.tables import COMM_TOTALS as COMM_TOTALS_TABLE
 from schemas.tables import LOAD_MODEL, NETWORK_LINKS, SOURCE_STATS, STREAM_STATS
 from schemas.tables import SUBSCRIPTIONS as SUBSCRIPTIONS_TABLE
 
@@ -37,6 +39,9 @@ FACETS: tuple[Facet, ...] = (
     Facet("sources", (SOURCES, SUBSCRIPTIONS), (SOURCE_STATS, SUBSCRIPTIONS_TABLE),
           ("source_stats", "subscriptions"),
           validate=validate_facets_of, read=read_facet_rows, attach=attach_sources),
+    # the pairs a top-k landing dropped, per unit (jobs/facets/comm.py)
+    Facet("comm", (COMM_TOTALS,), (COMM_TOTALS_TABLE,), ("comm_totals",),
+          validate=validate_comm_of, read=read_comm_totals, attach=attach_comm),
 )
 
 

@@ -30,6 +30,7 @@ from jobs.facets.links import check_links_landing
 from jobs.validate.suites import ValidationReport
 from schemas.config import JobConfig, Paths
 from schemas.landing import (
+    COMM_TOTALS,
     FACET_GROUPS,
     FACET_SCHEMAS,
     LINKS,
@@ -39,6 +40,7 @@ from schemas.landing import (
     format_period_end,
     period_dir,
 )
+from schemas.tables import COMM_TOTALS as COMM_TOTALS_TABLE
 from schemas.tables import NETWORK_LINKS, SOURCE_STATS, STREAM_STATS, Table
 from schemas.tables import SUBSCRIPTIONS as SUBSCRIPTIONS_TABLE
 
@@ -52,7 +54,8 @@ __all__ = ["FACET_TABLES", "check_facet_landing", "facet_frames", "read_facet_ro
 
 #: landing dataset -> its Delta table, in write order (both before keygroup_stats)
 FACET_TABLES: dict[str, Table] = {SOURCES: SOURCE_STATS, SUBSCRIPTIONS: SUBSCRIPTIONS_TABLE,
-                                  STREAMS: STREAM_STATS, LINKS: NETWORK_LINKS}
+                                  STREAMS: STREAM_STATS, LINKS: NETWORK_LINKS,
+                                  COMM_TOTALS: COMM_TOTALS_TABLE}
 
 
 def check_facet_landing(paths: Paths, job: JobConfig, period_end: datetime
@@ -64,7 +67,8 @@ def check_facet_landing(paths: Paths, job: JobConfig, period_end: datetime
     land_cmd = f"reconf land --job {job.job_id} --period-end {format_period_end(period_end)}"
     present = {kind: (where / kind).is_dir() for kind in FACET_SCHEMAS}
     declared = {"dynamic": job.dynamic, "load_model": job.load_model is not None,
-                "network": False}  # measured links are optional: the topology file holds
+                "network": False,  # measured links are optional: the topology file holds
+                "comm": False}  # pair totals come with a top-k landing only
     files: dict[str, list[Path]] = {}
     for group, kinds in FACET_GROUPS.items():
         if not any(present[k] for k in kinds) and not declared[group]:

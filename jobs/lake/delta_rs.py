@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["DeltaRsLake"]
+__all__ = ["DeltaRsLake", "plain_types"]
 
 _TABLE = re.compile(r"\{([a-z_]+)\}")
 
@@ -41,8 +41,8 @@ class DeltaRsLake(Lake):
         builder = QueryBuilder()
         for name in dict.fromkeys(_TABLE.findall(sql)):
             builder = builder.register(name, DeltaTable(self.paths.table(name)))
-        table = pa.table(builder.execute(_TABLE.sub(lambda m: m.group(1), sql)).read_all())
-        return pa.table([_plain(column) for column in table.columns], names=table.column_names)
+        return plain_types(pa.table(builder.execute(_TABLE.sub(lambda m: m.group(1), sql))
+                                    .read_all()))
 
     def records(self, sql: str) -> list[dict[str, Any]]:
         return self.arrow(sql).to_pylist()
@@ -67,6 +67,13 @@ class DeltaRsLake(Lake):
 
     def _update(self, table: Table, values: dict[str, str], where: str) -> None:
         update_native(self.paths, table, values, where)
+
+
+def plain_types(table: pa.Table) -> pa.Table:
+    """The table with DataFusion's (or Spark's Arrow) types as Spark's rows give them."""
+    import pyarrow as pa
+
+    return pa.table([_plain(column) for column in table.columns], names=table.column_names)
 
 
 def _plain(column: pa.ChunkedArray) -> pa.ChunkedArray:

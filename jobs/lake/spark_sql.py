@@ -47,6 +47,11 @@ class SparkLake(Lake):
     def frame(self, sql: str) -> pd.DataFrame:
         return self.spark.sql(self._sql(sql)).toPandas()
 
+    def arrow(self, sql: str) -> pa.Table:
+        from jobs.lake.delta_rs import plain_types
+
+        return plain_types(self.spark.sql(self._sql(sql)).toArrow())
+
     def table(self, name: str) -> DataFrame:
         """The whole table as a Spark DataFrame (for tests and tools that want Spark's API)."""
         return self.spark.read.format("delta").load(self.paths.table(name))

@@ -15,19 +15,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from jobs.errors import StageError, lake_rows_refused
 from jobs.facets.base import Assembly
 from jobs.facets.dynamic import Prepared, prepare
 from jobs.facets.registry import attach_facets
-from placement.model import ClusterState, Edge, KeyGroup, Node
+from placement.comm import CommEdges
+from placement.model import ClusterState, KeyGroup, Node
 from schemas.config import JobConfig
 from schemas.constraints import Constraints
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
 
 if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
     from jobs.lake import Start
 
-__all__ = ["Assembled", "PeriodInputs", "assemble", "build_state"]
+__all__ = ["Assembled", "PeriodInputs", "assemble", "build_state", "comm_of"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,8 @@ class PeriodInputs:
 
     keygroups: Sequence[Mapping[str, Any]]
     nodes: Sequence[Mapping[str, Any]]
-    edges: Sequence[Mapping[str, Any]]
+    #: comm_stats: rows, or the period's frame (pandas or Arrow, read without a row object)
+    edges: Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table
     start: Start
     #: facet name -> its rows (jobs/facets/registry.py `read_facets`; None: the period has none)
     facets: Mapping[str, Any] = field(default_factory=dict)
@@ -70,7 +77,7 @@ def build_state(
     job: JobConfig,
     keygroups: Sequence[Mapping[str, Any]],
     nodes: Sequence[Mapping[str, Any]],
-    edges: Sequence[Mapping[str, Any]],
+    edges: Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table,
     current: Mapping[str, str],
 ) -> ClusterState:
     """The planner's model of one period: loads from the stats, placement from `current`.
@@ -80,7 +87,7 @@ def build_state(
     """
     _check_finite(job, keygroups, ("load_pct", "state_bytes"), "keygroup", KEYGROUP_STATS.name)
     _check_finite(job, nodes, ("capacity",), "node", NODE_STATS.name)
-    _check_finite(job, edges, ("tuples_per_s",), "src_keygroup", COMM_STATS.name)
+    comm = comm_of(job, edges)
     capacity = {n["node"]: float(n["capacity"]) for n in nodes}
     assignment = {k["keygroup"]: current.get(k["keygroup"], k["node"]) for k in keygroups}
     node_ids = sorted(set(capacity) | set(assignment.values()))
@@ -102,11 +109,37 @@ def build_state(
             for k in sorted(keygroups, key=lambda row: row["keygroup"])
         ),
         assignment=assignment,
-        edges=tuple(
-            Edge(e["src_keygroup"], e["dst_keygroup"], float(e["tuples_per_s"])) for e in edges
-        ),
+        edges=comm,
         constraints=constraints,
     )
+
+
+def comm_of(job: JobConfig, edges: Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table
+            ) -> CommEdges:
+    """comm_stats as columns (placement/comm.py): from a frame without a Python object per
+    row, in (src, dst) order so the state never depends on how the table's files were laid
+    out; a non-finite or missing rate is refused naming its row."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    if isinstance(edges, pa.Table):
+        edges = edges.select(["src_keygroup", "dst_keygroup", "tuples_per_s"]).to_pandas()
+    if not isinstance(edges, pd.DataFrame):
+        _check_finite(job, edges, ("tuples_per_s",), "src_keygroup", COMM_STATS.name)
+        return CommEdges.from_columns([e["src_keygroup"] for e in edges],
+                                      [e["dst_keygroup"] for e in edges],
+                                      [float(e["tuples_per_s"]) for e in edges])
+    frame = edges.sort_values(["src_keygroup", "dst_keygroup"], kind="stable")
+    rate = pd.to_numeric(frame["tuples_per_s"], errors="coerce").to_numpy(np.float64)
+    bad = ~np.isfinite(rate)
+    if bad.any():
+        row = frame.iloc[int(np.flatnonzero(bad)[0])]
+        _check_finite(job, [{"src_keygroup": row["src_keygroup"],
+                             "tuples_per_s": row["tuples_per_s"]}],
+                      ("tuples_per_s",), "src_keygroup", COMM_STATS.name)
+    return CommEdges.from_columns(frame["src_keygroup"].astype(str),
+                                  frame["dst_keygroup"].astype(str), rate)
 
 
 def _check_finite(job: JobConfig, rows: Sequence[Mapping[str, Any]], columns: tuple[str, ...],

@@ -143,7 +143,12 @@ def read_inputs(ctx: StageContext) -> tuple[PeriodInputs, int]:
     kg_rows: list[dict[str, Any]]
     start: Start | StageError
     kg_rows, node_rows, edge_rows, start, facets, assignments_version, _ = concurrently(
-        rows(KEYGROUP_STATS), rows(NODE_STATS), rows(COMM_STATS), start_or_error,
+        rows(KEYGROUP_STATS), rows(NODE_STATS),
+        # O(edges): Arrow columns straight into the planner's CommEdges; build_state orders them
+        # by key (jobs/plan/assemble.py `comm_of`)
+        lambda: lake.period_arrow(COMM_STATS, job.job_id, ctx.end,
+                                  ["src_keygroup", "dst_keygroup", "tuples_per_s"]),
+        start_or_error,
         lambda: read_facets(ctx), lambda: lake.table_version(ASSIGNMENTS.name),
         lambda: prepare_client(paths))
     everyone_left = job.dynamic and ctx.marker is not None and ctx.marker.rows_of(

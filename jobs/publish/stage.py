@@ -61,6 +61,7 @@ from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLANS
 from schemas.tracking import Tag, delta_version_tag
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 __all__ = ["PublishResult", "publish", "publish_period"]
@@ -234,12 +235,7 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
     failpoint("publish.manifest")
     # commit: the version's rows, then its version row (the commit point), then LATEST
     version_where = Scope(job.job_id, version=version)
-    lake.write_records(
-        ASSIGNMENTS,
-        [{"job_id": job.job_id, "version": version, "keygroup": kg, "node": node}
-         for kg, node in sorted(assignment.items())],
-        version_where,
-    )
+    lake.replace(ASSIGNMENTS, _assignment_rows(job.job_id, version, assignment), version_where)
     failpoint("publish.assignments")
     lake.write_records(
         ASSIGNMENT_VERSIONS,
@@ -260,6 +256,22 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
         lambda: _tag_others(paths, attempts, pid, version))
     failpoint("publish.status")
     return PublishResult(job.job_id, stamp, version, "published", str(path), plan_id=pid)
+
+
+def _assignment_rows(job_id: str, version: int, assignment: dict[str, str]) -> pa.Table:
+    """The version's `assignments` rows as columns, in key-group order: O(units) without an
+    object per row (a job of 10^5 units publishes 10^5 rows a version)."""
+    import pyarrow as pa
+
+    from jobs.lake.write import conform
+
+    keys = sorted(assignment)
+    n = len(keys)
+    return conform(pa.table({"job_id": pa.array([job_id] * n, pa.string()),
+                             "version": pa.array([version] * n, pa.int64()),
+                             "keygroup": pa.array(keys, pa.string()),
+                             "node": pa.array([assignment[k] for k in keys], pa.string())}),
+                   ASSIGNMENTS)
 
 
 def _already_published(ctx: StageContext, mine: dict[str, Any], attempts: list[dict[str, Any]],

@@ -7,10 +7,11 @@ share a node, before and after. jobs/tracking/store.py logs them with every plan
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Mapping
 from pathlib import Path
+
+import numpy as np
 
 from placement.graphpart import pair_rates
 from placement.metrics import node_loads
@@ -57,11 +58,9 @@ def heaviest_pairs(state: ClusterState, after: Mapping[str, str], k: int
                     ) -> list[tuple[str, str, float]]:
     """The k heaviest key-group pairs, out(g_i, g_j) + out(g_j, g_i), heaviest first; among
     equally heavy pairs those whose collocation the plan changes come first."""
-    both: dict[tuple[str, str], float] = {}
-    for (src, dst), rate in pair_rates(state).items():
-        key = (src, dst) if src < dst else (dst, src)
-        both[key] = both.get(key, 0.0) + rate
+    lo, hi, rates = pair_rates(state).undirected(positive_only=False)  # on the columns
     before = state.assignment
+    units = state.comm.units
 
     def order(item: tuple[tuple[str, str], float]) -> tuple[float, bool, tuple[str, str]]:
         (a, b), rate = item
@@ -70,8 +69,12 @@ def heaviest_pairs(state: ClusterState, after: Mapping[str, str], k: int
 
     # only pairs at least as heavy as the k-th heaviest can be among the first k (`order` sorts
     # by rate first): at 10^4 key groups there are millions of pairs and k is 20
-    floor = heapq.nlargest(k, both.values())[-1] if len(both) > k > 0 else -math.inf
-    top = sorted(((pair, rate) for pair, rate in both.items() if rate >= floor), key=order)[:k]
+    if k <= 0:
+        return []
+    floor = float(np.partition(rates, len(rates) - k)[len(rates) - k]) if len(rates) > k else -math.inf
+    pick = np.flatnonzero(rates >= floor)
+    top = sorted((((units[int(lo[i])], units[int(hi[i])]), float(rates[i])) for i in pick),
+                 key=order)[:k]
     return [(a, b, rate) for (a, b), rate in top]
 
 

@@ -34,6 +34,7 @@ from jobs.tracking.audit_trail import (
     note_markdown,
     to_csv,
 )
+from jobs.tracking.bounded import logged_keygroups, logged_plan_json
 from jobs.tracking.charts import comm_graph, load_chart
 from jobs.tracking.ui_links import VIEW_TAG, key_metrics_view, view_needs_update
 from placement.metrics import mean_load
@@ -313,12 +314,15 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        (folder / Artifact.PLAN_JSON).write_text(json.dumps(record.plan_json, indent=2, sort_keys=True))
+        # per unit only what stays bounded (jobs/tracking/bounded.py): the lake has the rest
+        (folder / Artifact.PLAN_JSON).write_text(
+            json.dumps(logged_plan_json(record.plan_json), indent=2, sort_keys=True))
         loads = NodeLoads.of(state, plan)  # once: the moves, the nodes and the chart share them
         family = family_params(plan.strategy, job.strategy_params.get(plan.strategy))
         moves_csv = to_csv(explain_moves(state, plan, loads, family), MOVE_COLUMNS)
         (folder / Artifact.MOVES_CSV).write_text(moves_csv)
-        (folder / Artifact.KEYGROUPS_CSV).write_text(to_csv(keygroup_rows(state, plan), KEYGROUP_COLUMNS))
+        (folder / Artifact.KEYGROUPS_CSV).write_text(
+            to_csv(logged_keygroups(keygroup_rows(state, plan)), KEYGROUP_COLUMNS))
         (folder / Artifact.NODES_CSV).write_text(to_csv(node_rows(state, plan, loads), NODE_COLUMNS))
         load_chart(state, plan, folder / Artifact.NODE_LOADS_PNG, (loads.before, loads.after))
         if state.edges:

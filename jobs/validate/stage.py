@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
+import pyarrow as pa
 
 from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
@@ -66,11 +67,12 @@ def _expected_keygroups(ctx: StageContext, reported: set[str], start: Start,
     return reported, "this period (first period of the job)"
 
 
-def _read_period(ctx: StageContext) -> tuple[list[pd.DataFrame], Start | StageError]:
+def _read_period(ctx: StageContext) -> tuple[list[pd.DataFrame | pa.Table], Start | StageError]:
     """The period's three tables and where its plan starts, read at once (jobs/lake
     `concurrently`), while GE is imported; a refused starting point comes back as its error,
     raised after the checks of the tables (their messages come first, as when the reads ran one
-    by one)."""
+    by one). `comm_stats` (O(edges) rows) stays Arrow: GE judges it by its witness rows
+    (jobs/validate/witness.py) and reads it whole only to name the rows of a refusal."""
     lake = ctx.lake
     runtime = None if ctx.marker is None else ctx.marker.runtime
 
@@ -83,8 +85,9 @@ def _read_period(ctx: StageContext) -> tuple[list[pd.DataFrame], Start | StageEr
     def frame(table: Table) -> Callable[[], pd.DataFrame]:
         return lambda: lake.period_frame(table, ctx.job_id, ctx.end)
 
-    *frames, begin, _ = concurrently(frame(KEYGROUP_STATS), frame(COMM_STATS), frame(NODE_STATS),
-                                     start, prepare)
+    *frames, begin, _ = concurrently(
+        frame(KEYGROUP_STATS), lambda: lake.period_arrow(COMM_STATS, ctx.job_id, ctx.end),
+        frame(NODE_STATS), start, prepare)
     return frames, begin
 
 

@@ -11,9 +11,9 @@ not have, a non-JSON value) is a `ValueError`.
 Encoding: a dataclass is ``{"$type": name, "fields": {...}}`` (its init fields), an enum
 ``{"$enum": name, "value": v}``, a tuple ``{"$tuple": [...]}``, a frozenset ``{"$set": [...]}``
 (sorted, so the bytes are stable), a mapping ``{"$map": [[key, value], ...]}`` (keys may be any
-encodable value), a non-finite float ``{"$float": "inf" | "-inf" | "nan"}``, the state's
-communication columns (placement/comm.py `CommEdges`) ``{"$comm": {"units", "src", "dst",
-"rate", "dropped"}}`` (lists; read back through `CommEdges`' own checks).
+encodable value), the communication columns ``{"$comm": {"units": [...], "src", "dst", "rate",
+"dropped": base64 of little-endian int64/float64}}`` (placement/comm.py), a non-finite float
+``{"$float": "inf" | "-inf" | "nan"}``.
 """
 
 from __future__ import annotations
@@ -70,15 +70,15 @@ def decode(text: str | bytes, extra: Mapping[str, type] | None = None) -> Any:
 
 
 def _enc(value: Any, types: Mapping[str, type]) -> Any:
-    if isinstance(value, CommEdges):  # columns, not a dataclass of known fields
-        return {"$comm": {"units": list(value.units), "src": value.src.tolist(),
-                          "dst": value.dst.tolist(), "rate": value.rate.tolist(),
-                          "dropped": value.dropped.tolist()}}
     if isinstance(value, Enum):
         name = type(value).__name__
         if _ENUMS.get(name) is not type(value):
             raise ValueError(f"what-if input: enum {name} has no codec")
         return {"$enum": name, "value": value.value}
+    if isinstance(value, CommEdges):  # out() as columns: lists, not an object per edge
+        return {"$comm": {"units": list(value.units), "src": _b64(value.src, "<i8"),
+                          "dst": _b64(value.dst, "<i8"), "rate": _b64(value.rate, "<f8"),
+                          "dropped": _b64(value.dropped, "<f8")}}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         name = type(value).__name__
         if types.get(name) is not type(value):
@@ -98,6 +98,46 @@ def _enc(value: Any, types: Mapping[str, type]) -> Any:
     if isinstance(value, list):
         return [_enc(v, types) for v in value]
     raise ValueError(f"what-if input: a {type(value).__name__} has no codec")
+
+
+def _b64(array: Any, dtype: str) -> str:
+    """A numpy column as base64 of its little-endian bytes: strict JSON, no float per value."""
+    import base64
+
+    import numpy as np
+
+    return base64.b64encode(np.ascontiguousarray(array, dtype=dtype).tobytes()).decode("ascii")
+
+
+def _column(text: Any, dtype: str) -> Any:
+    import base64
+    import binascii
+
+    import numpy as np
+
+    if not isinstance(text, str):
+        raise ValueError("what-if input: a $comm column must be a base64 string")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"what-if input: a $comm column is not base64 ({exc})") from None
+    if len(raw) % 8:
+        raise ValueError("what-if input: a $comm column is not a whole number of 8-byte values")
+    return np.frombuffer(raw, dtype=dtype).astype(dtype[1:])
+
+
+def _comm(body: dict[str, Any]) -> CommEdges:
+    """CommEdges from its columns, through its constructor's checks."""
+    if set(body) != {"units", "src", "dst", "rate", "dropped"} or not isinstance(
+            body["units"], list) or not all(isinstance(u, str) for u in body["units"]):
+        raise ValueError("what-if input: $comm must hold units (a list of ids) and the src, dst, "
+                         "rate and dropped columns")
+    columns = (_column(body["src"], "<i8"), _column(body["dst"], "<i8"),
+               _column(body["rate"], "<f8"), _column(body["dropped"], "<f8"))
+    try:
+        return CommEdges(tuple(body["units"]), *columns)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"what-if input: communication columns: {exc}") from None
 
 
 def _dec(value: Any, types: Mapping[str, type], depth: int) -> Any:
@@ -120,6 +160,8 @@ def _dec(value: Any, types: Mapping[str, type], depth: int) -> Any:
         if cls is None or not isinstance(value["fields"], dict):
             raise ValueError(f"what-if input: unknown type {str(body)[:60]!r}")
         return cls(**{str(k): _dec(v, types, depth + 1) for k, v in value["fields"].items()})
+    if tag == "$comm" and set(value) == {"$comm"} and isinstance(body, dict):
+        return _comm(body)
     if tag == "$enum" and set(value) == {"$enum", "value"}:
         enum = _ENUMS.get(body) if isinstance(body, str) else None
         if enum is None:
@@ -134,17 +176,6 @@ def _dec(value: Any, types: Mapping[str, type], depth: int) -> Any:
         if not all(isinstance(p, list) and len(p) == 2 for p in pairs):
             raise ValueError("what-if input: $map must hold [key, value] pairs")
         return {_hashable(k): v for k, v in pairs}
-    if len(value) == 1 and tag == "$comm" and isinstance(body, dict) and set(body) == {
-            "units", "src", "dst", "rate", "dropped"}:
-        import numpy as np
-
-        try:
-            return CommEdges(tuple(str(u) for u in body["units"]),
-                             np.asarray(body["src"], np.int64), np.asarray(body["dst"], np.int64),
-                             np.asarray(body["rate"], np.float64),
-                             np.asarray(body["dropped"], np.float64))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"what-if input: communication columns: {exc}") from None
     if len(value) == 1 and tag == "$float" and body in ("inf", "-inf", "nan"):
         return float(body)
     raise ValueError(f"what-if input: unknown object with keys {sorted(value)[:5]}")

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from placement.graphpart import pair_rates
 from placement.model import ClusterState
 
@@ -41,29 +43,39 @@ class Scores:
 
 
 def calc_scores(state: ClusterState, assignment: Mapping[str, str], s_f: float) -> Scores:
-    """Step 1 on `state`'s communication, with collocation judged on `assignment`."""
+    """Step 1 on `state`'s communication, with collocation judged on `assignment`.
+
+    On the columns (placement/comm.py): output(g_k) adds g_k's pairs in pair order, as a loop
+    over out() would, plus the rate of the pairs a top-k landing dropped, so avg(g_k) is the
+    average over all of g_k's traffic, not over its heaviest pairs only."""
     out = pair_rates(state)
-    op_of = {k.id: k.operator for k in state.keygroups}
-    op_size: dict[str, int] = {}
-    for k in state.keygroups:
-        op_size[k.operator] = op_size.get(k.operator, 0) + 1
-    down: dict[str, set[str]] = {}
-    output: dict[str, float] = {}
-    for (src, dst), rate in out.items():
-        down.setdefault(op_of[src], set()).add(op_of[dst])
-        output[src] = output.get(src, 0.0) + rate
-    avg: dict[str, float] = {}
-    for kg, total in output.items():
-        n_down = sum(op_size[o] for o in down[op_of[kg]])
-        avg[kg] = total / n_down
-    col: list[Pair] = []
-    to_be: list[Pair] = []
-    for (src, dst), rate in out.items():
-        if rate > 0 and rate > avg[src] * s_f:
-            (col if assignment[src] == assignment[dst] else to_be).append((src, dst))
-
-    def order(p: Pair) -> tuple[float, str, str]:
-        return (-out[p], p[0], p[1])
-
-    return Scores(out=out, avg=avg, col_grps=tuple(sorted(col, key=order)),
-                  to_be_col_grps=tuple(sorted(to_be, key=order)))
+    comm = state.comm
+    cols = state.columns
+    if len(out) == 0:
+        return Scores(out=out, avg={}, col_grps=(), to_be_col_grps=())
+    ops, op_code = np.unique(np.asarray([k.operator for k in state.keygroups], dtype=object),
+                             return_inverse=True)
+    op_size = np.bincount(op_code, minlength=len(ops))
+    unit_op = np.append(op_code, 0)[cols.comm_unit]  # the operator of each vocabulary unit
+    src, dst, rate = out.src, out.dst, out.rate
+    # O.down per operator: every operator a key group of O sends to
+    down = np.unique(unit_op[src] * len(ops) + unit_op[dst])
+    n_down = np.bincount(down // len(ops), weights=op_size[down % len(ops)],
+                         minlength=len(ops))
+    has_output = np.zeros(len(comm.units), bool)
+    has_output[src] = True
+    output = out.output() + comm.dropped
+    avg_of = np.zeros(len(comm.units))
+    avg_of[has_output] = output[has_output] / n_down[unit_op[has_output]]
+    avg = {comm.units[i]: float(avg_of[i]) for i in np.flatnonzero(has_output)}
+    beneficial = (rate > 0) & (rate > avg_of[src] * s_f)
+    node = np.append(cols.node_codes(assignment), -1)[cols.comm_unit]
+    b_src, b_dst, b_rate = src[beneficial], dst[beneficial], rate[beneficial]
+    order = np.lexsort((comm.rank[b_dst], comm.rank[b_src], -b_rate))
+    together = (node[b_src] == node[b_dst])[order]
+    pairs = [(comm.units[a], comm.units[b])
+             for a, b in zip(b_src[order].tolist(), b_dst[order].tolist(), strict=True)]
+    return Scores(out=out, avg=avg,
+                  col_grps=tuple(p for p, t in zip(pairs, together.tolist(), strict=True) if t),
+                  to_be_col_grps=tuple(p for p, t in zip(pairs, together.tolist(), strict=True)
+                                       if not t))

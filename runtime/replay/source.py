@@ -14,6 +14,7 @@ import functools
 import json
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -37,7 +38,9 @@ from runtime.replay.spec import ReplaySpec
 from runtime.replay.state import StateStore
 from runtime.source import ApplyResult, RuntimeState, load_state, save_state, write_period
 from schemas.landing import (
+    COMM_TOTALS,
     EDGES,
+    FACET_SCHEMAS,
     KEYGROUPS,
     NODES,
     SCHEMAS,
@@ -47,6 +50,7 @@ from schemas.landing import (
 )
 from schemas.manifest import atomic_write_bytes
 from schemas.schedule import ScheduledMove
+from schemas.topk import heaviest_pairs
 
 __all__ = ["ReplayJob", "compile_job", "initial_assignment", "landing_tables", "new_engine"]
 
@@ -115,13 +119,26 @@ def _table(kind: str, columns: Mapping[str, object]) -> pa.Table:
                                 schema=schema)
 
 
-def landing_tables(m: PeriodMetrics, layout: Layout, period_end: datetime, period_s: float
-                   ) -> dict[str, pa.Table]:
-    """One sample per key group, edge and node, stamped at the period's start."""
+def landing_tables(m: PeriodMetrics, layout: Layout, period_end: datetime, period_s: float,
+                   top_k: int = 0) -> dict[str, pa.Table]:
+    """One sample per key group, edge and node, stamped at the period's start. With `top_k`
+    > 0 each unit lands only its `top_k` heaviest outgoing pairs (schemas/topk.py) and, when
+    any unit had more, every unit's total in comm_totals/."""
     ts = period_end.astimezone(UTC) - timedelta(seconds=period_s)
     names = np.array(layout.names, dtype=object)
+    keep, total = heaviest_pairs(m.edge_src, m.edge_dst, m.edge_tuples, top_k)
+    extra: dict[str, pa.Table] = {}
+    if not keep.all():
+        units = np.flatnonzero(np.bincount(m.edge_src[m.edge_src != m.edge_dst],
+                                           minlength=len(total)) > 0)
+        extra[COMM_TOTALS] = pa.Table.from_arrays(
+            [pa.array([ts] * len(units), FACET_SCHEMAS[COMM_TOTALS].field("ts").type),
+             pa.array(names[units].tolist(), pa.string()), pa.array(total[units], pa.int64())],
+            schema=FACET_SCHEMAS[COMM_TOTALS])
+        m = replace(m, edge_src=m.edge_src[keep], edge_dst=m.edge_dst[keep],
+                    edge_tuples=m.edge_tuples[keep], edge_bytes=m.edge_bytes[keep])
     n, e = layout.size, len(m.edge_src)
-    return {
+    return {**extra,
         KEYGROUPS: _table(KEYGROUPS, {
             "ts": [ts] * n, "operator": [layout.operator_name(g) for g in range(n)],
             "keygroup": list(layout.names), "node": list(m.kg_node),
@@ -228,10 +245,12 @@ class ReplayJob:
         while self.engine.cursor < n - 1:
             self.engine.step()  # periods nobody asked for run, unlanded
         metrics = self.engine.step()
-        tables = landing_tables(metrics, self.engine.layout, period_end, self.spec.period_s)
+        tables = landing_tables(metrics, self.engine.layout, period_end, self.spec.period_s,
+                                self.spec.comm_top_k)
         ex = self.execution
+        facets = {kind: tables.pop(kind) for kind in list(tables) if kind in FACET_SCHEMAS}
         where = write_period(Path(landing_root), self.spec.job_id, period_end, tables, self._state,
-                             execution=None if ex is None else {**ex.to_dict(),
+                             facets=facets, execution=None if ex is None else {**ex.to_dict(),
                                                                 "summary": ex.summary()},
                              partial=ex is not None and ex.status in ("stopped", "failed"))
         self._checkpoint()

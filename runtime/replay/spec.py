@@ -19,6 +19,7 @@ from typing import Any
 from runtime.replay.capacity import CapacityChange, capacity_at, check_capacities, check_changes
 from runtime.routing import SPLITTING, canonical, check_epsilon
 from schemas.landing import format_period_end, parse_period_end
+from schemas.topk import DEFAULT_TOP_K
 
 __all__ = [
     "DEFAULT_KEYGROUPS_PER_NODE",
@@ -61,7 +62,7 @@ def check_job_fields(spec: object, ints: Mapping[str, tuple[int, int]]) -> None:
 
 _INTS = {"job": (1, 4), "nodes": (1, 200),
          "periods": (1, 100_000), "period_s": (1, 86_400 * 365), "seed": (0, 2**31 - 1),
-         "top_k": (1, 1000), "aggregate_every": (0, 100_000)}
+         "top_k": (1, 1000), "aggregate_every": (0, 100_000), "comm_top_k": (0, 100_000)}
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,9 @@ class ReplaySpec:
     #: periodic aggregation (Nasir et al. §5.3): every this many periods the partials of split
     #: keys' open windows also move to their principal key group (0 = only at window end)
     aggregate_every: int = 0
+    #: the heaviest outgoing pairs each unit lands (schemas/topk.py), with the total of all its
+    #: pairs in comm_totals/; a unit with at most this many pairs lands them all; 0 = all pairs
+    comm_top_k: int = DEFAULT_TOP_K
 
     def __post_init__(self) -> None:
         check_job_fields(self, _INTS)

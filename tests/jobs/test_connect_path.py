@@ -112,9 +112,13 @@ def test_connect_and_in_process_paths_write_identical_tables(
     assert "SESSION pyspark.sql.connect.session" in stdout  # really the Connect client
     assert stdout.count("STATUS published") == 2
 
+    # The classic home's side of each comparison, read once for both others.
+    ours = {name: _frame(spark, classic, name) for name in TABLES}
+    shape = {name: (read_table(spark, classic, name).schema, _partitioning(spark, classic, name),
+                    table_version(spark, classic, name)) for name in TABLES if name not in FACETS}
     for other in (remote, native):
         for name in TABLES:
-            a, b = _frame(spark, classic, name), _frame(spark, other, name)
+            a, b = ours[name], _frame(spark, other, name)
             if name in FACETS:
                 assert a.empty and b.empty, name
                 continue
@@ -122,10 +126,10 @@ def test_connect_and_in_process_paths_write_identical_tables(
             assert list(a.columns) == list(b.columns), name
             assert a.equals(b), (f"{name} differs in {other.home.name}:\n"
                                  f"{a.compare(b) if a.shape == b.shape else (a, b)}")
-            assert read_table(spark, classic, name).schema == read_table(spark, other, name).schema
-            assert _partitioning(spark, classic, name) == _partitioning(spark, other, name) == [
-                "job_id"]
-            assert table_version(spark, classic, name) == table_version(spark, other, name), name
+            schema, partitioning, version = shape[name]
+            assert schema == read_table(spark, other, name).schema
+            assert partitioning == _partitioning(spark, other, name) == ["job_id"]
+            assert version == table_version(spark, other, name), name
         for version in (1, 2):  # the manifests agree on what the runtime applies
             ma = json.loads((classic.published / JOB_ID / f"v{version}.json").read_text())
             mb = json.loads((other.published / JOB_ID / f"v{version}.json").read_text())

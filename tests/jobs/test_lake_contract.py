@@ -74,6 +74,8 @@ def _questions(lake: Lake) -> dict[str, Any]:
                                                 ordered=True),
         "period_frame": lake.period_frame(NODE_STATS, JOB_ID, P1).sort_values("node")
         .reset_index(drop=True),
+        # columnar: the same Arrow schema and values from both engines (naive UTC, plain strings)
+        "period_arrow": lake.period_arrow(KEYGROUP_STATS, JOB_ID, P1, ordered=True),
         "periods_frame": lake.periods_frame(KEYGROUP_STATS, JOB_ID, P1, P3,
                                             ("period_end", "keygroup", "load_pct"))
         .sort_values(["period_end", "keygroup"]).reset_index(drop=True),
@@ -120,6 +122,7 @@ def test_both_engines_answer_every_question_run_every_query_and_read_each_others
     assert mine["version_log"][0].newest == 2 and mine["version_log"][0].newer == 1
     assert mine["version_log"][0].mine["checksum"] == "c1" and mine["version_log"][1].mine is None
     assert mine["latest_period"] == (P1.replace(tzinfo=None), None)
+    assert mine["period_arrow"].to_pylist() == mine["period_rows"]
     assert mine["published_moves"] == ([[("op0-kg000", "node-02", "node-00")],
                                         [("op0-kg000", "node-02", "node-01")]],
                                        [[("op0-kg000", "node-02", "node-01")]], [], [])

@@ -179,3 +179,18 @@ def test_a_lazy_session_is_made_once_though_several_threads_use_it_first(
     for thread in threads:
         thread.join()
     assert made == [1] and seen == ["4.x"] * 8
+
+
+@given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9-]{0,8}", fullmatch=True),
+                       st.sampled_from(["node-00", "node-01", "node-99"]), max_size=40),
+       st.integers(1, 2**40))
+@settings(deadline=None)  # the first example imports the publish stage
+def test_publish_writes_the_rows_it_wrote_as_dicts_as_columns(assignment: dict[str, str],
+                                                               version: int) -> None:
+    """publish's `assignments` rows as Arrow columns are the rows it wrote one dict per row."""
+    from jobs.publish.stage import _assignment_rows
+    from schemas.tables import ASSIGNMENTS
+
+    rows = [{"job_id": JOB_ID, "version": version, "keygroup": k, "node": v}
+            for k, v in sorted(assignment.items())]
+    assert _assignment_rows(JOB_ID, version, assignment).equals(records_table(rows, ASSIGNMENTS))

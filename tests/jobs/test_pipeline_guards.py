@@ -205,6 +205,21 @@ def test_non_finite_loads_are_a_stage_error_not_a_type_error(job):
         build_state(job, [row], [{"node": "node-00", "capacity": 1.0}], [], {})
 
 
+def test_arrow_edges_build_the_state_the_rows_build_and_refuse_the_same_values(job):
+    """The plan stage hands comm_stats to the planner as Arrow columns (no object per row)."""
+    kgs = [{"keygroup": f"op0-kg00{i}", "operator": "op0", "node": "node-00", "load_pct": 1.0 + i,
+            "state_bytes": 10} for i in range(3)]
+    nodes = [{"node": "node-00", "capacity": 1.0}, {"node": "node-01", "capacity": 1.0}]
+    edges = [{"src_keygroup": "op0-kg000", "dst_keygroup": "op0-kg002", "tuples_per_s": 2.5},
+             {"src_keygroup": "op0-kg001", "dst_keygroup": "op0-kg000", "tuples_per_s": 0.0}]
+    rows = build_state(job, kgs, nodes, edges, {})
+    columns = build_state(job, kgs, nodes, pa.Table.from_pylist(edges), {})
+    assert list(columns.edges) == list(rows.edges) and columns == rows
+    edges[1]["tuples_per_s"] = math.inf
+    with pytest.raises(StageError, match=r"comm_stats\.tuples_per_s of 'op0-kg001' is inf"):
+        build_state(job, kgs, nodes, pa.Table.from_pylist(edges), {})
+
+
 def test_a_crash_recovered_publish_tags_its_mlflow_run(collected_home, job, spark):
     """The version row committed, then the publisher died: the rerun completes LATEST, the plan's
     status and the run's tags."""

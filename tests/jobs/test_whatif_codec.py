@@ -3,6 +3,8 @@ tampered artifact can never run code (as unpickling one did)."""
 
 from __future__ import annotations
 
+import base64
+import json
 import math
 import pickle
 from dataclasses import replace
@@ -152,6 +154,12 @@ def test_a_state_with_communication_columns_round_trips() -> None:
     for name in ("src", "dst", "rate", "dropped"):
         assert np.array_equal(getattr(comm, name), getattr(edges, name)), name
     assert list(back.state.edges) == list(state.edges)
-    with pytest.raises(ValueError, match="communication columns"):
-        decode('{"$comm": {"units": ["a"], "src": [0], "dst": [0], "rate": [-1], '
-               '"dropped": [0]}}')
+    def column(values: list[float], dtype: str) -> str:
+        return base64.b64encode(np.asarray(values, dtype=dtype).tobytes()).decode("ascii")
+
+    negative = {"units": ["a"], "src": column([0], "<i8"), "dst": column([0], "<i8"),
+                "rate": column([-1], "<f8"), "dropped": column([0], "<f8")}
+    with pytest.raises(ValueError, match=r"communication columns: .*rate -1"):
+        decode(json.dumps({"$comm": negative}))
+    with pytest.raises(ValueError, match="must be a base64 string"):
+        decode(json.dumps({"$comm": {**negative, "rate": [1.0]}}))

@@ -1,0 +1,77 @@
+"""A plan's MLflow run is O(nodes + moves + top pairs): its metrics, params and artifact bytes do
+not grow with the job's key groups at fixed nodes and moves (jobs/tracking/bounded.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobs.plan.stage import job_budget, plan_to_dict
+from jobs.tracking.bounded import logged_keygroups, logged_plan_json
+from placement.model import ClusterState, Edge
+from placement.registry import get_strategy
+from placement.workloads.synthetic import synthetic_state
+from schemas.config import JobConfig, Paths
+
+STAMP = "2026-01-01T00:05:00Z"
+
+
+def _logged(tmp_path: Path, units: int) -> tuple[int, int, int, int]:
+    """(metrics, params, artifact bytes, key groups in keygroups.csv) of one plan's run."""
+    from mlflow import MlflowClient
+
+    from jobs.tracking.store import CycleRecord, log_cycle
+
+    paths = Paths(tmp_path / f"home{units}")
+    job = JobConfig(f"kg{units}", strategy="greedy", max_migrations=6)
+    state = synthetic_state(10, units, 4, 30.0, 7)
+    ids = [k.id for k in state.keygroups]  # two heavy pairs per unit: O(units) edges
+    state = replace(state, edges=tuple(Edge(a, ids[(i + j) % units], 1.0 + (i % 17) + j)
+                                       for i, a in enumerate(ids) for j in (1, 2)))
+    assert isinstance(state, ClusterState)
+    plan = get_strategy("greedy")(state, job_budget(job))
+    assert plan.migrations == 6  # the same moves at every size
+    plan_json = {"job_id": job.job_id, "period_end": STAMP, **plan_to_dict(plan)}
+    run_id = log_cycle(paths, CycleRecord(job, STAMP, "greedy", plan_json, None, {}), state, plan)
+    run = MlflowClient(tracking_uri=paths.mlflow_uri).get_run(run_id)
+    folder = Path(run.info.artifact_uri.removeprefix("file://"))
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    listed = (folder / "keygroups.csv").read_text().count("\n") - 1
+    return len(run.data.metrics), len(run.data.params), size, listed
+
+
+def test_the_run_does_not_grow_with_the_key_groups(tmp_path: Path) -> None:
+    small, large = _logged(tmp_path, 2_000), _logged(tmp_path, 8_000)
+    assert small[:2] == large[:2]  # the same metrics and params
+    assert large[2] <= 1.1 * small[2], (small, large)  # bytes: ids of equal length, 4x the units
+    assert small[3] == large[3] <= 1_000 + 6  # the heaviest 1,000 and the moved ones
+
+
+@given(st.integers(0, 60), st.integers(1, 20), st.sets(st.integers(0, 59), max_size=10))
+def test_logged_key_groups_keep_every_moved_one_and_the_heaviest(
+        n: int, limit: int, moved: set[int]) -> None:
+    rows: list[dict[str, Any]] = [
+        {"keygroup": f"g{i}", "load_pct": float((i * 37) % 11), "moved": i in moved}
+        for i in range(n)]
+    kept = logged_keygroups(rows, limit)
+    if n <= limit:
+        assert kept == rows
+        return
+    assert {r["keygroup"] for r in rows if r["moved"]} <= {r["keygroup"] for r in kept}
+    threshold = sorted((r["load_pct"] for r in rows), reverse=True)[limit - 1]
+    assert len(kept) <= limit + len(moved)
+    assert all(r["load_pct"] >= threshold for r in kept if not r["moved"])
+    assert all(r in kept for r in rows if r["load_pct"] > threshold)
+    assert kept == [r for r in rows if r in kept]  # in the rows' order
+
+
+def test_plan_json_lists_the_assignment_only_up_to_the_limit() -> None:
+    small = {"plan_id": "p", "assignment": {f"g{i}": "n" for i in range(3)}}
+    assert logged_plan_json(small, 3) is small
+    large = logged_plan_json(small, 2)
+    assert large["assignment"] is None and large["assignment_keygroups"] == 3
+    assert "plans.plan_json" in large["assignment_in"] and large["plan_id"] == "p"
