@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, str] = {
     "kafka-streams": "bench.kafka_streams",
     "execution": "bench.execution",
     "stability": "bench.stability",
+    "topk": "bench.topk",
 }
 
 

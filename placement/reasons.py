@@ -11,7 +11,7 @@ whose `reason` names the family's words); this module gives every move of a plan
   | objective | family | reason, number |
   |---|---|---|
   | load_distance | MILP, greedy, flux, random, drain | load relieved: the source node's load the key group takes away, % of a reference node |
-  | collocation_factor | ALBIC, COLA | pair collocated: the heaviest partner now on the same node; points of its traffic made local |
+  | collocation_factor | ALBIC, COLA | pair collocated: the heaviest partner now on the same node; points of its traffic made local (a move that collocates nothing, ALBIC's balancing, is "load relieved") |
   | stream_traffic | Herding | traffic saved: Σ_j w(∪ S_q) with the move undone − with it (§2.1) |
   | cost_total | SPRAWL | WAN cost saved: Formula 3.1 with the move undone − with it |
   | feasible_set_ratio | ROD | feasible-set ratio gained: F/F* with it − with the move undone (§2.3) |
@@ -28,6 +28,7 @@ The families are imported inside the functions, as in placement/objectives.py.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -107,10 +108,11 @@ def _pair_collocated(ctx: _Ctx, move: Move) -> MoveReason:
     gained = local(ctx.plan.assignment, move.dst) - local(ctx.state.assignment, move.src)
     mates = sorted((p for p in mine if ctx.plan.assignment.get(p) == move.dst),
                    key=lambda p: (-mine[p], p))
-    if not mates:
-        return MoveReason("pair_collocated", gained, (
-            f"pair collocated: none on {move.dst}; {local(ctx.plan.assignment, move.dst):.0f}% "
-            f"of its traffic local, was {local(ctx.state.assignment, move.src):.0f}%"))
+    if not mates or gained <= 0:  # a balancing move of ALBIC (LD within maxLD): say that
+        relieved = _load_relieved(ctx, move)
+        return MoveReason(relieved.code, relieved.value, (
+            f"{relieved.text}; no pair collocated ({local(ctx.state.assignment, move.src):.0f}%"
+            f" -> {local(ctx.plan.assignment, move.dst):.0f}% of its traffic local)"))
     return MoveReason("pair_collocated", gained, (
         f"pair collocated: {move.keygroup} with {mates[0]} ({mine[mates[0]]:.3g} tuples/s) on "
         f"{move.dst}; {gained:+.1f} points of its traffic local "
@@ -127,6 +129,10 @@ def _saved(code: str, words: str) -> Callable[[_Ctx, Move], MoveReason | None]:
         if found is None:
             return None
         gain, without, with_move = found
+        if math.isinf(without) and math.isfinite(with_move):  # e.g. SPRAWL: a pinned unit
+            return MoveReason(code, gain, (
+                f"{words}: without this move the placement is one {ctx.objective.label} "
+                f"forbids ({ctx.objective.label} inf; {with_move:.4g} with it)"))
         return MoveReason(code, gain, (
             f"{words}: {gain:.4g} {ctx.objective.unit} ({ctx.objective.label} {without:.4g} "
             f"without this move, {with_move:.4g} with it)"))

@@ -12,6 +12,7 @@ distance follows as the secondary column (unless it is the objective).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 
 from schemas.strategies import LOAD_DISTANCE, STRATEGIES, Objective
@@ -30,8 +31,8 @@ def fmt(value: float | None) -> str:
     """A metric for a line of text: 3 decimals up to 10^4, 4 significant digits above."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
-    if math.isinf(value):
-        return "inf"
+    if math.isinf(value) or abs(value) >= sys.float_info.max:  # MLflow stores inf as the max
+        return "inf" if value > 0 else "-inf"
     return format(value, ".3f") if abs(value) < 1e4 else format(value, ".4g")
 
 

@@ -38,7 +38,7 @@ from placement.healing import heal as heal_plan
 from placement.waves import plan_waves
 from schemas.config import JobConfig, Paths
 from schemas.health import HealthReport
-from schemas.manifest import ScalingSection
+from schemas.manifest import ManifestError, ScalingSection, read_manifest
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
 from schemas.tracking import Tag
 
@@ -163,12 +163,16 @@ def _heal(ctx: StageContext, report: HealthReport, now: datetime) -> HealResult:
     rows = [lake.period_rows(t, job.job_id, ctx.end) for t in (KEYGROUP_STATS, NODE_STATS,
                                                                  COMM_STATS)]
     state = build_state(job, rows[0], rows[1], rows[2], current)
-    gone = sorted(dead & set(state.node_ids))
+    # nodes the period's stats still list but a version of this period terminated since (an
+    # earlier healing's dead node): never a target, and terminated again for a runtime that
+    # skipped that version
+    gone = sorted((dead | _terminated(ctx, newest)) & set(state.node_ids))
     try:
-        plan = heal_plan(state, HealingRequest(dead, over, job.healing.budget))
+        plan = heal_plan(state, HealingRequest(frozenset(gone) | dead, over,
+                                               job.healing.budget))
     except HealingRefused as exc:
         return outcome("alert", f"{exc.what}; fix: {exc.fix}")
-    if not plan.moves and not gone:
+    if not plan.moves and not dead & set(state.node_ids):
         return outcome("nothing", "the reported nodes hold no unit to move now")
     tags = {Tag.HEALING_ID: key, Tag.HEALING_REPORT: report.report_id,
             Tag.HEALING_NODES: ",".join(nodes), Tag.HEALING_STATUS: "published"}
@@ -188,6 +192,21 @@ def _heal(ctx: StageContext, report: HealthReport, now: datetime) -> HealResult:
             Tag.RUN_NAME: f"{run_name(ctx.stamp)} healing {report.report_id}"})
     return outcome("published", plan.message, version=version, plan_id=result.plan_id,
                    moves=len(plan.moves), mlflow_run_id=result.mlflow_run_id)
+
+
+def _terminated(ctx: StageContext, newest: int | None) -> frozenset[str]:
+    """The nodes terminated by the published versions of the healing's period (newest first,
+    down to the first version of another period)."""
+    out: set[str] = set()
+    for version in range(newest or 0, 0, -1):
+        try:
+            manifest = read_manifest(ctx.paths.published, ctx.job_id, version)
+        except ManifestError:
+            break
+        if manifest.period_end != ctx.stamp:
+            break
+        out |= set(manifest.scaling.nodes_to_terminate)
+    return frozenset(out)
 
 
 def _result(job_id: str, report: HealthReport, row: dict[str, Any], *, again: bool = False

@@ -116,13 +116,15 @@ def build_state(
 
 def comm_of(job: JobConfig, edges: Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table
             ) -> CommEdges:
-    """comm_stats as columns (placement/comm.py): from a frame without a Python object per
-    row, in (src, dst) order so the state never depends on how the table's files were laid
-    out; a non-finite or missing rate is refused naming its row."""
+    """comm_stats as columns (placement/comm.py): from Arrow (the plan stage's read, in key
+    order) or a pandas frame (put in (src, dst) order, so the state never depends on how the
+    table's files were laid out) without a Python object per row, or from rows as given; a
+    non-finite or missing rate is refused naming its row."""
     import numpy as np
     import pandas as pd
     import pyarrow as pa
 
+    ordered = isinstance(edges, pa.Table)  # the lake's read is in key order already
     if isinstance(edges, pa.Table):
         edges = edges.select(["src_keygroup", "dst_keygroup", "tuples_per_s"]).to_pandas()
     if not isinstance(edges, pd.DataFrame):
@@ -130,13 +132,15 @@ def comm_of(job: JobConfig, edges: Sequence[Mapping[str, Any]] | pd.DataFrame | 
         return CommEdges.from_columns([e["src_keygroup"] for e in edges],
                                       [e["dst_keygroup"] for e in edges],
                                       [float(e["tuples_per_s"]) for e in edges])
-    frame = edges.sort_values(["src_keygroup", "dst_keygroup"], kind="stable")
+    frame = edges if ordered else edges.sort_values(["src_keygroup", "dst_keygroup"],
+                                                     kind="stable")
     rate = pd.to_numeric(frame["tuples_per_s"], errors="coerce").to_numpy(np.float64)
     bad = ~np.isfinite(rate)
     if bad.any():
         row = frame.iloc[int(np.flatnonzero(bad)[0])]
+        value = row["tuples_per_s"]
         _check_finite(job, [{"src_keygroup": row["src_keygroup"],
-                             "tuples_per_s": row["tuples_per_s"]}],
+                             "tuples_per_s": None if pd.isna(value) else float(value)}],
                       ("tuples_per_s",), "src_keygroup", COMM_STATS.name)
     return CommEdges.from_columns(frame["src_keygroup"].astype(str),
                                   frame["dst_keygroup"].astype(str), rate)

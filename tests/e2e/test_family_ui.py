@@ -33,6 +33,10 @@ from schemas.landing import format_period_end
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
+#: each family's move reason (placement/reasons.py), and ROD's before its load model is fitted
+REASONS = {"flights2": {"pair_collocated", "load_relieved"}, "queries": {"traffic_saved"},
+           "flights2-cg": {"band_left"}, "streams": {"feasible_set_gained", "load_relieved"},
+           "wan-demo": {"wan_cost_saved"}}
 #: the five kinds of job (docs/operations.md, "Five kinds of job"), and two shadows each
 FAMILIES = {"flights2": ("greedy", "cg"), "queries": ("herding_offline", "cg"),
             "flights2-cg": ("greedy", "milp"), "streams": ("llf", "cg"),
@@ -48,6 +52,7 @@ class FamilyRun:
     metrics: dict[str, float]
     note: str
     comparison_columns: tuple[str, ...]
+    moves: tuple[dict[str, str], ...]
 
 
 def _config(tmp: Path) -> Path:
@@ -93,9 +98,10 @@ def family_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path
             experiment = found.experiment_id
             [run] = find_runs(client, experiment, job_id, None, max_results=1)
             rows = read_csv_artifact(client, run.info.run_id, COMPARISON_ARTIFACT)
+            moves = read_csv_artifact(client, run.info.run_id, "moves.csv")
             out[job_id] = FamilyRun(job_id, job.strategy, experiment, run.info.run_id,
                                     dict(run.data.metrics), run.data.tags["mlflow.note.content"],
-                                    tuple(rows[0]) if rows else ())
+                                    tuple(rows[0]) if rows else (), tuple(moves))
         yield paths, out
 
 
@@ -136,6 +142,13 @@ def test_each_familys_run_page_leads_with_its_objective(
     assert len(run.note) <= NOTE_LIMIT
     assert run.comparison_columns and not [c for c in run.comparison_columns if "/" in c]
     assert "utilisation_pct/" not in run.note and "vws/" not in run.note
+
+    print(f"FAMILY {job_id}: {first} | {len(run.moves)} move(s); first reason: "
+          f"{run.moves[0]['reason'] if run.moves else '-'}")
+    # each move's reason is the family's own, with its number (moves.csv, as `reconf audit`)
+    for move in run.moves:
+        assert move["reason_codes"].split(";")[-1] in REASONS[job_id], move
+        assert move["gain"] != "" or move["reason_codes"].endswith("load_relieved"), move
 
     browser = module_browser
     browser.get(run_url(mlflow_ui, run.experiment_id, run.run_id))  # as `reconf audit` prints

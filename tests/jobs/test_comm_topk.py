@@ -146,3 +146,15 @@ def test_the_replay_lands_k_pairs_per_unit_and_every_units_total() -> None:
     totals = top[COMM_TOTALS].to_pydict()
     assert dict(zip(totals["src_keygroup"], totals["tuples"], strict=True)) == {
         names[0]: 21, names[1]: 3, names[2]: 4}
+
+
+def test_the_replay_sources_comm_top_k_is_read_and_checked() -> None:
+    from runtime.replay.spec import ReplaySpec
+    from schemas.topk import DEFAULT_TOP_K
+
+    spec = ReplaySpec.from_mapping({"kind": "replay", "job": 2, "comm_top_k": 16}, job_id="j")
+    assert spec.comm_top_k == 16
+    assert ReplaySpec.from_mapping({"kind": "replay", "job": 2}, job_id="j").comm_top_k == \
+        DEFAULT_TOP_K
+    with pytest.raises(ValueError, match="comm_top_k must be an integer between 0 and 100000"):
+        ReplaySpec.from_mapping({"kind": "replay", "job": 2, "comm_top_k": -1}, job_id="j")

@@ -70,3 +70,20 @@ def test_the_targets_and_growth_jobs_are_valid_jobs_of_their_sizes(
         assert job.strategy == target.strategy
     source = make_source(resolve_job("kg100000"), Paths(tmp_path))
     assert isinstance(source, SyntheticJob) and len(source.spec.keygroups) == 100_000
+
+
+def test_the_documented_command_lines_parse() -> None:
+    """docs/benchmarks.md's `reconf bench cycle` lines for the targets and the growth."""
+    import argparse
+
+    from bench.cycle import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    first = parser.parse_args(["--sizes", "1000", "10000", "--modes", "worker+native",
+                               "--no-fleet", "--targets", "t10k"])
+    assert (first.sizes, first.targets, first.no_fleet, first.fanout) == (
+        [1000, 10000], ["t10k"], True, 16)
+    second = parser.parse_args(["--sizes", "100000", "--modes", "worker+native", "--no-fleet",
+                                "--targets", "t32k", "t100k", "--fanout", "0"])
+    assert second.targets == ["t32k", "t100k"] and second.fanout == 0

@@ -81,7 +81,9 @@ def test_a_dead_node_heals_once_waits_for_the_gap_and_a_wide_failure_alerts(
 
     later = heal(job, second, paths=paths, now=at + timedelta(minutes=11))  # the gap passed
     assert later.status == "published" and later.version == 3
-    assert other not in read_manifest(paths.published, JOB_ID, 3).assignment.values()
+    v3 = read_manifest(paths.published, JOB_ID, 3)
+    assert not {other, dead} & set(v3.assignment.values())  # the first dead node stays out
+    assert set(v3.scaling.nodes_to_terminate) == {other, dead}
     rows = {r["report_id"]: r for r in open_lake(paths, spark).records(
         f"SELECT report_id, status, version FROM {{{HEALINGS.name}}} WHERE job_id = '{JOB_ID}'")}
     assert {k: (v["status"], v["version"]) for k, v in rows.items()} == {

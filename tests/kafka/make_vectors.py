@@ -68,8 +68,8 @@ def scheduled(number: int) -> dict[str, Any]:
 def scheduled_text(number: int, tamper: str = "") -> str:
     """A scheduled manifest as the publisher writes it (raw text, so its numbers keep Python's
     notation: the Java client checks the schedule's checksum over the numbers as written). Two
-    waves with floats in every notation Python's repr uses, a byte rate and a wave's expected
-    time (the limits and wave fields added with the rate); `tamper`: "bytes" alters a move after
+    waves with floats in every notation Python's repr uses and a byte rate (the limit added with
+    it); `tamper`: "bytes" alters a move after
     sealing, "elsewhere" sends a move where the assignment does not place its unit."""
     from schemas.schedule import Schedule, ScheduledMove, Wave, WaveLimits
 
@@ -78,8 +78,7 @@ def scheduled_text(number: int, tamper: str = "") -> str:
     limits = WaveLimits(max_moves_per_node=2, max_bytes_per_wave=1.5e7, ceiling_pct=95.0,
                         max_bytes_per_second=2.5e5)
     waves = (Wave((ScheduledMove("0_0", "node-00", "node-01", 1e-05),
-                   ScheduledMove("0_3", "node-00", dst, 1e+20)), 93.7,
-                  expected_s=limits.seconds_for(1e+20)),
+                   ScheduledMove("0_3", "node-00", dst, 1e+20)), 93.7),
              Wave((ScheduledMove("0_1", "node-01", "node-00", 0.1 + 0.2),), 12.5, True))
     body["schedule"] = Schedule.sealed(waves, limits, body["checksum"]).to_dict()
     if tamper == "bytes":

@@ -9,7 +9,9 @@ order a deployment lives through:
 - a stop request (`reconf stop --job J`'s flag) while v3's first wave runs: the wave finishes, the schedule stops, wave
   1's assignment keeps running, `apply` says so and the period report carries it (the next plan
   starts from it);
-- v4's waves start from that partial assignment, paced under a byte rate, and end on v4's.
+- v4's waves start from that partial assignment, paced under a byte rate, and end on v4's;
+- kill -9 of v5's destination instance mid-wave: the schedule fails, every task runs on the
+  survivors, and once the instance is back the failed schedule's assignment runs and is reported.
 
 One test, one application: Kafka tests are slow (each instance is a JVM).
 """
@@ -183,6 +185,28 @@ def test_schedule_waves_in_order_then_stop_between_waves(
             t: partial[t] for t in UNITS if partial[t] != base[t]}
         assert wait_for(cluster.reported_assignment, 30, "a settled assignment") == base
         assert (cluster.applied() or {})["version"] == 4
+
+        # v5: kill -9 of the instance wave 1 moves a task to, while the wave runs: the group
+        # drops it at the session timeout, the schedule fails, no task is lost (all run on the
+        # survivors); once it is back, the failed schedule's assignment runs and is reported
+        v5 = {**base, "0_0": "node-02", "0_3": "node-01"}
+        publish(source, 5, v5, [["0_0"], ["0_3"]], base)
+        wait_for(lambda: (cluster.execution() or {}).get("version") == 5, 60,
+                 "v5's first wave handed out", every_s=0.05)
+        assert cluster.stop("node-02", kill=True) == "killed"
+        ex = wait_for(lambda: (cluster.execution() or {}).get("status") == "failed"
+                      and cluster.execution(), 90, "v5's waves failed")
+        assert len(ex["runs"]) == 1 and ex["runs"][0]["failed"] == ["0_0"]
+        survivors = wait_for(cluster.reported_assignment, 90, "every task on the survivors")
+        assert sorted(survivors) == list(UNITS) and set(survivors.values()) <= set(NODES[:2])
+        report = read_runtime_report(source.land_period(landing, P1 + 3 * STEP))  # restarts it
+        partial5 = dict(ex["assignment"])
+        assert partial5 == after(base, v5, ["0_0"])
+        assert wait_for(lambda: cluster.reported_assignment() == partial5 or None, 60,
+                        "the failed schedule's assignment running again")
+        assert report is not None and report.execution is not None
+        assert report.execution["status"] == "failed" and report.assignment is not None
+        assert sorted(report.assignment) == list(UNITS)  # every task somewhere: none lost
     finally:
         source.close()
 

@@ -5,7 +5,7 @@ The reference is the row code the columns replaced, kept here: a state's communi
 looping over them. On random small instances (every registered strategy, with the facets it
 declares: tests/placement/verifier_lib.py), the state built from a comm_stats frame (columns,
 any row order: jobs/plan/assemble.py `comm_of`) plans exactly what the state built row by row
-plans, and every vectorised function returns the row loop's floats (==, not approximately).
+plans (unless a wall clock cut the solve: then the two states are checked equal), and every vectorised function returns the row loop's floats (==, not approximately).
 """
 
 from __future__ import annotations
@@ -135,6 +135,12 @@ def test_the_columnar_state_plans_exactly_what_the_row_state_plans(name: str,
     params = call_params(name, case)
     a = strategy(by_rows, case.budget, **params)
     b = strategy(by_columns, case.budget, **params)
+    if a.determinism.startswith("clock-limited") or b.determinism.startswith("clock-limited"):
+        # a wall clock cut a solve (placement/determinism.py): a rerun of the same state may
+        # differ too; the two states must still be the same instance
+        assert sorted(by_rows.edges, key=lambda e: (e.src, e.dst)) == list(by_columns.edges)
+        assert replace(by_rows, edges=by_columns.edges) == by_columns
+        return
     assert dict(a.assignment) == dict(b.assignment)
     assert a.moves == b.moves and a.status is b.status and a.scaling == b.scaling
     assert a.before == b.before and a.after == b.after

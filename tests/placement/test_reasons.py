@@ -71,7 +71,9 @@ def test_a_one_move_plan_is_worth_its_objectives_before_minus_after(
     assert before is not None and after is not None and own.value is not None
     gain = before - after if objective.direction == "min" else after - before
     if gain in (float("inf"), float("-inf")) or own.value in (float("inf"), float("-inf")):
-        return  # a move SPRAWL forbids (a pinned unit): inf - inf has no sign
+        if own.value == float("inf"):  # the move is needed for a placement SPRAWL allows
+            assert "forbids" in own.text and f"{after:.4g} with it" in own.text
+        return  # inf - inf has no sign
     event("checked")
     assert own.value == pytest.approx(gain, rel=1e-6, abs=1e-9)
     assert f"{own.value:.4g}" in own.text  # the sentence shows the same number
@@ -95,6 +97,11 @@ def test_load_relieved_and_pair_collocated_by_hand() -> None:
     # all of a's traffic becomes local: 0% -> 100%, its heaviest partner b named
     assert pair[-1].code == "pair_collocated" and pair[-1].value == pytest.approx(100.0)
     assert pair[-1].text.startswith("pair collocated: a with b (9 tuples/s) on n1")
+    # a move that collocates nothing (ALBIC balancing within maxLD) is the load it relieved
+    wider = replace(state, nodes=(*state.nodes, Node("n2")))
+    [alone] = explain(wider, _one_move(wider, "albic_many", "c", "n2"))  # c's partner a: n0
+    assert alone[-1].code == "load_relieved" and alone[-1].value == pytest.approx(15.0)
+    assert alone[-1].text.endswith("; no pair collocated (0% -> 0% of its traffic local)")
 
 
 def test_a_drained_node_is_said_so_before_the_familys_reason() -> None:

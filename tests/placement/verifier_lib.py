@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -127,7 +127,7 @@ def call_params(name: str, case: Case) -> dict[str, Any]:
 def shuffled(state: ClusterState, rng: random.Random) -> ClusterState:
     """The same instance with nodes, units, sources, streams, edges and sites re-listed."""
 
-    def mix(items: tuple[Any, ...]) -> tuple[Any, ...]:
+    def mix(items: Sequence[Any]) -> tuple[Any, ...]:
         out = list(items)
         rng.shuffle(out)
         return tuple(out)

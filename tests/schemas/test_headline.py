@@ -56,3 +56,16 @@ def test_the_mlflow_descriptions_first_line_leads_with_the_objective() -> None:
     line = summary_line(tags, METRICS, 4)
     assert line.startswith("**utilisation imbalance 20.000 → 3.500 (min); load distance "
                            "12.810 → 53.230** · **4 migration(s)** · **published v3**"), line
+
+
+def test_an_infinite_objective_read_back_from_mlflow_says_inf() -> None:
+    """MLflow stores inf as the largest float: SPRAWL's cost of a placement it forbids (the
+    initial allocation of wan-demo) reads "inf", not 1.798e+308."""
+    import sys
+
+    from schemas.headline import fmt, headline
+
+    assert fmt(sys.float_info.max) == "inf" and fmt(-sys.float_info.max) == "-inf"
+    line = headline("sprawl", {"cost_total_before": sys.float_info.max,
+                               "cost_total_after": 4.386e5, "lower_bound": 4.386e5})
+    assert line.startswith("SPRAWL cost inf -> 4.386e+05 (min, lower bound 4.386e+05)")

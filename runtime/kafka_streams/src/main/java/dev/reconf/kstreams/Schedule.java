@@ -35,9 +35,7 @@ public record Schedule(List<List<Move>> waves, String checksum, Double maxBytesP
         List.of("max_moves_per_node", "max_moves_per_wave", "max_bytes_per_wave", "ceiling_pct");
     private static final Set<String> LIMITS_AND_RATE = Set.of("max_moves_per_node",
         "max_moves_per_wave", "max_bytes_per_wave", "ceiling_pct", "max_bytes_per_second");
-    private static final List<String> WAVE = List.of("moves", "peak_pct", "over_ceiling");
-    private static final Set<String> WAVE_AND_EXPECTED =
-        Set.of("moves", "peak_pct", "over_ceiling", "expected_s");
+    private static final Set<String> WAVE = Set.of("moves", "peak_pct", "over_ceiling");
 
     /** One task's move with the state bytes the plan expects it to carry. */
     public record Move(String task, String src, String dst, double stateBytes) {
@@ -83,14 +81,8 @@ public record Schedule(List<List<Move>> waves, String checksum, Double maxBytesP
             if (w.isObject()) {
                 w.fieldNames().forEachRemaining(waveKeys::add);
             }
-            if (!waveKeys.containsAll(WAVE) || !WAVE_AND_EXPECTED.containsAll(waveKeys)) {
-                throw fail(source, where, "must be an object with moves, peak_pct, over_ceiling"
-                    + " and optionally expected_s");
-            }
-            JsonNode expected = w.get("expected_s");
-            if (expected != null && !expected.isNull()
-                    && (!expected.isNumber() || expected.asDouble() < 0)) {
-                throw fail(source, where + ".expected_s", "must be a number >= 0");
+            if (!waveKeys.equals(WAVE)) {
+                throw fail(source, where, "must be an object with moves, peak_pct, over_ceiling");
             }
             if (!w.get("moves").isArray() || w.get("moves").isEmpty()) {
                 throw fail(source, where + ".moves", "must be a non-empty list");
