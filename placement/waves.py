@@ -22,10 +22,10 @@ takes part as source or destination in at most `max_moves_per_node` moves of a w
 per wave, the state bytes per wave (a unit larger than the byte limit moves alone in its own
 wave) and the ceiling.
 
-Byte rate: under `max_bytes_per_second` (R), kept in the schedule's limits, each wave records
-its expected duration `expected_s`, its state bytes / R, the least time a runtime may take to
+Byte rate: under `max_bytes_per_second` (R), kept in the schedule's limits, each wave's expected
+duration is its state bytes / R (`Schedule.expected_s`), the least time a runtime may take to
 move it (runtime/execution.py paces the waves so no wave moves faster). The rate changes no
-wave's moves: it stretches time, not the order.
+wave's content: it stretches time, not the order.
 
 Ceiling rule: a move may join a wave only if its destination's load during the wave (its load on
 the assignment reached so far, plus every unit arriving in this wave, this one included) stays
@@ -105,10 +105,9 @@ def plan_waves(state: ClusterState, moves: Sequence[Move], limits: WaveLimits,
             load[m.src] -= unit[m.keygroup].load
             load[m.dst] += unit[m.keygroup].load
         peak = max(during[n] / cap[n] for n in cap)
-        scheduled = tuple(ScheduledMove(m.keygroup, m.src, m.dst, unit[m.keygroup].state_bytes)
-                          for m in wave)
-        waves.append(Wave(scheduled, peak, over,
-                          limits.seconds_for(sum(m.state_bytes for m in scheduled))))
+        waves.append(Wave(tuple(ScheduledMove(m.keygroup, m.src, m.dst,
+                                              unit[m.keygroup].state_bytes) for m in wave),
+                          peak, over))
     final = dict(target) if target is not None else apply_waves(state.assignment, tuple(waves))
     return Schedule.sealed(tuple(waves), limits, assignment_checksum(final))
 

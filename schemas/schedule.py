@@ -101,14 +101,13 @@ class ScheduledMove:
 class Wave:
     """Moves applied together. `peak_pct`: the highest node utilisation while the wave runs (a
     moving unit counted on both ends); `over_ceiling`: the wave had to break the ceiling (see
-    placement/waves.py, the ceiling rule); `expected_s`: under a byte rate, the least time the
-    wave takes, its state bytes / the rate (`WaveLimits.seconds_for`; absent without a rate, so
-    a schedule without a rate is written byte for byte as before rates existed)."""
+    placement/waves.py, the ceiling rule). Under a byte rate its least duration is derived, not
+    stored (`Schedule.expected_s`): a wave's JSON shape is what every reader checks strictly,
+    the Java one included."""
 
     moves: tuple[ScheduledMove, ...]
     peak_pct: float = 0.0
     over_ceiling: bool = False
-    expected_s: float | None = None
 
     @property
     def state_bytes(self) -> float:
@@ -123,11 +122,8 @@ class Wave:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"moves": [m.to_dict() for m in self.moves], "peak_pct": round(self.peak_pct, 6),
-               "over_ceiling": self.over_ceiling}
-        if self.expected_s is not None:
-            out["expected_s"] = self.expected_s
-        return out
+        return {"moves": [m.to_dict() for m in self.moves], "peak_pct": round(self.peak_pct, 6),
+                "over_ceiling": self.over_ceiling}
 
 
 def apply_waves(assignment: Mapping[str, str], waves: tuple[Wave, ...]) -> dict[str, str]:
@@ -188,13 +184,12 @@ class Schedule:
                              for i, w in enumerate(self.waves, start=1)]}
 
     def expected_s(self) -> tuple[float, ...] | None:
-        """Each wave's expected (least) duration at the byte rate, as recorded (None without a
-        rate; a wave that records none counts its bytes / the rate)."""
+        """Each wave's expected (least) duration at the byte rate, its state bytes / the rate;
+        None without a rate. Derived from what the schedule records (the rate in its limits,
+        each move's state bytes), so the checksum covers it."""
         if self.limits.max_bytes_per_second is None:
             return None
-        return tuple(float(w.expected_s if w.expected_s is not None
-                           else self.limits.seconds_for(w.state_bytes) or 0.0)
-                     for w in self.waves)
+        return tuple(float(self.limits.seconds_for(w.state_bytes) or 0.0) for w in self.waves)
 
     def verify(self, assignment_checksum: str, source: str) -> None:
         """ScheduleError unless the checksum matches the waves, limits and target."""
@@ -233,13 +228,8 @@ class Schedule:
             raise fail(".waves", "must be a list")
         waves = []
         for i, raw in enumerate(data["waves"]):
-            keys = {"moves", "peak_pct", "over_ceiling"}
-            if not isinstance(raw, dict) or not keys <= set(raw) <= keys | {"expected_s"}:
-                raise fail(f".waves[{i}]", "must be an object with moves, peak_pct, over_ceiling "
-                           "and optionally expected_s")
-            expected = raw.get("expected_s")
-            if expected is not None and (not _number(expected) or expected < 0):
-                raise fail(f".waves[{i}].expected_s", "must be a number >= 0")
+            if not isinstance(raw, dict) or set(raw) != {"moves", "peak_pct", "over_ceiling"}:
+                raise fail(f".waves[{i}]", "must be an object with moves, peak_pct, over_ceiling")
             if not isinstance(raw["moves"], list) or not raw["moves"]:
                 raise fail(f".waves[{i}].moves", "must be a non-empty list")
             if not isinstance(raw["over_ceiling"], bool) or not _number(raw["peak_pct"]):
@@ -255,7 +245,7 @@ class Schedule:
                     raise fail(where, "state_bytes must be a number >= 0")
                 moves.append(ScheduledMove(mv["keygroup"], mv["src"], mv["dst"],
                                            mv["state_bytes"]))
-            waves.append(Wave(tuple(moves), raw["peak_pct"], raw["over_ceiling"], expected))
+            waves.append(Wave(tuple(moves), raw["peak_pct"], raw["over_ceiling"]))
         return cls(tuple(waves), limits, data["checksum"])
 
     def check_leads_to(self, assignment: Mapping[str, str], source: str) -> None:

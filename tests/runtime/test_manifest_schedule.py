@@ -110,17 +110,11 @@ def test_a_rated_schedule_records_each_waves_least_time_and_round_trips(tmp_path
     write_manifest(tmp_path, manifest)
     assert read_manifest(tmp_path, "demo", 3) == manifest
     body = json.loads(manifest.to_json())
-    assert [w["expected_s"] for w in body["schedule"]["waves"]] == [1.5, 1.5, 1.5]
-    for edit, message in (((0, "expected_s", -1), r"waves\[0\].expected_s' must be a number"),
-                          ((0, "expected_s", 0.1), "does not match the schedule"),
-                          ((None, "max_bytes_per_second", 400.0), "does not match the schedule")):
-        altered = json.loads(manifest.to_json())
-        wave, key, value = edit
-        target = (altered["schedule"]["limits"] if wave is None
-                  else altered["schedule"]["waves"][wave])
-        target[key] = value  # a faster wave or rate than sealed: altered
-        with pytest.raises(ManifestError, match=message):
-            Manifest.from_json(json.dumps(altered), "v3.json")
+    # the wave's shape is unchanged (the Java reader checks it strictly): the rate is a limit
+    assert all(set(w) == {"moves", "peak_pct", "over_ceiling"} for w in body["schedule"]["waves"])
+    body["schedule"]["limits"]["max_bytes_per_second"] = 400.0  # a faster rate: altered
+    with pytest.raises(ManifestError, match="does not match the schedule"):
+        Manifest.from_json(json.dumps(body), "v3.json")
     body["schedule"]["limits"]["max_bytes_per_second"] = 0
     with pytest.raises(ManifestError, match="max_bytes_per_second must be a number > 0"):
         Manifest.from_json(json.dumps(body), "v3.json")
