@@ -1,0 +1,32 @@
+"""`reconf audit`'s execution lines: a version's applied waves (time, bytes, rate, failures), the
+schedule's byte rate and expected durations, read from the report dict the MLflow run gives."""
+
+from __future__ import annotations
+
+from reconf.audit_execution import execution_lines
+from runtime.execution import Execution, WaveRun
+from schemas.schedule import Schedule, ScheduledMove, Wave, WaveLimits
+
+
+def test_a_failed_wave_shows_its_units_and_every_wave_its_time_bytes_and_rate() -> None:
+    ex = Execution("j", 3, 3, (WaveRun(1, ("k1", "k2"), 4000.0, 2.0, (), 0.5),
+                               WaveRun(2, ("k3",), 1000.0, 0.5, ("k4",), 0.5)),
+                   "failed", "2026-01-01T00:00:00+00:00", 2000.0)
+    lines = execution_lines({"applied": {**ex.to_dict(), "summary": ex.summary()}})
+    assert lines[0].startswith("  applied by the runtime: v3: wave 2 of 3, 3 unit(s) moved, "
+                               "5000 state bytes, 2.50 s, paced at most 2000 B/s")
+    assert "failed (1 unit(s) could not move: k4)" in lines[0]
+    assert lines[1:] == ["    wave 1: 2 moved, 4000 B, 2.00 s, 2000 B/s",
+                         "    wave 2: 1 moved, 1000 B, 0.50 s, 2000 B/s, FAILED: k4"]
+
+
+def test_the_schedule_line_shows_the_rate_and_each_waves_least_time() -> None:
+    waves = (Wave((ScheduledMove("k1", "a", "b", 300.0),), 50.0),
+             Wave((ScheduledMove("k2", "a", "c", 100.0),), 40.0))
+    rated = Schedule.sealed(waves, WaveLimits(max_bytes_per_second=200.0), "sha256:x")
+    lines = execution_lines({"schedule": rated.summary()})
+    assert lines[0].endswith(", rate 200 B/s (at least 2.00 s)")
+    assert lines[1].endswith("peak 50.0 %, at least 1.50 s")
+    plain = Schedule.sealed(waves, WaveLimits(), "sha256:x")
+    assert all("at least" not in line and "rate" not in line
+               for line in execution_lines({"schedule": plain.summary()}))
