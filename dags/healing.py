@@ -23,7 +23,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from reconf.assets import assignment_asset
 from reconf.health_watch import HealthReportTrigger, WaitForGap
-from schemas.config import ConfigError, JobConfig, read_jobs
+from schemas.config import JobConfig, valid_jobs
 
 _log = logging.getLogger("reconf.heal")
 
@@ -110,13 +110,6 @@ def build_dag(job: JobConfig) -> DAG:
     return dag
 
 
-def _jobs() -> dict[str, JobConfig]:
-    try:
-        return dict(read_jobs().jobs)
-    except ConfigError:  # dags/reconfigure_config_check.py reports it
-        return {}
-
-
-for _job in _jobs().values():
+for _job in valid_jobs().values():
     if _job.healing.enabled:
         globals()[f"heal_{_job.job_id}"] = build_dag(_job)

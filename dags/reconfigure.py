@@ -38,7 +38,12 @@ from reconf.assets import assignment_asset
 from reconf.landing_wait import WaitForLanding, missed_message
 from reconf.mlflow_link import MlflowRunLink
 from reconf.timetable import PeriodGridTimetable
-from schemas.config import PROJECT_ROOT, STRATEGY_NAMES, ConfigError, JobConfig, read_jobs
+from schemas.config import (
+    PROJECT_ROOT,
+    STRATEGY_NAMES,
+    JobConfig,
+    valid_jobs,
+)
 from schemas.errors import ReconfError
 
 _log = logging.getLogger("reconf.dag")  # task logs at INFO: each stage's summary
@@ -308,13 +313,6 @@ def build_dag(job: JobConfig) -> DAG:
     return dag
 
 
-def _jobs() -> dict[str, JobConfig]:
-    """The valid jobs; a config that cannot be read at all gives none (the check reports why)."""
-    try:
-        return dict(read_jobs().jobs)
-    except ConfigError:
-        return {}
 
-
-for _job in _jobs().values():
+for _job in valid_jobs().values():
     globals()[f"reconfigure_{_job.job_id}"] = build_dag(_job)

@@ -25,7 +25,7 @@ from airflow.sdk import DAG, Asset, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
 from reconf.assets import assignment_asset
-from schemas.config import ConfigError, JobConfig, read_jobs
+from schemas.config import JobConfig, valid_jobs
 from schemas.errors import ReconfError
 
 _log = logging.getLogger("reconf.dag")
@@ -92,13 +92,6 @@ def build_rollback_dag(job: JobConfig) -> DAG:
     return dag
 
 
-def _jobs() -> dict[str, JobConfig]:
-    """The valid jobs (dags/reconfigure_config_check.py reports the invalid ones)."""
-    try:
-        return dict(read_jobs().jobs)
-    except ConfigError:
-        return {}
 
-
-for _job in _jobs().values():
+for _job in valid_jobs().values():
     globals()[f"rollback_{_job.job_id}"] = build_rollback_dag(_job)

@@ -14,7 +14,7 @@ from schemas.config.job import (
     ScalingConfig,
     StabilityConfig,
 )
-from schemas.config.load import JobsFile, load_jobs, read_jobs, resolve_job
+from schemas.config.load import JobsFile, load_jobs, read_jobs, resolve_job, valid_jobs
 from schemas.config.paths import PROJECT_ROOT, Paths, db_server_uri
 from schemas.config.rules import (
     MAX_CATCHUP_PERIODS,
@@ -48,4 +48,5 @@ __all__ = [
     "parse_duration",
     "read_jobs",
     "resolve_job",
+    "valid_jobs",
 ]

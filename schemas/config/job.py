@@ -147,7 +147,7 @@ class HealingConfig:
     `over_capacity_pct`: a live node reported above this % of its capacity is healed too.
     """
 
-    enabled: Annotated[bool, _checked(rules.boolean)] = False
+    enabled: Annotated[bool, _checked(rules.flag)] = False
     budget: Annotated[int, _checked(rules.count)] = 8
     min_gap: Annotated[timedelta, _checked(rules.duration)] = timedelta(minutes=10)
     max_nodes_at_once: Annotated[int, _checked(rules.count)] = 1

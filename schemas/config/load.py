@@ -18,7 +18,7 @@ from schemas.config.paths import PROJECT_ROOT
 from schemas.config.rules import Rule
 from schemas.errors import ConfigError
 
-__all__ = ["JobsFile", "load_jobs", "read_jobs", "resolve_job"]
+__all__ = ["JobsFile", "load_jobs", "read_jobs", "resolve_job", "valid_jobs"]
 
 _DEFAULT_CONFIG = PROJECT_ROOT / "config" / "jobs.toml"
 
@@ -66,6 +66,16 @@ def _job(job_id: str, raw: Mapping[str, Any], origin: str) -> JobConfig:
 def _id_key(job_id: str) -> str:
     """Ids equal under this key are duplicates: 'flights-2' and 'flights_2' read as one job."""
     return job_id.lower().replace("-", "_")
+
+
+def valid_jobs() -> dict[str, JobConfig]:
+    """The config file's valid jobs, for the DAG files that build one DAG per job; a file that
+    cannot be read at all gives none (dags/reconfigure_config_check.py reports why, and each bad
+    job)."""
+    try:
+        return dict(read_jobs().jobs)
+    except ConfigError:
+        return {}
 
 
 def read_jobs(path: Path | None = None) -> JobsFile:

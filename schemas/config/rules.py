@@ -129,12 +129,6 @@ def count(value: object) -> int:
     return found
 
 
-def boolean(value: object) -> bool:
-    if not isinstance(value, bool):
-        raise Rule(f"must be true or false, got {value!r}")
-    return value
-
-
 def over_capacity_pct(value: object) -> float:
     """A utilisation in % of a node's capacity above full (100), at most MAX_CEILING_PCT."""
     pct = number(value)
