@@ -25,6 +25,8 @@ from jobs.lake.base import delta_path, read_table, table_version
 from reconf.procs import free_port
 from schemas.config import PROJECT_ROOT, Paths
 from schemas.tables import (
+    COMM_TOTALS,
+    HEALINGS,
     LOAD_MODEL,
     NETWORK_LINKS,
     SOURCE_STATS,
@@ -33,8 +35,11 @@ from schemas.tables import (
     TABLES,
 )
 
-#: the facet tables: this fixed job declares no sources or streams, so neither path writes them
-FACETS = {t.name for t in (SOURCE_STATS, SUBSCRIPTIONS, STREAM_STATS, LOAD_MODEL, NETWORK_LINKS)}
+#: the tables neither path writes for this job: the facet tables (it declares no sources or
+#: streams), comm_totals (its runtime lands every pair: nothing is cut to a top k) and healings
+#: (healing is off)
+FACETS = {t.name for t in (SOURCE_STATS, SUBSCRIPTIONS, STREAM_STATS, LOAD_MODEL, NETWORK_LINKS,
+                           COMM_TOTALS, HEALINGS)}
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
