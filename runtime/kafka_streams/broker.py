@@ -72,8 +72,13 @@ def _properties(home: Path, port: int, controller: int) -> str:
 
 
 def _cluster_id() -> str:
-    """Kafka's Uuid text form: URL-safe base64 of 16 random bytes, no padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+    """Kafka's Uuid text form: URL-safe base64 of 16 random bytes, no padding; never one that
+    starts with '-' (Kafka's `Uuid.randomUuid` skips those too: `kafka-storage format -t -x…`
+    reads it as an option and refuses to format, one start in 64)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _port_open(port: int) -> bool:

@@ -100,6 +100,19 @@ class Airflow:
                 f"{self.runs(dag_id)}\n{self.log_tails(dag_id, run[3] if run else '')}")
             time.sleep(2)
 
+    def parked(self, dag_id: str, task_id: str, run_id: str) -> bool:
+        """The scheduler has read the exit of the process that deferred (or parked) the task.
+
+        Airflow 3.3 races otherwise: a trigger that fires, or an answer given, in the seconds
+        before the scheduler reads that exit makes it find the task queued again ("finished
+        with state success, but the task instance's state attribute is queued") and fail it.
+        A landing or a human is never that quick after the deferral; the tests wait for the
+        scheduler's log line rather than guess."""
+        log = (self.paths.home / "logs" / "services" / "scheduler.log").read_text(
+            errors="replace")
+        return (f"Received executor event with state success for task instance TaskInstanceKey("
+                f"dag_id='{dag_id}', task_id='{task_id}', run_id='{run_id}'") in log
+
     def log(self, dag_id: str, run_id: str, task_id: str) -> str:
         found = sorted((self.paths.airflow / "logs").glob(
             f"dag_id={dag_id}/run_id={run_id}/task_id={task_id}/*.log"))

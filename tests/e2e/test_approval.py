@@ -131,13 +131,9 @@ def _asking(airflow: Airflow, k: int) -> str:
 
 
 def _parked(airflow: Airflow, run_id: str) -> bool:
-    """The scheduler has seen the asking process end. Airflow 3.3 races otherwise: an answer
-    given in the seconds before the scheduler reads that process's exit makes it find the task
-    queued again, "changed externally", and fail it (docs/operations.md, "Approval"). A human
-    never answers that fast; the test waits for the scheduler's log line instead of guessing."""
-    log = (airflow.paths.home / "logs" / "services" / "scheduler.log").read_text(errors="replace")
-    return (f"Received executor event with state success for task instance TaskInstanceKey("
-            f"dag_id='{DAG_ID}', task_id='approve', run_id='{run_id}'") in log
+    """The scheduler has seen the asking process end (`Airflow.parked`: an answer given before
+    that fails the task, docs/operations.md, "Approval")."""
+    return airflow.parked(DAG_ID, "approve", run_id)
 
 
 def _api(airflow: Airflow, commands: str) -> Any:
