@@ -6,17 +6,30 @@ array order adds the same floats in the same order as a loop over `state.keygrou
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    from placement.model import ClusterState
+from placement.comm import CommEdges
 
-__all__ = ["Columns"]
+__all__ = ["Columns", "StateView"]
+
+
+class StateView(Protocol):
+    """What `Columns.of` reads of a ClusterState (placement/model.py), named by its shape so
+    this module stays below the model it serves."""
+
+    @property
+    def keygroups(self) -> Sequence[Any]: ...
+    @property
+    def nodes(self) -> Sequence[Any]: ...
+    @property
+    def assignment(self) -> Mapping[str, str]: ...
+    @property
+    def comm(self) -> CommEdges: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,7 +51,7 @@ class Columns:
     comm_unit: npt.NDArray[np.int64]
 
     @classmethod
-    def of(cls, state: ClusterState) -> Columns:
+    def of(cls, state: StateView) -> Columns:
         units = tuple(k.id for k in state.keygroups)
         nodes = tuple(n.id for n in state.nodes)
         node_index = {n: j for j, n in enumerate(nodes)}
