@@ -13,7 +13,6 @@ import pytest
 from period_frames import KEYGROUPS, NODES, clean_edges, clean_keygroups, clean_nodes
 
 from jobs.validate import ge
-from jobs.validate import suites as validation
 from jobs.validate.suites import MAX_ROWS, SUITE_DIR, Failure, ValidationReport, validate_stats
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
 
@@ -329,7 +328,7 @@ def test_an_import_that_exits_fails_closed(monkeypatch: pytest.MonkeyPatch) -> N
             raise SystemExit(0)
         return real_import(name, *args, **kwargs)
 
-    monkeypatch.setattr(validation, "_ENGINE", None)
+    monkeypatch.setattr(ge, "_ENGINES", {})
     monkeypatch.setattr(builtins, "__import__", exiting_import)
     with pytest.raises(RuntimeError, match="python -c"):
         validate_stats(
