@@ -75,3 +75,21 @@ def test_plan_json_lists_the_assignment_only_up_to_the_limit() -> None:
     large = logged_plan_json(small, 2)
     assert large["assignment"] is None and large["assignment_keygroups"] == 3
     assert "plans.plan_json" in large["assignment_in"] and large["plan_id"] == "p"
+
+
+def test_the_load_chart_keeps_its_size_at_many_nodes(tmp_path: Path) -> None:
+    """node_loads.png draws a bar and a label per node only up to CHART_BARS_UP_TO nodes; a
+    1,000-node job's chart is the size of a 100-node job's (it was 50,000 pixels wide, 12 s)."""
+    from PIL import Image
+
+    from jobs.tracking.charts import CHART_BARS_UP_TO, load_chart
+
+    sizes = {}
+    for nodes in (CHART_BARS_UP_TO, 100, 1000):
+        state = synthetic_state(nodes, 2 * nodes, 4, 30.0, 7)
+        plan = get_strategy("greedy")(state, job_budget(JobConfig("c", max_migrations=4)))
+        load_chart(state, plan, tmp_path / f"{nodes}.png")
+        with Image.open(tmp_path / f"{nodes}.png") as image:
+            sizes[nodes] = image.size
+    assert sizes[100] == sizes[1000]
+    assert sizes[CHART_BARS_UP_TO][0] > sizes[100][0]  # bars and labels: wider
