@@ -273,7 +273,7 @@ def test_the_comparison_matches_the_strategies_run_by_hand_on_the_same_state(
     assert result.status == "done" and result.run_id == run_id
 
     client = MlflowClient(tracking_uri=paths.mlflow_uri)
-    data = load_input(client, run_id)
+    data = load_input(client, run_id, paths)
     assert data is not None and data.state == state and data.budget == Budget(max_migrations=3)
     rows = read_comparison(client, run_id)
     # the plan in force first, then the shadows ranked by its objective (LD, fewer migrations)
