@@ -21,6 +21,7 @@ children (the driver JVM of an in-process Spark session) sampled every 0.2 s. Th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -140,36 +141,28 @@ def _config(fanout: int) -> str:
         f"= 10, nodes = 8, seed = 7, fanout = {fanout} }}", ""])
 
 
-def _tree_rss(pid: int) -> int:
+def _tree(pid: int) -> list[Any]:
+    """The process `pid` and its descendants (the driver JVM of an in-process session)."""
     import psutil
 
     try:
         proc = psutil.Process(pid)
-        procs = [proc, *proc.children(recursive=True)]
+        return [proc, *proc.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0
-    total = 0
-    for p in procs:
-        try:
-            total += p.memory_info().rss
-        except psutil.NoSuchProcess:
-            pass
-    return total
+        return []
 
 
-def _tree_cpu(pid: int, seen: dict[int, float]) -> None:
+def _sample(pid: int, cpu: dict[int, float]) -> int:
+    """The tree's summed resident set now; each process's CPU seconds so far into `cpu`."""
     import psutil
 
-    try:
-        proc = psutil.Process(pid)
-        for p in [proc, *proc.children(recursive=True)]:
-            try:
-                t = p.cpu_times()
-                seen[p.pid] = t.user + t.system
-            except psutil.NoSuchProcess:
-                pass
-    except psutil.NoSuchProcess:
-        pass
+    rss = 0
+    for p in _tree(pid):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            rss += p.memory_info().rss
+            times = p.cpu_times()
+            cpu[p.pid] = times.user + times.system
+    return rss
 
 
 def run_engine(engine: str, home: Path, config: Path, master: str | None) -> dict[str, Any]:
@@ -192,8 +185,7 @@ def run_engine(engine: str, home: Path, config: Path, master: str | None) -> dic
 
     def watch() -> None:
         while child.poll() is None:
-            peak[0] = max(peak[0], _tree_rss(child.pid))
-            _tree_cpu(child.pid, cpu)
+            peak[0] = max(peak[0], _sample(child.pid, cpu))
             time.sleep(0.2)
 
     watcher = threading.Thread(target=watch, daemon=True)
