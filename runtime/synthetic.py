@@ -43,6 +43,7 @@ from runtime.synthetic_model import (
     stream_rates,
     true_coefficients,
 )
+from runtime.synthetic_queries import query_facets, query_reads
 from runtime.wan_links import LinkFeed
 from schemas.health import HealthReport, write_report
 from schemas.landing import (
@@ -106,6 +107,11 @@ def build_tables(
     cpu = loads * spec.period_s * 1000 / 100 / s  # per sample
     out = _split(np.rint(loads * TUPLES_PER_LOAD_PCT_S * spec.period_s).astype(np.int64), s)
     tin = out.copy()  # op0 receives from the source what it emits
+    if spec.reads:  # a query population: every key group reads its sources, sends to no one
+        none = np.zeros(0, dtype=np.int64)
+        return _tables(spec, ts, loads, cpu, out, tin, assignment, nodes,
+                       {"ts": none, "src_keygroup": [], "dst_keygroup": [], "tuples": none,
+                        "bytes": none})
     if 0 < spec.fanout < k:
         return _tables(spec, ts, loads, cpu, out, tin, assignment, nodes,
                        _sparse_edges(spec, ts, out, tin))
@@ -269,9 +275,19 @@ class SyntheticJob:
     def period_loads(self, period_end: datetime) -> PeriodLoads:
         return period_loads(self.spec, period_end, self._state.assignment)
 
+    def query_facets(self, period_end: datetime) -> dict[str, pa.Table]:
+        """A query population's subscriptions and sources ({} unless the spec has `reads`)."""
+        spec = self.spec
+        if not spec.reads:
+            return {}
+        reads = query_reads(len(spec.keygroups), spec.reads, spec.reads_beta, spec.seed)
+        end = parse_period_end(format_period_end(period_end))
+        return query_facets(reads, spec.keygroups, self._state.assignment, end, spec.period_s)
+
     def land_period(self, landing_root: Path, period_end: datetime) -> Path:
         tables = build_tables(self.spec, period_end, self._state.assignment, self._state.nodes)
         facets = {**stream_table(self.spec, period_end),
+                  **self.query_facets(period_end),
                   **(self.links.table(period_end) if self.links is not None else {})}
         ex = load_execution(self.state_root, self.spec.job_id)
         return write_period(Path(landing_root), self.spec.job_id, period_end, tables, self._state,

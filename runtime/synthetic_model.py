@@ -79,8 +79,9 @@ _INT_FIELDS = (
     "streams",
     "ramp_periods",
     "fanout",
+    "reads",
 )
-_LIMITS = {"keygroups_per_operator": 1000, "nodes": 1000, "streams": 20}
+_LIMITS = {"keygroups_per_operator": 1000, "nodes": 1000, "streams": 20, "reads": 10}
 
 
 def keygroup_name(operator: int, index: int) -> str:
@@ -109,6 +110,11 @@ class SyntheticSpec:
     #: key groups of the next operator each key group sends to (0: all of them, the full
     #: partitioning); with f > 0 the edges of a period are O(units * f), not O(units^2)
     fanout: int = 0
+    #: with d > 0 every key group is a query reading d sources (Herding, Zong et al. 2015 §2,
+    #: runtime/synthetic_queries.py): the job lands subscriptions and sources, and no edges
+    reads: int = 0
+    #: the sources' popularity exponent β of Herding's §6.1 generator (with `reads`)
+    reads_beta: float = 2.0
 
     def __post_init__(self) -> None:
         job = self.job_id
@@ -116,7 +122,8 @@ class SyntheticSpec:
             raise ValueError(f"job_id must be one path component, not hidden, got {job!r}")
         for name in _INT_FIELDS:
             value = getattr(self, name)
-            low, high = (0 if name in ("seed", "streams", "ramp_periods", "fanout") else 1), _LIMITS.get(name)
+            low, high = (0 if name in ("seed", "streams", "ramp_periods", "fanout", "reads")
+                         else 1), _LIMITS.get(name)
             if type(value) is not int or value < low or (high is not None and value > high):
                 bound = f"between {low} and {high}" if high else f">= {low}"
                 raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
@@ -129,6 +136,15 @@ class SyntheticSpec:
                     f"{name} must be a finite number {bound} (% of a node), got {value!r}"
                 )
             object.__setattr__(self, name, float(value))
+        beta = self.reads_beta
+        if (not isinstance(beta, (int, float)) or isinstance(beta, bool)
+                or not math.isfinite(beta) or not 0.5 <= beta <= 10):
+            raise ValueError(f"reads_beta must be a number between 0.5 and 10 (the sources' "
+                             f"popularity exponent), got {beta!r}")
+        object.__setattr__(self, "reads_beta", float(beta))
+        if self.reads and (self.streams or self.fanout):
+            raise ValueError(f"reads = {self.reads} makes every key group a query that sends "
+                             "to no one: it takes neither streams nor fanout; set them to 0")
         if self.ramp_periods and (self.ramp_periods < 6 or not self.streams):
             raise ValueError(f"ramp_periods must be 0 (no ramp) or >= 6 on a job with streams "
                              f"> 0, got ramp_periods = {self.ramp_periods}, streams = "
