@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jobs.whatif.chart import plot_comparison
 from jobs.whatif.input import (
     INPUT_ARTIFACT,
     WhatIfInput,
@@ -42,7 +43,6 @@ from jobs.whatif.report import (
     comparison_row,
     objective_values,
     per_node_rows,
-    plot_comparison,
     rank_rows,
 )
 from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows, shadow_state
