@@ -191,8 +191,11 @@ def _load_index(client: Any, experiment_id: str, period_end: str, system_load: f
     The warm-up period is the earliest period_end among the job's non-dry-run cycles that logged
     `system_load` (this one included), so the first cycle of a job has load index 100.
     """
-    runs = client.search_runs([experiment_id], filter_string=f"tags.`{Tag.DRY_RUN}` = 'false'",
-                              max_results=5000)
+    # the earliest such run only: one row from the store, however long the job's history
+    runs = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`{Tag.DRY_RUN}` = 'false' AND metrics.system_load > 0",
+        order_by=[f"tags.`{_PERIOD_TAG}` ASC"], max_results=1)
     first = (period_end, system_load)
     for run in runs:
         value = run.data.metrics.get("system_load")
