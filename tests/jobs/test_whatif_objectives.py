@@ -180,3 +180,19 @@ def test_a_rows_bound_is_named_as_its_own_strategys() -> None:
     note = note_markdown("run", {"reconf.param.strategy": "sprawl"}, {}, [], rows)
     assert ("`own bound` is the bound a strategy reports on its own objective (the MILP's on "
             "load distance, SPRAWL's on its cost)") in note
+
+
+def test_a_shadows_child_run_carries_no_per_node_metric() -> None:
+    """cg's per-node utilisation and VW counts as a shadow: rows of `whatif/per_node.csv`, not
+    metric keys of the child run (they made flights2's experiment carry 122 metrics)."""
+    from jobs.tracking.store import plan_metrics
+    from jobs.whatif.stage import shadow_metrics
+
+    state = synthetic_state(nodes=20, keygroups=60, operators=3, varies=0.5, seed=3)
+    plan = get_strategy("cg")(state, Budget(max_migrations=10))
+    every = plan_metrics(plan)
+    assert len([k for k in every if "/" in k]) >= 3 * 20  # what a cg plan computes per node
+    logged = shadow_metrics(plan)
+    assert not [k for k in logged if "/" in k] and len(logged) < 25
+    assert logged == {k: v for k, v in every.items() if "/" not in k}
+    assert {r["node"] for r in per_node_rows([("cg", plan)])} == set(state.node_ids)
