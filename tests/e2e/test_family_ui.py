@@ -277,3 +277,18 @@ def test_the_readme_names_the_runs_and_the_link_as_the_demo_makes_them(
             "&workflowType=machine_learning")
     assert f"`{link}`" in readme and run.experiment_id == "1"
     assert f"then browse {link} (experiment 'flights2'" in family_runs[2]["flights2"].stdout
+
+
+def test_the_experiments_carry_no_per_node_metric_of_a_shadow(family_runs: Families) -> None:
+    """A shadow's child run logs scalars only (a cg shadow's per-node metrics are rows of
+    `whatif/per_node.csv`); and Herding's first period reads "before" as the running system
+    (the queries the runtime ran), not 0."""
+    client = MlflowClient(tracking_uri=family_runs[0].mlflow_uri)
+    for job_id, run in family_runs[1].items():
+        children = client.search_runs([run.experiment_id], filter_string=(
+            f"tags.`mlflow.parentRunId` = '{run.run_id}'"))
+        assert children, job_id
+        keys = {k for child in children for k in child.data.metrics}
+        assert "load_distance_after" in keys and not [k for k in keys if "/" in k], job_id
+    queries = family_runs[1]["queries"].metrics
+    assert queries["stream_traffic_before"] > 0 and queries["load_distance_before"] > 0
