@@ -296,7 +296,9 @@ def _note(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, float],
                   f"Same state, budget and time limit, after publish (dry runs; each a child "
                   f"run); ranked by {strategy}'s objective, {objective_for(strategy).label} "
                   f"({objective_for(strategy).direction}), each plan scored in every objective "
-                  f"the period's facets allow. Load distance before: "
+                  f"the period's facets allow; `own bound` is the bound a strategy reports on "
+                  f"its own objective (the MILP's on load distance, SPRAWL's on its cost). "
+                  f"Load distance before: "
                   f"{_num(metrics, 'load_distance_before')}. "
                   "Chart: `whatif/comparison.png`; rows: `whatif/comparison.csv`.", ""]
         lines += markdown_table(whatif)

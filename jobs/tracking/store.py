@@ -41,7 +41,6 @@ from placement.metrics import mean_load
 from placement.model import ClusterState, Plan
 from placement.reasons import family_params
 from schemas.config import JobConfig, Paths
-from schemas.headline import ARRIVALS_METRIC
 from schemas.tracking import Artifact, Tag, param_tag
 
 __all__ = ["CycleRecord", "find_runs", "log_cycle", "logged_attempts", "open_experiment",
@@ -315,8 +314,6 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     # write-once: there the tags held the newest values; reconf/audit.py reads both)
     current = {param_tag(k): "none" if v is None else str(v) for k, v in params.items()}
     metrics = plan_metrics(plan)
-    if state.arrivals:  # the headline says why "before" leaves them out (schemas/headline.py)
-        metrics[ARRIVALS_METRIC] = float(len(state.arrivals))
     system_load = mean_load(state)  # collocation: the load index (paper §5), where computable
     if system_load > 0:
         metrics["system_load"] = system_load

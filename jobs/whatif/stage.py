@@ -47,7 +47,7 @@ from jobs.whatif.report import (
 )
 from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows, shadow_state
 from placement.constraints import raised
-from placement.model import Budget
+from placement.model import Budget, Plan
 from schemas.config import JobConfig, Paths
 from schemas.headline import objective_for
 from schemas.tracking import Artifact, Tag
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CHART_ARTIFACT", "COMPARISON_ARTIFACT", "INPUT_ARTIFACT", "WhatIfInput",
            "WhatIfResult", "keep_input", "load_input", "read_comparison", "run_whatif", "save_input",
+           "shadow_metrics",
            "whatif_input"]
 
 COMPARISON_ARTIFACT = Artifact.WHATIF_COMPARISON
@@ -160,13 +161,20 @@ def child_note(data: WhatIfInput, outcome: ShadowOutcome,
     return f"{line}; {outcome.plan.migrations} migration(s); {outcome.status}"[:NOTE_LINE]
 
 
+def shadow_metrics(plan: Plan) -> dict[str, float]:
+    """A shadow's metrics on its child run: the plan's scalar metrics; per-node ones (a `/` in
+    the name) stay in the parent's `whatif/per_node.csv`."""
+    from jobs.tracking.store import plan_metrics
+
+    return {k: float(v) for k, v in plan_metrics(plan).items() if "/" not in k}
+
+
 def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
                outcome: ShadowOutcome, params: Mapping[str, Any]) -> str:
     """Create or update the child run of one shadow (a rerun of the what-if updates it)."""
     from mlflow.entities import Metric, Param, RunTag
 
     from jobs.tracking.audit_trail import MOVE_COLUMNS, explain_moves, to_csv
-    from jobs.tracking.store import plan_metrics
     from placement.reasons import family_params
 
     found = client.search_runs([experiment_id], filter_string=(
@@ -188,7 +196,10 @@ def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
                 "solver_time_limit_s": data.time_limit_s,
                 **{f"{outcome.strategy}.{k}": v for k, v in params.items()}}
     metrics = {"wall_time_s": outcome.wall_s,
-               **(plan_metrics(outcome.plan) if outcome.plan is not None else {})}
+               # scalars only: a shadow's per-node metrics (cg's `utilisation_pct/<node>`, ...)
+               # are rows of the parent's `whatif/per_node.csv`, never metric keys of the
+               # experiment (three per node per shadow flooded its runs table)
+               **(shadow_metrics(outcome.plan) if outcome.plan is not None else {})}
     now = int(time.time() * 1000)
     # one batch: tags (a rerun updates them), the params not logged yet (write-once), metrics
     client.log_batch(
