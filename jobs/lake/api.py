@@ -13,6 +13,7 @@ stage's Spark session); tests/jobs/test_lake_contract.py asks both the same ques
 
 from __future__ import annotations
 
+import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -33,9 +34,27 @@ if TYPE_CHECKING:
 __all__ = ["Lake", "Scope", "Start", "VersionLog", "concurrently", "quote", "timestamp"]
 
 
+#: the characters a literal must not hold: the engines read `'` and `\\` differently, the lake's
+#: queries name tables as `{table}`, and Spark substitutes `${var}` anywhere in a statement
+_AWKWARD = re.compile(r"(['\\{$])")
+
+
 def quote(value: str) -> str:
-    """A SQL string literal (job ids are validated, but never trust a string into SQL)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """A SQL string expression that both engines read back as exactly `value`.
+
+    Spark SQL reads a backslash in a literal as an escape (`'it\\'s'`, `'\\n'`); DataFusion
+    (delta-rs) keeps it as it is and wants `''` for a quote. Spark also substitutes `${var}`
+    anywhere in a statement (an unset one becomes nothing), and the lake's engines replace
+    `{table}` anywhere in a query (jobs/lake/delta_rs.py, spark_sql.py). So the literals written
+    here hold none of `'`, `\\`, `{`, `$`: each becomes `chr(<code point>)`, joined by `||`, which
+    both engines evaluate alike (`'it' || chr(39) || 's'`). Everything else, newlines and any
+    unicode included, stays inside the literal as typed; a plain string stays one literal.
+    Job ids are validated, but never trust a string into SQL."""
+    parts = [f"chr({ord(part)})" if _AWKWARD.fullmatch(part) else f"'{part}'"
+             for part in _AWKWARD.split(value) if part]
+    if len(parts) <= 1:
+        return parts[0] if parts else "''"
+    return "(" + " || ".join(parts) + ")"
 
 
 def timestamp(moment: datetime) -> str:
