@@ -6,14 +6,14 @@ attempts, …); it never writes SQL. Each question is written here once, as the 
 Spark and DataFusion accept (`{table}` names a table of schemas/tables.py; comparisons,
 `TIMESTAMP '…'` literals, `CASE WHEN`, `max`/`count`, `IN`, a join, `ORDER BY … LIMIT`), over a
 handful of primitives each engine implements: run a query (records, a pandas frame), a table's
-Delta version, create a table, replace the rows a predicate matches, update them. The engines
+Delta version, create a table, replace the rows a predicate matches, update them. Strings and
+timestamps enter the SQL only through jobs/lake/literals.py (`quote`, `timestamp`). The engines
 are jobs/lake/delta_rs.py (delta-rs in the stage's process) and jobs/lake/spark_sql.py (the
 stage's Spark session); tests/jobs/test_lake_contract.py asks both the same questions.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -23,8 +23,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from jobs.errors import StageError
+from jobs.lake.literals import quote, timestamp
 from schemas.config import Paths
-from schemas.landing import RuntimeReport, format_period_end
+from schemas.landing import RuntimeReport
 from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLAN_MOVES, PLANS, TABLES, Table
 
 if TYPE_CHECKING:
@@ -32,34 +33,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["Lake", "Scope", "Start", "VersionLog", "concurrently", "quote", "timestamp"]
-
-
-#: the characters a literal must not hold: the engines read `'` and `\\` differently, the lake's
-#: queries name tables as `{table}`, and Spark substitutes `${var}` anywhere in a statement
-_AWKWARD = re.compile(r"(['\\{$])")
-
-
-def quote(value: str) -> str:
-    """A SQL string expression that both engines read back as exactly `value`.
-
-    Spark SQL reads a backslash in a literal as an escape (`'it\\'s'`, `'\\n'`); DataFusion
-    (delta-rs) keeps it as it is and wants `''` for a quote. Spark also substitutes `${var}`
-    anywhere in a statement (an unset one becomes nothing), and the lake's engines replace
-    `{table}` anywhere in a query (jobs/lake/delta_rs.py, spark_sql.py). So the literals written
-    here hold none of `'`, `\\`, `{`, `$`: each becomes `chr(<code point>)`, joined by `||`, which
-    both engines evaluate alike (`'it' || chr(39) || 's'`). Everything else, newlines and any
-    unicode included, stays inside the literal as typed; a plain string stays one literal.
-    Job ids are validated, but never trust a string into SQL."""
-    parts = [f"chr({ord(part)})" if _AWKWARD.fullmatch(part) else f"'{part}'"
-             for part in _AWKWARD.split(value) if part]
-    if len(parts) <= 1:
-        return parts[0] if parts else "''"
-    return "(" + " || ".join(parts) + ")"
-
-
-def timestamp(moment: datetime) -> str:
-    """A SQL timestamp literal (UTC, as every timestamp of the lake)."""
-    return f"TIMESTAMP {quote(format_period_end(moment))}"
 
 
 def concurrently(*calls: Callable[[], Any]) -> list[Any]:
