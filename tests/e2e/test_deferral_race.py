@@ -9,14 +9,15 @@ trigger ends the task itself (reconf/landing_wait.py), no resumed attempt, nothi
 One Airflow (api-server, scheduler, dag-processor, triggerer; SQLite; free ports) and one job,
 `race`, SPL 1 h with a long landing timeout: the test triggers its last hour-grid periods one
 after another. Each period is landed beforehand but for its `_SUCCESS` marker, which the test
-puts back within tens of milliseconds of the wait turning `deferred` in the metadata DB (before
-the deferring process has even exited), so the trigger fires on its first look; the scheduler
+puts back the moment the wait logs that it defers (after it looked for the marker, before the
+deferring process has even exited), so the trigger fires on its first look; the scheduler
 sleeps up to 4 s between idle loops (a busy scheduler's pace), so it reads the deferring
 process's exit only after the trigger fired. Every run must succeed and publish, in order.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -37,7 +38,7 @@ from .scheduler_kit import Airflow, Runtime, _stamp
 
 pytestmark = [pytest.mark.e2e]
 
-RACE, DAG_ID, ROUNDS = "race", "reconfigure_race", 4
+RACE, DAG_ID, ROUNDS = "race", "reconfigure_race", 3
 CONFIG = """\
 [defaults]
 strategy = "greedy"
@@ -102,10 +103,15 @@ def _stage(airflow: Airflow, at: datetime) -> tuple[Path, bytes]:
 
 def _land_when_deferred(airflow: Airflow, run_id: str, marker: Path, body: bytes,
                         timeout_s: float = 300) -> None:
-    """Put the marker back as soon as the run's wait shows `deferred` (polled every 20 ms)."""
+    """Put the marker back at the deferral: as soon as the task logs that it defers (its last
+    line before asking Airflow to defer, after it looked for the marker), or the metadata DB
+    shows it `deferred`, whichever the test sees first (both polled every 20 ms)."""
     db = f"file:{airflow.paths.airflow / 'airflow.db'}?mode=ro"
+    logs = airflow.paths.airflow / "logs" / f"dag_id={DAG_ID}" / f"run_id={run_id}" / \
+        "task_id=wait_for_landing"
     deadline = time.monotonic() + timeout_s
-    while True:
+    while not any("deferred to the triggerer" in log.read_text(errors="replace")
+                  for log in logs.glob("attempt=*.log")):
         conn = sqlite3.connect(db, uri=True, timeout=60)
         try:
             row = conn.execute("SELECT state FROM task_instance WHERE dag_id = ? AND run_id = ? "
@@ -123,10 +129,28 @@ def _land_when_deferred(airflow: Airflow, run_id: str, marker: Path, body: bytes
     atomic_write_bytes(marker, body)
 
 
+def _lead(airflow: Airflow, run_id: str) -> float | None:
+    """Seconds by which the trigger fired before the scheduler read the deferring process's
+    exit (> 0: the moment the race is about), from the trigger's and the scheduler's logs."""
+    logs = airflow.paths.airflow / "logs" / f"dag_id={DAG_ID}" / f"run_id={run_id}" / \
+        "task_id=wait_for_landing"
+    fired = [json.loads(line)["timestamp"] for log in logs.glob("*trigger*.log")
+             for line in log.read_text(errors="replace").splitlines()
+             if '"Trigger fired event"' in line]
+    key = f"task_id='wait_for_landing', run_id='{run_id}'"
+    read = [line.split()[0] for line in (airflow.paths.home / "logs" / "services" /
+                                         "scheduler.log").read_text(errors="replace").splitlines()
+            if "Received executor event with state success" in line and key in line]
+    if not fired or not read:
+        return None
+    return (datetime.fromisoformat(read[0]) - datetime.fromisoformat(fired[0])).total_seconds()
+
+
 def test_a_landing_at_the_moment_of_deferral_never_fails_the_wait(airflow: Airflow) -> None:
     hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     periods = [hour - timedelta(hours=ROUNDS - k) for k in range(ROUNDS)]
     airflow.shell(f"airflow dags unpause {DAG_ID}")
+    leads: list[float | None] = []
     for version, at in enumerate(periods, start=1):
         marker, body = _stage(airflow, at)
         airflow.shell(f"airflow dags trigger {DAG_ID} --logical-date {at.isoformat()}")
@@ -141,6 +165,8 @@ def test_a_landing_at_the_moment_of_deferral_never_fails_the_wait(airflow: Airfl
             version, states, airflow.log_tails(DAG_ID, done[3]))
         assert read_manifest(airflow.paths.published, RACE, version).period_end == \
             format_period_end(at)
+        leads.append(_lead(airflow, done[3]))
+    print(f"trigger fired ahead of the scheduler reading the exit by (s): {leads}")
     assert read_latest_version(airflow.paths.published, RACE) == ROUNDS
     scheduler = (airflow.paths.home / "logs" / "services" / "scheduler.log").read_text(
         errors="replace")
