@@ -38,6 +38,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
+from functools import cached_property
 from types import MappingProxyType
 
 import numpy as np
@@ -185,9 +186,10 @@ class SyntheticSpec:
     def operator_names(self) -> tuple[str, ...]:
         return tuple(f"op{o}" for o in range(self.operators))
 
-    @property
+    @cached_property
     def keygroups(self) -> tuple[str, ...]:
-        """All key groups, operator-major (the order of every table row block)."""
+        """All key groups, operator-major (the order of every table row block); built once per
+        spec (a period reads them several times, 10⁵ names at real sizes)."""
         return tuple(
             keygroup_name(o, k)
             for o in range(self.operators)
@@ -299,13 +301,13 @@ def period_loads(
             order = [kgs[int(i)] for i in rng.permutation(len(kgs))]
             size = int(rng.integers(1, len(kgs) + 1))
             down = rank < count // 2
-            subset = order[:size]
-            while (
-                down
-                and MAX_CUT * sum(loads[kg] for kg in subset) < delta
-                and len(subset) < len(order)
-            ):
-                subset = order[: len(subset) + 1]
+            # grow a cut until it can give up delta: a running sum (left to right, as `sum`
+            # adds), so a node of m key groups costs O(m), not O(m²)
+            end, running = size, sum(loads[kg] for kg in order[:size])
+            while down and MAX_CUT * running < delta and end < len(order):
+                running += loads[order[end]]
+                end += 1
+            subset = order[:end]
             total = sum(loads[kg] for kg in subset)
             change = -min(delta, MAX_CUT * total) if down else delta
             for kg in subset:

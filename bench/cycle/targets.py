@@ -61,7 +61,9 @@ class Target:
 
 TARGETS: tuple[Target, ...] = (
     Target("t10k", 10, 1000, 100, 10.0),
-    Target("t32k", 64, 512, 1000, 30.0, solver_time_limit_s=15.0, gap_pct=1.0, memory_gib=4.0),
+    # 3 s, not 15: on this job the warm start's plan (LD 10.306 against the bound 10.303) is
+    # what 15 s of neighbourhood search also ends with (docs/benchmarks.md, "plan at 32k")
+    Target("t32k", 64, 512, 1000, 30.0, solver_time_limit_s=3.0, gap_pct=1.0, memory_gib=4.0),
     Target("t100k", 100, 1000, 1000, 90.0, solver_time_limit_s=30.0),
     Target("t100k-herding", 100, 1000, 1000, 90.0, strategy="herding_offline", reads=2),
 )
