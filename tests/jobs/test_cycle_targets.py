@@ -90,3 +90,6 @@ def test_the_documented_command_lines_parse() -> None:
     second = parser.parse_args(["--sizes", "100000", "--modes", "worker+native", "--no-fleet",
                                 "--targets", "t32k", "t100k", "--fanout", "0"])
     assert second.targets == ["t32k", "t100k"] and second.fanout == 0
+    herding = parser.parse_args(["--no-growth", "--no-fleet", "--modes", "worker+native",
+                                 "--targets", "t100k-herding"])
+    assert herding.targets == ["t100k-herding"] and herding.no_growth and herding.no_fleet
