@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, str] = {
     "herding": "bench.herding",
     "consistent-grouping": "bench.consistent_grouping",
     "collect-native": "bench.collect_native",
+    "collect-spark": "bench.collect_spark",
     "kafka-streams": "bench.kafka_streams",
     "execution": "bench.execution",
     "stability": "bench.stability",

@@ -120,6 +120,32 @@ class AssignmentClient:
                 "(the current assignment stays in place meanwhile)",
             ) from exc
 
+    def nodes_after_skipped(self, nodes: Iterable[str], running: int | None, newest: int
+                            ) -> set[str]:
+        """`nodes` after the scaling sections of every version strictly between `running` (None:
+        the runtime's initial allocation, before v1) and `newest`, in version order.
+
+        A manifest's scaling section says what changes from the version before it, so a runtime
+        that jumps from v_a to v_c must still add and terminate what v_a+1 … v_c-1 said, or it
+        keeps paying for a node a skipped version terminated (and refuses v_c for placing units
+        on a node a skipped version added). Set arithmetic in order gives exactly what applying
+        each version in turn would have. A version in between that cannot be read is a refusal:
+        its actions are unknown, and guessing either way is worse than keeping what runs."""
+        out = set(nodes)
+        for version in range((running or 0) + 1, newest):
+            try:
+                scaling = read_manifest(self.published_root, self.job_id, version).scaling
+            except ManifestError as exc:
+                raise CorruptManifest(
+                    self.path_of(version),
+                    f"v{version} lies between v{running or 0} (running) and v{newest} (LATEST), "
+                    f"so its scaling actions must be applied on the way, but it cannot be read: "
+                    f"{exc}; republish v{version} from the assignments table (the current "
+                    "assignment stays in place meanwhile)",
+                ) from exc
+            out = (out | set(scaling.nodes_to_add)) - set(scaling.nodes_to_terminate)
+        return out
+
     def accept(
         self,
         manifest: Manifest,
@@ -192,7 +218,7 @@ class AssignmentClient:
 def next_state(published_root: Path, current: RuntimeState, known_keygroups: Iterable[str],
                *, dynamic: bool = False) -> tuple[Manifest, RuntimeState] | ApplyResult:
     """What a runtime should run next: the accepted newest manifest and the state it leads to
-    (nodes the manifest adds joined, nodes it terminates gone), or, when there is nothing to
+    (nodes it and every skipped version add joined, nodes they terminate gone), or, when there is nothing to
     apply, the `unchanged`/`refused` result to return (a refusal is logged; the runtime keeps
     its current assignment). Saving the state and moving the key groups are the caller's.
     `dynamic`: the state's assignment is the manifest's, whatever units it lists (see
@@ -203,15 +229,18 @@ def next_state(published_root: Path, current: RuntimeState, known_keygroups: Ite
         if manifest is None:
             return ApplyResult("unchanged", current.version,
                                f"nothing published yet under {published_root}")
+        known = set(current.nodes)
+        if current.version is None or manifest.version > current.version:
+            known = client.nodes_after_skipped(known, current.version, manifest.version)
         fresh = client.accept(manifest, current_version=current.version,
-                              known_keygroups=set(known_keygroups),
-                              known_nodes=set(current.nodes), dynamic=dynamic)
+                              known_keygroups=set(known_keygroups), known_nodes=known,
+                              dynamic=dynamic)
     except AssignmentRefused as exc:
         log.warning("job %s keeps v%s: %s", current.job_id, current.version, exc)
         return ApplyResult("refused", current.version, str(exc))
     if not fresh:
         return ApplyResult("unchanged", current.version, f"v{manifest.version} is already running")
-    nodes = (set(current.nodes) | set(manifest.scaling.nodes_to_add)) - set(
+    nodes = (known | set(manifest.scaling.nodes_to_add)) - set(
         manifest.scaling.nodes_to_terminate)
     return manifest, RuntimeState(current.job_id, manifest.version, manifest.assignment,
                                   tuple(nodes))

@@ -43,6 +43,7 @@ from runtime.synthetic_model import (
     stream_rates,
     true_coefficients,
 )
+from runtime.synthetic_queries import query_facets, query_reads
 from runtime.wan_links import LinkFeed
 from schemas.health import HealthReport, write_report
 from schemas.landing import (
@@ -106,6 +107,11 @@ def build_tables(
     cpu = loads * spec.period_s * 1000 / 100 / s  # per sample
     out = _split(np.rint(loads * TUPLES_PER_LOAD_PCT_S * spec.period_s).astype(np.int64), s)
     tin = out.copy()  # op0 receives from the source what it emits
+    if spec.reads:  # a query population: every key group reads its sources, sends to no one
+        none = np.zeros(0, dtype=np.int64)
+        return _tables(spec, ts, loads, cpu, out, tin, assignment, nodes,
+                       {"ts": none, "src_keygroup": [], "dst_keygroup": [], "tuples": none,
+                        "bytes": none})
     if 0 < spec.fanout < k:
         return _tables(spec, ts, loads, cpu, out, tin, assignment, nodes,
                        _sparse_edges(spec, ts, out, tin))
@@ -116,18 +122,18 @@ def build_tables(
         block = q[:, None, :] + (rotation[:, :, None] < r[:, None, :])  # (src, dst, sample)
         edge_blocks.append(block)
         tin[(o + 1) * k : (o + 2) * k] = block.sum(axis=0)
-    src: list[str] = []
-    dst: list[str] = []
-    for o in range(spec.operators - 1):
-        srcs, dsts = kgs[o * k : (o + 1) * k], kgs[(o + 1) * k : (o + 2) * k]
-        src += [a for a in srcs for _ in dsts]
-        dst += list(dsts) * k
-    per_sample = [np.concatenate([b[:, :, j].reshape(-1) for b in edge_blocks]) for j in range(s)]
+    src = np.concatenate([np.repeat(np.arange(o * k, (o + 1) * k), k)
+                          for o in range(spec.operators - 1)] or [np.zeros(0, np.int64)])
+    dst = np.concatenate([np.tile(np.arange((o + 1) * k, (o + 2) * k), k)
+                          for o in range(spec.operators - 1)] or [np.zeros(0, np.int64)])
+    per_sample = [np.concatenate([b[:, :, j].reshape(-1) for b in edge_blocks])
+                  for j in range(s) if edge_blocks]  # one operator: no edges
     tuples = np.concatenate(per_sample) if edge_blocks else np.zeros(0, dtype=np.int64)
+    names = pa.array(kgs, pa.string())
     edges = {
         "ts": np.repeat(ts, len(src)),
-        "src_keygroup": src * s,
-        "dst_keygroup": dst * s,
+        "src_keygroup": _named(names, np.tile(src, s)),
+        "dst_keygroup": _named(names, np.tile(dst, s)),
         "tuples": tuples,
         "bytes": tuples * TUPLE_BYTES,
     }
@@ -138,9 +144,9 @@ def _sparse_edges(spec: SyntheticSpec, ts: np.ndarray, out: np.ndarray, tin: np.
                   ) -> dict[str, object]:
     """The edges of a job with ``fanout = f``: key group i of op o sends to key groups
     (i + j) mod k of op o+1, j < f, its output split evenly; `tin` of op o+1 gets their sums.
-    Columns are numpy arrays (names taken by index), never per-edge Python lists."""
+    Columns are numpy arrays and Arrow strings taken by index, never per-edge Python objects."""
     k, s, f = spec.keygroups_per_operator, spec.samples_per_period, spec.fanout
-    names = np.array(spec.keygroups, dtype=object)
+    names = pa.array(spec.keygroups, pa.string())
     src_idx: list[np.ndarray] = []
     dst_idx: list[np.ndarray] = []
     blocks: list[np.ndarray] = []
@@ -160,8 +166,8 @@ def _sparse_edges(spec: SyntheticSpec, ts: np.ndarray, out: np.ndarray, tin: np.
     tuples = (np.concatenate(blocks).T.reshape(-1) if blocks else np.zeros(0, dtype=np.int64))
     return {
         "ts": np.repeat(ts, len(src)),
-        "src_keygroup": np.tile(names[src], s),
-        "dst_keygroup": np.tile(names[dst_all], s),
+        "src_keygroup": _named(names, np.tile(src, s)),
+        "dst_keygroup": _named(names, np.tile(dst_all, s)),
         "tuples": tuples,
         "bytes": tuples * TUPLE_BYTES,
     }
@@ -174,13 +180,12 @@ def _tables(spec: SyntheticSpec, ts: np.ndarray, loads: np.ndarray, cpu: np.ndar
     kgs, s = spec.keygroups, spec.samples_per_period
     state = tin.sum(axis=1) * STATE_BYTES_PER_TUPLE
     n = len(kgs)
-    kg_ops = [kg.split("-", 1)[0] for kg in kgs]
-    kg_nodes = [assignment[kg] for kg in kgs]
+    every = np.tile(np.arange(n), s)  # sample-major: each sample lists every key group
     keygroups = {
         "ts": np.repeat(ts, n),
-        "operator": kg_ops * s,
-        "keygroup": list(kgs) * s,
-        "node": kg_nodes * s,
+        "operator": _named(pa.array([kg.split("-", 1)[0] for kg in kgs], pa.string()), every),
+        "keygroup": _named(pa.array(kgs, pa.string()), every),
+        "node": _named(pa.array([assignment[kg] for kg in kgs], pa.string()), every),
         "tuples_in": tin.T.reshape(-1),
         "tuples_out": out.T.reshape(-1),
         "cpu_ms": np.tile(cpu, s),
@@ -217,9 +222,16 @@ def stream_table(spec: SyntheticSpec, period_end: datetime) -> dict[str, pa.Tabl
                                            for f in schema], schema=schema)}
 
 
+def _named(names: pa.Array, at: np.ndarray) -> pa.Array:
+    """The strings `names[at]`, taken by Arrow's kernel: one Python string per name, none per
+    row (a period of 10⁵ key groups has millions of rows)."""
+    return names.take(pa.array(at, pa.int64()))
+
+
 def _table(kind: str, columns: Mapping[str, object]) -> pa.Table:
     schema = SCHEMAS[kind]
-    arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
+    arrays = [column if isinstance(column := columns[f.name], pa.Array) and column.type == f.type
+              else pa.array(column, type=f.type) for f in schema]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
@@ -262,9 +274,19 @@ class SyntheticJob:
     def period_loads(self, period_end: datetime) -> PeriodLoads:
         return period_loads(self.spec, period_end, self._state.assignment)
 
+    def query_facets(self, period_end: datetime) -> dict[str, pa.Table]:
+        """A query population's subscriptions and sources ({} unless the spec has `reads`)."""
+        spec = self.spec
+        if not spec.reads:
+            return {}
+        reads = query_reads(len(spec.keygroups), spec.reads, spec.reads_beta, spec.seed)
+        end = parse_period_end(format_period_end(period_end))
+        return query_facets(reads, spec.keygroups, self._state.assignment, end, spec.period_s)
+
     def land_period(self, landing_root: Path, period_end: datetime) -> Path:
         tables = build_tables(self.spec, period_end, self._state.assignment, self._state.nodes)
         facets = {**stream_table(self.spec, period_end),
+                  **self.query_facets(period_end),
                   **(self.links.table(period_end) if self.links is not None else {})}
         ex = load_execution(self.state_root, self.spec.job_id)
         return write_period(Path(landing_root), self.spec.job_id, period_end, tables, self._state,

@@ -38,6 +38,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
+from functools import cached_property
 from types import MappingProxyType
 
 import numpy as np
@@ -78,8 +79,9 @@ _INT_FIELDS = (
     "streams",
     "ramp_periods",
     "fanout",
+    "reads",
 )
-_LIMITS = {"keygroups_per_operator": 1000, "nodes": 1000, "streams": 20}
+_LIMITS = {"keygroups_per_operator": 1000, "nodes": 1000, "streams": 20, "reads": 10}
 
 
 def keygroup_name(operator: int, index: int) -> str:
@@ -108,6 +110,11 @@ class SyntheticSpec:
     #: key groups of the next operator each key group sends to (0: all of them, the full
     #: partitioning); with f > 0 the edges of a period are O(units * f), not O(units^2)
     fanout: int = 0
+    #: with d > 0 every key group is a query reading d sources (Herding, Zong et al. 2015 §2,
+    #: runtime/synthetic_queries.py): the job lands subscriptions and sources, and no edges
+    reads: int = 0
+    #: the sources' popularity exponent β of Herding's §6.1 generator (with `reads`)
+    reads_beta: float = 2.0
 
     def __post_init__(self) -> None:
         job = self.job_id
@@ -115,7 +122,8 @@ class SyntheticSpec:
             raise ValueError(f"job_id must be one path component, not hidden, got {job!r}")
         for name in _INT_FIELDS:
             value = getattr(self, name)
-            low, high = (0 if name in ("seed", "streams", "ramp_periods", "fanout") else 1), _LIMITS.get(name)
+            low, high = (0 if name in ("seed", "streams", "ramp_periods", "fanout", "reads")
+                         else 1), _LIMITS.get(name)
             if type(value) is not int or value < low or (high is not None and value > high):
                 bound = f"between {low} and {high}" if high else f">= {low}"
                 raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
@@ -128,6 +136,15 @@ class SyntheticSpec:
                     f"{name} must be a finite number {bound} (% of a node), got {value!r}"
                 )
             object.__setattr__(self, name, float(value))
+        beta = self.reads_beta
+        if (not isinstance(beta, (int, float)) or isinstance(beta, bool)
+                or not math.isfinite(beta) or not 0.5 <= beta <= 10):
+            raise ValueError(f"reads_beta must be a number between 0.5 and 10 (the sources' "
+                             f"popularity exponent), got {beta!r}")
+        object.__setattr__(self, "reads_beta", float(beta))
+        if self.reads and (self.streams or self.fanout):
+            raise ValueError(f"reads = {self.reads} makes every key group a query that sends "
+                             "to no one: it takes neither streams nor fanout; set them to 0")
         if self.ramp_periods and (self.ramp_periods < 6 or not self.streams):
             raise ValueError(f"ramp_periods must be 0 (no ramp) or >= 6 on a job with streams "
                              f"> 0, got ramp_periods = {self.ramp_periods}, streams = "
@@ -169,9 +186,10 @@ class SyntheticSpec:
     def operator_names(self) -> tuple[str, ...]:
         return tuple(f"op{o}" for o in range(self.operators))
 
-    @property
+    @cached_property
     def keygroups(self) -> tuple[str, ...]:
-        """All key groups, operator-major (the order of every table row block)."""
+        """All key groups, operator-major (the order of every table row block); built once per
+        spec (a period reads them several times, 10⁵ names at real sizes)."""
         return tuple(
             keygroup_name(o, k)
             for o in range(self.operators)
@@ -283,13 +301,13 @@ def period_loads(
             order = [kgs[int(i)] for i in rng.permutation(len(kgs))]
             size = int(rng.integers(1, len(kgs) + 1))
             down = rank < count // 2
-            subset = order[:size]
-            while (
-                down
-                and MAX_CUT * sum(loads[kg] for kg in subset) < delta
-                and len(subset) < len(order)
-            ):
-                subset = order[: len(subset) + 1]
+            # grow a cut until it can give up delta: a running sum (left to right, as `sum`
+            # adds), so a node of m key groups costs O(m), not O(m²)
+            end, running = size, sum(loads[kg] for kg in order[:size])
+            while down and MAX_CUT * running < delta and end < len(order):
+                running += loads[order[end]]
+                end += 1
+            subset = order[:end]
             total = sum(loads[kg] for kg in subset)
             change = -min(delta, MAX_CUT * total) if down else delta
             for kg in subset:

@@ -64,6 +64,8 @@ class Objective:
     #: a move's reason in the family's words (placement/reasons.py computes its number: what
     #: the move is worth in this objective)
     reason: str = ""
+    #: why the objective has no value (before and after n/a), said beside it in the headline
+    unavailable: str = ""
 
     def certified_by(self, bound: str) -> Objective:
         """The same objective, certified by `bound` (a strategy that reports one)."""
@@ -89,7 +91,8 @@ SPRAWL_COST = Objective("cost_total", "SPRAWL cost", "cost units (Formula 3.1)",
                         "network", reason="WAN cost saved")
 #: ROD §2.3: F/F*, the share of the ideal feasible set the placement keeps
 FEASIBLE_SET_RATIO = Objective("feasible_set_ratio", "feasible-set ratio", "F/F*", "max",
-                               "load_model", reason="feasible-set ratio gained")
+                               "load_model", reason="feasible-set ratio gained",
+                               unavailable="load model not fitted yet")
 #: Consistent Grouping §3: I = max_w U_w − avg_w U_w over the nodes of A
 UTILISATION_IMBALANCE = Objective("utilisation_imbalance", "utilisation imbalance",
                                   "% utilisation (max − mean)", "min",

@@ -41,6 +41,10 @@ class Tag:
     WHATIF_STATUS: Final = "reconf.whatif.status"
     WHATIF_BEST: Final = "reconf.whatif.best"
     WHATIF_SHADOWS: Final = "reconf.whatif.shadows"
+    #: where the shadows' input is (a file under RECONF_HOME keyed by the plan id, not an
+    #: artifact: O(units + edges)) and its SHA-256, so the what-if reads exactly what was kept
+    WHATIF_INPUT: Final = "reconf.whatif.input"
+    WHATIF_INPUT_SHA256: Final = "reconf.whatif.input_sha256"
     PLANNED_BY: Final = "reconf.planned_by"
     FLEET_EXECUTOR: Final = "reconf.fleet.executor"
     #: a rollback's plan (jobs/publish/rollback.py): the version it returns to, why, a budget override

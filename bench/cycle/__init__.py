@@ -10,6 +10,9 @@ applies the new version. Five ways to run the four stages, side by side in one r
   (`RECONF_SPARK_REMOTE`) that reads and writes the lake (`RECONF_LAKE_IO=spark`);
 - `worker+connect`: the same stages in one long-lived process (imports, GE context, MLflow
   client and the Connect session warm), the floor a resident worker reaches with Spark;
+- `process+cluster`, `worker+cluster`: the stages as drivers of a Spark standalone cluster
+  (`RECONF_SPARK_MASTER`, `RECONF_LAKE_IO=spark`; bench/cycle/cluster.py starts one unless
+  `--master` names it): the lake and collect's aggregation on the executors;
 - `process+native`, `worker+native`: the default, the lake read and written by delta-rs and the
   samples aggregated by pyarrow in the stage's process (jobs/lake/delta_rs.py, jobs/lake/write.py,
   jobs/collect/native.py): no Spark at all.
@@ -45,6 +48,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.cycle.cluster import start_cluster
 from bench.cycle.stage import STAGES, STEPS
 from bench.cycle.targets import TARGETS, print_growth, print_targets, target_config
 
@@ -52,7 +56,8 @@ DESCRIPTION = ("one cycle land -> applied: stages with a JVM each (the old path)
                "clients vs the lake by delta-rs")
 
 TARGET_S = 10.0  # one demo-job cycle, land -> applied
-MODES = ("process+jvm", "process+connect", "worker+connect", "process+native", "worker+native")
+MODES = ("process+jvm", "process+connect", "worker+connect", "process+cluster", "worker+cluster",
+         "process+native", "worker+native")
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = 'source = { kind = "synthetic", operators = 4, keygroups_per_operator = 16, nodes = 8, seed = 7, varies = 30 }'
 SIZES_FULL, SIZES_QUICK = (1_000, 10_000, 100_000), (100, 1_000)
@@ -65,6 +70,8 @@ FLEET_MODE = "worker+native"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--remote", metavar="URL", help="use this Spark Connect server (sc://…) "
                         "instead of starting one")
+    parser.add_argument("--master", metavar="URL", help="use this Spark standalone master "
+                        "(spark://…) for the +cluster modes instead of starting one")
     parser.add_argument("--no-growth", action="store_true", help="time the demo job only")
     parser.add_argument("--sizes", type=int, nargs="+", metavar="N",
                         help="key-group counts of the growth jobs (default 100 1000 10000 30000; "
@@ -188,7 +195,8 @@ def _cycle(mode: str, job_id: str, period: Any, env: dict[str, str],
     return row
 
 
-def _env(root: Path, mode: str, config: Path, remote: str | None) -> dict[str, str]:
+def _env(root: Path, mode: str, config: Path, remote: str | None,
+         master: str | None = None) -> dict[str, str]:
     home = root / mode.replace("+", "-")
     env = {**os.environ, "RECONF_HOME": str(home), "RECONF_CONFIG": str(config),
            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
@@ -198,6 +206,8 @@ def _env(root: Path, mode: str, config: Path, remote: str | None) -> dict[str, s
     env.pop("RECONF_SPARK_REMOTE", None)
     if mode.endswith("connect") and remote:
         env["RECONF_SPARK_REMOTE"] = remote
+    if mode.endswith("cluster") and master:
+        env["RECONF_SPARK_MASTER"] = master
     env["RECONF_LAKE_IO"] = "native" if mode.endswith("native") else "spark"
     return env
 
@@ -207,12 +217,12 @@ _P2 = _P1 + timedelta(minutes=5)
 
 
 def _timed_cycle(mode: str, job_id: str, root: Path, config: Path, remote: str | None,
-                 warm: subprocess.Popen[str]) -> dict[str, Any]:
+                 warm: subprocess.Popen[str], master: str | None = None) -> dict[str, Any]:
     """The job's warm-up cycle (period 1), then its timed cycle (period 2) as `mode` runs the
     stages. A resident worker warms up itself (its imports, GE context, MLflow client and
     session stay warm); the per-process modes warm up in the shared warm-up worker, which
     spares the old path four JVM starts of an untimed cycle."""
-    env = _env(root, mode, config, remote)
+    env = _env(root, mode, config, remote, master)
     worker = _worker(env) if mode.startswith("worker") else None
     try:
         if worker is not None:
@@ -339,7 +349,11 @@ def main(args: argparse.Namespace) -> int:
     config.write_text(_config(sizes, max(fleet, default=1), fanout=args.fanout, targets=targets))
     connect = any(mode.endswith("connect") for mode in chosen)
     remote, record = (args.remote, None) if args.remote or not connect else start_server(root)
-    print(f"bench cycle: server {remote}, work in {root}, load {_load():.1f}", file=sys.stderr,
+    on_cluster = any(mode.endswith("cluster") for mode in chosen)
+    cluster = None if args.master or not on_cluster else start_cluster(root)
+    master = args.master or (cluster.url if cluster else None)
+    print(f"bench cycle: server {remote}, cluster {master}, work in {root}, load {_load():.1f}",
+          file=sys.stderr,
           flush=True)
     rows: list[dict[str, Any]] = []
     warm = _worker(_env(root, "worker+connect" if remote else "worker+native", config, remote))
@@ -349,7 +363,7 @@ def main(args: argparse.Namespace) -> int:
         for job, modes in [("demo", chosen), *((f"kg{n}", sized) for n in sizes),
                            *((name, sized) for name in targets)]:
             for mode in modes:
-                rows.append(_timed_cycle(mode, job, root, config, remote, warm))
+                rows.append(_timed_cycle(mode, job, root, config, remote, warm, master))
         _close(warm)
         for k in fleet:
             if FLEET_MODE in chosen:
@@ -361,6 +375,8 @@ def main(args: argparse.Namespace) -> int:
         return 1
     finally:
         _close(warm)
+        if cluster is not None:
+            cluster.stop()
         if record is not None:
             from reconf.procs import stop
 

@@ -23,7 +23,7 @@ tests/jobs/test_collect_contract.py holds both engines to it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,6 +33,7 @@ from schemas.landing import EDGES, KEYGROUPS, NODES, format_period_end
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import DataFrame
 
 __all__ = ["COUNTERS", "SAMPLE_KEYS", "Aggregation", "CollectedFrames", "Period"]
 
@@ -45,10 +46,15 @@ COUNTERS = {KEYGROUPS: ("tuples_in", "tuples_out", "cpu_ms", "state_bytes"),
 
 @dataclass(frozen=True)
 class CollectedFrames:
-    """A period's rows per Delta table, and the rows each sample kind's table gets."""
+    """A period's rows per Delta table, and the rows each sample kind's table gets.
+
+    A table's rows are in `tables` (Arrow, in this process) or, from the Spark engine's
+    `spark_aggregates`, in `on_cluster` (a Spark DataFrame not yet computed, which the stage
+    writes from Spark: jobs/collect/by_spark.py `replace_from_spark`)."""
 
     tables: dict[str, pa.Table]  # Delta table name -> the period's rows (its columns and types)
     groups: dict[str, int]  # KEYGROUPS/EDGES/NODES kind -> rows its table gets
+    on_cluster: dict[str, DataFrame] = field(default_factory=dict)  # name -> rows, on Spark
 
 
 class _Job(Protocol):

@@ -2,9 +2,14 @@
 cluster, whose landing zone only Spark can read).
 
 It implements the contract of jobs/collect/aggregate.py row for row and refusal for refusal with
-the pyarrow engine (jobs/collect/native.py). Spark reads and aggregates the samples; the
-aggregate (one row per key group, pair or node, not per sample) comes back as Arrow, which the
-stage's lake writes like the other engine's.
+the pyarrow engine (jobs/collect/native.py). Spark reads, checks and aggregates the samples on
+the cluster (the checks are one aggregate per sample kind; only an example row of a refusal
+reaches the driver). `spark_aggregates` leaves the three aggregate tables as Spark DataFrames,
+which the stage writes to Delta from Spark (`replace_from_spark`: the executors write the
+files, the driver commits), so no sample and no aggregate row passes through the driver: a
+period of 10^8 samples or more (docs/benchmarks.md, "collect on Spark at 10^8 samples") needs no
+more driver memory than a small one. `spark_frames` is the contract's Arrow form (the same
+DataFrames brought back), for the tests that hold both engines to the same rows.
 """
 
 from __future__ import annotations
@@ -18,12 +23,12 @@ from jobs.facets.subscriptions import facet_frames
 from jobs.lake import concurrently
 from jobs.lake.write import conform
 from schemas.landing import EDGES, KEYGROUPS, NODES, SCHEMAS
-from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
+from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS, Table
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["spark_frames"]
+__all__ = ["replace_from_spark", "spark_aggregates", "spark_frames"]
 
 
 def _read(spark: SparkSession, kind: str, files: list[Path]) -> DataFrame:
@@ -84,7 +89,42 @@ def _check_samples(df: DataFrame, kind: str, in_window: Column, period: Period) 
 def spark_frames(spark: SparkSession, job: Any, period_end: datetime,
                  files: dict[str, list[Path]], facet_files: dict[str, list[Path]], landed: Path
                  ) -> CollectedFrames:
-    """The period's samples checked and aggregated by Spark: the contract's `CollectedFrames`."""
+    """The period's samples checked and aggregated by Spark: the contract's `CollectedFrames`,
+    every table as Arrow (the aggregates brought to the driver: for tests and small periods)."""
+    got = spark_aggregates(spark, job, period_end, files, facet_files, landed)
+    big = list(got.on_cluster.items())
+    arrows = concurrently(*(lambda name=name, df=df: conform(df.toArrow(), _TABLES[name])
+                            for name, df in big))
+    tables = {**got.tables, **{name: a for (name, _), a in zip(big, arrows, strict=True)}}
+    return CollectedFrames(tables, got.groups)
+
+
+_TABLES = {t.name: t for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS)}
+
+
+def replace_from_spark(df: DataFrame, table: Table, location: str, where: str) -> None:
+    """Replace the rows of the Delta table at `location` that `where` matches with `df`'s, in one
+    commit written by Spark (Delta's `replaceWhere`): the executors write the Parquet files, the
+    driver only commits the log. The columns are cast to the table's types, in its order (what
+    jobs/lake/write.py `conform` does for an Arrow table)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = from_arrow_schema(table.arrow_schema())
+    missing = [f.name for f in schema.fields if f.name not in df.columns]
+    if missing:
+        raise ValueError(f"{table.name}: the aggregate lacks the columns {missing}")
+    (df.select(*(F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields))
+     .write.format("delta").mode("overwrite").option("replaceWhere", where).save(location))
+
+
+def spark_aggregates(spark: SparkSession, job: Any, period_end: datetime,
+                     files: dict[str, list[Path]], facet_files: dict[str, list[Path]],
+                     landed: Path) -> CollectedFrames:
+    """The period's samples checked by Spark, and its aggregates left on the cluster:
+    `CollectedFrames` whose `on_cluster` holds keygroup_stats, comm_stats and node_stats as
+    Spark DataFrames (nothing computed yet but the checks), `tables` the facet tables (the
+    period's snapshot rows, few) as Arrow."""
     from pyspark.sql import functions as F
 
     spark.version  # noqa: B018  # the session made now: the column functions below need it
@@ -121,7 +161,8 @@ def spark_frames(spark: SparkSession, job: Any, period_end: datetime,
     ).select(*stamp, "*").withColumn(
         "utilisation_pct", F.col("cpu_ms") * 100.0 / (F.col("capacity") * period_ms)
     )
-    frames = [(KEYGROUP_STATS, keygroups), (COMM_STATS, comm), (NODE_STATS, nodes),
-              *facet_frames(spark, facet_files, in_window, stamp)]
-    arrows = concurrently(*(lambda t=t, df=df: conform(df.toArrow(), t) for t, df in frames))
-    return CollectedFrames({t.name: a for (t, _), a in zip(frames, arrows, strict=True)}, groups)
+    facets = facet_frames(spark, facet_files, in_window, stamp)
+    arrows = concurrently(*(lambda t=t, df=df: conform(df.toArrow(), t) for t, df in facets))
+    on_cluster = {KEYGROUP_STATS.name: keygroups, COMM_STATS.name: comm, NODE_STATS.name: nodes}
+    return CollectedFrames({t.name: a for (t, _), a in zip(facets, arrows, strict=True)}, groups,
+                           on_cluster)

@@ -21,22 +21,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobs.collect.aggregate import Aggregation, CollectedFrames
-from jobs.collect.by_spark import spark_frames
+from jobs.collect.aggregate import CollectedFrames
+from jobs.collect.by_spark import replace_from_spark, spark_aggregates
+from jobs.collect.engine import NATIVE, EngineChoice, choose_engine, crossover, landed_samples
 from jobs.collect.native import collect_frames
 from jobs.context import StageContext, run_stage_committing, stage_context
 from jobs.errors import StageError
 from jobs.facets.load_model import fit_stage
 from jobs.facets.subscriptions import FACET_TABLES, check_facet_landing
 from jobs.faults import failpoint
-from jobs.lake import Lake, Scope, concurrently
+from jobs.lake import Lake, Scope, concurrently, io_mode
 from jobs.lake.spark_sql import SparkLake
 from jobs.markers import clear_period_markers, write_collect_marker
 from schemas.config import JobConfig, Paths
@@ -64,6 +64,7 @@ class CollectResult:
     period_end: str
     rows: dict[str, int]  # table -> rows written for the period
     versions: dict[str, int]  # table -> Delta version after the write
+    engine: str = NATIVE  # which engine aggregated (jobs/collect/engine.py)
 
     def summary(self) -> str:
         rows = ", ".join(f"{name} {count} rows (v{self.versions[name]})"
@@ -80,6 +81,7 @@ class _Gathered:
     facets: list[Table]
     rows: dict[str, int]
     landed: Path
+    engine: str
 
 
 def check_landing(paths: Paths, job_id: str, period_end: datetime) -> dict[str, list[Path]]:
@@ -164,12 +166,16 @@ def _gather(ctx: StageContext) -> _Gathered:
     files = check_landing(paths, job.job_id, period_end)  # check
     facet_files = check_facet_landing(paths, job, period_end)
     landed = period_dir(paths.landing, job.job_id, period_end)
-    frames = _aggregation(ctx.lake)(job, period_end, files, facet_files, landed)  # read, compute
+    choice = _engine(ctx.lake, files, facet_files)
+    if choice.engine == NATIVE:  # read, compute
+        frames = collect_frames(job, period_end, files, facet_files, landed)
+    else:
+        frames = spark_aggregates(ctx.spark, job, period_end, files, facet_files, landed)
     facets = [t for t in FACET_TABLES.values() if t.name in frames.tables]
     rows = {KEYGROUP_STATS.name: frames.groups[KEYGROUPS], COMM_STATS.name: frames.groups[EDGES],
             NODE_STATS.name: frames.groups[NODES]}
     rows.update({t.name: frames.tables[t.name].num_rows for t in facets})
-    return _Gathered(frames, facets, rows, landed)
+    return _Gathered(frames, facets, rows, landed, choice.engine)
 
 
 def _commit(ctx: StageContext, gathered: _Gathered) -> CollectResult:
@@ -184,10 +190,10 @@ def _commit(ctx: StageContext, gathered: _Gathered) -> CollectResult:
     # keygroup_stats last: a reader that finds no key groups says "run collect". The others
     # (and the facet tables: a dynamic job's, declared streams) in one round of commits.
     first = [*facets, NODE_STATS, COMM_STATS]
-    concurrently(*(lambda t=t: lake.replace(t, frames.tables[t.name], scope) for t in first))
+    concurrently(*(lambda t=t: _replace(lake, frames, t, scope) for t in first))
     for table in first:
         failpoint(f"collect.{table.name}")
-    lake.replace(KEYGROUP_STATS, frames.tables[KEYGROUP_STATS.name], scope)
+    _replace(lake, frames, KEYGROUP_STATS, scope)
     failpoint(f"collect.{KEYGROUP_STATS.name}")
     # the versions after the commits, asked at once
     versions = lake.table_versions(t.name for t in (*first, KEYGROUP_STATS))
@@ -200,12 +206,26 @@ def _commit(ctx: StageContext, gathered: _Gathered) -> CollectResult:
     ordered = {t.name: rows[t.name] for t in (KEYGROUP_STATS, COMM_STATS, NODE_STATS)}
     ordered.update({t.name: rows[t.name] for t in facets})
     ordered.update({LOAD_MODEL.name: rows[LOAD_MODEL.name]} if LOAD_MODEL.name in rows else {})
-    return CollectResult(job.job_id, format_period_end(period_end), ordered, versions)
+    return CollectResult(job.job_id, format_period_end(period_end), ordered, versions,
+                         gathered.engine)
 
 
-def _aggregation(lake: Lake) -> Aggregation:
-    """The aggregation that goes with the lake's engine (jobs/collect/aggregate.py): pyarrow in
-    this process with delta-rs, Spark with the Spark lake (a driver on a cluster)."""
-    if isinstance(lake, SparkLake):
-        return partial(spark_frames, lake.spark)
-    return collect_frames
+def _engine(lake: Lake, files: dict[str, list[Path]], facet_files: dict[str, list[Path]]
+            ) -> EngineChoice:
+    """The aggregation's engine (jobs/collect/engine.py): Spark with the Spark lake, pyarrow in
+    this process with delta-rs, unless `auto` finds more samples than the crossover."""
+    spark_lake, mode = isinstance(lake, SparkLake), io_mode()
+    if spark_lake or mode != "auto":  # the footers are read only when the rule needs them
+        return choose_engine(mode, spark_lake, 0, 0)
+    landed = [f for group in (*files.values(), *facet_files.values()) for f in group]
+    return choose_engine(mode, False, landed_samples(landed), crossover())
+
+
+def _replace(lake: Lake, frames: CollectedFrames, table: Table, scope: Scope) -> None:
+    """One table's period rows replaced: by the lake from Arrow, or by Spark from the cluster
+    (an aggregate `spark_aggregates` left there) into the same Delta table."""
+    if table.name in frames.on_cluster:
+        replace_from_spark(frames.on_cluster[table.name], table, lake.paths.table(table.name),
+                           scope.sql)
+    else:
+        lake.replace(table, frames.tables[table.name], scope)

@@ -14,7 +14,8 @@ text of the pipeline lives in this folder, written once for both engines:
 `RECONF_LAKE_IO` chooses: `native` (delta-rs), `spark`, or `auto` (the default): native, but
 Spark in a stage submitted as a Spark application (`spark-submit jobs/submit.py`, collect on a
 cluster). collect's aggregation follows the same choice (jobs/collect/aggregate.py: one contract,
-Arrow out, for pyarrow and Spark). tests/jobs/test_lake_contract.py runs the same questions and
+Arrow out, for pyarrow and Spark), and under `auto` it also goes to Spark when a period landed
+more samples than one process should hold (jobs/collect/engine.py: the measured crossover). tests/jobs/test_lake_contract.py runs the same questions and
 writes against both engines and requires the same answers.
 """
 
@@ -30,21 +31,27 @@ from schemas.config import Paths
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["IO_ENV", "Lake", "Scope", "Start", "VersionLog", "concurrently", "native_io",
+__all__ = ["IO_ENV", "Lake", "Scope", "Start", "VersionLog", "concurrently", "io_mode", "native_io",
            "open_lake"]
 
 IO_ENV = "RECONF_LAKE_IO"
 _MODES = ("auto", "native", "spark")
 
 
-def native_io() -> bool:
-    """True when `RECONF_LAKE_IO` chooses delta-rs (the module docstring)."""
+def io_mode() -> str:
+    """`RECONF_LAKE_IO` as written (auto, native or spark; unset: auto), checked."""
     mode = os.environ.get(IO_ENV, "auto").strip().lower() or "auto"
     if mode not in _MODES:
         raise StageError(f"{IO_ENV}={mode!r} is not one of {', '.join(_MODES)}",
                          where=f"the environment variable {IO_ENV}",
                          fix="unset it to read and write the lake natively, or set it to spark "
                              "to go through the stage's Spark session")
+    return mode
+
+
+def native_io() -> bool:
+    """True when `RECONF_LAKE_IO` chooses delta-rs (the module docstring)."""
+    mode = io_mode()
     if mode == "auto":  # a Spark application (spark-submit on a cluster): Spark's I/O
         from jobs.spark.session import under_spark_submit
 

@@ -21,7 +21,7 @@ from jobs.plan.applied import record_applied
 from jobs.plan.attempts import NOT_PUBLISHED, PeriodRecord, attempt_predicate, period_record
 from jobs.plan.attempts import plan_id as attempt_id
 from jobs.tracking.store import CycleRecord, log_cycle, logged_attempts, tag_run
-from jobs.whatif.input import keep_input
+from jobs.whatif.input import store_input
 from placement.model import Budget, ClusterState, Plan
 from placement.objectives import as_run_metrics
 from placement.waves import plan_waves
@@ -169,19 +169,21 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
         attempt_tags.update({Tag.PUBLISH_STATUS: NOT_PUBLISHED,
                              Tag.PUBLISHED_VERSION: str(published[0]),
                              Tag.PUBLISHED_PLAN_ID: published[1]})
+    # the what-if only ever compares a publishable plan; its input is a file keyed by the plan
+    # id, which the run's tags name (jobs/whatif/input.py): O(units + edges), never an artifact
+    whatif_tags = (store_input(paths, pid, job, stamp, strategy, state, plan, job_budget(job))
+                   if not dry_run and published is None else {})
     run_id = log_cycle(
         paths,
         CycleRecord(job, stamp, strategy, plan_json, validation,
                     {**read_tags, Tag.BASE_VERSION: str(base_version), **attempt_tags,
-                     **tags}, dry_run, dict(artifacts)),
+                     **whatif_tags, **tags}, dry_run, dict(artifacts)),
         state,
         plan,
     )
     if not dry_run:
         if marker is not None and marker.runtime is not None and marker.runtime.execution:
             record_applied(ctx, marker.runtime.execution)  # on the applied version's own run
-        if published is None:  # the what-if only ever compares a publishable plan
-            keep_input(paths, run_id, job, stamp, strategy, state, plan, job_budget(job))
         moves, row = _plan_rows(ctx, pid, strategy, plan, base_version, run_id, plan_json,
                                 status)
         where = attempt_predicate(job.job_id, period_end, pid)

@@ -17,12 +17,22 @@ from placement.graphpart import pair_rates
 from placement.metrics import node_loads
 from placement.model import ClusterState, Plan
 
-__all__ = ["COMM_GRAPH_PAIRS", "comm_graph", "heaviest_pairs", "load_chart"]
+__all__ = ["CHART_BARS_UP_TO", "COMM_GRAPH_PAIRS", "comm_graph", "heaviest_pairs", "load_chart"]
+
+
+#: up to this many nodes the load chart has a labelled pair of bars per node; beyond, it draws
+#: the loads sorted (one line before, one after) in a figure of fixed size: a bar and a tick label
+#: per node of a 1,000-node job made a 50,000-pixel-wide PNG that took 12 s to draw
+CHART_BARS_UP_TO = 60
 
 
 def load_chart(state: ClusterState, plan: Plan, path: Path,
                loads: tuple[Mapping[str, float], Mapping[str, float]] | None = None) -> None:
-    """The node loads before and after (`loads`: (before, after) when the caller has them)."""
+    """The node loads before and after (`loads`: (before, after) when the caller has them).
+
+    Up to `CHART_BARS_UP_TO` nodes a bar per node and plan; beyond, each plan's node loads
+    sorted from the most to the least loaded, as two lines (a constant number of artists: the
+    figure costs the same at 100 and at 10,000 nodes; nodes.csv has every node's numbers)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -31,13 +41,21 @@ def load_chart(state: ClusterState, plan: Plan, path: Path,
     before, after = loads or (node_loads(state, state.assignment),
                               node_loads(state, plan.assignment))
     nodes = sorted(set(before) | set(after))
-    xs = range(len(nodes))
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(nodes) + 2), 3.6), dpi=110)
-    ax.bar([x - 0.2 for x in xs], [before.get(n, 0.0) for n in nodes], 0.4, label="before")
-    ax.bar([x + 0.2 for x in xs], [after.get(n, 0.0) for n in nodes], 0.4, label="after")
     mean = sum(after.values()) / max(1, len(after))
+    if len(nodes) <= CHART_BARS_UP_TO:
+        xs = range(len(nodes))
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(nodes) + 2), 3.6), dpi=110)
+        ax.bar([x - 0.2 for x in xs], [before.get(n, 0.0) for n in nodes], 0.4, label="before")
+        ax.bar([x + 0.2 for x in xs], [after.get(n, 0.0) for n in nodes], 0.4, label="after")
+        ax.set_xticks(list(xs), nodes, rotation=45, ha="right", fontsize=8)
+    else:
+        fig, ax = plt.subplots(figsize=(8.0, 3.6), dpi=110)
+        for label, values in (("before", before), ("after", after)):
+            ranked = np.sort(np.fromiter((values.get(n, 0.0) for n in nodes), float,
+                                         len(nodes)))[::-1]
+            ax.plot(np.arange(len(nodes)), ranked, drawstyle="steps-mid", label=label)
+        ax.set_xlabel(f"{len(nodes):,} nodes, most loaded first (each node: nodes.csv)")
     ax.axhline(mean, color="grey", linestyle="--", linewidth=1, label=f"mean {mean:.1f}%")
-    ax.set_xticks(list(xs), nodes, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel("node load (% of reference node)")
     ax.set_title(
         f"load distance {plan.before.load_distance:.2f} -> {plan.after.load_distance:.2f}, "

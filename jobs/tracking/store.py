@@ -41,6 +41,7 @@ from placement.metrics import mean_load
 from placement.model import ClusterState, Plan
 from placement.reasons import family_params
 from schemas.config import JobConfig, Paths
+from schemas.headline import ARRIVALS_METRIC
 from schemas.tracking import Artifact, Tag, param_tag
 
 __all__ = ["CycleRecord", "find_runs", "log_cycle", "logged_attempts", "open_experiment",
@@ -165,20 +166,23 @@ def logged_attempts(paths: Paths, job_id: str, period_end: str, dry_run: bool) -
     return max((_attempt(r) for r in runs), default=0)
 
 
-def _create_run(client: Any, experiment_id: str, record: CycleRecord) -> str:
-    """A new run for the attempt (a run is never reused: see the module's docstring)."""
+def _create_run(client: Any, experiment_id: str, record: CycleRecord) -> tuple[str, str]:
+    """A new run for the attempt (a run is never reused: see the module's docstring): its id
+    and name."""
     attempt = int(record.tags.get(Tag.ATTEMPT, "1"))
     suffix = "" if attempt == 1 else f" #{attempt}"
     if record.dry_run:
         suffix = f" (dry run{suffix})"
     elif record.tags.get(Tag.PUBLISH_STATUS) == NOT_PUBLISHED:
         suffix += " (not published)"
-    run = client.create_run(
-        experiment_id, run_name=run_name(record.period_end) + suffix,
-        tags={_JOB_TAG: record.job.job_id, _PERIOD_TAG: record.period_end,
-              Tag.DRY_RUN: str(record.dry_run).lower()},
-    )
-    return str(run.info.run_id)
+    run = client.create_run(experiment_id, run_name=run_name(record.period_end) + suffix,
+                            tags=_creation_tags(record))
+    return str(run.info.run_id), str(run.info.run_name)
+
+
+def _creation_tags(record: CycleRecord) -> dict[str, str]:
+    return {_JOB_TAG: record.job.job_id, _PERIOD_TAG: record.period_end,
+            Tag.DRY_RUN: str(record.dry_run).lower()}
 
 
 def _load_index(client: Any, experiment_id: str, period_end: str, system_load: float) -> float:
@@ -213,12 +217,33 @@ def refresh_note(client: Any, run_id: str, moves: list[dict[str, str]] | None = 
     """(Re)write the run description from what the run holds now (tags, metrics, moves, and the
     what-if comparison once it ran)."""
     run = client.get_run(run_id)
+    client.set_tag(run_id, NOTE_TAG, _note_of(client, run, dict(run.data.tags), moves))
+
+
+#: the moves.csv rows of the runs this process logged (run id -> rows), newest last: a later
+#: `tag_run` of the same plan (the plan stage's versions) rewrites the note without reading
+#: the artifact back; a run logged by another process reads it
+_MOVES: dict[str, list[dict[str, str]]] = {}
+_MOVES_KEPT = 16
+
+
+def _keep_moves(run_id: str, moves: list[dict[str, str]]) -> None:
+    _MOVES[run_id] = moves
+    while len(_MOVES) > _MOVES_KEPT:
+        del _MOVES[next(iter(_MOVES))]
+
+
+def _note_of(client: Any, run: Any, tags: Mapping[str, str],
+             moves: list[dict[str, str]] | None = None) -> str:
+    """The description of `run` with `tags` (its own, with any about to be logged)."""
+    run_id = run.info.run_id
+    if moves is None:
+        moves = _MOVES.get(run_id)
     if moves is None:
         moves = read_csv_artifact(client, run_id, Artifact.MOVES_CSV)
     whatif = (read_csv_artifact(client, run_id, Artifact.WHATIF_COMPARISON)
-              if Tag.WHATIF_STATUS in run.data.tags else [])
-    note = note_markdown(run.info.run_name, run.data.tags, run.data.metrics, moves, whatif)
-    client.set_tag(run_id, NOTE_TAG, note)
+              if Tag.WHATIF_STATUS in tags else [])
+    return note_markdown(run.info.run_name, tags, run.data.metrics, moves, whatif)
 
 
 def _validation_tags(validation: Mapping[str, Any] | None) -> dict[str, str]:
@@ -267,7 +292,7 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     client = _client(paths)
     job = record.job
     experiment_id = _experiment_id(client, paths, job.job_id, job.strategy)
-    run_id = _create_run(client, experiment_id, record)
+    run_id, name = _create_run(client, experiment_id, record)
     params = {
         "strategy": record.strategy,
         "max_migrations": job.max_migrations,
@@ -287,6 +312,8 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     # write-once: there the tags held the newest values; reconf/audit.py reads both)
     current = {param_tag(k): "none" if v is None else str(v) for k, v in params.items()}
     metrics = plan_metrics(plan)
+    if state.arrivals:  # the headline says why "before" leaves them out (schemas/headline.py)
+        metrics[ARRIVALS_METRIC] = float(len(state.arrivals))
     system_load = mean_load(state)  # collocation: the load index (paper §5), where computable
     if system_load > 0:
         metrics["system_load"] = system_load
@@ -305,13 +332,6 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     if "decision" in scaling:
         tags[Tag.SCALING_DECISION] = str(scaling["decision"])
         tags[Tag.SCALING_REASON] = str(scaling.get("reason", ""))[:4900]
-    # one batch (a few store transactions) instead of one call per value
-    client.log_batch(
-        run_id,
-        metrics=[Metric(key, float(value), now, 0) for key, value in metrics.items()],
-        params=new_params,
-        tags=[RunTag(key, str(value)) for key, value in tags.items()],
-    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         # per unit only what stays bounded (jobs/tracking/bounded.py): the lake has the rest
@@ -333,8 +353,20 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
             (folder / Artifact.VALIDATION_JSON).write_text(
                 json.dumps(record.validation, indent=2, sort_keys=True, default=str)
             )
-        client.log_artifacts(run_id, str(folder))
-        refresh_note(client, run_id, list(csv.DictReader(io.StringIO(moves_csv))))
+        client.log_artifacts(run_id, str(folder))  # one upload: every artifact of the run
+    moves = list(csv.DictReader(io.StringIO(moves_csv)))
+    _keep_moves(run_id, moves)
+    logged = {**_creation_tags(record), **{k: str(v) for k, v in tags.items()}}
+    # the description from what is logged here, not read back (refresh_note gives the same)
+    tags[NOTE_TAG] = note_markdown(name, logged, {k: float(v) for k, v in metrics.items()},
+                                   moves)
+    # one batch (a few store transactions) instead of one call per value
+    client.log_batch(
+        run_id,
+        metrics=[Metric(key, float(value), now, 0) for key, value in metrics.items()],
+        params=new_params,
+        tags=[RunTag(key, str(value)) for key, value in tags.items()],
+    )
     client.set_terminated(run_id, "FINISHED")
     return run_id
 
@@ -344,8 +376,10 @@ def tag_run(paths: Paths, run_id: str, tags: Mapping[str, str]) -> None:
     from mlflow.entities import RunTag
 
     client = _client(paths)
-    client.log_batch(run_id, tags=[RunTag(key, str(value)) for key, value in tags.items()])
-    refresh_note(client, run_id)
+    run = client.get_run(run_id)
+    new = {key: str(value) for key, value in tags.items()}
+    new[NOTE_TAG] = _note_of(client, run, {**run.data.tags, **new})
+    client.log_batch(run_id, tags=[RunTag(key, value) for key, value in new.items()])
 
 
 def run_tags(paths: Paths, run_id: str) -> dict[str, str]:

@@ -18,9 +18,7 @@ metric (`markdown_table`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from jobs.tracking.ui_links import CLASSIC
@@ -29,7 +27,7 @@ from schemas.headline import objective_for
 from schemas.strategies import OBJECTIVES
 
 __all__ = ["CORE_COLUMNS", "TAIL_COLUMNS", "best_by_objective", "columns_of", "comparison_row",
-           "markdown_table", "num", "per_node_rows", "plot_comparison", "rank_rows",
+           "markdown_table", "num", "per_node_rows", "rank_rows",
            "text_table"]
 
 CORE_COLUMNS = ("strategy", "role", "status", "rank", "load_distance_before",
@@ -201,54 +199,3 @@ def text_table(rows: Sequence[Mapping[str, Any]], indent: str = "  ") -> list[st
     widths = [max(len(r[i]) for r in table) for i in range(len(cols) - 1)]
     return [indent + "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True))
             + ("  " + r[-1] if r[-1] else "") for r in table]
-
-
-def plot_comparison(rows: Sequence[Mapping[str, Any]], title: str, path: Path,
-                    in_force: str | None = None) -> None:
-    """One chart: each strategy's value of the in-force strategy's objective (bars; the plan in
-    force darker), its migrations above the bar, the bound dashed (the MILP's or SPRAWL's
-    `lower_bound`, when the objective is certified by it), LD before dotted when the objective
-    is LD; a strategy that did not plan is named with its status instead of a bar."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    objective = objective_for(in_force)
-    names = [str(r["strategy"]) for r in rows]
-    lds = [v if v is not None and math.isfinite(v) else None
-           for v in (num(r.get(f"{objective.name}_after")) for r in rows)]
-    before = (next((b for r in rows if (b := num(r.get("load_distance_before"))) is not None),
-                   None) if objective.name == "load_distance" else None)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(rows) + 2), 3.8), dpi=110)
-    colors = ["tab:blue" if r.get("role") == "in force" else "tab:gray" for r in rows]
-    planned = [v for v in lds if v is not None]
-    # an outlier (e.g. random moves) must not flatten the rest: clip at 2.5x the LD before
-    top = max([*planned, before or 0.0, 1e-9])
-    if before and top > 2.5 * before:
-        top = 2.5 * before
-    ax.bar(range(len(rows)), [min(v or 0.0, top) for v in lds], color=colors)
-    for i, (row, ld) in enumerate(zip(rows, lds, strict=True)):
-        label = (f"{_cell('migrations', row.get('migrations'))} mig." if ld is not None
-                 else str(row.get("status", "")).replace("_", " "))
-        if ld is not None and ld > top:
-            label = f"{ld:.3g} (clipped)\n{label}"
-        ax.text(i, min(ld or 0.0, top) + 0.02 * top, label, ha="center", va="bottom", fontsize=8)
-    bounds = [b for r in rows if r.get("role") == "in force"
-              and (b := num(r.get("lower_bound"))) is not None] \
-        if objective.bound == "lower_bound" else []
-    if bounds:
-        ax.axhline(max(bounds), color="tab:green", linestyle="--", linewidth=1,
-                   label=f"lower bound {max(bounds):.4g}")
-    if before is not None:
-        ax.axhline(before, color="tab:red", linestyle=":", linewidth=1,
-                   label=f"before {before:.3f}")
-    ax.set_ylim(0, 1.15 * top)
-    if bounds or before is not None:
-        ax.legend(fontsize=8, loc="upper left")
-    ax.set_xticks(range(len(rows)), names, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(f"{objective.label} after ({objective.direction})")
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)

@@ -39,7 +39,8 @@ from schemas.constraints import Constraints
 from schemas.strategies import STRATEGIES
 
 __all__ = ["MAX_WORKERS", "SHADOW_FAULT_ENV", "STATUSES", "WORKERS_ENV", "ShadowOutcome",
-           "ShadowTask", "choose_shadows", "hard_cap", "plan_one", "run_shadows", "worker_count"]
+           "ShadowTask", "choose_shadows", "hard_cap", "plan_one", "run_shadows", "shadow_cap",
+           "worker_count"]
 
 SHADOW_FAULT_ENV = "RECONF_SHADOW_FAULT"
 WORKERS_ENV = "RECONF_SHADOW_WORKERS"
@@ -47,6 +48,7 @@ MAX_WORKERS = 4  # the default's ceiling (`worker_count`)
 STATUSES = ("planned", "failed", "timed_out", "skipped")
 #: a shadow may run this much past its solver time limit (model building, the worker's start)
 GRACE_S, GRACE_FRACTION = 5.0, 0.5
+MIN_LIMIT_S = 0.5  # the least solver time limit a shrunk per-shadow budget hands a strategy
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,10 @@ class ShadowOutcome:
     plan: Plan | None
     wall_s: float
     message: str = ""
+    #: the wall time it was given (its cap: `shadow_cap`) and the solver time limit it ran
+    #: with; None where not set (a shadow not started, the cluster path)
+    budget_s: float | None = None
+    time_limit_s: float | None = None
 
 
 def choose_shadows(job: JobConfig, state: ClusterState, in_force: str
@@ -114,6 +120,25 @@ def hard_cap(time_limit_s: float | None, remaining_s: float) -> float:
     own = (remaining_s if time_limit_s is None
            else time_limit_s + max(GRACE_S, GRACE_FRACTION * time_limit_s))
     return max(0.0, min(own, remaining_s))
+
+
+def shadow_cap(time_limit_s: float | None, remaining_s: float, slots: int, pending: int
+               ) -> tuple[float, float | None]:
+    """A shadow's per-shadow budget (its cap, wall seconds) and the solver time limit it runs
+    with, at its start: `hard_cap`, but never more than its fair share of the worker time
+    left, remaining × slots / pending (the shadows not yet finished, itself included), so
+    that every shadow of the period starts within its budget however many there are (at
+    32,768 units eight shadows on two workers). When the share is below its own time limit
+    plus grace, the time limit shrinks with it (`share` = limit + max(GRACE_S, GRACE_FRACTION
+    · limit)), so a strategy that keeps its limit plans rather than being stopped; one that
+    does not is stopped at the cap, and its row says so."""
+    share = remaining_s * max(1, slots) / max(1, pending)
+    cap = min(hard_cap(time_limit_s, remaining_s), share)
+    if time_limit_s is None or time_limit_s + max(GRACE_S, GRACE_FRACTION * time_limit_s) <= cap:
+        return cap, time_limit_s
+    fitted = (cap / (1 + GRACE_FRACTION) if cap * GRACE_FRACTION / (1 + GRACE_FRACTION)
+              >= GRACE_S else cap - GRACE_S)
+    return cap, min(time_limit_s, max(MIN_LIMIT_S, fitted))
 
 
 def _fault(strategy: str) -> str | None:
@@ -240,6 +265,8 @@ class _Running:
     t0: float
     cap: float
     remaining: float
+    share: float
+    time_limit_s: float | None
 
     @property
     def deadline(self) -> float:
@@ -247,10 +274,15 @@ class _Running:
 
 
 def _timed_out(task: ShadowTask, run: _Running, budget_s: float) -> ShadowOutcome:
-    why = ("its time limit plus grace" if run.cap < run.remaining
+    why = ("its time limit plus grace" if run.cap < run.share and run.cap < run.remaining
+           else f"its per-shadow budget: its share of the period's shadow time budget of "
+                f"{budget_s:g} s" if run.cap < run.remaining
            else f"the period's shadow time budget ({budget_s:g} s)")
+    size = f"{len(task.state.keygroups):,} units x {len(task.state.nodes):,} nodes"
     return ShadowOutcome(task.strategy, "timed_out", None, time.perf_counter() - run.t0,
-                         f"stopped after {run.cap:.1f} s ({why})")
+                         f"stopped after {run.cap:.1f} s ({why}); it does not plan {size} in "
+                         "that time: raise shadow_time_budget_s or leave it out of "
+                         "shadow_strategies", run.cap, run.time_limit_s)
 
 
 def run_shadows(tasks: Sequence[ShadowTask], budget_s: float, *,
@@ -258,8 +290,8 @@ def run_shadows(tasks: Sequence[ShadowTask], budget_s: float, *,
     """Run `tasks` in up to `workers` subprocesses side by side (`worker_count`), within
     `budget_s` of wall time in all.
 
-    Each shadow's cap is its solver time limit plus grace, cut to the budget left when it
-    starts; a shadow still running at its cap is killed (`timed_out`) and the next one gets a
+    Each shadow's cap is its solver time limit plus grace, cut to its share of the budget
+    left when it starts (`shadow_cap`: its per-shadow budget, on its outcome); a shadow still running at its cap is killed (`timed_out`) and the next one gets a
     new worker; a shadow not started before the budget is used up is `skipped`. A worker takes
     the next task in order as soon as it is free. Always returns one outcome per task, in the
     tasks' order; every worker has exited when it returns or raises.
@@ -281,8 +313,10 @@ def run_shadows(tasks: Sequence[ShadowTask], budget_s: float, *,
                         tasks[i].strategy, "skipped", None, 0.0,
                         f"the period's shadow time budget ({budget_s:g} s) was used up")
                     continue
+                unfinished = len(pending) + 1 + len(running)
+                cap, limit = shadow_cap(tasks[i].time_limit_s, remaining, slots, unfinished)
                 try:
-                    blob = pickle.dumps(tasks[i])
+                    blob = pickle.dumps(replace(tasks[i], time_limit_s=limit))
                 except Exception as exc:  # e.g. a param that cannot cross to a worker
                     outcomes[i] = ShadowOutcome(tasks[i].strategy, "failed", None, 0.0,
                                                 f"{type(exc).__name__}: {exc}"[:2000])
@@ -290,8 +324,9 @@ def run_shadows(tasks: Sequence[ShadowTask], budget_s: float, *,
                 if not idle:
                     pool.append(_Worker())
                 worker = idle.pop() if idle else pool[-1]
-                running.append(_Running(i, worker, time.perf_counter(),
-                                        hard_cap(tasks[i].time_limit_s, remaining), remaining))
+                share = remaining * slots / unfinished
+                running.append(_Running(i, worker, time.perf_counter(), cap, remaining, share,
+                                        limit))
                 worker.send(blob)
             if not running:
                 continue
@@ -299,7 +334,9 @@ def run_shadows(tasks: Sequence[ShadowTask], budget_s: float, *,
             ready, _, _ = select.select([r.worker.out for r in running], [], [], max(0.0, wait))
             for run in list(running):
                 if run.worker.out in ready:
-                    outcomes[run.index] = run.worker.receive(tasks[run.index].strategy, run.t0)
+                    outcomes[run.index] = replace(
+                        run.worker.receive(tasks[run.index].strategy, run.t0),
+                        budget_s=run.cap, time_limit_s=run.time_limit_s)
                 elif time.perf_counter() >= run.deadline:
                     run.worker.stop()
                     outcomes[run.index] = _timed_out(tasks[run.index], run, budget_s)

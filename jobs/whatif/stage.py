@@ -4,7 +4,9 @@ At plan time (jobs/plan/stage.py `record_plan`) the pipeline decides which strat
 (`choose_shadows`: by the facets the state provides) and stores, with the period's MLflow run,
 everything they need: the `ClusterState` the plan in force was made on (after Algorithm 1's
 node changes, if the job scales), the budget, the solver time limit, each shadow's params and
-the plan in force (`whatif/input.json`, jobs/whatif/codec.py: data, never a pickle). Nothing is rebuilt later, so the shadows see exactly
+the plan in force (a JSON file under RECONF_HOME keyed by the plan id, its key and SHA-256 on
+the run: jobs/whatif/input.py, jobs/whatif/codec.py: data, never a pickle). Nothing is rebuilt
+later, so the shadows see exactly
 what the real strategy saw, whatever the lake holds by then.
 
 After publish, `run_whatif` (the DAG's `whatif` task, `reconf cycle`, `reconf whatif`) runs the
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jobs.whatif.chart import plot_comparison
 from jobs.whatif.input import (
     INPUT_ARTIFACT,
     WhatIfInput,
@@ -40,7 +43,6 @@ from jobs.whatif.report import (
     comparison_row,
     objective_values,
     per_node_rows,
-    plot_comparison,
     rank_rows,
 )
 from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows, shadow_state
@@ -268,10 +270,10 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
         return WhatIfResult(job.job_id, period_end, "skipped",
                             f"the period's plan is {status}, not published", run_id=run.info.run_id)
     try:
-        data = load_input(client, run.info.run_id)
+        data = load_input(client, run.info.run_id, paths, dict(run.data.tags))
     except ValueError as exc:
         return WhatIfResult(job.job_id, period_end, "skipped",
-                            f"its shadow input {INPUT_ARTIFACT} is not one the pipeline wrote "
+                            "its shadow input is not one the pipeline wrote "
                             f"({exc}); plan the period again to store a new one",
                             run_id=run.info.run_id)
     if data is None:

@@ -29,7 +29,7 @@ import pytest
 from reconf.procs import free_port
 from reconf.services import Ports, down, up
 from reconf.settings import make_source
-from schemas.config import Paths, resolve_job
+from schemas.config import PROJECT_ROOT, Paths, resolve_job
 from schemas.landing import format_period_end
 from schemas.manifest import read_latest_version, read_manifest
 from schemas.tables import PLANS
@@ -56,22 +56,29 @@ approval = true
 approval_timeout = "{TIMEOUT_S}s"
 source = {{ kind = "synthetic", operators = 2, keygroups_per_operator = 4, nodes = 3, seed = 7, varies = 30 }}
 """
-# docs/operations.md, "Approval": the token, the plans waiting for an answer, and an answer
-TOKEN = """\
-AIRFLOW=http://127.0.0.1:${RECONF_AIRFLOW_PORT:-8080}
-PASSWORD=$(.venv/bin/python -c 'import json, os; print(json.load(open(os.environ.get("RECONF_HOME", ".reconf") + "/airflow/simple_auth_manager_passwords.json.generated"))["admin"])')
-TOKEN=$(curl -s -X POST "$AIRFLOW/auth/token" -H 'Content-Type: application/json' \\
-    -d "{\\"username\\": \\"admin\\", \\"password\\": \\"$PASSWORD\\"}" | .venv/bin/python -c 'import json, sys; print(json.load(sys.stdin)["access_token"])')
-"""
-WAITING = """\
-curl -s "$AIRFLOW/api/v2/dags/reconfigure_gate/dagRuns/~/hitlDetails?response_received=false" \\
-    -H "Authorization: Bearer $TOKEN"
-"""
-ANSWER = """\
-curl -s -X PATCH "$AIRFLOW/api/v2/dags/reconfigure_gate/dagRuns/{run_id}/taskInstances/approve/-1/hitlDetails" \\
-    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\
-    -d '{payload}'
-"""
+def _docs_commands() -> dict[str, str]:
+    """docs/operations.md, "Approval", its command-line block as printed, for job `gate`: the
+    token lines, the plans waiting for an answer, approve, reject (each a bash snippet)."""
+    text = (PROJECT_ROOT / "docs" / "operations.md").read_text()
+    section = text[text.index("### Approval: a human between plan and publish"):
+                   text.index("### When a cycle fails")]
+    start = section.index("```bash\n", section.index("**From the command line**")) + 8
+    block = section[start:section.index("```\n", start)].replace("reconfigure_demo",
+                                                                  "reconfigure_gate")
+    parts = block.split("\n# ")
+    assert [p.split("\n", 1)[0] for p in parts[1:]] == [
+        "the plans waiting for an answer: subject, body (summary, what-if, MLflow link), run id",
+        "approve ...", "... or reject, with the reason"], parts
+    return {name: part.split("\n", 1)[1] if i else part
+            for i, (name, part) in enumerate(zip(("token", "waiting", "approve", "reject"),
+                                                 parts, strict=True))}
+
+
+DOCS = _docs_commands()
+TOKEN, WAITING = DOCS["token"], DOCS["waiting"]
+#: the docs' answer with the run id and the payload to fill in (`str.format`)
+ANSWER = DOCS["approve"].replace("<run id>", "{run_id}").replace(
+    """-d '{"chosen_options": ["Approve"]}'""", "-d '{payload}'")
 REASON = "too many moves during the nightly batch"
 
 
@@ -177,8 +184,7 @@ def test_the_request_shows_the_plan_and_rejecting_it_publishes_nothing(airflow: 
     assert f"[{mlflow_run}](http://" in body and f"/runs/{mlflow_run}" in body  # its MLflow run
     assert f"within 0:00:{TIMEOUT_S}" in body
     assert airflow.task_states(DAG_ID, run_id).get("publish") in (None, "None")  # not yet
-    answer = _answer(airflow, run_id, {"chosen_options": ["Reject"],
-                                       "params_input": {"reason": REASON}})
+    answer = _api(airflow, DOCS["reject"].replace("<run id>", run_id))  # as the docs print it
     assert answer["chosen_options"] == ["Reject"] and answer["responded_by"]["name"] == "admin"
     _, states = _finished(airflow, 1)
     assert states["approve"] == "success" and states["publish"] == "skipped", states
@@ -240,3 +246,26 @@ def test_no_answer_within_the_timeout_rejects_the_plan_as_timed_out(airflow: Air
     assert "  approval: timed out at " in audit, audit
     assert f": no answer within 0:00:{TIMEOUT_S}, rejected by default" in audit, audit
     assert "published: no, timed out at approval" in audit, audit
+
+
+def test_the_docs_commands_are_the_ones_these_tests_run() -> None:
+    """What the tests above run is the docs' block (job `gate` for `demo`), not a copy: the
+    token lines, the list of waiting plans, an approve with `{payload}` in place of the docs'
+    payload, the docs' reject with its reason; the documented default outcome is this one."""
+    assert TOKEN.startswith("AIRFLOW=http://127.0.0.1:${RECONF_AIRFLOW_PORT:-8080}\n")
+    assert "TOKEN=$(curl -s -X POST \"$AIRFLOW/auth/token\"" in TOKEN
+    assert WAITING.startswith('curl -s "$AIRFLOW/api/v2/dags/reconfigure_gate/dagRuns/~/'
+                              'hitlDetails?response_received=false"')
+    assert "{run_id}" in ANSWER and "-d '{payload}'" in ANSWER and "Approve" not in ANSWER
+    assert ANSWER.format(run_id="r", payload='{"chosen_options": ["Approve"]}') == \
+        DOCS["approve"].replace("<run id>", "r")
+    assert f'"params_input": {{"reason": "{REASON}"}}' in DOCS["reject"]
+    text = (PROJECT_ROOT / "docs" / "operations.md").read_text()
+    assert 'approval_timeout = "1h"    # default 1 h' in text  # the documented default ...
+    assert '"no answer within 1:00:00, rejected by default"' in text  # ... and its outcome
+
+    from schemas.config.job import JobConfig
+
+    # the timeout test above reads "no answer within 0:00:45" (the operator writes the job's
+    # timeout as a timedelta): the default's reason is the docs' one
+    assert f"within {JobConfig('j').approval_timeout}," == "within 1:00:00,"

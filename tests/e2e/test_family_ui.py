@@ -1,21 +1,26 @@
-"""End to end, per family: each kind of job's period run read in the real MLflow UI (Chromium).
+"""End to end, per family: each kind of job's demo, and its period read in the real MLflow UI.
 
 The five kinds of job of config/jobs.toml — the MILP/ALBIC replay (`flights2`), Herding's query
 platform (`queries`), Consistent Grouping (`flights2-cg`), ROD (`streams`) and SPRAWL
-(`wan-demo`) — each run one real cycle (land, collect, validate, plan, publish by the stage
-functions the DAG's tasks call; lake I/O by delta-rs, no Spark) and its what-if, once for the
-module, with two shadows each (a `cg` shadow where CG is not in force: it is the one with
-per-node metrics), into one store served by one `mlflow server`, read by one browser. Per
-family the link `reconf audit` prints opens the run in the classic view; the description's
-first line names the family's objective before → after (with its bound when it has one); the
-what-if table has no per-node column and the description is under MLflow's 8000 characters;
-a shadow's link opens its child run, whose one-line description names it. The job's runs
-table opens, through the saved view, with the objective's metrics as columns.
+(`wan-demo`) — each run the `reconf demo` command docs/operations.md's "Five kinds of job"
+prints (one period through the real Airflow DAG: land, collect, validate, plan, publish and the
+what-if with every shadow the job allows, apply), one after another into one store (one Airflow
+home, one MLflow database), served by one `mlflow server`, read by one browser. Per family the
+demo's period line leads with the family's objective; the link `reconf audit` prints opens the
+run in the classic view; the description's first line names the family's objective before →
+after (with its bound when it has one); the what-if table has no per-node column and the
+description is under MLflow's 8000 characters; a shadow's link opens its child run, whose
+one-line description names it. The job's runs table opens, through the saved view, with the
+objective's metrics as columns.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,9 +42,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 REASONS = {"flights2": {"pair_collocated", "load_relieved"}, "queries": {"traffic_saved"},
            "flights2-cg": {"band_left"}, "streams": {"feasible_set_gained", "load_relieved"},
            "wan-demo": {"wan_cost_saved"}}
-#: the five kinds of job (docs/operations.md, "Five kinds of job"), and two shadows each
+#: the five kinds of job (docs/operations.md, "Five kinds of job"), and two of the shadows
+#: each job's what-if plans whose child-run links the browser follows
 FAMILIES = {"flights2": ("greedy", "cg"), "queries": ("herding_offline", "cg"),
-            "flights2-cg": ("greedy", "milp"), "streams": ("llf", "cg"),
+            "flights2-cg": ("greedy", "milp"), "streams": ("greedy", "cg"),
             "wan-demo": ("greedy", "cg")}
 
 
@@ -55,58 +61,72 @@ class FamilyRun:
     moves: tuple[dict[str, str], ...]
 
 
-def _config(tmp: Path) -> Path:
-    """config/jobs.toml with each family's job given two shadows and a short solver limit."""
-    text = (PROJECT_ROOT / "config" / "jobs.toml").read_text()
-    for job_id, shadows in FAMILIES.items():
-        header = f"[jobs.{job_id}]\n"
-        assert header in text, f"config/jobs.toml has no job {job_id}"
-        text = text.replace(header, header + f"shadow_strategies = {list(shadows)!r}\n"
-                            "shadow_time_budget_s = 60\nsolver_time_limit_s = 2\n", 1)
-    path = tmp / "jobs.toml"
-    path.write_text(text.replace("'", '"'))
-    return path
+@dataclass(frozen=True)
+class DemoOut:
+    """One `reconf demo` command of the docs as run: its argv, exit code, output and time."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    seconds: float
+
+
+#: the store, each family's published period, each family's demo as run
+Families = tuple[Paths, dict[str, FamilyRun], dict[str, DemoOut]]
+
+
+def _run_demo(argv: list[str], home: Path) -> DemoOut:
+    """`reconf demo ...` as a user types it in the repository (the venv's `reconf` script), with
+    the stores under `home` and the project's config/jobs.toml."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AIRFLOW", "RECONF_", "PYTHONPATH"))}
+    env.update({"RECONF_HOME": str(home), "PYTHONPATH": str(PROJECT_ROOT)})
+    started = time.monotonic()
+    done = subprocess.run([str(Path(sys.executable).with_name("reconf")), *argv], env=env,
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
+    return DemoOut(tuple(argv), done.returncode, done.stdout + done.stderr,
+                   time.monotonic() - started)
 
 
 @pytest.fixture(scope="module")
-def family_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Paths, dict[str, FamilyRun]]]:
-    """One published period and its what-if per family, in one store."""
-    from jobs.run import run_collect, run_plan, run_publish, run_validate
+def family_runs(tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[Families]:
+    """The section's five `reconf demo` commands, run as printed (one period each through the
+    real Airflow DAG, the what-if with every shadow), one after another into one store; then
+    each family's published period as the run pages show it."""
     from jobs.tracking.store import find_runs, read_csv_artifact
-    from jobs.whatif.stage import COMPARISON_ARTIFACT, run_whatif
-    from reconf.settings import make_source
+    from jobs.whatif.stage import COMPARISON_ARTIFACT
 
-    tmp = tmp_path_factory.mktemp("families")
+    home = tmp_path_factory.mktemp("families") / "home"
+    demos: dict[str, DemoOut] = {}
+    for argv in _section_commands():
+        if argv[0] == "demo":
+            demos[argv[argv.index("--job") + 1]] = _run_demo(argv, home)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RECONF_HOME", str(tmp / "home"))
-        mp.setenv("RECONF_CONFIG", str(_config(tmp)))
+        mp.setenv("RECONF_HOME", str(home))
+        mp.delenv("RECONF_CONFIG", raising=False)
         mp.delenv("RECONF_MLFLOW_URL", raising=False)
         paths = Paths.from_env()
         client = MlflowClient(tracking_uri=paths.mlflow_uri)
         out = {}
-        for job_id in FAMILIES:
+        for job_id, demo in demos.items():
+            assert demo.returncode == 0, (job_id, demo.stdout[-3000:])
             job = resolve_job(job_id)
-            period_end = job.start_date + job.spl
-            make_source(job, paths).land_period(paths.landing, period_end)
-            for stage in (run_collect, run_validate, run_plan):
-                stage(job_id, period_end)
-            assert run_publish(job_id, period_end).status == "published", job_id
-            whatif = run_whatif(job, format_period_end(period_end), paths=paths)
-            assert whatif.status == "done", (job_id, whatif.reason)
             found = client.get_experiment_by_name(job_id)
             assert found is not None, job_id
             experiment = found.experiment_id
-            [run] = find_runs(client, experiment, job_id, None, max_results=1)
+            [run] = find_runs(client, experiment, job_id, format_period_end(
+                job.start_date + job.spl), max_results=1)
             rows = read_csv_artifact(client, run.info.run_id, COMPARISON_ARTIFACT)
             moves = read_csv_artifact(client, run.info.run_id, "moves.csv")
             out[job_id] = FamilyRun(job_id, job.strategy, experiment, run.info.run_id,
                                     dict(run.data.metrics), run.data.tags["mlflow.note.content"],
                                     tuple(rows[0]) if rows else (), tuple(moves))
-        yield paths, out
+        yield paths, out, demos
 
 
 @pytest.fixture(scope="module")
-def mlflow_ui(family_runs: tuple[Paths, dict[str, FamilyRun]],
+def mlflow_ui(family_runs: Families,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with serve_mlflow(family_runs[0], tmp_path_factory.mktemp("mlflow-server")) as base:
         yield base
@@ -125,7 +145,7 @@ def _plain(markdown: str) -> str:
 
 @pytest.mark.parametrize("job_id", list(FAMILIES))
 def test_each_familys_run_page_leads_with_its_objective(
-        job_id: str, family_runs: tuple[Paths, dict[str, FamilyRun]], mlflow_ui: str,
+        job_id: str, family_runs: Families, mlflow_ui: str,
         module_browser: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
@@ -183,7 +203,7 @@ def test_each_familys_run_page_leads_with_its_objective(
 
 
 def test_the_runs_table_shows_the_objectives_columns(
-        family_runs: tuple[Paths, dict[str, FamilyRun]], mlflow_ui: str,
+        family_runs: Families, mlflow_ui: str,
         module_browser: Any) -> None:
     """The saved view (jobs/tracking/ui_links.py) puts SPRAWL's cost before and after and its
     bound first among the runs table's columns."""
@@ -203,11 +223,12 @@ def _section_commands() -> list[list[str]]:
 
 
 def test_the_five_kinds_of_job_section_runs_as_written(
-        family_runs: tuple[Paths, dict[str, FamilyRun]],
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """Every command of the section: each demo names a configured job of the family its table
-    row gives; each audit and compare runs on the family's period and leads with its objective."""
-    from reconf.cli import _parser, main
+        family_runs: Families, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every command of the section, as printed: each demo (run by the fixture, through the real
+    Airflow DAG) ends its period with the line that leads with the family's objective before ->
+    after (and its bound where the strategy has one), the objective its table row names; each
+    audit and compare runs on the family's period and leads with its objective."""
+    from reconf.cli import main
 
     commands = _section_commands()
     assert sorted({argv[argv.index("--job") + 1] for argv in commands}) == sorted(FAMILIES)
@@ -217,18 +238,26 @@ def test_the_five_kinds_of_job_section_runs_as_written(
     for argv in commands:
         job_id = argv[argv.index("--job") + 1]
         run = family_runs[1][job_id]
+        objective = objective_for(run.strategy)
         if argv[0] == "demo":
-            args = _parser().parse_args(argv)
-            assert args.job == job_id and resolve_job(job_id).strategy == run.strategy
+            demo = family_runs[2][job_id]
+            print(f"DEMO {' '.join(argv)}: {demo.seconds:.0f} s")
+            assert demo.argv == tuple(argv) and resolve_job(job_id).strategy == run.strategy
             row = next(line for line in section.splitlines() if line.startswith(f"| `{job_id}`"))
-            assert f"`{run.strategy}`" in row and objective_for(run.strategy).label in row
+            assert f"`{run.strategy}`" in row and objective.label in row
+            lines = [line for line in demo.stdout.splitlines() if line.startswith("  => v")]
+            assert len(lines) == 1, demo.stdout[-3000:]  # one period, published as v1
+            summary = lines[0].split("  migrations ")[0]
+            assert summary.split(None, 2)[2] == headline(run.strategy, run.metrics), summary
+            assert f" {objective.label} " in f" {summary}" and " -> " in summary
+            if bound_of(objective, run.metrics) is not None:
+                assert f"bound {fmt(bound_of(objective, run.metrics))})" in summary
             continue
         capsys.readouterr()
         assert main(argv) == 0, argv
         out = capsys.readouterr().out
-        label = objective_for(run.strategy).label
         if argv[0] == "audit":
             assert f"  objective: {headline(run.strategy, run.metrics)} [" in out, out[:2000]
             assert "?workflowType=machine_learning" in out
         else:
-            assert label in out and "1 period(s)" in out, out[:2000]
+            assert objective.label in out and "1 period(s)" in out, out[:2000]

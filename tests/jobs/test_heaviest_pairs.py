@@ -47,3 +47,38 @@ def test_the_heaviest_pairs_are_the_full_sorts_first_k(
     )
     moved = dict(zip(KGS, after, strict=True))
     assert heaviest_pairs(state, moved, k) == _full_sort(state, moved, k)
+
+
+def _partners_by_every_pair(state: ClusterState, wanted: set[str]
+                            ) -> dict[str, dict[str, float]]:
+    """The definition: a walk over every pair, both directions summed per partner."""
+    out: dict[str, dict[str, float]] = {}
+    for (src, dst), rate in pair_rates(state).items():
+        if src in wanted:
+            out.setdefault(src, {})[dst] = out.setdefault(src, {}).get(dst, 0.0) + rate
+        if dst in wanted:
+            out.setdefault(dst, {})[src] = out.setdefault(dst, {}).get(src, 0.0) + rate
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    edges=st.lists(st.tuples(st.sampled_from(KGS), st.sampled_from(KGS),
+                             st.floats(0.0, 50.0)), max_size=40),
+    wanted=st.sets(st.sampled_from([*KGS, "gone"]), max_size=9),
+)
+def test_the_moved_units_partners_equal_a_walk_over_every_pair(
+    edges: list[tuple[str, str, float]], wanted: set[str]
+) -> None:
+    """moves.csv's local-traffic shares read the partners of the moved units only: the same
+    floats, in the same order, as the walk over every pair (which cost 34 s at 9 M pairs)."""
+    from jobs.tracking.audit_trail import _partners
+
+    state = ClusterState(nodes=(Node("n1", 1.0),),
+                         keygroups=tuple(KeyGroup(k, "op", 1.0) for k in KGS),
+                         assignment=dict.fromkeys(KGS, "n1"),
+                         edges=tuple(Edge(a, b, r) for a, b, r in edges))
+    got = _partners(state, wanted)
+    want = _partners_by_every_pair(state, wanted)
+    assert got == want
+    assert [list(v) for v in got.values()] == [list(v) for v in want.values()]

@@ -20,7 +20,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs.whatif.shadow import (
+    GRACE_FRACTION,
+    GRACE_S,
     MAX_WORKERS,
+    MIN_LIMIT_S,
     SHADOW_FAULT_ENV,
     WORKERS_ENV,
     ShadowOutcome,
@@ -29,6 +32,7 @@ from jobs.whatif.shadow import (
     hard_cap,
     plan_one,
     run_shadows,
+    shadow_cap,
     worker_count,
 )
 from placement.model import Budget, ClusterState
@@ -87,28 +91,52 @@ def test_a_failing_and_a_slow_shadow_are_recorded_and_the_others_still_plan(
     assert by["greedy"].status == "planned" and by["greedy"].plan is not None
     assert by["flux"].status == "failed" and "fault injected" in by["flux"].message
     assert by["random"].status == "timed_out" and by["random"].plan is None
-    assert 5.0 <= by["random"].wall_s < 8.0  # killed at its cap (1 s + 5 s grace)
+    cap = by["random"].budget_s  # 1 s + 5 s grace, or its share of the budget left if less
+    assert cap is not None and cap <= 6.0 and cap - 0.05 <= by["random"].wall_s < 8.0
     # ran, or the period's budget was used up before it started or while it ran (a loaded machine)
     assert by["milp"].status in ("planned", "skipped") or (
         by["milp"].status == "timed_out" and "shadow time budget" in by["milp"].message)
     assert by["milp"].status == "planned" or "budget" in by["milp"].message
 
 
-def test_a_shadow_over_the_periods_budget_is_stopped_and_the_rest_skipped(
+def test_a_shadow_over_its_share_is_stopped_and_the_rest_still_start(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(SHADOW_FAULT_ENV, "greedy:hang,flux:hang")
+    """Each shadow gets at most its share of the budget left (shadow_cap): a hanging one no
+    longer uses up the period's budget and leaves the others skipped."""
+    monkeypatch.setenv(SHADOW_FAULT_ENV, "greedy:hang,flux:hang,random:hang")
     state, budget = _state(), Budget(max_migrations=3)
-    names = ("greedy", "flux", "cola")
-    outcomes = run_shadows([ShadowTask(s, {}, state, budget, 30.0) for s in names[::2]],
-                           budget_s=2.0, workers=1)  # one after the other
-    assert [o.status for o in outcomes] == ["timed_out", "skipped"]
-    assert "shadow time budget (2 s)" in outcomes[0].message
+    t0 = time.perf_counter()
+    outcomes = run_shadows([ShadowTask(s, {}, state, budget, 30.0) for s in ("greedy", "cola")],
+                           budget_s=4.0, workers=1)  # one after the other
+    assert outcomes[0].status == "timed_out" and "per-shadow budget" in outcomes[0].message
+    assert outcomes[0].budget_s is not None and outcomes[0].budget_s <= 2.0 + 1e-6
+    assert outcomes[1].status != "skipped"  # it started, within what was left
+    assert "2 units x 2 nodes" in outcomes[0].message or "units x" in outcomes[0].message
     before = _children()
+    names = ("greedy", "flux", "random")
     outcomes = run_shadows([ShadowTask(s, {}, state, budget, 30.0) for s in names],
-                           budget_s=2.0, workers=2)  # side by side: both hang to the budget
-    assert [o.status for o in outcomes] == ["timed_out", "timed_out", "skipped"]
-    assert all("shadow time budget (2 s)" in o.message for o in outcomes[:2])
+                           budget_s=3.0, workers=2)  # side by side: all three hang
+    assert [o.status for o in outcomes] == ["timed_out"] * 3
+    assert all(o.budget_s is not None and o.budget_s <= 2.0 + 1e-6 for o in outcomes)
+    assert time.perf_counter() - t0 < 4.0 + 3.0 + 3.0  # within the two budgets (+ slack)
     assert _children() <= before
+
+
+@given(st.one_of(st.none(), st.floats(0.01, 600)), st.floats(0, 600), st.integers(1, 4),
+       st.integers(1, 16))
+def test_a_shadows_share_fits_the_budget_and_its_limit_fits_its_share(
+        limit: float | None, remaining: float, slots: int, pending: int) -> None:
+    cap, fitted = shadow_cap(limit, remaining, slots, pending)
+    assert 0 <= cap <= min(remaining, remaining * slots / pending) + 1e-9
+    assert cap <= hard_cap(limit, remaining)
+    if limit is None:
+        assert fitted is None
+        return
+    assert fitted is not None and fitted <= limit
+    if limit + max(GRACE_S, GRACE_FRACTION * limit) <= cap:  # it fits: its own limit
+        assert fitted == limit
+    elif MIN_LIMIT_S < fitted < limit:  # shrunk: its limit plus grace is its share
+        assert math.isclose(fitted + max(GRACE_S, GRACE_FRACTION * fitted), cap, rel_tol=1e-9)
 
 
 def _children() -> set[int]:
@@ -273,7 +301,7 @@ def test_the_comparison_matches_the_strategies_run_by_hand_on_the_same_state(
     assert result.status == "done" and result.run_id == run_id
 
     client = MlflowClient(tracking_uri=paths.mlflow_uri)
-    data = load_input(client, run_id)
+    data = load_input(client, run_id, paths)
     assert data is not None and data.state == state and data.budget == Budget(max_migrations=3)
     rows = read_comparison(client, run_id)
     # the plan in force first, then the shadows ranked by its objective (LD, fewer migrations)

@@ -103,18 +103,47 @@ def test_a_tampered_artifact_never_runs_code(tmp_path: Path) -> None:
     tag_run(paths, run_id, {"reconf.publish_status": "published",
                             "reconf.assignment_version": "1"})
     client = MlflowClient(tracking_uri=paths.mlflow_uri)
-    assert load_input(client, run_id) is not None  # the pipeline's own input reads back
+    assert load_input(client, run_id, paths) is not None  # the pipeline's own input reads back
 
     marker = tmp_path / "pwned"
+    tags = client.get_run(run_id).data.tags
+    kept = paths.home / tags["reconf.whatif.input"]  # the file the run names, by its plan key
+    assert kept.is_file() and INPUT_ARTIFACT not in {
+        a.path for a in client.list_artifacts(run_id, "whatif")}  # not an MLflow artifact
+    good = kept.read_bytes()
+    kept.write_bytes(pickle.dumps(_Planted(marker)))  # the file replaced
+    result = run_whatif(job, STAMP, paths=paths)
+    assert not marker.exists()
+    assert result.status == "skipped" and "is not one the pipeline wrote" in result.reason
+    assert "SHA-256 differs" in result.reason
+    kept.write_bytes(good.replace(b'"load":[', b'"load":[1e308,', 1))  # one value changed
+    assert "SHA-256 differs" in run_whatif(job, STAMP, paths=paths).reason
+    kept.unlink()
+    assert "cannot be read" in run_whatif(job, STAMP, paths=paths).reason
+
+    # a run of an older release: its input an artifact, which is read, and never unpickled
+    old = log_cycle(paths, CycleRecord(job, "2026-01-01T00:10:00Z", job.strategy, plan_json,
+                                       None, {"reconf.base_version": "None"}), state, plan)
+    tag_run(paths, old, {"reconf.publish_status": "published", "reconf.assignment_version": "2"})
     for name in ("input.pkl", Path(INPUT_ARTIFACT).name):  # both the old and the current name
         planted = tmp_path / "planted" / name
         planted.parent.mkdir(exist_ok=True)
         planted.write_bytes(pickle.dumps(_Planted(marker)))
-        client.log_artifact(run_id, str(planted), "whatif")
-
-    result = run_whatif(job, STAMP, paths=paths)
+        client.log_artifact(old, str(planted), "whatif")
+    result = run_whatif(job, "2026-01-01T00:10:00Z", paths=paths)
     assert not marker.exists()
     assert result.status == "skipped" and "is not one the pipeline wrote" in result.reason
+
+
+def test_the_input_file_is_named_by_the_plan_and_stays_under_the_home(tmp_path: Path) -> None:
+    """The key is a place under RECONF_HOME whatever the ids hold; a run naming a place
+    outside it is refused."""
+    from jobs.whatif.input import input_key
+
+    key = input_key("../job x", "../../etc/passwd#1")
+    assert key.startswith("whatif/") and ".." not in Path(key).parts and " " not in key
+    with pytest.raises(ValueError, match="not a place under RECONF_HOME"):
+        load_input(None, "r", Paths(tmp_path), {"reconf.whatif.input": "../outside.json"})
 
 
 @settings(deadline=None, max_examples=30)

@@ -135,3 +135,30 @@ def test_the_demo_line_leads_with_the_jobs_objective(tmp_path: Path) -> None:
     assert summary["headline"] == ("SPRAWL cost 1.19e+06 -> 6e+05 (min, lower bound 5.97e+05); "
                                    "load distance 12.810 -> 53.230")
     assert summary["version"] == "4" and summary["migrations"] == "3"
+
+
+def test_the_chart_shows_every_objective_first_the_ranking_one(tmp_path: Path) -> None:
+    """`whatif/comparison.png`: a panel per objective any plan was scored in, the in-force
+    strategy's first (the ranking's), so the chart shows what each alternative trades."""
+    import matplotlib.image
+
+    from jobs.whatif.chart import plot_comparison
+
+    def row(name: str, role: str, **values: float) -> dict[str, Any]:
+        return {"strategy": name, "role": role, "status": "planned", "migrations": 2,
+                "load_distance_before": 12.8, **{f"{k}_after": v for k, v in values.items()}}
+
+    rows = [row("sprawl", "in force", cost_total=4.4e5, load_distance=53.2,
+                collocation_factor=20.0, utilisation_imbalance=40.0) | {"lower_bound": 4.4e5},
+            row("milp", "shadow", cost_total=float("inf"), load_distance=1.0,
+                collocation_factor=10.0, utilisation_imbalance=1.0),
+            {"strategy": "flux", "role": "shadow", "status": "failed"}]
+    shown = plot_comparison(rows, "wan", tmp_path / "all.png", "sprawl")
+    assert [o.name for o in shown] == ["cost_total", "load_distance", "collocation_factor",
+                                       "utilisation_imbalance"]
+    only_ld = plot_comparison([{k: v for k, v in r.items() if not k.endswith("_after")
+                                or k == "load_distance_after"} for r in rows],
+                              "wan", tmp_path / "ld.png", "greedy")
+    assert [o.name for o in only_ld] == ["load_distance"]
+    tall, short = (matplotlib.image.imread(tmp_path / n).shape[0] for n in ("all.png", "ld.png"))
+    assert tall > 3 * short * 0.9, (tall, short)  # four panels, each as tall as the one

@@ -58,7 +58,7 @@ def test_shadow_plans_change_nothing_published_and_failures_are_recorded(
 
     # The cluster path, on the session's executors: the same plans as the local path's rows.
     monkeypatch.delenv(SHADOW_FAULT_ENV)
-    data = load_input(client, run_id)
+    data = load_input(client, run_id, paths)
     assert data is not None
     tasks = [ShadowTask(name, params, data.state, data.budget, data.time_limit_s)
              for name, params in data.shadows if name in ("greedy", "albic")]

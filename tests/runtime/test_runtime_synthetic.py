@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtime.replay.spec import ramp_profile
 from runtime.source import MetricsSource, load_state, state_path
@@ -234,3 +236,33 @@ def test_a_thousand_nodes_have_distinct_names() -> None:
     spec = SyntheticSpec("big", operators=2, keygroups_per_operator=1000, nodes=1000)
     assert len(set(spec.node_names)) == 1000 and spec.node_names[:2] == ("node-00", "node-01")
     assert len(set(initial_assignment(spec).values())) == 1000
+
+
+@settings(max_examples=25, deadline=None)
+@given(operators=st.integers(1, 4), per_operator=st.integers(1, 12), nodes=st.integers(1, 5),
+       fanout=st.integers(0, 13), samples=st.integers(1, 4))
+def test_id_columns_are_the_rows_named_in_order(operators: int, per_operator: int, nodes: int,
+                                                fanout: int, samples: int) -> None:
+    """The id columns (built by Arrow take, no Python string per row) list, sample after
+    sample, every key group with its operator and node, and each edge's ends in the order of
+    the numeric columns: key group i of op o sends to (i + j) mod k of op o+1, j < f (every key
+    group of op o+1 when f = 0 or f >= k). A job of one operator lands no edges."""
+    spec = SyntheticSpec("p", operators=operators, keygroups_per_operator=per_operator,
+                         nodes=nodes, fanout=fanout, samples_per_period=samples)
+    assignment = initial_assignment(spec)
+    tables = build_tables(spec, END, assignment, spec.node_names)
+    kgs = spec.keygroups
+    keygroups = tables["keygroups"]
+    assert keygroups["keygroup"].to_pylist() == list(kgs) * samples
+    assert keygroups["operator"].to_pylist() == [kg.split("-")[0] for kg in kgs] * samples
+    assert keygroups["node"].to_pylist() == [assignment[kg] for kg in kgs] * samples
+    k = per_operator
+    f = fanout if 0 < fanout < k else k
+    pairs = [(kgs[o * k + i], kgs[(o + 1) * k + (i + j) % k])
+             for o in range(operators - 1) for i in range(k) for j in range(f)]
+    if not 0 < fanout < k:  # the full exchange lists dst in order, for each src
+        pairs = [(kgs[o * k + i], kgs[(o + 1) * k + j])
+                 for o in range(operators - 1) for i in range(k) for j in range(k)]
+    edges = tables["edges"]
+    assert list(zip(edges["src_keygroup"].to_pylist(), edges["dst_keygroup"].to_pylist(),
+                    strict=True)) == pairs * samples

@@ -69,3 +69,26 @@ def test_an_infinite_objective_read_back_from_mlflow_says_inf() -> None:
     line = headline("sprawl", {"cost_total_before": sys.float_info.max,
                                "cost_total_after": 4.386e5, "lower_bound": 4.386e5})
     assert line.startswith("SPRAWL cost inf -> 4.386e+05 (min, lower bound 4.386e+05)")
+
+
+def test_rod_before_its_load_model_is_fitted_says_so() -> None:
+    """A ROD job's first periods have no F/F* (the load model is not fitted): the line says
+    why it reads n/a instead of leaving the operator to guess."""
+    line = headline("rod", {"load_distance_before": 9.359, "load_distance_after": 9.359})
+    assert line == ("feasible-set ratio n/a -> n/a (max; load model not fitted yet); "
+                    "load distance 9.359 -> 9.359")
+    assert "not fitted" not in headline("rod", METRICS)  # fitted: the ratio, nothing more
+
+
+def test_a_period_of_arrivals_says_before_leaves_them_out() -> None:
+    """Herding's first period places every query (none had a node): traffic 0 -> 808 is not a
+    plan that made things worse, and the line says so."""
+    from schemas.headline import ARRIVALS_METRIC
+
+    metrics = {"stream_traffic_before": 0.0, "stream_traffic_after": 808.419,
+               "traffic_lower_bound_after": 319.248, ARRIVALS_METRIC: 853.0}
+    assert headline("herding_online", metrics, secondary=False) == (
+        "stream traffic 0.000 -> 808.419 (min, lower bound 319.248; 853 arrival(s) placed, "
+        "not in before)")
+    del metrics[ARRIVALS_METRIC]
+    assert "arrival" not in headline("herding_online", metrics)

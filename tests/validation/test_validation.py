@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from period_frames import KEYGROUPS, NODES, clean_edges, clean_keygroups, clean_nodes
 
-from jobs.validate import suites as validation
+from jobs.validate import ge
 from jobs.validate.suites import MAX_ROWS, SUITE_DIR, Failure, ValidationReport, validate_stats
 from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
 
@@ -283,9 +283,9 @@ def test_parameters_must_be_given(frames: Frames) -> None:
 
 def test_engine_is_reused_and_keeps_no_results(frames: Frames) -> None:
     run(frames)
-    engine = validation._engine()
+    engine = ge.engine()
     run(frames)
-    assert validation._engine() is engine
+    assert ge.engine() is engine
     assert engine._context.validation_results_store.list_keys() == []
 
 
@@ -328,7 +328,7 @@ def test_an_import_that_exits_fails_closed(monkeypatch: pytest.MonkeyPatch) -> N
             raise SystemExit(0)
         return real_import(name, *args, **kwargs)
 
-    monkeypatch.setattr(validation, "_ENGINE", None)
+    monkeypatch.setattr(ge, "_ENGINES", {})
     monkeypatch.setattr(builtins, "__import__", exiting_import)
     with pytest.raises(RuntimeError, match="python -c"):
         validate_stats(
