@@ -35,8 +35,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-__all__ = ["CLOCK_LIMITED", "DEFAULT_NODE_LIMIT", "DEFAULT_WORK_LIMIT", "SolverBudget", "Watch", "clock_cut", "describe",
-           "solver_budget", "watching", "work_budgeted"]
+__all__ = [
+    "CLOCK_LIMITED",
+    "DEFAULT_NODE_LIMIT",
+    "DEFAULT_WORK_LIMIT",
+    "SolverBudget",
+    "Watch",
+    "alarm",
+    "clock_cut",
+    "describe",
+    "solver_budget",
+    "watching",
+    "work_budgeted",
+]
 
 #: HiGHS mip_max_nodes and interrupt checkpoints of every MILP solve unless a job's
 #: strategy_params say otherwise: calibrated so that the demo and benchmark jobs' plans are
@@ -128,3 +139,12 @@ def describe(watch: Watch) -> str:
                 f"may differ (seed {budget.seed}, {_limits(budget)}); {fix}")
     return (f"deterministic: seed {budget.seed}, {_limits(budget)}, canonical input order, no "
             "clock limit reached; the same inputs, budget and parameters give this plan")
+
+
+def alarm(record: str | None) -> str:
+    """The warning a summary line or audit carries for a plan's record (`describe`): "" for a
+    deterministic plan; for one a clock cut, in capitals, what it means for a dry run."""
+    if not record or not record.startswith(CLOCK_LIMITED):
+        return ""
+    return ("CLOCK-LIMITED: the time limit (the safety net) cut this plan, so a dry run of it is "
+            "no binding preview; " + record.split("; ")[-1])
