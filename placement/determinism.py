@@ -53,7 +53,7 @@ __all__ = [
 #: strategy_params say otherwise: calibrated so that the demo and benchmark jobs' plans are
 #: about as good as under the clock limit (docs/algorithms.md, "Deterministic plans")
 DEFAULT_NODE_LIMIT = 200
-DEFAULT_WORK_LIMIT = 20
+DEFAULT_WORK_LIMIT = 10
 #: the first word of a plan's record when a clock cut a step (summary lines and audit match it)
 CLOCK_LIMITED = "clock-limited"
 

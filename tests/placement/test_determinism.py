@@ -127,3 +127,65 @@ def test_a_bad_budget_in_strategy_params_is_refused_naming_the_field(
     message = str(caught.value)
     assert message.startswith("strategy 'milp': ") and field in message, message
     assert rule in message.lower(), message
+
+
+#: plans every strategy on derandomized drawn states (the same draws in every process) and
+#: prints one digest line per plan
+_DIGESTS = """
+import hashlib
+from hypothesis import HealthCheck, given, settings, strategies as st
+from verifier_lib import call_params, states
+from placement.registry import get_spec, get_strategy, strategy_names
+
+@settings(max_examples=4, derandomize=True, database=None, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def plan_all(data):
+    for name in strategy_names():
+        spec = get_spec(name)
+        case = data.draw(states(frozenset(spec.facets), arrivals=spec.places_arrivals))
+        plan = get_strategy(name)(case.state, case.budget,
+                                  **{**call_params(name, case), "time_limit_s": 20.0})
+        key = repr((name, plan.moves, sorted(plan.assignment.items())))
+        print(name, hashlib.sha256(key.encode()).hexdigest()[:16])
+
+plan_all()
+"""
+
+
+def test_plans_do_not_depend_on_the_process_string_hash_seed(tmp_path) -> None:
+    """A dry run and the real plan run in different processes (Airflow tasks): a set or dict
+    of strings iterated in hash order would make their plans differ. Two processes with
+    different PYTHONHASHSEED plan the same drawn states with every strategy."""
+    import os
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'tests' / 'placement'}"}
+    out = []
+    for hash_seed in ("1", "2"):
+        done = subprocess.run([sys.executable, "-c", _DIGESTS], env={
+            **env, "PYTHONHASHSEED": hash_seed}, cwd=tmp_path, capture_output=True, text=True,
+            timeout=500, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        out.append(done.stdout.splitlines())
+    assert len(out[0]) == 4 * len(NAMES) and out[0] == out[1]
+
+
+def test_a_clock_cut_plan_is_said_in_capitals_where_an_operator_reads_first() -> None:
+    from jobs.tracking.audit_trail import summary_line
+    from placement.determinism import alarm
+    from schemas.tracking import Tag
+
+    state, budget = _demo()
+    cut = get_strategy("milp")(state, budget, time_limit_s=0.05, candidates="all",
+                               node_limit=None, work_limit=None)
+    loud = alarm(cut.determinism)
+    assert loud.startswith("CLOCK-LIMITED: the time limit (the safety net) cut this plan, so "
+                           "a dry run of it is no binding preview; set work_limit"), loud
+    tags = {Tag.DETERMINISM: cut.determinism, f"{Tag.PARAM_PREFIX}strategy": "milp"}
+    line = summary_line(tags, {"load_distance_before": 1.0, "load_distance_after": 0.5}, 2)
+    assert line.splitlines()[0].endswith(f"**{loud}**"), line
+    calm = get_strategy("milp")(state, budget, time_limit_s=60.0)
+    assert alarm(calm.determinism) == ""
+    assert "CLOCK" not in summary_line({**tags, Tag.DETERMINISM: calm.determinism}, {}, 0)
