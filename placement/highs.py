@@ -28,6 +28,10 @@ from placement.determinism import clock_cut, solver_budget
 #: (tests/placement check the name in HiGHS's own log, so an upgrade cannot move it silently)
 AGGREGATOR_RULE = 12
 PRESOLVE_RULE_OFF = 1 << AGGREGATOR_RULE
+#: a model of c < SMALL_MODEL_COLS columns gets SMALL_MODEL_COLS // c times the checkpoint
+#: budget (placement/determinism.py): its checkpoints cost microseconds, and so it is still
+#: solved to optimality, as under the clock (a function of the model, so still deterministic)
+SMALL_MODEL_COLS = 1000
 
 
 class BulkHiGHS(pulp.HiGHS):
@@ -106,8 +110,9 @@ class BulkHiGHS(pulp.HiGHS):
             nodes = self.caps[1] if nodes is None else min(nodes, self.caps[1])
         if nodes is not None:
             h.setOptionValue("mip_max_nodes", int(nodes))
-        if work is not None:
-            h.cbMipInterrupt.subscribe(self._checkpoint(int(work)))
+        if work is not None:  # a small model's checkpoints cost microseconds: it gets more
+            scale = max(1, SMALL_MODEL_COLS // max(1, h.getNumCol()))
+            h.cbMipInterrupt.subscribe(self._checkpoint(int(work) * scale))
         if self.deadline is not None:  # the transfer ate into the budget: re-arm the limit
             h.setOptionValue("time_limit", max(0.02, self.deadline - time.perf_counter()))
         if self.warm_start:
