@@ -46,7 +46,6 @@ class BulkHiGHS(pulp.HiGHS):
         #: this solve's own (checkpoints, nodes), below the call's (a sub-MILP's)
         self.caps = caps
         self.checkpoints = 0  # MIP interrupt checkpoints HiGHS passed (the work done)
-        self.work_stopped = False  # the work budget (not the clock) stopped HiGHS
         self.transfer_s = 0.0  # PuLP -> HiGHS model transfer (outside HiGHS's own clock)
         self.warm_start_accepted: bool | None = None
         self.dual_bound: float | None = None
@@ -123,7 +122,6 @@ class BulkHiGHS(pulp.HiGHS):
         h.run()
         info = h.getInfo()
         self.model_status = h.getModelStatus()
-        self.work_stopped = self.model_status == highspy.HighsModelStatus.kInterrupt
         if self.model_status == highspy.HighsModelStatus.kTimeLimit:
             clock_cut("a HiGHS solve")
         self.dual_bound = float(info.mip_dual_bound)
