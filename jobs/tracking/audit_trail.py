@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from jobs.whatif.report import markdown_table
+from placement.determinism import alarm
 from placement.metrics import mean_load, node_loads
 from placement.model import ClusterState, Plan
 from placement.reasons import explain, partners_of
@@ -211,8 +212,10 @@ def summary_line(tags: Mapping[str, str], metrics: Mapping[str, float], migratio
               if published == "not_published" and tags.get(Tag.PUBLISHED_VERSION)
               else published or "planned, not published yet")
     strategy = strip_prefix(dict(tags), Tag.PARAM_PREFIX).get("strategy")
+    loud = alarm(tags.get(Tag.DETERMINISM))  # a plan the clock cut: said on the first line
     return (f"**{headline(strategy, metrics, arrow='→')}** · **{migrations} migration(s)** · "
-            f"**{status}** · solver {tags.get(Tag.SOLVER_STATUS, '?')}")
+            f"**{status}** · solver {tags.get(Tag.SOLVER_STATUS, '?')}"
+            + (f" · **{loud}**" if loud else ""))
 
 
 def note_markdown(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, float],
