@@ -163,8 +163,13 @@ def test_herding_reasons_count_the_readers_once_not_once_per_move(monkeypatch) -
     assert len(plan.moves) >= 20
     fresh = [hm.stream_traffic(state, {**plan.assignment, m.keygroup: m.src}) -
              hm.stream_traffic(state, plan.assignment) for m in plan.moves]
-    built = []
-    monkeypatch.setattr(hm, "from_state", lambda s: built.append(1) or from_state(s))
+    built: list[int] = []
+
+    def counted(s: ClusterState) -> object:
+        built.append(1)
+        return from_state(s)
+
+    monkeypatch.setattr(hm, "from_state", counted)
     reasons = explain(state, plan)
     assert len(built) <= 2
     assert [r[-1].value for r in reasons] == fresh
