@@ -9,7 +9,6 @@ values worked out by hand, and a drained node is said so whatever the family.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -166,7 +165,7 @@ def test_herding_reasons_count_the_readers_once_not_once_per_move(monkeypatch) -
              hm.stream_traffic(state, plan.assignment) for m in plan.moves]
     built: list[int] = []
 
-    def counted(s: Any) -> Any:  # the real builder, counted
+    def counted(s: ClusterState) -> object:
         built.append(1)
         return from_state(s)
 
