@@ -28,16 +28,24 @@ from placement.determinism import clock_cut, solver_budget
 #: (tests/placement check the name in HiGHS's own log, so an upgrade cannot move it silently)
 AGGREGATOR_RULE = 12
 PRESOLVE_RULE_OFF = 1 << AGGREGATOR_RULE
+#: a model of c < SMALL_MODEL_COLS columns gets SMALL_MODEL_COLS // c times the checkpoint
+#: budget (placement/determinism.py): its checkpoints cost microseconds, and so it is still
+#: solved to optimality, as under the clock (a function of the model, so still deterministic)
+SMALL_MODEL_COLS = 1000
 
 
 class BulkHiGHS(pulp.HiGHS):
     """`pulp.HiGHS` with bulk model building, a real warm start and the dual bound kept."""
 
     def __init__(self, *, warm_start: Mapping[Any, float] | None = None,
-                 deadline: float | None = None, **kwargs: Any) -> None:
+                 deadline: float | None = None, caps: tuple[int, int] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.warm_start = warm_start
         self.deadline = deadline  # time.perf_counter() by which HiGHS must stop
+        #: this solve's own (checkpoints, nodes), below the call's (a sub-MILP's)
+        self.caps = caps
+        self.checkpoints = 0  # MIP interrupt checkpoints HiGHS passed (the work done)
         self.transfer_s = 0.0  # PuLP -> HiGHS model transfer (outside HiGHS's own clock)
         self.warm_start_accepted: bool | None = None
         self.dual_bound: float | None = None
@@ -93,10 +101,17 @@ class BulkHiGHS(pulp.HiGHS):
     def callSolver(self, lp: pulp.LpProblem) -> None:
         h = lp.solverModel
         h.setOptionValue("presolve_rule_off", PRESOLVE_RULE_OFF)
-        seed, nodes = solver_budget()  # placement/determinism.py: the call's seed and budget
-        h.setOptionValue("random_seed", int(seed) % 2147483647)
+        budget = solver_budget()  # placement/determinism.py: the call's seed and budget
+        h.setOptionValue("random_seed", int(budget.seed) % 2147483647)
+        work, nodes = budget.work_limit, budget.node_limit
+        if self.caps is not None:
+            work = self.caps[0] if work is None else min(work, self.caps[0])
+            nodes = self.caps[1] if nodes is None else min(nodes, self.caps[1])
         if nodes is not None:
             h.setOptionValue("mip_max_nodes", int(nodes))
+        if work is not None:  # a small model's checkpoints cost microseconds: it gets more
+            scale = max(1, SMALL_MODEL_COLS // max(1, h.getNumCol()))
+            h.cbMipInterrupt.subscribe(self._checkpoint(int(work) * scale))
         if self.deadline is not None:  # the transfer ate into the budget: re-arm the limit
             h.setOptionValue("time_limit", max(0.02, self.deadline - time.perf_counter()))
         if self.warm_start:
@@ -112,6 +127,15 @@ class BulkHiGHS(pulp.HiGHS):
         self.dual_bound = float(info.mip_dual_bound)
         self.has_solution = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
 
+
+    def _checkpoint(self, limit: int) -> Any:
+        """HiGHS's MIP interrupt callback: count the checkpoints, interrupt at `limit` (the
+        deterministic work budget: placement/determinism.py)."""
+        def check(event: Any) -> None:
+            self.checkpoints += 1
+            if self.checkpoints >= limit:
+                event.interrupt()
+        return check
 
     def findSolutionValues(self, lp: pulp.LpProblem) -> tuple[int, int]:
         """PuLP's, plus HiGHS's node-budget stop (kSolutionLimit, which PuLP 3.3.2 does not
@@ -129,11 +153,14 @@ class BulkHiGHS(pulp.HiGHS):
 
 
 def model_status_name(status: Any) -> str:
-    """'optimal', 'time_limit', 'infeasible' or the HiGHS name, lower case."""
+    """'optimal', 'time_limit', 'work_limit', 'node_limit', 'infeasible' or the HiGHS name,
+    lower case."""
     ms = highspy.HighsModelStatus
     if status == ms.kOptimal:
         return "optimal"
-    if status in (ms.kTimeLimit, ms.kIterationLimit, ms.kInterrupt):
+    if status == ms.kInterrupt:  # only our checkpoint budget interrupts HiGHS
+        return "work_limit"
+    if status in (ms.kTimeLimit, ms.kIterationLimit):
         return "time_limit"
     if status == ms.kSolutionLimit:  # mip_max_nodes reached: a deterministic stop
         return "node_limit"

@@ -35,20 +35,23 @@ class Solved:
 def solve_problem(prob: pulp.LpProblem, choices: Mapping[str, list[tuple[str, pulp.LpVariable]]],
                   warm: Mapping[pulp.LpVariable, float], solver: str, limit_s: float,
                   gap_rel: float, start: Mapping[str, str],
-                  highs_options: Mapping[str, Any] | None = None) -> Solved:
+                  highs_options: Mapping[str, Any] | None = None,
+                  caps: tuple[int, int] | None = None) -> Solved:
     """One solve of any placement model whose x-variables are `choices` (key group -> options).
 
     HiGHS gets the warm start through `Highs.setSolution` and reports its dual bound; CBC gets
     it through PuLP's `warmStart` and reports none. The assignment is `start` with every key
     group of `choices` on the option whose x is 1. A solver that fails (the cbc process dies,
     say) gives kind "solver_error (…)" and no assignment: the caller keeps its incumbent.
+    `caps` = (checkpoints, nodes) caps this solve's HiGHS work budget below the call's
+    (placement/determinism.py).
     """
     bound: float | None = None
     transfer = 0.0
     if solver == "highs":
         engine = BulkHiGHS(warm_start=warm, msg=False, timeLimit=limit_s, gapRel=gap_rel,
                            gapAbs=1e-9, deadline=time.perf_counter() + limit_s,
-                           **dict(highs_options or {}))
+                           caps=caps, **dict(highs_options or {}))
         try:
             prob.solve(engine)
         except (pulp.PulpSolverError, OSError) as err:

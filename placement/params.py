@@ -18,10 +18,11 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from placement.determinism import DEFAULT_NODE_LIMIT, DEFAULT_WORK_LIMIT, SolverBudget
 from schemas.errors import ReconfError
 from schemas.params import describe_errors, problems
 
-__all__ = ["DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "MilpParams", "ParamsError", "ResourceCaps",
+__all__ = ["DEFAULT_LNS_STEPS", "DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "MilpParams", "ParamsError", "ResourceCaps",
            "Solver", "StrategyParams", "build_params", "describe_errors", "problems"]
 
 Solver = Literal["highs", "cbc"]
@@ -47,9 +48,18 @@ class StrategyParams(BaseModel):
         "the job's solver_time_limit_s")
     solver: Solver = Field("highs", description="MILP solver: HiGHS or CBC (through PuLP)")
     node_limit: int | None = Field(
-        None, ge=1, description="HiGHS mip_max_nodes of every MILP solve: a deterministic work "
-        "budget, so a plan cut by it (not by the clock) is reproducible (placement/"
-        "determinism.py)")
+        DEFAULT_NODE_LIMIT, ge=1, description="HiGHS mip_max_nodes of every MILP solve: with "
+        "work_limit the deterministic work budget, so a plan stopped by it (not by the clock, "
+        "which stays as the safety net) is reproducible (placement/determinism.py)")
+    work_limit: int | None = Field(
+        DEFAULT_WORK_LIMIT, ge=1, description="HiGHS MIP interrupt checkpoints of every MILP "
+        "solve (root cut rounds, heuristics, nodes): the deterministic budget of the work "
+        "mip_max_nodes does not bound; with node_limit None too (from Python only) a plan runs "
+        "on the clock, as the benchmarks' comparison does")
+
+    def solver_budget(self) -> SolverBudget:
+        """What every HiGHS solve of this call gets (placement/determinism.py)."""
+        return SolverBudget(self.seed, self.node_limit, self.work_limit)
 
     #: True when the strategy weighs the load left on B by `w_b` (the MILP's objective), so
     #: Algorithm 1 may re-plan with draining weighted like d (placement/scaling/cycle.py)
@@ -81,6 +91,11 @@ def build_params(cls: type[P], raw: Mapping[str, Any], strategy: str) -> P:
 DEFAULT_W1 = 1.0
 DEFAULT_WB = 1e-4
 DEFAULT_W2 = 1e-6
+#: the neighbourhood search's budget of sub-MILPs on a work budget (placement/milp/lns.py):
+#: none by default, since within the jobs' time limits it improved no plan's LD on the
+#: benchmark sizes (docs/algorithms.md, "Deterministic plans"); a job with a long time limit
+#: may give it some
+DEFAULT_LNS_STEPS = 0
 
 
 class MilpParams(StrategyParams):
@@ -94,6 +109,9 @@ class MilpParams(StrategyParams):
     candidates: Literal["auto", "all"] = Field(
         "auto", description="'all': the full model; 'auto': LNS first above AUTO_MAX_VARS")
     gap_rel: float = Field(1e-6, ge=0, description="the solver's relative MIP gap")
+    lns_steps: int = Field(
+        DEFAULT_LNS_STEPS, ge=0, description="sub-MILPs of the neighbourhood search at most "
+        "(models above AUTO_MAX_VARS x-variables): its deterministic work budget")
 
     weighs_b: ClassVar[bool] = True
 

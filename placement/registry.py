@@ -257,7 +257,7 @@ def register(name: str, params: type[StrategyParams], fn: StrategyFn, *,
         built = spec.params.of(params, kwargs, name)
         precheck(spec, state, budget)
         started = time.perf_counter()
-        with watching(built.seed, built.node_limit) as watch:
+        with watching(built.solver_budget()) as watch:
             plan = fn(canonical_state(state), budget, built)
         plan = dataclasses.replace(plan, strategy=name, wall_s=time.perf_counter() - started,
                                    determinism=describe(watch))

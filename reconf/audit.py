@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.tracking.ui_links import experiment_url, run_url
+from placement.determinism import alarm
 from reconf.audit_execution import execution_lines
 from schemas.config import Paths
 from schemas.errors import ReconfError
@@ -230,6 +231,7 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
         "strategy": param.get("strategy"), "solver_status": tags.get(Tag.SOLVER_STATUS),
         "objective": _objective(param.get("strategy"), metrics),
         "solve_time_s": metrics.get("solve_time_s"),
+        "determinism": tags.get(Tag.DETERMINISM),
         "budget": {"max_migrations": _num(param.get("max_migrations")),
                    "max_migration_cost": _num(param.get("max_migration_cost"))},
         "load_distance": {"before": metrics.get("load_distance_before"),
@@ -356,6 +358,8 @@ def format_report(r: dict[str, Any]) -> str:
         + ("the initial allocation" if r["base_version"] in (None, "None")
            else f"assignment v{r['base_version']}"),
     ]
+    if r.get("determinism"):  # placement/determinism.py: a clock-cut plan warns in capitals
+        lines.append(f"  {alarm(r['determinism']) or 'reproducible: ' + r['determinism']}")
     h = r.get("herding")
     if h:
         lines.append(

@@ -22,6 +22,7 @@ from jobs.plan.attempts import NOT_PUBLISHED, PeriodRecord, attempt_predicate, p
 from jobs.plan.attempts import plan_id as attempt_id
 from jobs.tracking.store import CycleRecord, log_cycle, logged_attempts, tag_run
 from jobs.whatif.input import store_input
+from placement.determinism import alarm
 from placement.model import Budget, ClusterState, Plan
 from placement.objectives import as_run_metrics
 from placement.waves import plan_waves
@@ -81,11 +82,13 @@ class PlanResult:
     def summary(self) -> str:
         """The one-line summary of a plan, as the DAG's log, the fleet and `reconf` print it."""
         p = self.plan
+        loud = alarm(p.determinism)  # a plan the clock cut says so on its first line
         return (f"plan {self.plan_id}{' (dry run)' if self.dry_run else ''}: {p.strategy} "
                 f"({p.status.value}) {headline(p.strategy, as_run_metrics(p))}, "
                 f"{p.migrations} migrations, "
                 f"MLflow run {self.mlflow_run_id}"
-                + (f"; {self.not_published_note()}" if self.published_as else ""))
+                + (f"; {self.not_published_note()}" if self.published_as else "")
+                + (f"; {loud}" if loud else ""))
 
     def not_published_note(self) -> str:
         """Why this attempt is never published (for an attempt made after the period's publish)."""

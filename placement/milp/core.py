@@ -36,7 +36,7 @@ from collections.abc import Mapping
 
 from placement.common import EPS, MIN_SOLVE_S, is_frozen, make_plan, relaxed_five
 from placement.constraints import broken
-from placement.determinism import clock_cut
+from placement.determinism import clock_cut, work_budgeted
 from placement.heuristics import flux_assignment, greedy_assignment
 from placement.metrics import max_deviation, mean_load
 from placement.milp.bounds import lower_bound_d
@@ -74,9 +74,12 @@ def _start(ctx: Ctx) -> dict[str, str]:
                flux_assignment(state, budget)[0]]
     ok = [a for a in options if valid(state, budget, a, ctx.caps)]
     heuristic = min(ok[1:] or ok or options[:1], key=lambda a: objective(state, a, ctx.weights))
-    # a third of the time at most for each exchange search (the first one is the better)
+    # a third of the time at most for each exchange search (the first one is the better); on
+    # a work budget its own step bound is the budget and the call's deadline the safety net
+    budgeted = work_budgeted()
     for origin in (heuristic, state.assignment):
-        deadline = time.perf_counter() + max(MIN_SOLVE_S, ctx.left() / 3)
+        deadline = (ctx.deadline if budgeted
+                    else time.perf_counter() + max(MIN_SOLVE_S, ctx.left() / 3))
         options.append(exchange_search(state, budget, origin, ctx.caps, deadline))
     ok = [a for a in options if valid(state, budget, a, ctx.caps)] or options[:1]
     return min(ok, key=lambda a: objective(state, a, ctx.weights))
@@ -162,14 +165,18 @@ def plan_milp(state: ClusterState, budget: Budget, params: MilpParams) -> Plan:
     full_vars = len(movers) * len(a_nodes)
     if candidates == "auto" and full_vars > AUTO_MAX_VARS and best is not None:
         t0 = time.perf_counter()
-        best, searched = search(ctx, can_move, best, seed, certified)
+        best, searched = search(ctx, can_move, best, seed, certified, params.lns_steps)
         phases.append(Phase("neighbourhood search", time.perf_counter() - t0, searched))
         if certified(best):
             notes.append("certified by the lower bound")
             return done(best, SolverStatus.OPTIMAL, notes)
     status = SolverStatus.TIME_LIMITED
     fits_in_time = ctx.left() > full_vars * OVERHEAD_S_PER_VAR[solver] + 0.2
-    if best is None or fits_in_time or candidates == "all":
+    # on a work budget, whether the full model runs is a size rule (above AUTO_MAX_VARS its
+    # root alone outlasts a planning period: 30 s at 8 000 x-vars), not the time left; the
+    # clock only vetoes it (docs/algorithms.md, "Deterministic plans")
+    wanted = not work_budgeted() or full_vars <= AUTO_MAX_VARS
+    if best is None or candidates == "all" or (wanted and fits_in_time):
         t0 = time.perf_counter()
         base = best or state.assignment
         built = build(state, budget, movers, a_nodes, base, weights, caps, five=five)
@@ -192,9 +199,12 @@ def plan_milp(state: ClusterState, budget: Budget, params: MilpParams) -> Plan:
             best = new
         if best is not None and solved.kind == "optimal":
             status = SolverStatus.OPTIMAL
-    else:
+    elif wanted:
         notes.append("no time left for the full model")
         clock_cut("the full model (no time left)")
+    else:
+        notes.append(f"the full model ({full_vars} x-vars) is above the size a work-budgeted "
+                     f"call solves ({AUTO_MAX_VARS}): the neighbourhood search's plan")
     if best is None:
         return keep(SolverStatus.INFEASIBLE, bound,
                     "; ".join([f"infeasible: {problem}", "no plan within the budget meets the "

@@ -23,8 +23,12 @@ time, exactly (each sub-MILP is solved to optimality or to its small time cap):
    (objective of the paper's MILP, the node deviations sorted in decreasing order): the second
    key lets the search cross plateaus where many nodes share the worst deviation and no single
    step can lower d itself. Every accepted step strictly lowers that key, so the search
-   terminates; it stops at the deadline, when the plan is certified optimal, or after
-   `LNS_STALL` unsuccessful steps in a row.
+   terminates; it stops when the plan is certified optimal, after `LNS_STALL` unsuccessful
+   steps in a row, or when its budget is spent. On a work budget (the default: placement/
+   determinism.py) the budget is a count, `lns_steps` sub-MILPs of at most `LNS_SUB_WORK`
+   HiGHS checkpoints and nodes each, so the search is the same on a busy machine as on a
+   quiet one and the deadline is only a safety net; without a work budget it is the clock
+   (the deadline, and `LNS_STEP_S` per sub-MILP), as before.
 
 This is a heuristic search over the exact model: it claims optimality only through the
 certified lower bound (`milp/bounds.py`) or the full model's dual bound (`milp/core.py`).
@@ -41,7 +45,7 @@ from dataclasses import dataclass
 import pulp
 
 from placement.common import EPS, MIN_SOLVE_S
-from placement.determinism import clock_cut
+from placement.determinism import clock_cut, work_budgeted
 from placement.metrics import mean_load
 from placement.milp.model import Weights, objective, valid
 from placement.mip import solve_problem
@@ -50,7 +54,10 @@ from placement.model import Budget, ClusterState, KeyGroup
 __all__ = ["LNS_STALL", "LNS_VARS", "Ctx", "search"]
 
 LNS_VARS = 600  # target number of binaries of one sub-MILP
-LNS_STEP_S = 0.4  # time cap of one sub-MILP solve
+LNS_STEP_S = 0.4  # time cap of one sub-MILP solve (clock-limited calls only)
+#: HiGHS work budget (checkpoints, nodes) of one sub-MILP on a work budget (`lns_steps` > 0):
+#: (10, 50) improved no step on the benchmark sizes (docs/algorithms.md, "Deterministic plans")
+LNS_SUB_WORK = (40, 200)
 LNS_STALL = 12  # unsuccessful steps in a row before the search gives up
 FLOOR = 0.9  # γ: a step aims at d_H ≤ γ·(largest deviation outside H), not lower
 MOVE_WEIGHT = 1e-3  # w_m = MOVE_WEIGHT · w1 · (mean gLoad_k): the tie-break on migrations
@@ -236,9 +243,11 @@ def _sub_model(ctx: Ctx, incumbent: Mapping[str, str], raw: Mapping[str, float],
 
 
 def search(ctx: Ctx, movable: Callable[[KeyGroup], bool], incumbent: dict[str, str], seed: int,
-           done: Callable[[Mapping[str, str]], bool]) -> tuple[dict[str, str], str]:
+           done: Callable[[Mapping[str, str]], bool], max_steps: int
+           ) -> tuple[dict[str, str], str]:
     """Run the LNS from `incumbent` (valid for the full model); return the best plan found and
-    what the search did (the outcome of the plan's "neighbourhood search" phase)."""
+    what the search did (the outcome of the plan's "neighbourhood search" phase). On a work
+    budget it runs at most `max_steps` sub-MILPs (module docstring)."""
     state = ctx.state
     mean = mean_load(state)
     per_node = len(state.keygroups) / len(state.nodes)
@@ -246,7 +255,10 @@ def search(ctx: Ctx, movable: Callable[[KeyGroup], bool], incumbent: dict[str, s
     rng = random.Random(seed)
     best_key = _key(ctx, incumbent, mean)
     stall = steps = accepted = 0
-    while stall < LNS_STALL and ctx.left() > MIN_SOLVE_S and not done(incumbent):
+    budgeted = work_budgeted()
+    steps_left = max_steps if budgeted else math.inf
+    while (stall < LNS_STALL and steps < steps_left and ctx.left() > MIN_SOLVE_S
+           and not done(incumbent)):
         raw = node_raw(state, incumbent)
         hood = _hood(ctx, incumbent, raw, mean, k, extra=2 * stall, rng=rng)
         built = _sub_model(ctx, incumbent, raw, mean, hood, movable)
@@ -255,9 +267,10 @@ def search(ctx: Ctx, movable: Callable[[KeyGroup], bool], incumbent: dict[str, s
             stall += 1
             continue
         prob, choices, warm = built
-        limit = max(MIN_SOLVE_S, min(LNS_STEP_S, ctx.left()))
+        limit = max(MIN_SOLVE_S, ctx.left() if budgeted else min(LNS_STEP_S, ctx.left()))
         solved = solve_problem(prob, choices, warm, ctx.solver, limit,
-                               max(ctx.gap_rel, SUB_GAP), incumbent, SUB_HIGHS_OPTIONS)
+                               max(ctx.gap_rel, SUB_GAP), incumbent, SUB_HIGHS_OPTIONS,
+                               caps=LNS_SUB_WORK if budgeted else None)
         new = solved.assignment
         if new is not None and valid(state, ctx.budget, new, ctx.caps):
             key = _key(ctx, new, mean)
@@ -266,6 +279,6 @@ def search(ctx: Ctx, movable: Callable[[KeyGroup], bool], incumbent: dict[str, s
                 accepted += 1
                 continue
         stall += 1
-    if stall < LNS_STALL and not done(incumbent):  # the loop ended on the clock
+    if stall < LNS_STALL and steps < steps_left and not done(incumbent):  # ended on the clock
         clock_cut("the neighbourhood search")
     return incumbent, f"{steps} sub-MILPs of {2 * k}+ nodes, {accepted} improved"
