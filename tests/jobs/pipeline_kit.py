@@ -42,6 +42,43 @@ shadow_strategies = ["greedy", "albic"]  # the what-if after publish: two, to ke
 """
 
 
+#: a three-zone WAN for the tiny job's nodes (SPRAWL's tests): sites, links, the sources pinned
+WAN_TOPOLOGY = """
+[[sites]]
+node = "node-00"
+zone = "us"
+[[sites]]
+node = "node-01"
+zone = "eu"
+cpu_cost = 1.5
+[[sites]]
+node = "node-02"
+zone = "asia"
+cpu_cost = 2.0
+
+[[links]]
+a = "node-00"
+b = "node-01"
+latency_ms = 80.0
+cost = 4.5
+[[links]]
+a = "node-01"
+b = "node-02"
+latency_ms = 160.0
+cost = 4.5
+[[links]]
+a = "node-00"
+b = "node-02"
+latency_ms = 180.0
+cost = 4.5
+
+[pinned]
+"op0-kg000" = "node-00"
+"op0-kg001" = "node-01"
+"op0-kg002" = "node-02"
+"""
+
+
 def period(n: int) -> datetime:
     """End of the n-th period of the tiny job (n >= 1)."""
     return T0 + n * SPL
