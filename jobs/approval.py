@@ -64,13 +64,6 @@ def request_text(job_id: str, planned: Mapping[str, Any], whatif: str | None,
     return subject, body
 
 
-def _sql_safe(text: str) -> str:
-    """`text` without the characters the two lake engines escape differently in a SQL literal
-    (delta-rs wants '' for a quote, Spark \\'): a quote becomes ’, a backslash /. The MLflow tag
-    keeps the reason as typed."""
-    return text.replace("'", "\u2019").replace("\\", "/")
-
-
 def record_decision(job_id: str, period_end: str, plan_id: str, mlflow_run_id: str | None,
                     decision: Decision) -> str:
     """Record `decision` on the plan (see the module's docstring); returns the log line."""
@@ -92,7 +85,7 @@ def record_decision(job_id: str, period_end: str, plan_id: str, mlflow_run_id: s
             message = next((str(r["message"] or "") for r in rows if r["plan_id"] == plan_id), "")
             note = f"{'; ' if message else ''}approval: {decision.line()}"
             ctx.lake.update(PLANS, {"status": quote(decision.outcome),
-                                    "message": quote(_sql_safe(message + note))}, scope)
+                                    "message": quote(message + note)}, scope)
 
         run_stage(period_context(job_id, period_end), "approval", body)
     if mlflow_run_id:

@@ -11,7 +11,8 @@ fired twice heals once.
 
 `WaitForGap` is the DAG's first task: if the job's last healing was published less than
 `min_gap` ago it defers to a `DateTimeTrigger` until the gap has passed (no worker slot held),
-then the heal task runs. Scheduled runs of the job keep their own DAG and grid.
+which ends the task itself (`end_from_trigger`: no resumed attempt for Airflow 3.3 to lose,
+reconf/landing_wait.py); then the heal task runs. Scheduled runs of the job keep their own DAG and grid.
 """
 
 from __future__ import annotations
@@ -89,7 +90,10 @@ class WaitForGap(BaseOperator):
         self.log.info("job %s: the last healing published less than min_gap %s ago; waiting "
                       "until %s, deferred to the triggerer", self.job_id, job.healing.min_gap,
                       until.isoformat())
-        self.defer(trigger=DateTimeTrigger(moment=until), method_name="execute_complete")
+        # the trigger ends the task itself: a resumed attempt could be failed by Airflow 3.3 when
+        # the moment comes before the scheduler read this process's exit (reconf/landing_wait.py)
+        self.defer(trigger=DateTimeTrigger(moment=until, end_from_trigger=True),
+                   method_name="execute_complete")
 
     def execute_complete(self, context: Any, event: Any = None) -> None:
         self.log.info("job %s: min_gap has passed; healing now", self.job_id)

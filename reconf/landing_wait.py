@@ -7,6 +7,15 @@ event loop (no worker slot, no process per poke) until the marker appears or the
 not from when the run started, so a late run never waits longer and a backfill of a period that
 never landed gives up at once.
 
+The trigger ends the task itself (Airflow's `TaskSuccessEvent` / `TaskSkippedEvent`): the task
+is never resumed on a worker. A resumed attempt is what Airflow 3.3 can lose: when the trigger
+fires before the scheduler has read the exit of the process that deferred (a landing a second
+after the deferral, on a busy scheduler), the scheduler finds the resumed attempt queued or
+running, takes the stale exit for it, and fails the task ("finished with state success, but the
+task instance's state attribute is queued"; apache/airflow issues 67287 and 72716). A task the
+trigger ended is success or skipped, which that check leaves alone, so a landing at any moment
+is safe (tests/e2e/test_deferral_race.py).
+
 On the deadline the task is *skipped* with the land message, so collect … publish are skipped
 too; the DAG's `missed_period` task (trigger rule `all_skipped`) then fails the run with the same
 message. Skipped, not failed, is what keeps the job going: the next run's tasks depend on the
@@ -27,7 +36,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-from airflow.triggers.base import BaseTrigger, TriggerEvent
+from airflow.triggers.base import BaseTrigger, TaskSkippedEvent, TaskSuccessEvent, TriggerEvent
 
 __all__ = ["LandingTrigger", "WaitForLanding", "missed_message", "poll_interval"]
 
@@ -55,26 +64,30 @@ def missed_message(job_id: str, period_end: datetime, marker: Path, wait: timede
 
 
 class LandingTrigger(BaseTrigger):
-    """Fires `landed` once `marker` exists, or `timeout` at `deadline` (ISO-8601, UTC)."""
+    """Ends the task once `marker` exists (success), or at `deadline` (ISO-8601, UTC) skips it
+    after logging `missed` (the land message) to the task's log (the module docstring)."""
 
-    def __init__(self, marker: str, deadline: str, poll_s: float) -> None:
+    def __init__(self, marker: str, deadline: str, poll_s: float, missed: str = "") -> None:
         super().__init__()
-        self.marker, self.deadline, self.poll_s = marker, deadline, poll_s
+        self.marker, self.deadline, self.poll_s, self.missed = marker, deadline, poll_s, missed
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return ("reconf.landing_wait.LandingTrigger",
-                {"marker": self.marker, "deadline": self.deadline, "poll_s": self.poll_s})
+                {"marker": self.marker, "deadline": self.deadline, "poll_s": self.poll_s,
+                 "missed": self.missed})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         deadline = datetime.fromisoformat(self.deadline)
         marker = Path(self.marker)
         while True:
             if marker.is_file():
-                yield TriggerEvent({"status": "landed"})
+                self.log.info("landed: %s", marker)
+                yield TaskSuccessEvent()
                 return
             left = (deadline - datetime.now(UTC)).total_seconds()
             if left <= 0:
-                yield TriggerEvent({"status": "timeout"})
+                self.log.warning("%s", self.missed or f"no {marker} by {self.deadline}")
+                yield TaskSkippedEvent()
                 return
             await asyncio.sleep(min(self.poll_s, left))
 
@@ -119,10 +132,14 @@ class WaitForLanding(BaseOperator):
         self.log.info("waiting for period %s of job %s to land, until %s (landing_timeout %s): "
                       "deferred to the triggerer, watching %s", end.isoformat(), job.job_id,
                       deadline.isoformat(), job.landing_wait, marker)
-        self.defer(trigger=LandingTrigger(str(marker), deadline.isoformat(), poll_interval(job.spl)),
+        missed = missed_message(job.job_id, end, marker, job.landing_wait)
+        self.defer(trigger=LandingTrigger(str(marker), deadline.isoformat(), poll_interval(job.spl),
+                                          missed),
                    method_name="execute_complete", timeout=deadline - now + _DEFER_GRACE)
 
     def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> None:
+        """Only for a trigger that resumes the task (one deferred by an older release, whose
+        events are plain): today's trigger ends the task itself."""
         job, end, marker = self._period(context)
         if event is not None and event.get("status") == "landed":
             self.log.info("period %s of job %s has landed (%s)", end.isoformat(), job.job_id, marker)

@@ -132,8 +132,8 @@ def build_tables(
     names = pa.array(kgs, pa.string())
     edges = {
         "ts": np.repeat(ts, len(src)),
-        "src_keygroup": _named(names, np.tile(src, s)),
-        "dst_keygroup": _named(names, np.tile(dst, s)),
+        "src_keygroup": _named(names, src, s),
+        "dst_keygroup": _named(names, dst, s),
         "tuples": tuples,
         "bytes": tuples * TUPLE_BYTES,
     }
@@ -166,8 +166,8 @@ def _sparse_edges(spec: SyntheticSpec, ts: np.ndarray, out: np.ndarray, tin: np.
     tuples = (np.concatenate(blocks).T.reshape(-1) if blocks else np.zeros(0, dtype=np.int64))
     return {
         "ts": np.repeat(ts, len(src)),
-        "src_keygroup": _named(names, np.tile(src, s)),
-        "dst_keygroup": _named(names, np.tile(dst_all, s)),
+        "src_keygroup": _named(names, src, s),
+        "dst_keygroup": _named(names, dst_all, s),
         "tuples": tuples,
         "bytes": tuples * TUPLE_BYTES,
     }
@@ -180,12 +180,12 @@ def _tables(spec: SyntheticSpec, ts: np.ndarray, loads: np.ndarray, cpu: np.ndar
     kgs, s = spec.keygroups, spec.samples_per_period
     state = tin.sum(axis=1) * STATE_BYTES_PER_TUPLE
     n = len(kgs)
-    every = np.tile(np.arange(n), s)  # sample-major: each sample lists every key group
+    every = np.arange(n)  # sample-major: each sample lists every key group
     keygroups = {
         "ts": np.repeat(ts, n),
-        "operator": _named(pa.array([kg.split("-", 1)[0] for kg in kgs], pa.string()), every),
-        "keygroup": _named(pa.array(kgs, pa.string()), every),
-        "node": _named(pa.array([assignment[kg] for kg in kgs], pa.string()), every),
+        "operator": _named(pa.array([kg.split("-", 1)[0] for kg in kgs], pa.string()), every, s),
+        "keygroup": _named(pa.array(kgs, pa.string()), every, s),
+        "node": _named(pa.array([assignment[kg] for kg in kgs], pa.string()), every, s),
         "tuples_in": tin.T.reshape(-1),
         "tuples_out": out.T.reshape(-1),
         "cpu_ms": np.tile(cpu, s),
@@ -222,16 +222,17 @@ def stream_table(spec: SyntheticSpec, period_end: datetime) -> dict[str, pa.Tabl
                                            for f in schema], schema=schema)}
 
 
-def _named(names: pa.Array, at: np.ndarray) -> pa.Array:
-    """The strings `names[at]`, taken by Arrow's kernel: one Python string per name, none per
-    row (a period of 10⁵ key groups has millions of rows)."""
-    return names.take(pa.array(at, pa.int64()))
+def _named(names: pa.Array, at: np.ndarray, samples: int) -> pa.ChunkedArray:
+    """The strings `names[at]` once per sample (every sample lists the same ids): taken once
+    by Arrow's kernel and repeated as chunks, so no Python string per row and no copy per
+    sample (a period of 10⁵ key groups has millions of rows)."""
+    return pa.chunked_array([names.take(pa.array(at, pa.int64()))] * samples, pa.string())
 
 
 def _table(kind: str, columns: Mapping[str, object]) -> pa.Table:
     schema = SCHEMAS[kind]
-    arrays = [column if isinstance(column := columns[f.name], pa.Array) and column.type == f.type
-              else pa.array(column, type=f.type) for f in schema]
+    arrays = [column if isinstance(column := columns[f.name], pa.Array | pa.ChunkedArray)
+              and column.type == f.type else pa.array(column, type=f.type) for f in schema]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 

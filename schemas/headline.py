@@ -17,11 +17,7 @@ from collections.abc import Mapping
 
 from schemas.strategies import LOAD_DISTANCE, STRATEGIES, Objective
 
-__all__ = ["ARRIVALS_METRIC", "bound_of", "fmt", "headline", "objective_for", "values_of"]
-
-#: the run metric counting the period's arrivals (units with no node before the plan, e.g. a
-#: Herding job's new queries): "before" leaves them out, "after" counts them
-ARRIVALS_METRIC = "arrivals"
+__all__ = ["bound_of", "fmt", "headline", "objective_for", "values_of"]
 
 
 def objective_for(strategy: str | None) -> Objective:
@@ -66,8 +62,6 @@ def headline(strategy: str | None, metrics: Mapping[str, float], *, arrow: str =
                                    f" bound {fmt(bound)}" if bound is not None else "")
     if before is None and after is None and objective.unavailable:  # ROD before its load model
         extra += f"; {objective.unavailable}"
-    if arrivals := int(metrics.get(ARRIVALS_METRIC, 0)):  # units placed with no node before
-        extra += f"; {arrivals} arrival(s) placed, not in before"
     text = f"{objective.label} {fmt(before)} {arrow} {fmt(after)} ({extra})"
     if secondary and objective is not LOAD_DISTANCE and objective.name != LOAD_DISTANCE.name:
         ld_before, ld_after = values_of(LOAD_DISTANCE, metrics)

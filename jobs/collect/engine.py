@@ -9,9 +9,13 @@ Spark job (pyarrow holds every sample of the period in memory at once, ~40 bytes
 its sort; Spark streams them through the executors and writes the aggregate from there).
 
 The crossover, `SPARK_ABOVE_SAMPLES`, was measured on the project's 2-core machine
-(docs/benchmarks.md, "collect on Spark at 10^8 samples"; `reconf bench collect-spark`);
-`RECONF_COLLECT_SPARK_ABOVE` overrides it (a bigger machine holds more, a real cluster reads
-faster). Only the aggregation moves: the lake's other reads and writes stay with delta-rs,
+(docs/benchmarks.md, "collect on Spark at 10^8 samples"; `reconf bench collect-spark`). There
+pyarrow is faster at every size it holds (10^7 samples: 3.7 CPU-s against Spark's 101.5), so
+the crossover is where its memory stops being affordable: its peak grows by ~81 bytes a sample
+(261 MiB at 1.07·10^6 samples, 996 MiB at 1.06·10^7) and reaches the 4 GiB a stage may take
+(the issue's peak-memory limit) near 5·10^7 samples, while Spark's driver stays at 1.6-2.2 GiB
+whatever the size. `RECONF_COLLECT_SPARK_ABOVE` overrides it (a worker with more memory holds
+more; a real cluster reads faster than this machine's local executors). Only the aggregation moves: the lake's other reads and writes stay with delta-rs,
 which reads the tables Spark wrote (both write Delta protocol reader 1 / writer 2).
 """
 
@@ -32,7 +36,7 @@ __all__ = ["CROSSOVER_ENV", "NATIVE", "SPARK", "SPARK_ABOVE_SAMPLES", "EngineCho
 NATIVE, SPARK = "native", "spark"
 CROSSOVER_ENV = "RECONF_COLLECT_SPARK_ABOVE"
 #: Samples per period above which `auto` aggregates on Spark (the module docstring).
-SPARK_ABOVE_SAMPLES = 30_000_000
+SPARK_ABOVE_SAMPLES = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ def crossover() -> int:
         value = -1
     if value < 0:
         raise StageError(f"{CROSSOVER_ENV}={os.environ[CROSSOVER_ENV]!r} is not a number of "
-                         "samples (a whole number >= 0, e.g. 30000000 or 3e7)",
+                         "samples (a whole number >= 0, e.g. 50000000 or 5e7)",
                          where=f"the environment variable {CROSSOVER_ENV}",
                          fix=f"set it to the samples per period above which collect aggregates "
                              f"on Spark, or unset it for the measured {SPARK_ABOVE_SAMPLES:,}")

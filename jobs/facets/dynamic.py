@@ -30,6 +30,7 @@ from placement.constraints import MoveCheck, amounts
 from placement.facets import Source
 from placement.herding.instance import from_state
 from placement.herding.metrics import facet_metrics, node_of
+from placement.metrics import plan_metrics
 from placement.model import ClusterState, Plan
 from schemas.config import JobConfig
 from schemas.strategies import STRATEGIES
@@ -130,18 +131,22 @@ def _unplaceable(state: ClusterState, assignment: Mapping[str, str], unit: str,
             "config; the runtime keeps running it where it is until a plan places it")
 
 
-def with_facet_metrics(plan: Plan, state: ClusterState, ran: Mapping[str, str]) -> Plan:
+def with_facet_metrics(plan: Plan, state: ClusterState, ran: Mapping[str, str], *,
+                       runtime_before: bool = False) -> Plan:
     """The plan with the Herding metrics of a state with sources (placement/herding/metrics.py
     `facet_metrics`: stream_traffic, replication_factor, balance, load_balance,
     traffic_lower_bound) after (its assignment) and before (`ran`: where the runtime ran every
-    unit of the period, arrivals included); a strategy's own values are kept."""
+    unit of the period, arrivals included); a strategy's own values are kept, except its
+    "before" when `runtime_before` (it saw the arrivals with no node: its "before" left them
+    out, while the runtime ran them)."""
     if "sources" not in state.facets:
         return plan
     inst = from_state(state)
     after = facet_metrics(inst, node_of(inst, state, plan.assignment))
     before = facet_metrics(inst, node_of(inst, state, ran))
     return replace(plan, facet_metrics={**after, **plan.facet_metrics},
-                   facet_before={**before, **plan.facet_before})
+                   facet_before={**plan.facet_before, **before} if runtime_before
+                   else {**before, **plan.facet_before})
 
 
 @dataclass(frozen=True)
@@ -161,7 +166,8 @@ class Prepared:
         unit where the runtime ran it, so "before" is the running system), and the extra
         artifacts of its MLflow run (placements.csv: where each placed or moved unit went, why).
         """
-        plan = with_facet_metrics(plan, solved, self.ran)
+        arrived = bool(self.built.arrivals)
+        plan = with_facet_metrics(plan, solved, self.ran, runtime_before=arrived)
         if self.preplaced:
             note = (f"{len(self.preplaced)} arriving unit(s) placed first on the least utilised "
                     f"node ({self.strategy} does not place arrivals)")
@@ -171,6 +177,9 @@ class Prepared:
         else:
             logged = replace(solved, arrivals=frozenset(), assignment={
                 **{u: self.ran[u] for u in self.built.arrivals}, **solved.assignment})
+            # "before" is the running system: a strategy that placed the arrivals itself saw
+            # them with no node (a first period read load distance 0 and traffic 0 before)
+            plan = replace(plan, before=plan_metrics(logged, logged.assignment))
         rule = ("pre-placed on the least utilised node by capacity (docs/algorithms.md)"
                 if self.preplaced else f"placed by {self.strategy}")
         text = placements_csv(self.built, plan, self.ran, rule)

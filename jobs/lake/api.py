@@ -6,7 +6,8 @@ attempts, …); it never writes SQL. Each question is written here once, as the 
 Spark and DataFusion accept (`{table}` names a table of schemas/tables.py; comparisons,
 `TIMESTAMP '…'` literals, `CASE WHEN`, `max`/`count`, `IN`, a join, `ORDER BY … LIMIT`), over a
 handful of primitives each engine implements: run a query (records, a pandas frame), a table's
-Delta version, create a table, replace the rows a predicate matches, update them. The engines
+Delta version, create a table, replace the rows a predicate matches, update them. Strings and
+timestamps enter the SQL only through jobs/lake/literals.py (`quote`, `timestamp`). The engines
 are jobs/lake/delta_rs.py (delta-rs in the stage's process) and jobs/lake/spark_sql.py (the
 stage's Spark session); tests/jobs/test_lake_contract.py asks both the same questions.
 """
@@ -22,8 +23,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from jobs.errors import StageError
+from jobs.lake.literals import quote, timestamp
 from schemas.config import Paths
-from schemas.landing import RuntimeReport, format_period_end
+from schemas.landing import RuntimeReport
 from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLAN_MOVES, PLANS, TABLES, Table
 
 if TYPE_CHECKING:
@@ -31,16 +33,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["Lake", "Scope", "Start", "VersionLog", "concurrently", "quote", "timestamp"]
-
-
-def quote(value: str) -> str:
-    """A SQL string literal (job ids are validated, but never trust a string into SQL)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def timestamp(moment: datetime) -> str:
-    """A SQL timestamp literal (UTC, as every timestamp of the lake)."""
-    return f"TIMESTAMP {quote(format_period_end(moment))}"
 
 
 def concurrently(*calls: Callable[[], Any]) -> list[Any]:

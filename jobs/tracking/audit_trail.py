@@ -24,14 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-import numpy as np
-
 from jobs.whatif.report import markdown_table
 from placement.determinism import alarm
-from placement.graphpart import pair_rates
 from placement.metrics import mean_load, node_loads
 from placement.model import ClusterState, Plan
-from placement.reasons import explain
+from placement.reasons import explain, partners_of
 from schemas.headline import headline, objective_for
 from schemas.tracking import Tag, delta_versions, strip_prefix
 
@@ -67,24 +64,9 @@ _CUT = ("\n\n… the rest is cut to MLflow's description limit: every row is in 
 
 
 def _partners(state: ClusterState, wanted: set[str]) -> dict[str, dict[str, float]]:
-    """kg -> partner -> out(kg, p) + out(p, kg), for the key groups in `wanted` (the moved
-    ones: a job of 10^4 key groups has millions of pairs, a plan a few dozen moves). The pairs
-    touching `wanted` are picked on the columns, so only they are walked in Python, in pair
-    order (the sums are the same floats as a walk over every pair)."""
-    rates = pair_rates(state)
-    units, position = rates.comm.units, rates.comm.position
-    inside = np.zeros(len(units), bool)
-    inside[[position[k] for k in wanted if k in position]] = True
-    pick = np.flatnonzero(inside[rates.src] | inside[rates.dst])
-    out: dict[str, dict[str, float]] = {}
-    for s, d, rate in zip(rates.src[pick].tolist(), rates.dst[pick].tolist(),
-                          rates.rate[pick].tolist(), strict=True):
-        src, dst = units[s], units[d]
-        if src in wanted:
-            out.setdefault(src, {})[dst] = out.setdefault(src, {}).get(dst, 0.0) + rate
-        if dst in wanted:
-            out.setdefault(dst, {})[src] = out.setdefault(dst, {}).get(src, 0.0) + rate
-    return out
+    """kg -> partner -> out(kg, p) + out(p, kg), for the moved key groups (`wanted`): picked on
+    the columns, only the pairs touching them walked (placement/reasons.py `partners_of`)."""
+    return partners_of(state, wanted)
 
 
 def _local_pct(partners: Mapping[str, float], where: Mapping[str, str], node: str) -> float:
@@ -317,7 +299,9 @@ def _note(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, float],
                   f"Same state, budget and time limit, after publish (dry runs; each a child "
                   f"run); ranked by {strategy}'s objective, {objective_for(strategy).label} "
                   f"({objective_for(strategy).direction}), each plan scored in every objective "
-                  f"the period's facets allow. Load distance before: "
+                  f"the period's facets allow; `own bound` is the bound a strategy reports on "
+                  f"its own objective (the MILP's on load distance, SPRAWL's on its cost). "
+                  f"Load distance before: "
                   f"{_num(metrics, 'load_distance_before')}. "
                   "Chart: `whatif/comparison.png`; rows: `whatif/comparison.csv`.", ""]
         lines += markdown_table(whatif)

@@ -41,12 +41,11 @@ from placement.metrics import mean_load
 from placement.model import ClusterState, Plan
 from placement.reasons import family_params
 from schemas.config import JobConfig, Paths
-from schemas.headline import ARRIVALS_METRIC
 from schemas.tracking import Artifact, Tag, param_tag
 
 __all__ = ["CycleRecord", "find_runs", "log_cycle", "logged_attempts", "open_experiment",
            "open_store", "plan_metrics", "prepare_client", "read_csv_artifact", "refresh_note",
-           "run_name", "tag_run"]
+           "run_name", "tag_run", "tag_run_of"]
 
 _JOB_TAG, _PERIOD_TAG = Tag.JOB_ID, Tag.PERIOD_END
 _KIND_TAG, _KIND = Tag.EXPERIMENT_KIND, "custom_model_development"
@@ -191,8 +190,11 @@ def _load_index(client: Any, experiment_id: str, period_end: str, system_load: f
     The warm-up period is the earliest period_end among the job's non-dry-run cycles that logged
     `system_load` (this one included), so the first cycle of a job has load index 100.
     """
-    runs = client.search_runs([experiment_id], filter_string=f"tags.`{Tag.DRY_RUN}` = 'false'",
-                              max_results=5000)
+    # the earliest such run only: one row from the store, however long the job's history
+    runs = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`{Tag.DRY_RUN}` = 'false' AND metrics.system_load > 0",
+        order_by=[f"tags.`{_PERIOD_TAG}` ASC"], max_results=1)
     first = (period_end, system_load)
     for run in runs:
         value = run.data.metrics.get("system_load")
@@ -312,8 +314,6 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
     # write-once: there the tags held the newest values; reconf/audit.py reads both)
     current = {param_tag(k): "none" if v is None else str(v) for k, v in params.items()}
     metrics = plan_metrics(plan)
-    if state.arrivals:  # the headline says why "before" leaves them out (schemas/headline.py)
-        metrics[ARRIVALS_METRIC] = float(len(state.arrivals))
     system_load = mean_load(state)  # collocation: the load index (paper §5), where computable
     if system_load > 0:
         metrics["system_load"] = system_load
@@ -373,9 +373,14 @@ def log_cycle(paths: Paths, record: CycleRecord, state: ClusterState, plan: Plan
 
 def tag_run(paths: Paths, run_id: str, tags: Mapping[str, str]) -> None:
     """Add tags a later step knows (plans table version, assignment version) and redo the note."""
+    tag_run_of(_client(paths), run_id, tags)
+
+
+def tag_run_of(client: Any, run_id: str, tags: Mapping[str, str]) -> None:
+    """`tag_run` with a client: one read of the run, one batch of the tags and its new
+    description."""
     from mlflow.entities import RunTag
 
-    client = _client(paths)
     run = client.get_run(run_id)
     new = {key: str(value) for key, value in tags.items()}
     new[NOTE_TAG] = _note_of(client, run, {**run.data.tags, **new})

@@ -94,8 +94,9 @@ def without_set_rules(spec: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[in
 def judged_here(rules: Sequence[SetRule], data: pd.DataFrame | pa.Table,
                 params: Mapping[str, Any]) -> bool:
     """Whether every rule's column is present and not of times, and its parameter given."""
+    names = data.columns if isinstance(data, pd.DataFrame) else data.column_names
     for rule in rules:
-        if rule.column not in data.columns or rule.parameter not in params:
+        if rule.column not in names or rule.parameter not in params:
             return False
         column = data[rule.column]
         if isinstance(column, pd.Series):

@@ -39,7 +39,8 @@ OBJECTIVE_COLUMNS = tuple(f"{o.name}_after" for o in OBJECTIVES)
 TAIL_COLUMNS = ("wall_s", "run_id", "message")
 _HEADS = {"strategy": "strategy", "role": "role", "status": "status",
           "load_distance_before": "LD before", "load_distance_after": "LD after",
-          "lower_bound": "lower bound", "migrations": "migrations",
+          # each strategy's bound on its own objective (the MILP's on LD, SPRAWL's on its cost)
+          "lower_bound": "own bound", "migrations": "migrations",
           "migration_cost": "migr. cost", "collocation_factor_after": "colloc. %",
           "wall_s": "wall s", "message": "message"}
 

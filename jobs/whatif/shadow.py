@@ -195,11 +195,15 @@ def worker_count(tasks: int, workers: int | None = None) -> int:
     return max(1, min(workers, tasks))
 
 
+_PARENT_ENV = "RECONF_SHADOW_PARENT"  # the starting pid, so a worker whose parent died while it
+# imported (before it could ask the kernel to follow its parent) still sees it and exits
+
+
 class _Worker:
     """A `python -m jobs.whatif.shadow` subprocess: pickled tasks in on stdin, outcomes out on stdout."""
 
     def __init__(self) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        env = {**os.environ, _PARENT_ENV: str(os.getpid()), "PYTHONPATH": os.pathsep.join(
             p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
         self.proc = subprocess.Popen([sys.executable, "-m", "jobs.whatif.shadow"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, start_new_session=True)
@@ -372,10 +376,10 @@ def _die_with_parent() -> None:
     import ctypes
     import signal
 
-    with contextlib.suppress(OSError, AttributeError):
-        parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError, ValueError):
+        parent = int(os.environ.get(_PARENT_ENV) or os.getppid())  # the pid that started us
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before prctl
+        if os.getppid() != parent:  # the parent died before prctl (even during our imports)
             os._exit(1)
 
 

@@ -47,7 +47,7 @@ from jobs.whatif.report import (
 )
 from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows, shadow_state
 from placement.constraints import raised
-from placement.model import Budget
+from placement.model import Budget, Plan
 from schemas.config import JobConfig, Paths
 from schemas.headline import objective_for
 from schemas.tracking import Artifact, Tag
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CHART_ARTIFACT", "COMPARISON_ARTIFACT", "INPUT_ARTIFACT", "WhatIfInput",
            "WhatIfResult", "keep_input", "load_input", "read_comparison", "run_whatif", "save_input",
+           "shadow_metrics",
            "whatif_input"]
 
 COMPARISON_ARTIFACT = Artifact.WHATIF_COMPARISON
@@ -160,11 +161,20 @@ def child_note(data: WhatIfInput, outcome: ShadowOutcome,
     return f"{line}; {outcome.plan.migrations} migration(s); {outcome.status}"[:NOTE_LINE]
 
 
+def shadow_metrics(plan: Plan) -> dict[str, float]:
+    """A shadow's metrics on its child run: the plan's scalar metrics; per-node ones (a `/` in
+    the name) stay in the parent's `whatif/per_node.csv`."""
+    from jobs.tracking.store import plan_metrics
+
+    return {k: float(v) for k, v in plan_metrics(plan).items() if "/" not in k}
+
+
 def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
                outcome: ShadowOutcome, params: Mapping[str, Any]) -> str:
     """Create or update the child run of one shadow (a rerun of the what-if updates it)."""
+    from mlflow.entities import Metric, Param, RunTag
+
     from jobs.tracking.audit_trail import MOVE_COLUMNS, explain_moves, to_csv
-    from jobs.tracking.store import plan_metrics
     from placement.reasons import family_params
 
     found = client.search_runs([experiment_id], filter_string=(
@@ -175,22 +185,30 @@ def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
             f"{_SHADOW}status": outcome.status, f"{_SHADOW}message": outcome.message[:4900],
             f"{_SHADOW}in_force": data.strategy}
     tags[Tag.NOTE] = child_note(data, outcome, _objective_params(data))
+    if outcome.budget_s is not None:  # its per-shadow budget and the limit it ran with
+        tags[f"{_SHADOW}budget_s"] = f"{outcome.budget_s:.3g}"
+        tags[f"{_SHADOW}time_limit_s"] = str(outcome.time_limit_s)
     run_id = (found[0].info.run_id if found else client.create_run(
         experiment_id, run_name=f"what-if {outcome.strategy}", tags=tags).info.run_id)
-    for key, value in tags.items():
-        client.set_tag(run_id, key, value)
-    existing = client.get_run(run_id).data.params
+    existing = client.get_run(run_id).data.params if found else {}
     settings: dict[str, Any] = {"strategy": outcome.strategy, "max_migrations": data.budget.max_migrations,
                 "max_migration_cost": data.budget.max_migration_cost,
                 "solver_time_limit_s": data.time_limit_s,
                 **{f"{outcome.strategy}.{k}": v for k, v in params.items()}}
-    for key, value in settings.items():
-        if key not in existing:
-            client.log_param(run_id, key, "none" if value is None else str(value))
-    client.log_metric(run_id, "wall_time_s", outcome.wall_s, step=0)
+    metrics = {"wall_time_s": outcome.wall_s,
+               # scalars only: a shadow's per-node metrics (cg's `utilisation_pct/<node>`, ...)
+               # are rows of the parent's `whatif/per_node.csv`, never metric keys of the
+               # experiment (three per node per shadow flooded its runs table)
+               **(shadow_metrics(outcome.plan) if outcome.plan is not None else {})}
+    now = int(time.time() * 1000)
+    # one batch: tags (a rerun updates them), the params not logged yet (write-once), metrics
+    client.log_batch(
+        run_id,
+        metrics=[Metric(name, float(number), now, 0) for name, number in metrics.items()],
+        params=[Param(key, "none" if value is None else str(value))
+                for key, value in settings.items() if key not in existing],
+        tags=[RunTag(key, str(value)) for key, value in tags.items()])
     if outcome.plan is not None:
-        for name, number in plan_metrics(outcome.plan).items():
-            client.log_metric(run_id, name, float(number), step=0)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             (folder / Artifact.MOVES_CSV).write_text(
@@ -206,7 +224,7 @@ def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
 def _log_comparison(client: Any, run_id: str, data: WhatIfInput,
                     rows: list[dict[str, Any]], outcomes: list[ShadowOutcome]) -> None:
     from jobs.tracking.audit_trail import to_csv
-    from jobs.tracking.store import refresh_note
+    from jobs.tracking.store import tag_run_of
 
     columns = columns_of(rows)
     rows = [{c: row.get(c) for c in columns} for row in rows]  # a facet metric some rows lack
@@ -235,9 +253,7 @@ def _log_comparison(client: Any, run_id: str, data: WhatIfInput,
             **{f"{Tag.WHATIF_BEST}.{name}": who for name, who in best.items()}}
     if in_force in best:
         tags[Tag.WHATIF_BEST] = best[in_force]
-    for key, value in tags.items():
-        client.set_tag(run_id, key, value)
-    refresh_note(client, run_id)
+    tag_run_of(client, run_id, tags)  # one batch, the description among them
 
 
 def _budget_text(budget: Budget) -> str:
@@ -269,6 +285,7 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
     if status != "published" and not force:
         return WhatIfResult(job.job_id, period_end, "skipped",
                             f"the period's plan is {status}, not published", run_id=run.info.run_id)
+    started = time.perf_counter()
     try:
         data = load_input(client, run.info.run_id, paths, dict(run.data.tags))
     except ValueError as exc:
@@ -280,15 +297,17 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
         return WhatIfResult(job.job_id, period_end, "skipped",
                             "no shadow strategies were chosen at plan time (shadows off, or "
                             "none but the strategy in force applies)", run_id=run.info.run_id)
-    started = time.perf_counter()
     tasks = [ShadowTask(name, params, shadow_state(data.state, name), data.budget,
                         data.time_limit_s) for name, params in data.shadows]
+    # the budget counts from before the input was read (at 32,768 units, seconds), and keeps
+    # a tenth for logging the children and the comparison
+    budget = max(0.0, 0.9 * data.time_budget_s - (time.perf_counter() - started))
     if spark is None:
-        outcomes = run_shadows(tasks, data.time_budget_s)
+        outcomes = run_shadows(tasks, budget)
     else:
         from jobs.whatif.shadow_spark import run_shadows_on_spark
 
-        outcomes = run_shadows_on_spark(spark, tasks, data.time_budget_s)
+        outcomes = run_shadows_on_spark(spark, tasks, budget)
     params = dict(data.shadows)
     children = {o.strategy: _child_run(client, experiment_id, run.info.run_id, data, o,
                                        params[o.strategy])

@@ -14,7 +14,7 @@ Each has an array form (`*_arrays`) used by the algorithms and the benchmark.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,7 @@ __all__ = [
     "stream_traffic",
     "traffic_arrays",
     "traffic_lower_bound",
+    "undo_traffic",
 ]
 
 
@@ -85,6 +86,43 @@ def stream_traffic(state: ClusterState, assignment: Mapping[str, str]) -> float:
     """Σ_j w(∪_{q on j} S_q) of `assignment` (units it does not place are not counted)."""
     inst = from_state(state)
     return traffic_arrays(inst, node_of(inst, state, assignment))
+
+
+def undo_traffic(state: ClusterState, assignment: Mapping[str, str],
+                 moves: Sequence[tuple[str, str]]) -> dict[str, tuple[float, float]]:
+    """Per move (unit q, the node `src` it left): (traffic with that move alone undone, traffic
+    of `assignment`), from one count of readers per (node, source): undoing q ships s to `src`
+    when no other reader of s is there, and stops shipping it to q's node when q was its only
+    reader there. O(n + Σ|S_q| + moves·d), where evaluating every undone assignment afresh
+    is O(moves·n). A move whose unit or node the state does not know is left out (the
+    caller evaluates it afresh). On rates whose sums are exact in floating point the values
+    equal `stream_traffic`'s; otherwise they may differ by rounding."""
+    inst = from_state(state)
+    node = node_of(inst, state, assignment)
+    total = traffic_arrays(inst, node)
+    m = max(inst.m, 1)
+    rep = np.repeat(node, np.diff(inst.indptr))
+    placed = rep >= 0
+    codes, counts = np.unique(rep[placed] * np.int64(m) + inst.indices[placed],
+                              return_counts=True)
+    readers = dict(zip(codes.tolist(), counts.tolist(), strict=True))
+    unit_index = {u: i for i, u in enumerate(inst.unit_ids)}
+    node_index = {nd: j for j, nd in enumerate(inst.node_ids)}
+    rates = inst.rates.tolist()
+    out: dict[str, tuple[float, float]] = {}
+    for unit, src in moves:
+        q, j_src = unit_index.get(unit), node_index.get(src)
+        if q is None or j_src is None or node[q] < 0:
+            continue
+        j_dst, delta = int(node[q]), 0.0
+        if j_dst != j_src:
+            for s in inst.sources_of(q).tolist():
+                if readers[j_dst * m + s] == 1:
+                    delta -= rates[s]
+                if (j_src * m + s) not in readers:
+                    delta += rates[s]
+        out[unit] = (total + delta, total)
+    return out
 
 
 def replication_factor(state: ClusterState, assignment: Mapping[str, str]) -> float:

@@ -49,9 +49,14 @@ def load_current(inst: Instance, node: IntArray, metric: str = "least_cost", *,
     return placer
 
 
-def within_budget(inst: Instance, target: IntArray, caps: IntArray, budget: Budget
-                  ) -> tuple[IntArray, str]:
-    """The plan's node per unit: the target, or the best bundles of it the budget allows."""
+def within_budget(inst: Instance, target: IntArray, caps: IntArray, budget: Budget, *,
+                  stop_when_spent: bool = True) -> tuple[IntArray, str]:
+    """The plan's node per unit: the target, or the best bundles of it the budget allows.
+
+    `stop_when_spent`: once not even the cheapest moving unit fits the budget, no bundle can
+    (`fits` only grows stricter with count and cost), so the passes end there instead of
+    scoring every bundle left (at 10^5 queries, 200 moves: four passes over ~10^5 bundles).
+    The result is the same either way (tests/placement/test_herding_offline.py)."""
     cur = inst.current
     moving = (cur >= 0) & (target != cur)
     if fits(budget, int(moving.sum()), float(inst.migration_cost[moving].sum())):
@@ -67,6 +72,11 @@ def within_budget(inst: Instance, target: IntArray, caps: IntArray, budget: Budg
     bundles = np.split(idx, starts[1:]) if len(idx) else []
     count, cost = 0, 0.0
     done = np.zeros(len(bundles), bool)
+    cheapest = float(inst.migration_cost[moving].min()) if moving.any() else 0.0
+    stop_when_spent = stop_when_spent and cheapest >= 0
+
+    def spent() -> bool:
+        return stop_when_spent and not fits(budget, count + 1, cost + cheapest)
 
     def gain(units: IntArray) -> float:
         q = int(units[0])
@@ -77,7 +87,7 @@ def within_budget(inst: Instance, target: IntArray, caps: IntArray, budget: Budg
         return freed - added
 
     for _ in range(MAX_PASSES):
-        if is_frozen(budget):
+        if is_frozen(budget) or spent():
             break
         ranked = sorted(
             (i for i in range(len(bundles)) if not done[i]),
@@ -86,6 +96,8 @@ def within_budget(inst: Instance, target: IntArray, caps: IntArray, budget: Budg
                                                    1e-12), i))
         changed = False
         for i in ranked:
+            if spent():
+                break
             units = bundles[i]
             src, dst = int(cur[units[0]]), int(target[units[0]])
             leaving_b = bool(in_b[src])

@@ -103,11 +103,11 @@ class Airflow:
     def parked(self, dag_id: str, task_id: str, run_id: str) -> bool:
         """The scheduler has read the exit of the process that deferred (or parked) the task.
 
-        Airflow 3.3 races otherwise: a trigger that fires, or an answer given, in the seconds
-        before the scheduler reads that exit makes it find the task queued again ("finished
-        with state success, but the task instance's state attribute is queued") and fail it.
-        A landing or a human is never that quick after the deferral; the tests wait for the
-        scheduler's log line rather than guess."""
+        Airflow 3.3 races otherwise: an answer given in the seconds before the scheduler reads
+        that exit makes it find the resumed task queued ("finished with state success, but the
+        task instance's state attribute is queued") and fail it. The approval's answer resumes
+        the task, so the approval tests wait for the scheduler's log line; the landing and
+        healing waits end in their triggers and need no such care (reconf/landing_wait.py)."""
         log = (self.paths.home / "logs" / "services" / "scheduler.log").read_text(
             errors="replace")
         return (f"Received executor event with state success for task instance TaskInstanceKey("

@@ -69,7 +69,8 @@ def _docs_commands() -> dict[str, str]:
     assert [p.split("\n", 1)[0] for p in parts[1:]] == [
         "the plans waiting for an answer: subject, body (summary, what-if, MLflow link), run id",
         "approve ...", "... or reject, with the reason"], parts
-    return {name: part.split("\n", 1)[1] if i else part
+    # each a whole bash snippet, ending its last line (the tests append one to another)
+    return {name: (part.split("\n", 1)[1] if i else part).rstrip("\n") + "\n"
             for i, (name, part) in enumerate(zip(("token", "waiting", "approve", "reject"),
                                                  parts, strict=True))}
 
@@ -253,6 +254,8 @@ def test_the_docs_commands_are_the_ones_these_tests_run() -> None:
     token lines, the list of waiting plans, an approve with `{payload}` in place of the docs'
     payload, the docs' reject with its reason; the documented default outcome is this one."""
     assert TOKEN.startswith("AIRFLOW=http://127.0.0.1:${RECONF_AIRFLOW_PORT:-8080}\n")
+    assert all(c.endswith("')\n") or c.endswith('"\n') or c.endswith("}'\n")
+               for c in DOCS.values()), DOCS  # whole lines: one snippet may follow another
     assert "TOKEN=$(curl -s -X POST \"$AIRFLOW/auth/token\"" in TOKEN
     assert WAITING.startswith('curl -s "$AIRFLOW/api/v2/dags/reconfigure_gate/dagRuns/~/'
                               'hitlDetails?response_received=false"')

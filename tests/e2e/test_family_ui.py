@@ -261,3 +261,34 @@ def test_the_five_kinds_of_job_section_runs_as_written(
             assert "?workflowType=machine_learning" in out
         else:
             assert objective.label in out and "1 period(s)" in out, out[:2000]
+
+
+def test_the_readme_names_the_runs_and_the_link_as_the_demo_makes_them(
+        family_runs: Families) -> None:
+    """README: "Experiment `flights2` has one run per period named by its period end
+    (`2026-01-01 00:05` ...)" and the demo's link to the runs table (flights2's demo ran first
+    into the store, so its experiment is 1, as in README's example)."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    run = family_runs[1]["flights2"]
+    name = MlflowClient(tracking_uri=family_runs[0].mlflow_uri).get_run(run.run_id).info.run_name
+    assert name == "2026-01-01 00:05"
+    assert f"named by its period end (`{name}`;" in readme
+    link = ("http://127.0.0.1:5000/#/experiments/1/runs?viewStateShareKey=reconf-key-metrics"
+            "&workflowType=machine_learning")
+    assert f"`{link}`" in readme and run.experiment_id == "1"
+    assert f"then browse {link} (experiment 'flights2'" in family_runs[2]["flights2"].stdout
+
+
+def test_the_experiments_carry_no_per_node_metric_of_a_shadow(family_runs: Families) -> None:
+    """A shadow's child run logs scalars only (a cg shadow's per-node metrics are rows of
+    `whatif/per_node.csv`); and Herding's first period reads "before" as the running system
+    (the queries the runtime ran), not 0."""
+    client = MlflowClient(tracking_uri=family_runs[0].mlflow_uri)
+    for job_id, run in family_runs[1].items():
+        children = client.search_runs([run.experiment_id], filter_string=(
+            f"tags.`mlflow.parentRunId` = '{run.run_id}'"))
+        assert children, job_id
+        keys = {k for child in children for k in child.data.metrics}
+        assert "load_distance_after" in keys and not [k for k in keys if "/" in k], job_id
+    queries = family_runs[1]["queries"].metrics
+    assert queries["stream_traffic_before"] > 0 and queries["load_distance_before"] > 0

@@ -57,6 +57,7 @@ def test_the_measured_crossover_is_the_default(monkeypatch: pytest.MonkeyPatch) 
     # a period of 10^6 samples stays in the stage's process, one of 10^8 goes to Spark
     assert choose_engine("auto", False, 10**6, crossover()).engine == NATIVE
     assert choose_engine("auto", False, 10**8, crossover()).engine == SPARK
+    assert SPARK_ABOVE_SAMPLES == 50_000_000  # docs/benchmarks.md, "collect on Spark at 10^8"
     for raw, want in (("3e7", 30_000_000), ("1_000", 1000), (" 0 ", 0)):
         monkeypatch.setenv(CROSSOVER_ENV, raw)
         assert crossover() == want

@@ -54,6 +54,8 @@ def test_the_documented_command_lines_parse() -> None:
     got = parser.parse_args(["--sizes", "1e6", "1e7", "1e8", "--native-max", "1e7"])
     assert [int(s) for s in got.sizes] == [10**6, 10**7, 10**8] and got.native_max == 1e7
     assert got.engines == ["native", "spark"]
+    got = parser.parse_args(["--master", "spark://127.0.0.1:7077"])
+    assert got.master == "spark://127.0.0.1:7077" and got.sizes is None
     parser = argparse.ArgumentParser()
     cycle_arguments(parser)
     got = parser.parse_args(["--sizes", "1000", "10000", "--modes", "worker+native",

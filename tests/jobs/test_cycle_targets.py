@@ -51,7 +51,7 @@ def test_each_limit_of_a_target_gets_its_verdict(capsys: pytest.CaptureFixture[s
     out = print_targets([_row("t10k", 10000, 9.5, gap_pct=0.5, peak_mib=300.0)])
     text = capsys.readouterr().out
     assert "cycle match" in text and "not run" in text
-    assert [o["run"] for o in out] == [True, False, False]
+    assert [o["run"] for o in out] == [True] + [False] * (len(TARGETS) - 1)
 
 
 def test_the_targets_and_growth_jobs_are_valid_jobs_of_their_sizes(
@@ -66,8 +66,11 @@ def test_the_targets_and_growth_jobs_are_valid_jobs_of_their_sizes(
     for target in TARGETS:
         job = resolve_job(target.name)
         spec = make_source(job, Paths(tmp_path)).spec  # type: ignore[attr-defined]
-        assert (len(spec.keygroups), spec.nodes, spec.fanout) == (target.units, target.nodes, 16)
+        assert (len(spec.keygroups), spec.nodes) == (target.units, target.nodes)
+        # a Herding target's queries read sources and send to no one; the others keep top pairs
+        assert (spec.fanout, spec.reads) == ((0, target.reads) if target.reads else (16, 0))
         assert job.strategy == target.strategy
+    assert any(t.reads and t.strategy.startswith("herding") for t in TARGETS)
     source = make_source(resolve_job("kg100000"), Paths(tmp_path))
     assert isinstance(source, SyntheticJob) and len(source.spec.keygroups) == 100_000
 
@@ -87,3 +90,6 @@ def test_the_documented_command_lines_parse() -> None:
     second = parser.parse_args(["--sizes", "100000", "--modes", "worker+native", "--no-fleet",
                                 "--targets", "t32k", "t100k", "--fanout", "0"])
     assert second.targets == ["t32k", "t100k"] and second.fanout == 0
+    herding = parser.parse_args(["--no-growth", "--no-fleet", "--modes", "worker+native",
+                                 "--targets", "t100k-herding"])
+    assert herding.targets == ["t100k-herding"] and herding.no_growth and herding.no_fleet

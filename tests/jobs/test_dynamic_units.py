@@ -232,3 +232,33 @@ def test_an_arrival_no_node_can_take_is_refused_naming_the_constraint() -> None:
     with pytest.raises(StageError, match="at most 1 units per node") as refused:
         preplace_arrivals(state, "greedy")
     assert "u4" in str(refused.value)
+
+
+def test_before_is_the_running_system_when_the_strategy_placed_the_arrivals() -> None:
+    """A first period of a Herding job: nothing published, every unit an arrival the runtime
+    already runs. herding_online sees them with no node, so its own "before" is empty (load
+    distance 0, traffic 0); the logged plan's before is where the runtime ran them, the
+    numbers the demo line, the run's description and `reconf audit` show."""
+    from jobs.facets.dynamic import prepare_units
+    from placement.herding.instance import from_state
+    from placement.herding.metrics import facet_metrics, node_of
+    from placement.metrics import plan_metrics
+    from placement.model import Budget
+    from placement.registry import get_strategy
+
+    kgs = [_kg("a", "n0", 30.0), _kg("b", "n1"), _kg("c", "n0", 20.0), _kg("d", "n1")]
+    subs = _subs(("a", "s1"), ("b", "s2"), ("c", "s2"), ("d", "s1"))
+    state = build_state(DYNAMIC, kgs, NODES, [], {})
+    prepared = prepare_units(DYNAMIC, "herding_online", state, kgs, (SOURCES, subs), {}, None)
+    assert prepared.state.arrivals == {"a", "b", "c", "d"}
+    raw = get_strategy("herding_online")(prepared.state, Budget(max_migrations=0))
+    assert raw.before.load_distance == 0.0  # the strategy's own view: nothing placed yet
+    plan, logged, _ = prepared.finish(raw, prepared.state)
+    ran = {str(k["keygroup"]): str(k["node"]) for k in kgs}
+    assert logged.assignment == ran
+    assert plan.before == plan_metrics(logged, ran) and plan.before.load_distance > 0
+    inst = from_state(prepared.state)
+    assert plan.facet_before["stream_traffic"] == pytest.approx(
+        facet_metrics(inst, node_of(inst, prepared.state, ran))["stream_traffic"])
+    assert plan.facet_before["stream_traffic"] > 0
+    assert plan.after == raw.after and plan.assignment == raw.assignment  # "after" untouched

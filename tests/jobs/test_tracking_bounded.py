@@ -156,3 +156,34 @@ def test_the_load_chart_keeps_its_size_at_many_nodes(tmp_path: Path) -> None:
             sizes[nodes] = image.size
     assert sizes[100] == sizes[1000]
     assert sizes[CHART_BARS_UP_TO][0] > sizes[100][0]  # bars and labels: wider
+
+
+def test_the_load_index_reads_one_run_whatever_the_history(tmp_path: Path) -> None:
+    """The load index divides by the system load of the job's earliest period that logged one
+    (dry runs and runs without it aside); the store answers with that run alone."""
+    from jobs.tracking import store
+    from jobs.tracking.store import _load_index, open_experiment, prepare_client
+
+    paths = Paths(tmp_path / "home")
+    prepare_client(paths)
+    client = store._CLIENTS[paths.mlflow_uri]
+    experiment = open_experiment(client, paths, "li")
+    for when, load, dry in (("2026-01-01T00:10:00Z", 40.0, "false"),
+                            ("2026-01-01T00:05:00Z", 20.0, "true"),  # a dry run: not counted
+                            ("2026-01-01T00:15:00Z", 80.0, "false")):
+        run = client.create_run(experiment, tags={"reconf.period_end": when,
+                                                  "reconf.dry_run": dry})
+        client.log_metric(run.info.run_id, "system_load", load)
+    client.create_run(experiment, tags={"reconf.period_end": "2026-01-01T00:00:00Z",
+                                        "reconf.dry_run": "false"})  # no system_load logged
+    answered: list[int] = []
+
+    class Answers:  # the runs the store sends back
+        def search_runs(self, *args: Any, **kwargs: Any) -> Any:
+            runs = client.search_runs(*args, **kwargs)
+            answered.append(len(runs))
+            return runs
+
+    assert _load_index(Answers(), experiment, "2026-01-01T00:20:00Z", 60.0) == 150.0
+    assert _load_index(Answers(), experiment, "2026-01-01T00:01:00Z", 10.0) == 100.0  # the first
+    assert answered == [1, 1]  # it read every run of the job's history before

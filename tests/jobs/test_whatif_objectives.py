@@ -162,3 +162,37 @@ def test_the_chart_shows_every_objective_first_the_ranking_one(tmp_path: Path) -
     assert [o.name for o in only_ld] == ["load_distance"]
     tall, short = (matplotlib.image.imread(tmp_path / n).shape[0] for n in ("all.png", "ld.png"))
     assert tall > 3 * short * 0.9, (tall, short)  # four panels, each as tall as the one
+
+
+def test_a_rows_bound_is_named_as_its_own_strategys() -> None:
+    """The bound column holds each strategy's bound on its own objective (SPRAWL's on its cost
+    beside the MILP's on load distance): headed and explained so, never read as an LD bound."""
+    from jobs.whatif.report import text_table
+
+    rows = [{"strategy": "sprawl", "role": "in force", "status": "published", "rank": "1",
+             "load_distance_after": "53.229", "lower_bound": "438576.0", "migrations": "4",
+             "cost_total_after": "438576.0"},
+            {"strategy": "milp", "role": "shadow", "status": "planned", "rank": "2",
+             "load_distance_after": "12.807", "lower_bound": "12.807", "migrations": "0",
+             "cost_total_after": "inf"}]
+    for head in (markdown_table(rows)[0], text_table(rows)[0]):
+        assert "own bound" in head and "lower bound" not in head, head
+    note = note_markdown("run", {"reconf.param.strategy": "sprawl"}, {}, [], rows)
+    assert ("`own bound` is the bound a strategy reports on its own objective (the MILP's on "
+            "load distance, SPRAWL's on its cost)") in note
+
+
+def test_a_shadows_child_run_carries_no_per_node_metric() -> None:
+    """cg's per-node utilisation and VW counts as a shadow: rows of `whatif/per_node.csv`, not
+    metric keys of the child run (they made flights2's experiment carry 122 metrics)."""
+    from jobs.tracking.store import plan_metrics
+    from jobs.whatif.stage import shadow_metrics
+
+    state = synthetic_state(nodes=20, keygroups=60, operators=3, varies=0.5, seed=3)
+    plan = get_strategy("cg")(state, Budget(max_migrations=10))
+    every = plan_metrics(plan)
+    assert len([k for k in every if "/" in k]) >= 3 * 20  # what a cg plan computes per node
+    logged = shadow_metrics(plan)
+    assert not [k for k in logged if "/" in k] and len(logged) < 25
+    assert logged == {k: v for k, v in every.items() if "/" not in k}
+    assert {r["node"] for r in per_node_rows([("cg", plan)])} == set(state.node_ids)

@@ -17,10 +17,22 @@ from schemas.config import PROJECT_ROOT
 pytestmark = pytest.mark.kafka
 
 
-def _java_children() -> set[int]:
-    out = subprocess.run(["pgrep", "-f", "dev.reconf.kstreams|kafka.Kafka"], capture_output=True,
-                         text=True, check=False)
-    return {int(p) for p in out.stdout.split()}
+def _own_jvms(home: Path) -> set[int]:
+    """This test's JVMs: a Kafka broker or Streams instance whose command line names a path
+    under `home` (its properties file, its state directory). Other tests and other checkouts on
+    the machine run their own brokers at the same time; those are not this test's to count."""
+    found: set[int] = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if any("dev.reconf.kstreams" in a or a == "kafka.Kafka" for a in argv) and any(
+                str(home) in a for a in argv):
+            found.add(int(proc.name))
+    return found
 
 
 def _reconf(home: Path, *args: str, timeout: float = 540) -> subprocess.CompletedProcess[str]:
@@ -31,7 +43,6 @@ def _reconf(home: Path, *args: str, timeout: float = 540) -> subprocess.Complete
 
 
 def test_bench_kafka_streams_small(tmp_path: Path) -> None:
-    before = _java_children()
     out = tmp_path / "rows.json"
     done = _reconf(tmp_path, "bench", "kafka-streams", "--periods", "2", "--arms", "default,greedy",
                    "--records", "3000", "--nodes", "2", "--partitions", "4", "--json", str(out))
@@ -47,19 +58,18 @@ def test_bench_kafka_streams_small(tmp_path: Path) -> None:
     assert all(r["lag_max"] >= r["lag_mean"] >= 0 for r in rows)
     assert any(r["lag_max"] > 0 for r in rows)
     assert "lag no worse: " in done.stdout
-    assert _java_children() <= before  # the bench stopped its broker and instances
+    assert not _own_jvms(tmp_path)  # the bench stopped its broker and instances
 
 
 @pytest.mark.e2e
 def test_demo_kstreams_one_period(tmp_path: Path) -> None:
-    before = _java_children()
     done = _reconf(tmp_path, "demo", "--job", "kstreams", "--periods", "1")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "kafka streams: load % per instance" in done.stdout
     assert "runs v1" in done.stdout and "applied" in done.stdout
     landed = list((tmp_path / "landing" / "kstreams").glob("period_end=*/_RUNTIME.json"))
     assert len(landed) == 1
-    assert _java_children() <= before
+    assert not _own_jvms(tmp_path)
     from mlflow import MlflowClient  # the applied migration reached the publishing run
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}")

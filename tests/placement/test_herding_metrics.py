@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from herding_testlib import brute_force, qa_state, tiny
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from placement.herding import metrics as hm
 
@@ -43,3 +44,24 @@ def test_lower_bounds_never_exceed_the_brute_force_optimum(case: tuple) -> None:
     opt = brute_force(state, 0.05)
     assert hm.traffic_lower_bound(state) <= opt + 1e-9
     assert hm.traffic_lower_bound(state, nu=0.05) <= opt + 1e-9
+
+
+@settings(max_examples=80, deadline=None)
+@given(case=tiny(max_n=8, max_k=4), data=st.data())
+def test_every_undo_at_once_equals_the_undone_assignment_evaluated_afresh(
+        case: tuple, data: st.DataObject) -> None:
+    """`undo_traffic` (one count of readers for all moves) gives, per move, exactly the traffic
+    of the plan with that move alone undone, on quarter rates (exact sums)."""
+    subs, _, k = case
+    rates = data.draw(st.lists(st.integers(0, 40).map(lambda x: x / 4), min_size=4, max_size=4))
+    n = len(subs)
+    cur = data.draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n))
+    after = data.draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n))
+    state = qa_state(subs, rates, k, current=cur)
+    plan = {f"q{i:02d}": f"n{j}" for i, j in enumerate(after)}
+    moves = [(u, state.assignment[u]) for u in sorted(plan) if plan[u] != state.assignment[u]]
+    got = hm.undo_traffic(state, plan, moves)
+    assert set(got) == {u for u, _ in moves}
+    for unit, src in moves:
+        assert got[unit] == (hm.stream_traffic(state, {**plan, unit: src}),
+                             hm.stream_traffic(state, plan))

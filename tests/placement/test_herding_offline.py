@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from bench.herding.workload import workload
 from placement.herding.instance import capacities, from_state
 from placement.herding.metrics import stream_traffic
+from placement.herding.migrate import within_budget
 from placement.herding.offline import (
     Triples,
     greedy_ic_mms,
@@ -178,6 +179,50 @@ def test_budgeted_moves_save_traffic_and_never_overfill(case: tuple, homes: list
     before = np.bincount(inst.current, minlength=k)
     after = np.bincount([int(plan.assignment[u][1:]) for u in inst.unit_ids], minlength=k)
     assert (after <= np.maximum(caps, before)).all()
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=tiny(max_n=12, max_k=4), homes=st.lists(st.integers(-1, 3), min_size=12,
+                                                     max_size=12),
+       moves=st.integers(0, 5), max_cost=st.sampled_from([None, 0.0, 1.5, 3.0]),
+       costs=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0]), min_size=12, max_size=12),
+       marked=st.lists(st.integers(0, 3), max_size=1),
+       algorithm=st.sampled_from(["ic", "mms", "offrand"]))
+def test_stopping_once_the_budget_is_spent_changes_no_placement(
+        case: tuple, homes: list[int], moves: int, max_cost: float | None, costs: list[float],
+        marked: list[int], algorithm: str) -> None:
+    """`within_budget` ends its passes when not even the cheapest unit fits: exactly the
+    placement of scoring every bundle left (arrivals, nodes of B and costs included)."""
+    subs, rates, k = case
+    n = len(subs)
+    current = [None if h < 0 else h % k for h in homes[:n]]
+    state = qa_state(subs, rates, k, current=current, costs=costs[:n],
+                     marked=[j % k for j in marked if k > 1])
+    inst = from_state(state)
+    caps = capacities(inst, 0.05)
+    target = run_offline(inst, caps, algorithm, seed=3)
+    budget = Budget(max_migrations=moves, max_migration_cost=max_cost)
+    fast, note = within_budget(inst, target, caps, budget)
+    slow, slow_note = within_budget(inst, target, caps, budget, stop_when_spent=False)
+    assert fast.tolist() == slow.tolist() and note == slow_note
+
+
+@pytest.mark.parametrize("moves", [1, 40, 400])
+def test_stopping_once_spent_changes_nothing_on_the_generator(moves: int) -> None:
+    """The same on a medium instance of §6.1's generator (3,000 queries, 30 servers, every
+    unit currently on a random server): a budget of 1, 40 or 400 moves."""
+    from dataclasses import replace
+
+    inst = workload(3000, 2, 2.0, seed=5).instance(30)
+    inst = replace(inst, current=np.random.default_rng(5).integers(0, 30, inst.n),
+                   migration_cost=np.ones(inst.n))
+    caps = capacities(inst, 0.05)
+    target = run_offline(inst, caps, "ic")
+    budget = Budget(max_migrations=moves)
+    fast, _ = within_budget(inst, target, caps, budget)
+    slow, _ = within_budget(inst, target, caps, budget, stop_when_spent=False)
+    assert fast.tolist() == slow.tolist()
+    assert int(((fast != inst.current)).sum()) <= moves
 
 
 def test_units_on_a_node_marked_for_removal_leave_first() -> None:

@@ -142,3 +142,35 @@ def test_family_params_are_sprawls_only() -> None:
     assert family_params("milp", {"x": 1}) is None
     assert isinstance(family_params("sprawl", {}), SprawlParams)
     assert family_params("sprawl", {"beta": "not a number"}) is None
+
+
+def test_herding_reasons_count_the_readers_once_not_once_per_move(monkeypatch) -> None:
+    """A plan of many moves: Herding's undo gains come from one count of readers (the
+    instance built once), where evaluating each undone plan afresh built it twice a move
+    (O(moves·n): minutes at 10^5 queries); the numbers are the fresh evaluations'."""
+    from herding_testlib import qa_state
+
+    import placement.herding.metrics as hm
+    from placement.herding.instance import from_state
+
+    n = 40
+    state = qa_state([[q % 5, 5 + q % 3] for q in range(n)], [1.0, 2.0, 3.0, 4.0, 5.0, 0.5,
+                                                             0.25, 1.5], 4,
+                     current=[q % 4 for q in range(n)])
+    target = {f"q{q:02d}": f"n{(q % 5) % 4}" for q in range(n)}
+    plan = replace(make_plan(state, target, status=SolverStatus.HEURISTIC, lower_bound=None),
+                   strategy="herding_offline")
+    assert len(plan.moves) >= 20
+    fresh = [hm.stream_traffic(state, {**plan.assignment, m.keygroup: m.src}) -
+             hm.stream_traffic(state, plan.assignment) for m in plan.moves]
+    built: list[int] = []
+
+    def counted(s: ClusterState) -> object:
+        built.append(1)
+        return from_state(s)
+
+    monkeypatch.setattr(hm, "from_state", counted)
+    reasons = explain(state, plan)
+    assert len(built) <= 2
+    assert [r[-1].value for r in reasons] == fresh
+    assert all(r[-1].code == "traffic_saved" for r in reasons)

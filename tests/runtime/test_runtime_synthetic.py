@@ -65,6 +65,10 @@ def test_names_and_round_robin_allocation() -> None:
         ("job_id", "a/b"),
         ("nodes", 1001),
         ("fanout", -1),
+        ("reads", -1),
+        ("reads", 11),
+        ("reads_beta", 0.2),
+        ("reads_beta", float("nan")),
     ],
 )
 def test_spec_validation_names_the_field(field: str, value: object) -> None:
@@ -266,3 +270,36 @@ def test_id_columns_are_the_rows_named_in_order(operators: int, per_operator: in
     edges = tables["edges"]
     assert list(zip(edges["src_keygroup"].to_pylist(), edges["dst_keygroup"].to_pylist(),
                     strict=True)) == pairs * samples
+
+
+def test_a_query_population_lands_its_subscriptions_and_sources_and_no_edges(tmp_path: Path
+                                                                          ) -> None:
+    """`reads = d`: each key group a query reading ≤ d distinct sources of Herding's power-law
+    popularity; the facets follow the running assignment, are the same on re-landing, and the
+    pipeline's facet contract (subscriptions, sources) holds; no edges."""
+    import pyarrow.parquet as pq
+
+    from schemas.landing import FACET_SCHEMAS
+
+    spec = SyntheticSpec("herd", operators=2, keygroups_per_operator=500, nodes=10, reads=2)
+    job = SyntheticJob(spec, tmp_path / "state")
+    where = job.land_period(tmp_path / "landing", END)
+    assert pq.read_table(where / "edges").num_rows == 0
+    subs = pq.read_table(where / "subscriptions")
+    srcs = pq.read_table(where / "sources")
+    assert subs.schema.equals(FACET_SCHEMAS["subscriptions"], check_metadata=False)
+    assert srcs.schema.equals(FACET_SCHEMAS["sources"], check_metadata=False)
+    rows = subs.to_pylist()
+    per_query = Counter(r["keygroup"] for r in rows)
+    assert set(per_query) == set(spec.keygroups) and set(per_query.values()) <= {1, 2}
+    assert len({(r["keygroup"], r["source"]) for r in rows}) == len(rows)  # distinct sources
+    assert all(r["node"] == job.assignment[r["keygroup"]] for r in rows)
+    names = srcs.column("source").to_pylist()
+    assert {r["source"] for r in rows} == set(names)  # every landed source is read
+    assert min(srcs.column("tuples_per_s").to_pylist()) > 0
+    readers = Counter(r["source"] for r in rows).most_common()
+    assert readers[0][1] > 10 * readers[len(readers) // 2][1]  # a heavy-tailed popularity
+    again = SyntheticJob(spec, tmp_path / "state2").query_facets(END)
+    assert again["subscriptions"].equals(subs.select(again["subscriptions"].column_names))
+    with pytest.raises(ValueError, match="fanout"):
+        SyntheticSpec("herd", reads=2, fanout=4)

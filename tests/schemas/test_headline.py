@@ -79,16 +79,3 @@ def test_rod_before_its_load_model_is_fitted_says_so() -> None:
                     "load distance 9.359 -> 9.359")
     assert "not fitted" not in headline("rod", METRICS)  # fitted: the ratio, nothing more
 
-
-def test_a_period_of_arrivals_says_before_leaves_them_out() -> None:
-    """Herding's first period places every query (none had a node): traffic 0 -> 808 is not a
-    plan that made things worse, and the line says so."""
-    from schemas.headline import ARRIVALS_METRIC
-
-    metrics = {"stream_traffic_before": 0.0, "stream_traffic_after": 808.419,
-               "traffic_lower_bound_after": 319.248, ARRIVALS_METRIC: 853.0}
-    assert headline("herding_online", metrics, secondary=False) == (
-        "stream traffic 0.000 -> 808.419 (min, lower bound 319.248; 853 arrival(s) placed, "
-        "not in before)")
-    del metrics[ARRIVALS_METRIC]
-    assert "arrival" not in headline("herding_online", metrics)

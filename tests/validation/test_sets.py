@@ -138,3 +138,24 @@ def test_a_table_without_its_key_names_rows_by_label() -> None:
     between = [f for f in failures if f.column == "cpu_ms"]
     assert between and between[0].rows[0] == {"row": 7, "cpu_ms": -1.0}
     assert failures == ge.engine(sets_by_ge=True).run(NODE_STATS, nodes, {"known_nodes": NODES})
+
+
+@pytest.mark.parametrize("arrow", [False, True], ids=["pandas", "arrow"])
+def test_the_reference_engine_is_not_used_for_a_well_formed_period(
+        arrow: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A period whose id columns are present is judged by the column checks, never handed to
+    the every-rule-by-GE reference (which copies the ids per expectation and metric)."""
+    reference = ge.engine(sets_by_ge=True)
+
+    def refuse(*_: Any, **__: Any) -> list[Any]:
+        raise AssertionError("the reference engine judged a well-formed period")
+
+    monkeypatch.setattr(reference, "run", refuse)
+    monkeypatch.setattr(reference, "run_arrow", refuse)
+    frames = _edited([("edges", "src_keygroup", 3, "ghost")])
+    edges: pd.DataFrame | pa.Table = frames["edges"]
+    if arrow:
+        edges = pa.Table.from_pandas(edges, preserve_index=False)
+    report = validate_stats(frames["keygroups"], edges, frames["nodes"],
+                            expected_keygroups=KEYGROUPS, known_nodes=NODES)
+    assert [f.column for f in report.failures] == ["src_keygroup"]
