@@ -6,6 +6,7 @@ cannot import from one reliably.)
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from schemas.landing import format_period_end
 from schemas.tables import TABLES
 
 if TYPE_CHECKING:
+    import pytest
     from pyspark.sql import SparkSession
 
     from jobs.publish.stage import PublishResult
@@ -190,3 +192,13 @@ def untimed_plan(doc: dict[str, Any]) -> dict[str, Any]:
     """A plan's JSON without the seconds of its solver phases (timings, not results)."""
     phases = [{k: v for k, v in p.items() if k != "seconds"} for p in doc.get("phases") or ()]
     return {**doc, "phases": phases} if "phases" in doc else doc
+
+
+def use_home(
+    template: Path, target: Path, monkeypatch: pytest.MonkeyPatch, config: Path
+) -> Paths:
+    """Copy `template` to `target` and point RECONF_HOME / RECONF_CONFIG at it."""
+    shutil.copytree(template, target)
+    monkeypatch.setenv("RECONF_HOME", str(target))
+    monkeypatch.setenv("RECONF_CONFIG", str(config))
+    return Paths.from_env()

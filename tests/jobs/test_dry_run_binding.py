@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import use_home
-from pipeline_kit import P1, P2, WAN_TOPOLOGY
+from pipeline_kit import P1, P2, WAN_TOPOLOGY, use_home
 
 from jobs.run import run_plan, run_publish
 from schemas.config import Paths, resolve_job
