@@ -50,8 +50,12 @@ SUBPROCESS_JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # session fixtures (Spark JVM, Kafka broker, Connect server) and its own tmp dirs; what the test
 # modules share through the project tree is Airflow's home of the DAG-parsing tests: one each.
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
-if WORKER:
-    os.environ.setdefault("AIRFLOW_HOME", str(ROOT / ".reconf" / f"test-airflow-{WORKER}"))
+os.environ.setdefault("AIRFLOW_HOME", str(ROOT / ".reconf" / (f"test-airflow-{WORKER}" if WORKER
+                                                              else "test-airflow")))
+# Airflow reads its configuration once, at its first import, in whichever test module comes first:
+# the plugins (the period-grid timetable's registration) must be set before any of them
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(ROOT / "infra" / "airflow_plugins"))
 
 #: rough seconds per test by marker, to start the longest groups first (longest-first
 #: scheduling keeps one worker from ending the run alone on a slow module)
