@@ -35,6 +35,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+# the budget is configuration: it lives with the parameters, which the config loader reads
+# without this module (placement/params.py)
+from placement.params import DEFAULT_NODE_LIMIT, DEFAULT_WORK_LIMIT, SolverBudget
+
 __all__ = [
     "CLOCK_LIMITED",
     "DEFAULT_NODE_LIMIT",
@@ -49,34 +53,15 @@ __all__ = [
     "work_budgeted",
 ]
 
-#: HiGHS mip_max_nodes and interrupt checkpoints of every MILP solve unless a job's
-#: strategy_params say otherwise: calibrated so that the demo and benchmark jobs' plans are
-#: about as good as under the clock limit (docs/algorithms.md, "Deterministic plans")
-DEFAULT_NODE_LIMIT = 200
-DEFAULT_WORK_LIMIT = 10
 #: the first word of a plan's record when a clock cut a step (summary lines and audit match it)
 CLOCK_LIMITED = "clock-limited"
-
-
-@dataclass(frozen=True)
-class SolverBudget:
-    """What every HiGHS solve of one call gets: its random_seed, mip_max_nodes and interrupt
-    checkpoints (None: no such limit)."""
-
-    seed: int = 0
-    node_limit: int | None = DEFAULT_NODE_LIMIT
-    work_limit: int | None = DEFAULT_WORK_LIMIT
-
-    @property
-    def budgeted(self) -> bool:
-        return self.work_limit is not None or self.node_limit is not None
 
 
 @dataclass
 class Watch:
     """One strategy call's solve budget and the steps a clock cut."""
 
-    budget: SolverBudget = SolverBudget()
+    budget: SolverBudget = field(default_factory=SolverBudget)
     cut: list[str] = field(default_factory=list)
 
 

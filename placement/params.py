@@ -14,18 +14,55 @@ w1 > 2·w2), rules that need the `ClusterState` inside the strategy.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from placement.determinism import DEFAULT_NODE_LIMIT, DEFAULT_WORK_LIMIT, SolverBudget
 from schemas.errors import ReconfError
 from schemas.params import describe_errors, problems
 
-__all__ = ["DEFAULT_LNS_STEPS", "DEFAULT_W1", "DEFAULT_W2", "DEFAULT_WB", "MilpParams", "ParamsError", "ResourceCaps",
-           "Solver", "StrategyParams", "build_params", "describe_errors", "problems"]
+__all__ = [
+    "DEFAULT_LNS_STEPS",
+    "DEFAULT_NODE_LIMIT",
+    "DEFAULT_W1",
+    "DEFAULT_W2",
+    "DEFAULT_WB",
+    "DEFAULT_WORK_LIMIT",
+    "MilpParams",
+    "ParamsError",
+    "ResourceCaps",
+    "Solver",
+    "SolverBudget",
+    "StrategyParams",
+    "build_params",
+    "describe_errors",
+    "problems",
+]
 
 Solver = Literal["highs", "cbc"]
+
+#: HiGHS mip_max_nodes and interrupt checkpoints of every MILP solve unless a job's
+#: strategy_params say otherwise: calibrated so that the demo and benchmark jobs' plans are
+#: about as good as under the clock limit (docs/algorithms.md, "Deterministic plans")
+DEFAULT_NODE_LIMIT = 200
+DEFAULT_WORK_LIMIT = 10
+
+
+@dataclass(frozen=True)
+class SolverBudget:
+    """What every HiGHS solve of one call gets: its random_seed, mip_max_nodes and interrupt
+    checkpoints (None: no such limit)."""
+
+    seed: int = 0
+    node_limit: int | None = DEFAULT_NODE_LIMIT
+    work_limit: int | None = DEFAULT_WORK_LIMIT
+
+    @property
+    def budgeted(self) -> bool:
+        return self.work_limit is not None or self.node_limit is not None
+
+
 #: per resource r, caps[r] in units of a reference node's capacity (the MILP's (R))
 ResourceCaps = Mapping[str, Annotated[float, Field(ge=0)]]
 P = TypeVar("P", bound="StrategyParams")

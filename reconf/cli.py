@@ -127,6 +127,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _print_plan(result: Any, *, show_moves: bool) -> None:
+    from placement.determinism import alarm
     from placement.objectives import as_run_metrics
     from schemas.headline import headline
 
@@ -138,6 +139,8 @@ def _print_plan(result: Any, *, show_moves: bool) -> None:
     print(f"  migrations {p.migrations}, migration cost {p.migration_cost:.4g}")
     if p.message:
         print(f"  note: {p.message}")
+    if loud := alarm(p.determinism):  # placement/determinism.py: the clock cut this plan
+        print(f"  {loud}")
     if p.phases:  # the solver's timed steps (Plan.phases)
         print("  phases: " + ", ".join(f"{ph.name} {ph.seconds:.2f} s"
                                        + (f" ({ph.outcome})" if ph.outcome else "")

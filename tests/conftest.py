@@ -37,7 +37,7 @@ for _path in (ROOT, ROOT / "tests" / "jobs"):  # the packages, and the tiny job'
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from pipeline_kit import CONFIG, JOB_ID, P1, P2, land  # noqa: E402
+from pipeline_kit import CONFIG, JOB_ID, P1, P2, land, use_home  # noqa: E402
 
 from schemas.config import JobConfig, Paths, resolve_job  # noqa: E402
 
@@ -168,16 +168,6 @@ def collected_template(
         collect(job, period_end, paths=paths, spark=spark)
         validate_period(job, period_end, paths=paths, spark=spark)
     return home
-
-
-def use_home(
-    template: Path, target: Path, monkeypatch: pytest.MonkeyPatch, config: Path
-) -> Paths:
-    """Copy `template` to `target` and point RECONF_HOME / RECONF_CONFIG at it."""
-    shutil.copytree(template, target)
-    monkeypatch.setenv("RECONF_HOME", str(target))
-    monkeypatch.setenv("RECONF_CONFIG", str(config))
-    return Paths.from_env()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ cannot import from one reliably.)
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from schemas.landing import format_period_end
 from schemas.tables import TABLES
 
 if TYPE_CHECKING:
+    import pytest
     from pyspark.sql import SparkSession
 
     from jobs.publish.stage import PublishResult
@@ -39,6 +41,43 @@ start_date = 2026-01-01T00:00:00Z
 [jobs.{JOB_ID}]
 source = {{ kind = "synthetic", operators = {OPERATORS}, keygroups_per_operator = {KEYGROUPS_PER_OPERATOR}, nodes = {NODES}, seed = 7, varies = 30 }}
 shadow_strategies = ["greedy", "albic"]  # the what-if after publish: two, to keep DAG tests quick
+"""
+
+
+#: a three-zone WAN for the tiny job's nodes (SPRAWL's tests): sites, links, the sources pinned
+WAN_TOPOLOGY = """
+[[sites]]
+node = "node-00"
+zone = "us"
+[[sites]]
+node = "node-01"
+zone = "eu"
+cpu_cost = 1.5
+[[sites]]
+node = "node-02"
+zone = "asia"
+cpu_cost = 2.0
+
+[[links]]
+a = "node-00"
+b = "node-01"
+latency_ms = 80.0
+cost = 4.5
+[[links]]
+a = "node-01"
+b = "node-02"
+latency_ms = 160.0
+cost = 4.5
+[[links]]
+a = "node-00"
+b = "node-02"
+latency_ms = 180.0
+cost = 4.5
+
+[pinned]
+"op0-kg000" = "node-00"
+"op0-kg001" = "node-01"
+"op0-kg002" = "node-02"
 """
 
 
@@ -153,3 +192,13 @@ def untimed_plan(doc: dict[str, Any]) -> dict[str, Any]:
     """A plan's JSON without the seconds of its solver phases (timings, not results)."""
     phases = [{k: v for k, v in p.items() if k != "seconds"} for p in doc.get("phases") or ()]
     return {**doc, "phases": phases} if "phases" in doc else doc
+
+
+def use_home(
+    template: Path, target: Path, monkeypatch: pytest.MonkeyPatch, config: Path
+) -> Paths:
+    """Copy `template` to `target` and point RECONF_HOME / RECONF_CONFIG at it."""
+    shutil.copytree(template, target)
+    monkeypatch.setenv("RECONF_HOME", str(target))
+    monkeypatch.setenv("RECONF_CONFIG", str(config))
+    return Paths.from_env()

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import use_home
-from pipeline_kit import P1, P2
+from pipeline_kit import P1, P2, WAN_TOPOLOGY, use_home
 
 from jobs.run import run_plan, run_publish
 from schemas.config import Paths, resolve_job
@@ -32,36 +31,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
-
-TOPOLOGY = """
-[[sites]]
-node = "node-00"
-zone = "us"
-[[sites]]
-node = "node-01"
-zone = "eu"
-cpu_cost = 1.5
-[[sites]]
-node = "node-02"
-zone = "asia"
-cpu_cost = 2.0
-
-[[links]]
-a = "node-00"
-b = "node-01"
-latency_ms = 80.0
-cost = 4.5
-[[links]]
-a = "node-01"
-b = "node-02"
-latency_ms = 160.0
-cost = 4.5
-[[links]]
-a = "node-00"
-b = "node-02"
-latency_ms = 180.0
-cost = 4.5
-"""
 
 CONFIG = """\
 [defaults]
@@ -119,7 +88,7 @@ def job_of(strategy: str) -> tuple[str, datetime]:
 @pytest.fixture(scope="module")
 def binding_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("binding-config")
-    (folder / "topology.toml").write_text(TOPOLOGY)
+    (folder / "topology.toml").write_text(WAN_TOPOLOGY)
     path = folder / "jobs.toml"
     path.write_text(CONFIG.replace('"TOPOLOGY"', f'"{folder / "topology.toml"}"'))
     return path

@@ -16,6 +16,7 @@ from pipeline_kit import (
     P1,
     P2,
     P3,
+    WAN_TOPOLOGY,
     apply_latest,
     land,
     mlflow_runs,
@@ -32,40 +33,6 @@ from schemas.config import resolve_job
 
 pytestmark = pytest.mark.spark
 
-TOPOLOGY = """
-[[sites]]
-node = "node-00"
-zone = "us"
-[[sites]]
-node = "node-01"
-zone = "eu"
-cpu_cost = 1.5
-[[sites]]
-node = "node-02"
-zone = "asia"
-cpu_cost = 2.0
-
-[[links]]
-a = "node-00"
-b = "node-01"
-latency_ms = 80.0
-cost = 4.5
-[[links]]
-a = "node-01"
-b = "node-02"
-latency_ms = 160.0
-cost = 4.5
-[[links]]
-a = "node-00"
-b = "node-02"
-latency_ms = 180.0
-cost = 4.5
-
-[pinned]
-"op0-kg000" = "node-00"
-"op0-kg001" = "node-01"
-"op0-kg002" = "node-02"
-"""
 # the runtime measures the links; from period 2 on the us–eu link takes 400 ms
 LINKS = 'links = { changes = [{ period = 2, a = "node-00", b = "node-01", latency_ms = 400.0 }] }'
 
@@ -73,7 +40,7 @@ LINKS = 'links = { changes = [{ period = 2, a = "node-00", b = "node-01", latenc
 @pytest.fixture
 def sprawl_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home) -> Path:
     topology = tmp_path / "topology.toml"
-    topology.write_text(TOPOLOGY)
+    topology.write_text(WAN_TOPOLOGY)
     path = tmp_path / "sprawl.toml"
     path.write_text(CONFIG.replace('strategy = "milp"', 'strategy = "sprawl"')
                     .replace("varies = 30 }", f"varies = 30, {LINKS} }}")

@@ -189,3 +189,33 @@ def test_a_clock_cut_plan_is_said_in_capitals_where_an_operator_reads_first() ->
     calm = get_strategy("milp")(state, budget, time_limit_s=60.0)
     assert alarm(calm.determinism) == ""
     assert "CLOCK" not in summary_line({**tags, Tag.DETERMINISM: calm.determinism}, {}, 0)
+
+
+def test_a_bad_work_budget_in_the_job_config_is_refused_when_it_loads(tmp_path) -> None:
+    from schemas.config import resolve_job
+    from schemas.errors import ReconfError
+
+    config = tmp_path / "jobs.toml"
+    config.write_text('[jobs.j]\nstrategy = "milp"\nmax_migrations = 3\n'
+                      'source = { kind = "synthetic", operators = 2, keygroups_per_operator = 2, '
+                      'nodes = 2, seed = 1 }\n\n[jobs.j.strategy_params.milp]\nwork_limit = 0\n')
+    with pytest.raises(ReconfError) as caught:
+        resolve_job("j", config)
+    message = str(caught.value)
+    assert "strategy_params" in message and "work_limit" in message, message
+    assert str(config) in message, message
+
+
+def test_reconf_plan_prints_the_alarm_of_a_clock_cut_plan(capsys) -> None:
+    from types import SimpleNamespace
+
+    from reconf.cli import _print_plan
+
+    state, budget = _demo()
+    for plan, loud in ((get_strategy("milp")(state, budget, time_limit_s=0.05, candidates="all",
+                                             node_limit=None, work_limit=None), True),
+                       (get_strategy("milp")(state, budget, time_limit_s=60.0), False)):
+        _print_plan(SimpleNamespace(plan=plan, plan_id="j@p", base_version=None,
+                                    mlflow_run_id=None, published_as=None), show_moves=False)
+        out = capsys.readouterr().out
+        assert ("  CLOCK-LIMITED: the time limit (the safety net) cut this plan" in out) is loud

@@ -38,16 +38,18 @@ def test_reconf_bench_execution_quick_prints_verdicts_and_writes_json(
     assert "peak during %" in printed and "rate B/s" in printed and "miss" not in printed
     assert all(v.split(":")[0] in ("match", "beat") for v in verdicts(rows, 95.0))
     waves, rated = rows[1], rows[2]
-    # the byte rate: no wave faster than it, at least bytes / rate in all, slower than without
-    assert rated["rate"] == 1e6 and rated["max_bytes_per_s"] <= 1e6 < waves["max_bytes_per_s"]
-    assert rated["apply_s"] >= rated["state_bytes"] / 1e6 and rated["apply_s"] > waves["apply_s"]
+    # the byte rate: no wave faster than it, at least bytes / rate in all, never faster than
+    # without (whether 1e6 binds depends on the plan's waves; 2e5 below always does)
+    assert rated["rate"] == 1e6 and rated["max_bytes_per_s"] <= 1e6
+    assert rated["apply_s"] >= rated["state_bytes"] / 1e6 and rated["apply_s"] >= waves["apply_s"]
     assert rated["peak_during_pct"] == waves["peak_during_pct"]  # the same waves, paced
     # docs/benchmarks.md: `reconf bench execution --quick --rate 2e5`
     assert main(["bench", "execution", "--quick", "--rate", "2e5", "--json", str(out)]) == 0
     slow = json.loads(out.read_text())[2]
     assert slow["rate"] == slow["max_bytes_per_second"] == 2e5
     assert slow["max_bytes_per_s"] <= 2e5 and slow["apply_s"] >= slow["state_bytes"] / 2e5
-    assert slow["apply_s"] > rated["apply_s"]
+    assert slow["apply_s"] > rated["apply_s"] and slow["apply_s"] > waves["apply_s"]
+    assert waves["max_bytes_per_s"] > 2e5  # so the slow rate bound at least one wave
 
 
 def test_a_bad_rate_is_refused_with_exit_2_and_nothing_written(
