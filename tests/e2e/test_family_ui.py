@@ -110,7 +110,7 @@ def family_runs(tmp_path_factory: pytest.TempPathFactory
         client = MlflowClient(tracking_uri=paths.mlflow_uri)
         out = {}
         for job_id, demo in demos.items():
-            assert demo.returncode == 0, (job_id, demo.stdout[-3000:])
+            assert demo.returncode == 0, f"{job_id}:\n{demo.stdout[-3000:]}"  # whole, not cut
             job = resolve_job(job_id)
             found = client.get_experiment_by_name(job_id)
             assert found is not None, job_id
