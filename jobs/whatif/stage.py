@@ -185,6 +185,8 @@ def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
             f"{_SHADOW}status": outcome.status, f"{_SHADOW}message": outcome.message[:4900],
             f"{_SHADOW}in_force": data.strategy}
     tags[Tag.NOTE] = child_note(data, outcome, _objective_params(data))
+    if outcome.plan is not None and outcome.plan.determinism:  # reproducible, or clock-cut
+        tags[Tag.DETERMINISM] = outcome.plan.determinism[:4900]
     if outcome.budget_s is not None:  # its per-shadow budget and the limit it ran with
         tags[f"{_SHADOW}budget_s"] = f"{outcome.budget_s:.3g}"
         tags[f"{_SHADOW}time_limit_s"] = str(outcome.time_limit_s)
