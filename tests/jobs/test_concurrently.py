@@ -40,15 +40,21 @@ def test_the_cycle_table_gives_the_ratio_to_the_old_path_and_the_verdict(
             "apply": 0.0, "load": 2.0, "layers": layers, "jobs_at_once": 1}
     rows = [{**step, "mode": "process+jvm", "job": "demo", "total": 40.0},
             {**step, "mode": "worker+connect", "job": "demo", "total": 8.0},
+            {**step, "mode": "worker+connect", "job": "kg1000", "total": 30.0},
+            {**step, "mode": "worker+connect", "job": "t32k", "total": 28.0},
             {**step, "mode": "worker+connect", "job": "demo", "jobs_at_once": 4, "total": 20.0,
              "per_job_total": 12.0, "cycles_per_min": 12.0}]
     print_table(rows)
     out = capsys.readouterr().out
     first_table = out.split("\nlayers")[0].splitlines()
     old = next(line for line in first_table if line.strip().startswith("process+jvm"))
-    new = next(line for line in first_table if line.strip().startswith("worker+connect"))
-    assert old.split()[-1] == "miss" and "-" in old.split()
-    assert new.split()[-2:] == ["5.0x", "beat"]
+    new = next(line for line in first_table if line.split()[:2] == ["worker+connect", "demo"])
+    assert old.endswith("miss (<= 10 s)") and "-" in old.split()
+    assert new.endswith("5.0x  beat (<= 10 s)")
+    # each job against its own limit: a target's, none for a growth job
+    growth = next(line for line in first_table if " kg1000 " in line)
+    target = next(line for line in first_table if " t32k " in line)
+    assert growth.split()[-1] == "-" and target.endswith("match (<= 30 s)")
     assert "   4 " in out and "12.0" in out  # the jobs-at-once row: 4 jobs, 12 cycles per minute
 
 
