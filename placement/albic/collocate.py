@@ -51,10 +51,13 @@ class Improvement:
     forced_cost: float = 0.0
 
 
-def _candidates(pairs: Sequence[Pair], out: Mapping[Pair, float], rng: random.Random
-                ) -> list[Pair]:
-    """The pairs by out() descending; pairs with equal out() in a random (seeded) order."""
-    keyed = [(-out[p], rng.random(), p) for p in pairs]
+def _candidates(pairs: Sequence[Pair], out: Mapping[Pair, float], rng: random.Random,
+                rates: Sequence[float] | None = None) -> list[Pair]:
+    """The pairs by out() descending; pairs with equal out() in a random (seeded) order.
+    `rates`: out() of each pair in `pairs`' order, when the caller has them (step 1 does:
+    `Scores.to_be_col_rates`), instead of a lookup per pair."""
+    values = [out[p] for p in pairs] if rates is None or len(rates) != len(pairs) else rates
+    keyed = [(-v, rng.random(), p) for v, p in zip(values, pairs, strict=True)]
     keyed.sort()
     return [p for _, _, p in keyed]
 
@@ -69,6 +72,7 @@ def improve_collocation(
     rng: random.Random,
     *,
     many: bool = False,
+    rates: Sequence[float] | None = None,
 ) -> Improvement:
     """Step 3 (one pair, or as many as `allowance` admits with `many=True`)."""
     where = dict(state.assignment)
@@ -84,7 +88,7 @@ def improve_collocation(
     pins: dict[int, str] = {}
     result = Improvement(units=[])
     next_id = len(units)
-    for gi, gj in _candidates(to_be_col_grps, out, rng):
+    for gi, gj in _candidates(to_be_col_grps, out, rng, rates):
         ui, uj = unit_of.get(gi), unit_of.get(gj)
         if ui is not None and ui == uj:
             continue
