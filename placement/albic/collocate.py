@@ -103,14 +103,16 @@ def improve_collocation(
         n1 = where[gi] if pi is None else pi
         n2 = where[gj] if pj is None else pj
         case = 1 + (ui is not None) + (uj is not None)
-        if pi is not None or pj is not None:
-            node = pi if pi is not None else pj
+        node: str
+        if pi is not None:
+            node = pi
+        elif pj is not None:
+            node = pj
         elif case == 2:
             node = n1 if ui is not None else n2
         else:  # the less utilised of n1, n2 not in B
             first, second = (n1, n2) if (util[n1], n1) <= (util[n2], n2) else (n2, n1)
             node = second if first in in_b and second != first else first
-        assert node is not None
         if node in in_b:
             continue
         weight = ((unit_load[ui] if ui is not None else load[gi])
