@@ -103,7 +103,6 @@ def improve_collocation(
         n1 = where[gi] if pi is None else pi
         n2 = where[gj] if pj is None else pj
         case = 1 + (ui is not None) + (uj is not None)
-        node: str
         if pi is not None:
             node = pi
         elif pj is not None:
