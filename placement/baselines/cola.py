@@ -69,24 +69,33 @@ class _Placer:
         return assignment, float(np.max(np.abs(raw / self.cap - self.mean)))
 
     def _uniform(self, raw: npt.NDArray[np.float64], weights: list[float]) -> None:
-        """LPT on nodes of one capacity: the node of least (raw + w) / cap is the one of least
-        raw, ties by id; a heap of (raw, index) gives it, and the entries whose (raw + w) / cap
-        rounds to the least one's (a float tie) are compared by id as the loop does."""
-        heap = [(0.0, i) for i in range(len(raw))]  # ids ascending: index order is id order
+        """LPT on nodes of one capacity: the node of least (raw + w) / cap is one of least raw,
+        ties by id. The nodes are kept in buckets of equal raw (a heap of ids each) under a heap
+        of the distinct raws; the buckets whose (raw + w) / cap rounds to the least one's (a
+        float tie) are compared by their least id, as the loop over the nodes does."""
         cap = float(self.cap[0])
+        values = [0.0]
+        buckets: dict[float, list[int]] = {0.0: list(range(len(raw)))}  # index order = id order
         for w in weights:
-            low, at = heapq.heappop(heap)
-            tied = []
-            while heap and (heap[0][0] + w) / cap == (low + w) / cap:
-                tied.append(heapq.heappop(heap))
-            if tied:
-                tied.append((low, at))
-                low, at = min(tied, key=lambda entry: entry[1])
-                for entry in tied:
-                    if entry[1] != at:
-                        heapq.heappush(heap, entry)
-            raw[at] = low + w
-            heapq.heappush(heap, (raw[at], at))
+            key = (values[0] + w) / cap
+            seen = [heapq.heappop(values)]
+            while values and (values[0] + w) / cap == key:
+                seen.append(heapq.heappop(values))
+            low = min(seen, key=lambda v: buckets[v][0])
+            at = heapq.heappop(buckets[low])
+            if not buckets[low]:
+                del buckets[low]
+                seen.remove(low)
+            for v in seen:
+                heapq.heappush(values, v)
+            new = low + w
+            raw[at] = new
+            bucket = buckets.get(new)
+            if bucket is None:
+                buckets[new] = [at]
+                heapq.heappush(values, new)
+            else:
+                heapq.heappush(bucket, at)
 
 
 def cola_partitions(state: ClusterState, max_ld: float = DEFAULT_COLA_MAX_LD, *, seed: int = 0

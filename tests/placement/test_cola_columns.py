@@ -1,0 +1,71 @@
+"""COLA's loop on arrays (placement/baselines/cola.py) gives exactly the partitions, placement
+and LD of the loop over the nodes it replaced (kept here as the reference), on random states
+with equal and unequal capacities."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placement.baselines.cola import cola_partitions
+from placement.graphpart import graph_part, pair_rates, undirected_weights
+from placement.metrics import mean_load
+from placement.model import ClusterState, Node
+from placement.workloads.synthetic import synthetic_state
+
+
+def _place(parts: list[list[str]], load: Mapping[str, float], state: ClusterState
+           ) -> tuple[dict[str, str], float]:
+    a_nodes = [n for n in state.nodes if not n.marked_for_removal]
+    raw = {n.id: 0.0 for n in a_nodes}
+    cap = {n.id: n.capacity for n in a_nodes}
+    weights = [sum(load[k] for k in p) for p in parts]
+    assignment: dict[str, str] = {}
+    for i in sorted(range(len(parts)), key=lambda j: (-weights[j], min(parts[j]))):
+        node = min(raw, key=lambda n: ((raw[n] + weights[i]) / cap[n], n))
+        raw[node] += weights[i]
+        for k in parts[i]:
+            assignment[k] = node
+    mean = mean_load(state)
+    return assignment, max(abs(raw[n] / cap[n] - mean) for n in raw)
+
+
+def _reference(state: ClusterState, max_ld: float, seed: int = 0
+               ) -> tuple[list[list[str]], dict[str, str], float]:
+    load = {k.id: k.load for k in state.keygroups}
+    out = pair_rates(state)
+    parts: list[list[str]] = [sorted(load)] if load else []
+    assignment, ld = _place(parts, load, state)
+    heap = [(-sum(load[k] for k in p), i) for i, p in enumerate(parts) if len(p) > 1]
+    heapq.heapify(heap)
+    while ld > max_ld and heap:
+        _, i = heapq.heappop(heap)
+        members = parts[i]
+        halves = graph_part(members, load, undirected_weights(out, set(members)), 2, seed=seed)
+        parts[i] = halves[0]
+        parts.extend(halves[1:])
+        for j in [i, *range(len(parts) - len(halves) + 1, len(parts))]:
+            if len(parts[j]) > 1:
+                heapq.heappush(heap, (-sum(load[k] for k in parts[j]), j))
+        assignment, ld = _place(parts, load, state)
+    return parts, assignment, ld
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 12), st.integers(4, 80), st.integers(0, 10_000),
+       st.sampled_from([0.5, 3.0, 10.0, 40.0]), st.booleans(), st.booleans())
+def test_cola_on_arrays_is_the_loop_over_the_nodes(nodes: int, keygroups: int, seed: int,
+                                                    max_ld: float, unequal: bool,
+                                                    removal: bool) -> None:
+    state = synthetic_state(nodes=nodes, keygroups=max(keygroups, nodes), operators=2, varies=40.0,
+                            seed=seed)
+    if unequal or removal:  # capacities 1, 2, 1, 2, …; the last node in B
+        new = tuple(Node(n.id, 1.0 + (i % 2) * unequal,
+                         marked_for_removal=removal and i == len(state.nodes) - 1)
+                    for i, n in enumerate(state.nodes))
+        state = replace(state, nodes=new)
+    assert cola_partitions(state, max_ld) == _reference(state, max_ld)
