@@ -69,3 +69,19 @@ def test_cola_on_arrays_is_the_loop_over_the_nodes(nodes: int, keygroups: int, s
                     for i, n in enumerate(state.nodes))
         state = replace(state, nodes=new)
     assert cola_partitions(state, max_ld) == _reference(state, max_ld)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 6), st.integers(20, 120), st.integers(0, 10_000), st.data())
+def test_pair_sums_within_a_small_or_large_set_are_the_walk_over_every_pair(
+        nodes: int, keygroups: int, seed: int, data: st.DataObject) -> None:
+    """`undirected_within` gathers a small set's pairs by source: the same floats, in the same
+    order, as the walk over every pair (graphpart.undirected_weights on a plain dict)."""
+    state = synthetic_state(nodes=nodes, keygroups=keygroups, operators=3, varies=40.0,
+                            seed=seed)
+    ids = sorted(k.id for k in state.keygroups)
+    members = set(data.draw(st.lists(st.sampled_from(ids), max_size=len(ids))))
+    rates = pair_rates(state)
+    fast = undirected_weights(rates, members)
+    walk = undirected_weights(dict(rates.items()), members)
+    assert list(fast.items()) == list(walk.items())
