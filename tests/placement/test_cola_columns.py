@@ -5,14 +5,22 @@ with equal and unequal capacities."""
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placement.baselines.cola import cola_partitions
-from placement.graphpart import graph_part, pair_rates, undirected_weights
+from placement.graphpart import (
+    EDGE_SCALE,
+    VERTEX_SCALE,
+    _greedy,
+    graph_part,
+    pair_rates,
+    undirected_weights,
+)
 from placement.metrics import mean_load
 from placement.model import ClusterState, Node
 from placement.workloads.synthetic import synthetic_state
@@ -85,3 +93,78 @@ def test_pair_sums_within_a_small_or_large_set_are_the_walk_over_every_pair(
     fast = undirected_weights(rates, members)
     walk = undirected_weights(dict(rates.items()), members)
     assert list(fast.items()) == list(walk.items())
+
+
+def _scaled(values: Sequence[float], scale: int) -> list[int]:
+    top = max(values, default=0.0)
+    if top <= 0:
+        return [1] * len(values)
+    return [max(1, round(v / top * scale)) for v in values]
+
+
+def _graph_part_rows(
+    vertices: Sequence[str],
+    vertex_weight: Mapping[str, float],
+    edge_weight: Mapping[tuple[str, str], float],
+    nparts: int,
+    *,
+    seed: int = 0,
+) -> list[list[str]]:
+    """Split `vertices` into at most `nparts` non-empty parts (METIS, min weighted edge cut).
+
+    `edge_weight` is undirected, keyed by vertex pairs (see `undirected_weights`); pairs naming
+    vertices outside `vertices` are ignored. With nparts >= 2 and two or more vertices, the
+    result always has at least two parts. Deterministic for a given `seed`.
+    """
+    verts = sorted(set(vertices))
+    nparts = min(nparts, len(verts))
+    if nparts <= 1:
+        return [verts]
+    import pymetis  # the loop over rows graphpart.graph_part replaced
+
+    index = {v: i for i, v in enumerate(verts)}
+    adj: list[list[tuple[int, float]]] = [[] for _ in verts]
+    for (a, b), w in edge_weight.items():
+        if a in index and b in index and a != b and w > 0:
+            adj[index[a]].append((index[b], w))
+            adj[index[b]].append((index[a], w))
+    xadj = [0]
+    adjncy: list[int] = []
+    raw_w: list[float] = []
+    for row in adj:
+        for j, w in sorted(row):
+            adjncy.append(j)
+            raw_w.append(w)
+        xadj.append(len(adjncy))
+    vweights = _scaled([max(0.0, vertex_weight[v]) for v in verts], VERTEX_SCALE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        result = pymetis.part_graph(
+            nparts,
+            pymetis.CSRAdjacency(xadj, adjncy),
+            vweights=vweights,
+            eweights=_scaled(raw_w, EDGE_SCALE) if raw_w else None,
+            options=pymetis.Options(seed=seed),
+        )
+    groups: dict[int, list[str]] = {}
+    for v, part in zip(verts, result.vertex_part, strict=True):
+        groups.setdefault(int(part), []).append(v)
+    parts = [groups[k] for k in sorted(groups)]
+    if len(parts) < 2:
+        return _greedy(verts, vertex_weight, nparts)
+    return parts
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6), st.integers(8, 90), st.integers(0, 10_000), st.integers(2, 4),
+       st.data())
+def test_graph_part_on_arrays_is_the_row_by_row_build(nodes: int, keygroups: int, seed: int,
+                                                       nparts: int, data: st.DataObject) -> None:
+    state = synthetic_state(nodes=nodes, keygroups=keygroups, operators=3, varies=40.0,
+                            seed=seed)
+    ids = sorted(k.id for k in state.keygroups)
+    members = data.draw(st.lists(st.sampled_from(ids), min_size=2, unique=True))
+    load = {k.id: k.load for k in state.keygroups}
+    weights = undirected_weights(pair_rates(state), set(members))
+    assert graph_part(members, load, weights, nparts, seed=seed % 7) == _graph_part_rows(
+        members, load, weights, nparts, seed=seed % 7)
