@@ -21,6 +21,7 @@ and never places anything on a node marked for removal (B). Status HEURISTIC, no
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 
@@ -49,13 +50,16 @@ class _Placer:
         self.uniform = len(self.cap) > 0 and bool(np.all(self.cap == self.cap[0]))
 
     def place(self, parts: list[list[str]], weights: list[float], firsts: list[str], *,
-              assign: bool = True) -> tuple[dict[str, str], float]:
+              assign: bool = True, order: list[int] | None = None
+              ) -> tuple[dict[str, str], float]:
         """(assignment, load distance over A): largest partition first (ties by its smallest
         key group) onto the node with the lowest utilisation after receiving it. `assign`
-        False: the load distance only (the assignment left empty), as the loop needs."""
+        False: the load distance only (the assignment left empty), as the loop needs. `order`:
+        the partitions in that order, when the caller keeps it."""
         raw = np.zeros(len(self.ids))
         assignment: dict[str, str] = {}
-        order = sorted(range(len(parts)), key=lambda j: (-weights[j], firsts[j]))
+        if order is None:
+            order = sorted(range(len(parts)), key=lambda j: (-weights[j], firsts[j]))
         if self.uniform and not assign:
             self._uniform(raw, [weights[i] for i in order])
         else:
@@ -81,7 +85,7 @@ class _Placer:
             seen = [heapq.heappop(values)]
             while values and (values[0] + w) / cap == key:
                 seen.append(heapq.heappop(values))
-            low = min(seen, key=lambda v: buckets[v][0])
+            low = seen[0] if len(seen) == 1 else min(seen, key=lambda v: buckets[v][0])
             at = heapq.heappop(buckets[low])
             if not buckets[low]:
                 del buckets[low]
@@ -112,8 +116,13 @@ def cola_partitions(state: ClusterState, max_ld: float = DEFAULT_COLA_MAX_LD, *,
     weights = [sum(load[k] for k in p) for p in parts]
     firsts = [min(p) for p in parts]
 
+    # the LPT order kept as partitions split: (-weight, smallest key group, index), as the
+    # stable sort by (-weight, smallest key group) orders them
+    lpt = sorted((-weights[j], firsts[j], j) for j in range(len(parts)))
+
     def placed(assign: bool = False) -> tuple[dict[str, str], float]:
-        return placer.place(parts, weights, firsts, assign=assign)
+        return placer.place(parts, weights, firsts, assign=assign,
+                            order=[j for _, _, j in lpt])
 
     def surely_over() -> bool:  # an empty node of A: LD ≥ mean > max_ld
         return len(parts) < len(placer.ids) and placer.mean > max_ld
@@ -124,6 +133,7 @@ def cola_partitions(state: ClusterState, max_ld: float = DEFAULT_COLA_MAX_LD, *,
     while ld > max_ld and heap:
         _, i = heapq.heappop(heap)
         members = parts[i]
+        del lpt[bisect.bisect_left(lpt, (-weights[i], firsts[i], i))]
         halves = graph_part(members, load, undirected_weights(out, set(members)), 2, seed=seed)
         parts[i] = halves[0]
         parts.extend(halves[1:])
@@ -135,6 +145,7 @@ def cola_partitions(state: ClusterState, max_ld: float = DEFAULT_COLA_MAX_LD, *,
             else:
                 weights.append(w)
                 firsts.append(min(half))
+            bisect.insort(lpt, (-w, firsts[j], j))
             if len(half) > 1:
                 heapq.heappush(heap, (-w, j))
         assignment, ld = ({}, math.inf) if surely_over() else placed()
