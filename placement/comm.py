@@ -349,6 +349,13 @@ class PairRates(Mapping[tuple[str, str], float]):
     def undirected_within(self, members: Iterable[str]) -> dict[tuple[str, str], float]:
         """out(g_i, g_j) + out(g_j, g_i) for every pair inside `members` with a positive rate,
         keyed (min id, max id), summed in pair order (graphpart.undirected_weights' floats)."""
+        lo, hi, sums = self.within_codes(members)
+        u = self.comm.units
+        return {(u[a], u[b]): v
+                for a, b, v in zip(lo.tolist(), hi.tolist(), sums.tolist(), strict=True)}
+
+    def within_codes(self, members: Iterable[str]) -> tuple[IntArray, IntArray, FloatArray]:
+        """`undirected_within` as vocabulary codes: (lo, hi, sums) in the same order."""
         position = self.comm.position
         inside = np.zeros(len(self.comm.units), bool)
         codes = [position[m] for m in members if m in position]
@@ -361,6 +368,4 @@ class PairRates(Mapping[tuple[str, str], float]):
                                             self.rate[picked], inside, True)
         else:
             lo, hi, sums = self.undirected(inside)
-        u = self.comm.units
-        return {(u[a], u[b]): v
-                for a, b, v in zip(lo.tolist(), hi.tolist(), sums.tolist(), strict=True)}
+        return lo, hi, sums

@@ -20,7 +20,8 @@ import numpy.typing as npt
 from placement.comm import PairRates
 from placement.model import ClusterState
 
-__all__ = ["EDGE_SCALE", "VERTEX_SCALE", "graph_part", "pair_rates", "undirected_weights"]
+__all__ = ["EDGE_SCALE", "VERTEX_SCALE", "graph_part", "graph_part_pairs", "pair_rates",
+           "undirected_weights"]
 
 VERTEX_SCALE = 100_000  # the heaviest vertex gets this integer weight
 EDGE_SCALE = 10_000  # the heaviest edge gets this integer weight
@@ -92,16 +93,44 @@ def graph_part(
     nparts = min(nparts, len(verts))
     if nparts <= 1:
         return [verts]
-    import pymetis
-
     index = {v: i for i, v in enumerate(verts)}
-    # CSR adjacency on arrays: each row's neighbours ascending (then by weight), as sorting
-    # each row's (neighbour, weight) list did
     ends = [(index.get(a), index.get(b), w) for (a, b), w in edge_weight.items()]
     kept = [(i, j, w) for i, j, w in ends if i is not None and j is not None and i != j and w > 0]
     a_idx = np.fromiter((e[0] for e in kept), np.int64, len(kept))
     b_idx = np.fromiter((e[1] for e in kept), np.int64, len(kept))
     wts = np.fromiter((e[2] for e in kept), np.float64, len(kept))
+    return _metis(verts, vertex_weight, a_idx, b_idx, wts, nparts, seed)
+
+
+def graph_part_pairs(vertices: Sequence[str], vertex_weight: Mapping[str, float],
+                     rates: PairRates, nparts: int, *, seed: int = 0) -> list[list[str]]:
+    """`graph_part(vertices, vertex_weight, undirected_weights(rates, set(vertices)), nparts)`
+    on the columns: the pairs inside `vertices` as index arrays, no dict of pairs (COLA
+    bisects thousands of times at 32,768 key groups)."""
+    verts = sorted(set(vertices))
+    nparts = min(nparts, len(verts))
+    if nparts <= 1:
+        return [verts]
+    lo, hi, sums = rates.within_codes(verts)
+    local = np.full(len(rates.comm.units) + 1, -1, np.int64)
+    position = rates.comm.position
+    for i, v in enumerate(verts):
+        code = position.get(v)
+        if code is not None:
+            local[code] = i
+    a_idx, b_idx = local[lo], local[hi]
+    keep = (a_idx >= 0) & (b_idx >= 0) & (a_idx != b_idx) & (sums > 0)
+    return _metis(verts, vertex_weight, a_idx[keep], b_idx[keep], sums[keep], nparts, seed)
+
+
+def _metis(verts: list[str], vertex_weight: Mapping[str, float], a_idx: npt.NDArray[np.int64],
+           b_idx: npt.NDArray[np.int64], wts: npt.NDArray[np.float64], nparts: int, seed: int
+           ) -> list[list[str]]:
+    """METIS on `verts` (sorted, nparts >= 2) with the undirected pairs (a_idx, b_idx, wts)."""
+    import pymetis
+
+    # CSR adjacency on arrays: each row's neighbours ascending (then by weight), as sorting
+    # each row's (neighbour, weight) list did
     rows, cols, raw_w = (np.concatenate([a_idx, b_idx]), np.concatenate([b_idx, a_idx]),
                          np.concatenate([wts, wts]))
     order = np.lexsort((raw_w, cols, rows))

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from placement.baselines.params import DEFAULT_COLA_MAX_LD, ColaParams
 from placement.common import make_plan
-from placement.graphpart import graph_part, pair_rates, undirected_weights
+from placement.graphpart import graph_part_pairs, pair_rates
 from placement.metrics import mean_load
 from placement.model import Budget, ClusterState, Plan, SolverStatus
 
@@ -134,7 +134,7 @@ def cola_partitions(state: ClusterState, max_ld: float = DEFAULT_COLA_MAX_LD, *,
         _, i = heapq.heappop(heap)
         members = parts[i]
         del lpt[bisect.bisect_left(lpt, (-weights[i], firsts[i], i))]
-        halves = graph_part(members, load, undirected_weights(out, set(members)), 2, seed=seed)
+        halves = graph_part_pairs(members, load, out, 2, seed=seed)
         parts[i] = halves[0]
         parts.extend(halves[1:])
         for j, half in zip([i, *range(len(parts) - len(halves) + 1, len(parts))], halves,

@@ -18,6 +18,7 @@ from placement.graphpart import (
     VERTEX_SCALE,
     _greedy,
     graph_part,
+    graph_part_pairs,
     pair_rates,
     undirected_weights,
 )
@@ -166,5 +167,6 @@ def test_graph_part_on_arrays_is_the_row_by_row_build(nodes: int, keygroups: int
     members = data.draw(st.lists(st.sampled_from(ids), min_size=2, unique=True))
     load = {k.id: k.load for k in state.keygroups}
     weights = undirected_weights(pair_rates(state), set(members))
-    assert graph_part(members, load, weights, nparts, seed=seed % 7) == _graph_part_rows(
-        members, load, weights, nparts, seed=seed % 7)
+    rows = _graph_part_rows(members, load, weights, nparts, seed=seed % 7)
+    assert graph_part(members, load, weights, nparts, seed=seed % 7) == rows
+    assert graph_part_pairs(members, load, pair_rates(state), nparts, seed=seed % 7) == rows
