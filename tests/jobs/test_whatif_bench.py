@@ -18,8 +18,10 @@ from schemas.config import JobConfig
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _reconf(*args: str) -> subprocess.CompletedProcess[str]:
+def _reconf(*args: str, tmpdir: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     return subprocess.run([sys.executable, "-m", "reconf.cli", *args], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=300)
 
@@ -45,6 +47,15 @@ def test_bench_whatif_times_each_shadow_against_its_cap(tmp_path: Path) -> None:
         assert 0 < r["wall_s"] <= r["cap_s"] and r["time_limit_s"] == 2.0
         assert r["ld_after"] is not None and r["migrations"] <= 3
     assert "3 of 3 shadows planned within their budget" in done.stdout
+    # no --input: the newest t32k input a cycle bench run left under the temporary directory
+    left = tmp_path / "tmp" / "reconf-bench-cycle-x" / "worker-native" / "whatif" / "t32k"
+    left.mkdir(parents=True)
+    (left / "t32k@2026-01-01T00_10_00Z.json").write_text(source.read_text())
+    done = _reconf("bench", "whatif", "--only", "greedy", "--json", str(out),
+                   tmpdir=tmp_path / "tmp")
+    assert done.returncode == 0, done.stderr
+    assert [r["strategy"] for r in json.loads(out.read_text())] == ["greedy"]
+    assert str(left) not in done.stderr and "wb @ 2026-01-01T00:05:00Z" in done.stdout
     # one shadow hung: stopped at its cap, a miss
     env_fault = {"RECONF_SHADOW_FAULT": "flux:hang"}
     os.environ.update(env_fault)
@@ -66,3 +77,8 @@ def test_bench_whatif_refuses_a_bad_input_with_one_message(tmp_path: Path) -> No
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "is not a readable what-if input" in done.stderr
     assert not (tmp_path / "r.json").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = _reconf("bench", "whatif", "--json", str(tmp_path / "r.json"), tmpdir=empty)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "run `reconf bench cycle" in done.stderr and not (tmp_path / "r.json").exists()
