@@ -83,8 +83,8 @@ def test_a_failing_and_a_slow_shadow_are_recorded_and_the_others_still_plan(
     assert by["greedy"].status == "planned" and by["greedy"].plan is not None
     assert by["flux"].status == "failed" and "fault injected" in by["flux"].message
     assert by["random"].status == "timed_out" and by["random"].plan is None
-    cap = by["random"].budget_s  # its share of the budget left: at most 8 s x 2 workers / 3
-    assert cap is not None and cap <= 8.0 * 2 / 3 + 1e-6
+    cap = by["random"].budget_s  # its share of the budget left when it started (all of what
+    assert cap is not None and cap <= 8.0  # was left if greedy and flux were both done)
     assert cap - 0.05 <= by["random"].wall_s < cap + 2.0
     # ran, or the period's budget was used up before it started or while it ran (a loaded machine)
     assert by["milp"].status in ("planned", "skipped") or (
