@@ -41,6 +41,7 @@ BENCHMARKS: dict[str, str] = {
     "execution": "bench.execution",
     "stability": "bench.stability",
     "topk": "bench.topk",
+    "whatif": "bench.whatif",
 }
 
 

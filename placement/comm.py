@@ -285,6 +285,16 @@ class PairRates(Mapping[tuple[str, str], float]):
     def __len__(self) -> int:
         return len(self.rate)
 
+    def _by_src(self) -> tuple[IntArray, IntArray]:
+        """The pairs grouped by source (computed once): `_src_order[starts[c]:ends[c]]` are
+        the pairs of unit c, in pair order."""
+        if not hasattr(self, "_src_order"):
+            self._src_order = np.argsort(self.src, kind="stable")
+            counts = np.bincount(self.src, minlength=len(self.comm.units))
+            self._src_ends = np.cumsum(counts)
+            self._src_starts = self._src_ends - counts
+        return self._src_starts, self._src_ends
+
     def __iter__(self) -> Iterator[tuple[str, str]]:
         u = self.comm.units
         return ((u[s], u[d]) for s, d in zip(self.src.tolist(), self.dst.tolist(), strict=True))
@@ -316,11 +326,15 @@ class PairRates(Mapping[tuple[str, str], float]):
         """(lo, hi, out(lo, hi) + out(hi, lo)) per unordered pair with both ends `inside` (a
         mask over the vocabulary; all when None), lo the smaller id; summed in pair order,
         pairs in order of first appearance."""
-        keep = np.ones(len(self.rate), bool) if inside is None else (
-            inside[self.src] & inside[self.dst])
+        return self._undirected(self.src, self.dst, self.rate, inside, positive_only)
+
+    def _undirected(self, src: IntArray, dst: IntArray, rate: FloatArray,
+                    inside: npt.NDArray[np.bool_] | None, positive_only: bool
+                    ) -> tuple[IntArray, IntArray, FloatArray]:
+        keep = np.ones(len(rate), bool) if inside is None else (inside[src] & inside[dst])
         if positive_only:
-            keep &= self.rate > 0
-        s, d, r = self.src[keep], self.dst[keep], self.rate[keep]
+            keep &= rate > 0
+        s, d, r = src[keep], dst[keep], rate[keep]
         if len(r) == 0:
             return s, d, r
         rank = self.comm.rank
@@ -335,10 +349,23 @@ class PairRates(Mapping[tuple[str, str], float]):
     def undirected_within(self, members: Iterable[str]) -> dict[tuple[str, str], float]:
         """out(g_i, g_j) + out(g_j, g_i) for every pair inside `members` with a positive rate,
         keyed (min id, max id), summed in pair order (graphpart.undirected_weights' floats)."""
-        position = self.comm.position
-        inside = np.zeros(len(self.comm.units), bool)
-        inside[[position[m] for m in members if m in position]] = True
-        lo, hi, sums = self.undirected(inside)
+        lo, hi, sums = self.within_codes(members)
         u = self.comm.units
         return {(u[a], u[b]): v
                 for a, b, v in zip(lo.tolist(), hi.tolist(), sums.tolist(), strict=True)}
+
+    def within_codes(self, members: Iterable[str]) -> tuple[IntArray, IntArray, FloatArray]:
+        """`undirected_within` as vocabulary codes: (lo, hi, sums) in the same order."""
+        position = self.comm.position
+        inside = np.zeros(len(self.comm.units), bool)
+        codes = [position[m] for m in members if m in position]
+        inside[codes] = True
+        if 16 * len(codes) < len(self.comm.units):  # a small set: only its units' pairs, by
+            starts, ends = self._by_src()  # source, in pair order (the same sums, same order)
+            picked = np.sort(np.concatenate(
+                [self._src_order[starts[c]:ends[c]] for c in codes] or [np.zeros(0, np.int64)]))
+            lo, hi, sums = self._undirected(self.src[picked], self.dst[picked],
+                                            self.rate[picked], inside, True)
+        else:
+            lo, hi, sums = self.undirected(inside)
+        return lo, hi, sums

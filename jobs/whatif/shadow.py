@@ -39,7 +39,7 @@ from schemas.constraints import Constraints
 from schemas.strategies import STRATEGIES
 
 __all__ = ["MAX_WORKERS", "SHADOW_FAULT_ENV", "STATUSES", "WORKERS_ENV", "ShadowOutcome",
-           "ShadowTask", "choose_shadows", "hard_cap", "plan_one", "run_shadows", "shadow_cap",
+           "ShadowTask", "choose_shadows", "plan_one", "run_shadows", "shadow_cap",
            "worker_count"]
 
 SHADOW_FAULT_ENV = "RECONF_SHADOW_FAULT"
@@ -115,25 +115,23 @@ def shadow_state(state: ClusterState, strategy: str) -> ClusterState:
     return replace(state, constraints=Constraints())
 
 
-def hard_cap(time_limit_s: float | None, remaining_s: float) -> float:
-    """The wall time a shadow may take: its time limit plus grace, never past the budget left."""
-    own = (remaining_s if time_limit_s is None
-           else time_limit_s + max(GRACE_S, GRACE_FRACTION * time_limit_s))
-    return max(0.0, min(own, remaining_s))
-
-
 def shadow_cap(time_limit_s: float | None, remaining_s: float, slots: int, pending: int
                ) -> tuple[float, float | None]:
     """A shadow's per-shadow budget (its cap, wall seconds) and the solver time limit it runs
-    with, at its start: `hard_cap`, but never more than its fair share of the worker time
-    left, remaining × slots / pending (the shadows not yet finished, itself included), so
-    that every shadow of the period starts within its budget however many there are (at
-    32,768 units eight shadows on two workers). When the share is below its own time limit
-    plus grace, the time limit shrinks with it (`share` = limit + max(GRACE_S, GRACE_FRACTION
-    · limit)), so a strategy that keeps its limit plans rather than being stopped; one that
-    does not is stopped at the cap, and its row says so."""
-    share = remaining_s * max(1, slots) / max(1, pending)
-    cap = min(hard_cap(time_limit_s, remaining_s), share)
+    with, at its start.
+
+    The cap is its fair share of the worker time left, remaining × slots / pending (the shadows
+    not yet finished, itself included), never past the budget left: the what-if budget is what
+    the operator gave the shadows, so a shadow whose model building alone outlasts its time
+    limit plus grace (at 32,768 units × 1,000 nodes) still plans within its share, every
+    shadow of the period starts within the budget however many there are, and one that
+    finishes early leaves its time to those after it. The solver time limit is the job's, or,
+    when the job's limit plus grace (max(GRACE_S, GRACE_FRACTION · limit)) does not fit the
+    share, shrunk so that it does (`share` = limit + grace): a strategy that keeps its limit
+    plans rather than being stopped; one that does not (or hangs) is stopped at the cap, and
+    its row says so."""
+    share = max(0.0, remaining_s) * max(1, slots) / max(1, pending)
+    cap = max(0.0, min(share, remaining_s))
     if time_limit_s is None or time_limit_s + max(GRACE_S, GRACE_FRACTION * time_limit_s) <= cap:
         return cap, time_limit_s
     fitted = (cap / (1 + GRACE_FRACTION) if cap * GRACE_FRACTION / (1 + GRACE_FRACTION)
@@ -278,9 +276,8 @@ class _Running:
 
 
 def _timed_out(task: ShadowTask, run: _Running, budget_s: float) -> ShadowOutcome:
-    why = ("its time limit plus grace" if run.cap < run.share and run.cap < run.remaining
-           else f"its per-shadow budget: its share of the period's shadow time budget of "
-                f"{budget_s:g} s" if run.cap < run.remaining
+    why = (f"its per-shadow budget: its share of the period's shadow time budget of "
+           f"{budget_s:g} s" if run.cap < run.remaining
            else f"the period's shadow time budget ({budget_s:g} s)")
     size = f"{len(task.state.keygroups):,} units x {len(task.state.nodes):,} nodes"
     return ShadowOutcome(task.strategy, "timed_out", None, time.perf_counter() - run.t0,
@@ -294,8 +291,9 @@ def run_shadows(tasks: Sequence[ShadowTask], budget_s: float, *,
     """Run `tasks` in up to `workers` subprocesses side by side (`worker_count`), within
     `budget_s` of wall time in all.
 
-    Each shadow's cap is its solver time limit plus grace, cut to its share of the budget
-    left when it starts (`shadow_cap`: its per-shadow budget, on its outcome); a shadow still running at its cap is killed (`timed_out`) and the next one gets a
+    Each shadow's cap is its share of the budget left when it starts (`shadow_cap`: its
+    per-shadow budget, on its outcome), its solver time limit the job's or shrunk to fit that
+    share; a shadow still running at its cap is killed (`timed_out`) and the next one gets a
     new worker; a shadow not started before the budget is used up is `skipped`. A worker takes
     the next task in order as soon as it is free. Always returns one outcome per task, in the
     tasks' order; every worker has exited when it returns or raises.

@@ -51,10 +51,13 @@ class Improvement:
     forced_cost: float = 0.0
 
 
-def _candidates(pairs: Sequence[Pair], out: Mapping[Pair, float], rng: random.Random
-                ) -> list[Pair]:
-    """The pairs by out() descending; pairs with equal out() in a random (seeded) order."""
-    keyed = [(-out[p], rng.random(), p) for p in pairs]
+def _candidates(pairs: Sequence[Pair], out: Mapping[Pair, float], rng: random.Random,
+                rates: Sequence[float] | None = None) -> list[Pair]:
+    """The pairs by out() descending; pairs with equal out() in a random (seeded) order.
+    `rates`: out() of each pair in `pairs`' order, when the caller has them (step 1 does:
+    `Scores.to_be_col_rates`), instead of a lookup per pair."""
+    values = [out[p] for p in pairs] if rates is None or len(rates) != len(pairs) else rates
+    keyed = [(-v, rng.random(), p) for v, p in zip(values, pairs, strict=True)]
     keyed.sort()
     return [p for _, _, p in keyed]
 
@@ -69,6 +72,7 @@ def improve_collocation(
     rng: random.Random,
     *,
     many: bool = False,
+    rates: Sequence[float] | None = None,
 ) -> Improvement:
     """Step 3 (one pair, or as many as `allowance` admits with `many=True`)."""
     where = dict(state.assignment)
@@ -81,32 +85,42 @@ def improve_collocation(
         util[node] += load[kg] / cap[node]
     units: dict[int, frozenset[str]] = dict(enumerate(partitions))
     unit_of = {kg: i for i, members in units.items() for kg in members}
+    # each unit's load, kept as units merge: the maxPL check of a pair costs O(1), not a sum
+    # over a unit that grows as `many` pins pairs onto it
+    unit_load = {i: sum(load[k] for k in members) for i, members in units.items()}
     pins: dict[int, str] = {}
     result = Improvement(units=[])
     next_id = len(units)
-    for gi, gj in _candidates(to_be_col_grps, out, rng):
+    # every check below that passes a pair over is a bare `continue`: they run cheapest first
+    for gi, gj in _candidates(to_be_col_grps, out, rng, rates):
         ui, uj = unit_of.get(gi), unit_of.get(gj)
         if ui is not None and ui == uj:
             continue
+        pi = pins.get(ui) if ui is not None else None
+        pj = pins.get(uj) if uj is not None else None
+        if pi is not None and pj is not None and pi != pj:
+            continue
+        n1 = where[gi] if pi is None else pi
+        n2 = where[gj] if pj is None else pj
+        case = 1 + (ui is not None) + (uj is not None)
+        if pi is not None:
+            node = pi
+        elif pj is not None:
+            node = pj
+        elif case == 2:
+            node = n1 if ui is not None else n2
+        else:  # the less utilised of n1, n2 not in B
+            first, second = (n1, n2) if (util[n1], n1) <= (util[n2], n2) else (n2, n1)
+            node = second if first in in_b and second != first else first
+        if node in in_b:
+            continue
+        weight = ((unit_load[ui] if ui is not None else load[gi])
+                  + (unit_load[uj] if uj is not None else load[gj]))
+        if max_pl > 0 and weight > max_pl:
+            continue
         mem_i = units[ui] if ui is not None else frozenset({gi})
         mem_j = units[uj] if uj is not None else frozenset({gj})
-        n1 = pins.get(ui, where[gi]) if ui is not None else where[gi]
-        n2 = pins.get(uj, where[gj]) if uj is not None else where[gj]
-        case = 1 + (ui is not None) + (uj is not None)
-        if case == 2:
-            options = [n1] if ui is not None else [n2]
-        else:
-            options = sorted({n1, n2}, key=lambda n: (util[n], n))
-        pinned = [pins[u] for u in (ui, uj) if u is not None and u in pins]
-        if pinned:
-            if len(set(pinned)) > 1:
-                continue
-            options = [pinned[0]]
-        options = [n for n in options if n not in in_b]
         unit = mem_i | mem_j
-        if not options or (max_pl > 0 and sum(load[k] for k in unit) > max_pl):
-            continue
-        node = options[0]
         movers = [k for k in unit if where[k] != node]
         count = result.forced_count + len(movers)
         spent = result.forced_cost + sum(cost[k] for k in movers)
@@ -121,7 +135,11 @@ def improve_collocation(
             if u is not None:
                 units.pop(u)
                 pins.pop(u, None)
+        for u in (ui, uj):
+            if u is not None:
+                unit_load.pop(u)
         units[next_id] = unit
+        unit_load[next_id] = weight
         pins[next_id] = node
         for k in unit:
             unit_of[k] = next_id

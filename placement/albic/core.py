@@ -10,8 +10,10 @@
 
 The recursion is a loop. Step 1 does not depend on maxPL and runs once; steps 2–4 run per
 level, drawing from the same seeded generator. `time_limit_s` covers the whole call: a third of
-it is kept for the plain MILP (the fallback), and a level gets half of the rest of the time
-left. A level is accepted when its d (the MILP's load distance: LD, or how far a node of B sits
+it is kept for the plain MILP (the fallback), and a level's constrained MILP gets half of the
+levels' time left after its steps 2-3; a level starts only while the levels' time lasts (the
+first always runs), so at 32,768 units the levels stop on the clock and the cut is recorded on
+the plan (placement/determinism.py). A level is accepted when its d (the MILP's load distance: LD, or how far a node of B sits
 above mean if further) is at most maxLD and it leaves no node of A above `SATURATED` (100 %)
 utilisation, unless the mean itself is above it: near saturation maxLD alone let a level keep a
 node at 104 % (mean 95 %, d 9 ≤ 10) that the plain MILP relieves. A level whose MILP is
@@ -33,12 +35,15 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from placement.albic.collocate import improve_collocation
 from placement.albic.contract import solve_constrained
 from placement.albic.params import AlbicManyParams, AlbicParams
 from placement.albic.partitions import maintain_collocation
 from placement.albic.scores import calc_scores
 from placement.common import MIN_SOLVE_S, make_plan, relaxed_five
+from placement.determinism import clock_cut
 from placement.metrics import max_deviation, mean_load, node_loads
 from placement.model import Budget, ClusterState, Phase, Plan, SolverStatus
 
@@ -49,16 +54,28 @@ SATURATED = 100.0  # % utilisation: a constrained level may not leave a node of 
 
 
 def _check_edges(state: ClusterState) -> None:
-    """Re-check out(): the model validates at construction, but ALBIC depends on it entirely."""
+    """Re-check out(): the model validates at construction, but ALBIC depends on it entirely.
+    On the columns (placement/comm.py): every pair's ends are units of the state, every rate a
+    finite number >= 0; the first offending pair is named (an object per edge cost seconds at
+    32,768 units)."""
+    comm = state.comm
+    if len(comm.rate) == 0:
+        return
     known = {k.id for k in state.keygroups}
-    for e in state.edges:
-        for end in (e.src, e.dst):
-            if end not in known:
-                raise ValueError(f"albic: edge {e.src!r}->{e.dst!r} names unknown key group "
-                                 f"{end!r}")
-        if not (isinstance(e.rate, (int, float)) and math.isfinite(e.rate) and e.rate >= 0):
-            raise ValueError(f"albic: edge {e.src!r}->{e.dst!r} has rate {e.rate!r}; rates "
-                             f"must be finite numbers >= 0")
+    unknown = [i for i, u in enumerate(comm.units) if u not in known]
+    if unknown:
+        bad = np.isin(comm.src, unknown) | np.isin(comm.dst, unknown)
+        at = int(np.flatnonzero(bad)[0])
+        src, dst = comm.units[int(comm.src[at])], comm.units[int(comm.dst[at])]
+        end = src if src not in known else dst
+        raise ValueError(f"albic: edge {src!r}->{dst!r} names unknown key group {end!r}")
+    rate = np.asarray(comm.rate, dtype=float)
+    wrong = ~(np.isfinite(rate) & (rate >= 0))
+    if wrong.any():
+        at = int(np.flatnonzero(wrong)[0])
+        src, dst = comm.units[int(comm.src[at])], comm.units[int(comm.dst[at])]
+        raise ValueError(f"albic: edge {src!r}->{dst!r} has rate {comm.rate[at]!r}; rates "
+                         f"must be finite numbers >= 0")
 
 
 def _share(budget: Budget, share: float) -> Budget:
@@ -91,12 +108,17 @@ def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, many: bool,
     phases: list[Phase] = []  # one per maxPL level (steps 2-4), then the plain MILP
     while level_pl > 1e-9:
         t0 = time.perf_counter()
-        left = deadline - reserve - t0
-        limit = max(MIN_SOLVE_S, left / 2)
+        if phases and t0 >= deadline - reserve:  # the levels' time is used up: the plain
+            clock_cut("ALBIC's maxPL levels")  # MILP's reserve is left for the fallback
+            notes.append(f"maxPL {level_pl:g} and below: not tried, the levels' time "
+                         f"({time_limit_s - reserve:.1f} s) was used up")
+            break
         parts = maintain_collocation(state, scores.col_grps, scores.out, budget, level_pl, rng,
                                      seed=seed)
         imp = improve_collocation(state, scores.to_be_col_grps, scores.out, parts, allowance,
-                                  level_pl, rng, many=many)
+                                  level_pl, rng, many=many, rates=scores.to_be_col_rates)
+        # the constrained solve gets half the levels' time left after steps 2-3
+        limit = max(MIN_SOLVE_S, (deadline - reserve - time.perf_counter()) / 2)
         solved = solve_constrained(state, budget, imp.units, imp.pins,
                                    (imp.forced_count, imp.forced_cost), time_limit_s=limit,
                                    milp_params={**milp_params, "seed": seed})

@@ -40,6 +40,9 @@ class Scores:
     avg: Mapping[str, float]
     col_grps: tuple[Pair, ...]
     to_be_col_grps: tuple[Pair, ...]
+    #: out(g_i, g_j) of each pair of `to_be_col_grps`, in its order: step 3 orders the pairs by
+    #: it every maxPL level, and a lookup per pair in `out` costs seconds at 10^5 pairs
+    to_be_col_rates: tuple[float, ...] = ()
 
 
 def calc_scores(state: ClusterState, assignment: Mapping[str, str], s_f: float) -> Scores:
@@ -75,7 +78,9 @@ def calc_scores(state: ClusterState, assignment: Mapping[str, str], s_f: float) 
     together = (node[b_src] == node[b_dst])[order]
     pairs = [(comm.units[a], comm.units[b])
              for a, b in zip(b_src[order].tolist(), b_dst[order].tolist(), strict=True)]
+    apart = ~together
     return Scores(out=out, avg=avg,
                   col_grps=tuple(p for p, t in zip(pairs, together.tolist(), strict=True) if t),
                   to_be_col_grps=tuple(p for p, t in zip(pairs, together.tolist(), strict=True)
-                                       if not t))
+                                       if not t),
+                  to_be_col_rates=tuple(b_rate[order][apart].tolist()))

@@ -184,3 +184,23 @@ def test_no_edges_is_the_plain_milp_under_another_name() -> None:
     plan = plan_albic(state, Budget(max_migrations=2), time_limit_s=1.0)
     assert plan.strategy == "albic" and "0 collocated / 0 to-be-collocated" in plan.message
     assert plan.after.load_distance == pytest.approx(0.0)  # {1,4} / {2,3}: 5 and 5
+
+
+def test_levels_stop_at_the_time_limit_and_the_cut_is_recorded() -> None:
+    """Levels that cannot all run in the time limit: the levels stop once theirs is used up
+    (the plain MILP's reserve left), the plan still comes, and it says a clock cut it."""
+    import time
+
+    state = _pair_state()
+    t0 = time.perf_counter()
+    # maxLD 1 is met by no level, stepPL 0.01: 2,500 levels, far more than 1 s holds
+    plan = plan_albic(state, Budget(max_migrations=0), max_ld=1.0, step_pl=0.01,
+                      time_limit_s=1.0)
+    wall = time.perf_counter() - t0
+    levels = [p for p in plan.phases if p.name.startswith("maxPL")]
+    assert 1 <= len(levels) < 2500
+    assert plan.phases[-1].name == "plain MILP"
+    assert "not tried, the levels' time" in plan.message
+    assert "ALBIC's maxPL levels" in plan.determinism
+    assert plan.determinism.startswith("clock-limited")
+    assert wall < 10.0, wall
