@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from schemas.landing import FACET_SCHEMAS, SOURCES, SUBSCRIPTIONS
 
-__all__ = ["QueryReads", "query_facets", "query_reads"]
+__all__ = ["QueryReads", "power_law", "query_facets", "query_reads", "source_degrees"]
 
 TUPLE_BYTES = 100
 
@@ -43,32 +43,38 @@ class QueryReads:
         self.names = np.array([f"src{i}" for i in range(len(rates))], dtype=object)
 
 
-def _power_law(rng: np.random.Generator, beta: float, top: int, size: int) -> np.ndarray:
+def power_law(rng: np.random.Generator, beta: float, top: int, size: int) -> np.ndarray:
     """`size` draws from P(x) ∝ x^−β on {1..top} (inverse CDF)."""
     x = np.arange(1, top + 1, dtype=np.float64)
     cdf = np.cumsum(x ** -beta)
     cdf /= cdf[-1]
-    return np.searchsorted(cdf, rng.random(size), side="right") + 1
+    return (np.searchsorted(cdf, rng.random(size), side="right") + 1).astype(np.int64)
 
 
-@lru_cache(maxsize=4)
-def query_reads(n: int, d: int, beta: float, seed: int) -> QueryReads:
-    """The sources of n queries of degree d (popularity exponent β), seeded."""
-    rng = np.random.default_rng([seed, n, d, 0x4E5D])
+def source_degrees(rng: np.random.Generator, n: int, d: int, beta: float) -> np.ndarray:
+    """How many of the n·d reads each source gets (Zong et al. §6.1: popularity ∝ x^−β), drawn
+    until they add up to n·d exactly; sources drawn no read are left out."""
     total = n * d
     x = np.arange(1, n + 1, dtype=np.float64)
     mean = float((x ** (1 - beta)).sum() / (x ** -beta).sum())
     parts: list[np.ndarray] = []
     have = 0
     while have < total:
-        batch = _power_law(rng, beta, n, max(16, int(1.2 * (total - have) / mean)))
+        batch = power_law(rng, beta, n, max(16, int(1.2 * (total - have) / mean)))
         parts.append(batch)
         have += int(batch.sum())
     deg = np.concatenate(parts)
     cut = int(np.searchsorted(np.cumsum(deg), total, side="left"))
     deg = deg[: cut + 1].copy()
     deg[-1] -= int(deg.sum()) - total
-    deg = deg[deg > 0]
+    return deg[deg > 0]
+
+
+@lru_cache(maxsize=4)
+def query_reads(n: int, d: int, beta: float, seed: int) -> QueryReads:
+    """The sources of n queries of degree d (popularity exponent β), seeded."""
+    rng = np.random.default_rng([seed, n, d, 0x4E5D])
+    deg = source_degrees(rng, n, d, beta)
     stubs = np.sort(rng.permutation(np.repeat(np.arange(len(deg)), deg)).reshape(n, d), axis=1)
     keep = np.ones(stubs.shape, dtype=bool)
     keep[:, 1:] = stubs[:, 1:] != stubs[:, :-1]  # a source dealt twice is read once

@@ -22,6 +22,7 @@ from typing import Literal
 import numpy as np
 
 from placement.herding.instance import Instance, IntArray, from_arrays
+from runtime.synthetic_queries import power_law, source_degrees
 
 __all__ = ["Correlation", "Workload", "power_law", "rates_for", "workload"]
 
@@ -50,36 +51,11 @@ class Workload:
         return from_arrays(self.rates, self.indptr, self.indices, k)
 
 
-def power_law(rng: np.random.Generator, beta: float, top: int, size: int) -> IntArray:
-    """`size` draws from P(x) ∝ x^−β on {1..top} (inverse CDF)."""
-    x = np.arange(1, top + 1, dtype=np.float64)
-    cdf = np.cumsum(x ** -beta)
-    cdf /= cdf[-1]
-    return (np.searchsorted(cdf, rng.random(size), side="right") + 1).astype(np.int64)
-
-
-def _degrees(rng: np.random.Generator, n: int, d: int, beta: float) -> IntArray:
-    total = n * d
-    x = np.arange(1, n + 1, dtype=np.float64)
-    mean = float((x ** (1 - beta)).sum() / (x ** -beta).sum())
-    out: list[IntArray] = []
-    have = 0
-    while have < total:
-        batch = power_law(rng, beta, n, max(16, int(1.2 * (total - have) / mean)))
-        out.append(batch)
-        have += int(batch.sum())
-    deg = np.concatenate(out)
-    cut = int(np.searchsorted(np.cumsum(deg), total, side="left"))
-    deg = deg[:cut + 1].copy()
-    deg[-1] -= int(deg.sum()) - total
-    return deg[deg > 0]
-
-
 def workload(n: int, d: int, beta: float, seed: int, *, rate_exp: float | None = None,
              correlation: Correlation = "none") -> Workload:
     """The §6.1 random bipartite graph (n queries of degree d, source popularity exponent β)."""
     rng = np.random.default_rng(seed)
-    deg = _degrees(rng, n, d, beta)
+    deg = source_degrees(rng, n, d, beta)
     stubs = rng.permutation(np.repeat(np.arange(len(deg)), deg)).reshape(n, d)
     for _ in range(SWAP_ROUNDS):
         if d == 1:
