@@ -267,7 +267,6 @@ class _Running:
     t0: float
     cap: float
     remaining: float
-    share: float
     time_limit_s: float | None
 
     @property
@@ -326,9 +325,7 @@ def run_shadows(tasks: Sequence[ShadowTask], budget_s: float, *,
                 if not idle:
                     pool.append(_Worker())
                 worker = idle.pop() if idle else pool[-1]
-                share = remaining * slots / unfinished
-                running.append(_Running(i, worker, time.perf_counter(), cap, remaining, share,
-                                        limit))
+                running.append(_Running(i, worker, time.perf_counter(), cap, remaining, limit))
                 worker.send(blob)
             if not running:
                 continue
