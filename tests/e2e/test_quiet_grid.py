@@ -4,6 +4,7 @@ when the Airflow starts, and a job is the same alone as in the shared Airflow's 
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -88,3 +89,20 @@ def test_the_approval_job_is_the_same_alone_and_in_the_shared_airflow(tmp_path: 
     assert shared["gate"] == alone["gate"]
     assert {"tick", "late", "fill", "mend", "demo", "gate"} <= set(shared)
     assert test_scheduler.__name__ in SHARED.shares
+
+
+def test_the_modules_sharing_an_airflow_land_on_one_xdist_worker(
+        pytestconfig: pytest.Config) -> None:
+    """Every module registered with SHARED is in one xdist group (tests/conftest.py), so one
+    worker starts the Airflow once; the deferral race, with its slowed scheduler, is not."""
+    root = Path(str(pytestconfig.rootpath))
+    (conftest,) = [p for p in pytestconfig.pluginmanager.get_plugins()
+                   if getattr(p, "__file__", None) == str(root / "tests" / "conftest.py")]
+
+    def group(module: str) -> str:
+        path = Path(str(sys.modules[module].__file__)).relative_to(root)
+        return str(conftest._group(f"{path.as_posix()}::test"))
+
+    groups = {group(name) for name in SHARED.shares}
+    assert len(SHARED.shares) >= 2 and len(groups) == 1, groups
+    assert group(test_deferral_race.__name__) not in groups
