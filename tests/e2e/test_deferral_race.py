@@ -10,11 +10,12 @@ Its own Airflow (api-server, scheduler, dag-processor, triggerer; SQLite; free p
 scheduler_kit.started_airflow; not the shared one, whose scheduler must not be slowed) and one
 job, `race`, SPL 1 day with a landing timeout of days, on a grid with no period end within hours
 of the Airflow's start (scheduler_kit.quiet_start: no scheduled run of its own between the
-test's steps): the test triggers its last three ended periods one after another. Each period is landed beforehand but for its `_SUCCESS` marker, which the test
-puts back the moment the wait logs that it defers (after it looked for the marker, before the
-deferring process has even exited), so the trigger fires on its first look; the scheduler
-sleeps up to 4 s between idle loops (a busy scheduler's pace), so it reads the deferring
-process's exit only after the trigger fired. Every run must succeed and publish, in order.
+test's steps): the test triggers its last three ended periods one after another. Each period
+is landed beforehand but for its `_SUCCESS` marker, which the test puts back the moment the
+wait logs that it defers (after it looked for the marker, before the deferring process has even
+exited), so the trigger fires on its first look; the scheduler sleeps up to 4 s between idle
+loops (a busy scheduler's pace), so it reads the deferring process's exit only after the
+trigger fired. Every run must succeed and publish, in order.
 """
 
 from __future__ import annotations
