@@ -13,9 +13,9 @@ dag-processor, triggerer; SQLite; free ports), shared with tests/e2e/test_schedu
   newest ended period runs and waits, deferred, until the test lands it.
 - `fill`, SPL 1 day with `catchup_periods = 0` on a grid none of whose period ends falls within
   hours of the Airflow's start (scheduler_kit.quiet_start: an hourly grid would get a scheduled
-  run at the next HH:00), so its runs are the backfill's and the recovery's, made with the docs' commands run
-  in bash after `eval "$(.venv/bin/python -m reconf.services env)"` with a PATH that has no
-  `airflow` on it.
+  run at the next HH:00), so its runs are the backfill's and the recovery's (checked), made with
+  the docs' commands run in bash after `eval "$(.venv/bin/python -m reconf.services env)"` with a
+  PATH that has no `airflow` on it.
 - `mend`, SPL 1 min with healing on (min_gap 90 s): the last tests land its periods by hand and
   kill its nodes in the runtime stand-in; its healing DAG `heal_mend` runs on the health
   reports' asset events (dags/healing.py).
@@ -23,8 +23,8 @@ dag-processor, triggerer; SQLite; free ports), shared with tests/e2e/test_schedu
   `rollback_demo` triggered with params (the docs' command), through the scheduler.
 
 The tests run in file order and build on each other (one Airflow, one history: the fill tests
-count on the backfill's versions). Every check reads what an operator would: the metadata DB's runs and task states, the task logs,
-the published manifests and the asset events.
+count on the backfill's versions). Every check reads what an operator would: the metadata DB's
+runs and task states, the task logs, the published manifests and the asset events.
 """
 
 from __future__ import annotations
