@@ -19,10 +19,11 @@ def shared_airflow() -> Iterator[SharedAirflow]:
         SHARED.release()
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
     """After the test's fixtures are torn down (its module's, when the next test is in another
-    module): stop the shared Airflow when the next test's module does not share it."""
+    module): stop the shared Airflow when the next test's module does not share it. (The
+    innermost wrapper: its output is the teardown's, captured as the fixtures' is.)"""
     try:
         return (yield)
     finally:
