@@ -1,0 +1,28 @@
+"""The ports `status` and `env` use: those the running services were started on (their pid
+files' URLs), unless given on the command line; the environment's only for what does not run."""
+
+from __future__ import annotations
+
+from reconf.ports import Ports, running_ports
+from reconf.procs import PidRecord
+
+
+def _record(name: str, url: str | None) -> PidRecord:
+    return PidRecord(name=name, pid=1, start_ticks=1, url=url, log="x.log", argv=("x",),
+                     started_at=0.0)
+
+
+def test_a_running_services_recorded_port_counts_over_the_default() -> None:
+    running = {"api-server": _record("api-server", "http://127.0.0.1:8081"),
+               "mlflow": _record("mlflow", "http://127.0.0.1:5001"),
+               "spark-connect": _record("spark-connect", "sc://127.0.0.1:15003"),
+               "scheduler": _record("scheduler", None)}
+    assert running_ports(Ports(), running) == Ports(8081, 5001, 15003)
+
+
+def test_an_option_given_wins_and_what_does_not_run_keeps_the_environments_port() -> None:
+    running = {"api-server": _record("api-server", "http://127.0.0.1:8081"),
+               "mlflow": _record("mlflow", "not a url:x")}
+    ports = running_ports(Ports(9000, 5002, 15004), running, frozenset({"airflow"}))
+    assert ports == Ports(9000, 5002, 15004)
+    assert running_ports(Ports(9000, 5002, 15004), {}) == Ports(9000, 5002, 15004)
