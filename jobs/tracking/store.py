@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -90,6 +91,9 @@ def _client(paths: Paths) -> Any:
             from mlflow import MlflowClient
 
             os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # no bars in logs
+            # a new store's "Creating initial MLflow database tables..." (INFO, on stderr) is
+            # not the stage's output: a fresh clone's first `reconf plan` printed it
+            logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
             client = _CLIENTS[paths.mlflow_uri] = MlflowClient(tracking_uri=paths.mlflow_uri)
         return client
 
