@@ -83,14 +83,24 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _cmd_stop(args: argparse.Namespace) -> int:
-    from runtime.execution import request_stop
+    from runtime.execution import load_execution, request_stop
     from schemas.config import Paths, resolve_job
 
     paths = Paths.from_env()
     job = resolve_job(args.job)
     where = request_stop(paths.runtime, job.job_id, args.reason)
-    print(f"stop requested ({where}): the runtime of {job.job_id} finishes its current wave and "
-          "stops; the partial assignment keeps running and the next plan starts from it")
+    last = load_execution(paths.runtime, job.job_id)
+    if last is not None and last.status == "running":
+        print(f"stop requested ({where}): the runtime of {job.job_id} finishes its current wave "
+              "and stops; the partial assignment keeps running and the next plan starts from it")
+        return 0
+    # No wave runs: the flag waits for the next version the runtime applies, which it then
+    # stops before its first wave and never resumes; an operator must know that it lingers.
+    now = "nothing applied yet" if last is None else f"v{last.version} {last.status}"
+    print(f"stop requested ({where}), but the runtime of {job.job_id} is executing nothing now "
+          f"({now}): the flag waits and stops the next version it applies before its first "
+          f"wave (that version is not resumed; the next plan starts from what runs). To "
+          f"withdraw it: rm {where}")
     return 0
 
 
