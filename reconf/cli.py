@@ -117,14 +117,33 @@ def _cmd_rollback(args: argparse.Namespace) -> int:
 def _cmd_heal(args: argparse.Namespace) -> int:
     from jobs.heal.stage import heal
     from schemas.config import Paths, resolve_job
-    from schemas.health import health_dir, read_report
+    from schemas.health import read_report
 
     paths = Paths.from_env()
     job = resolve_job(args.job)
-    report = read_report(health_dir(paths.landing, job.job_id) / f"{args.report_id}.json")
+    report = read_report(_report_path(paths.landing, job.job_id, args.report_id))
     result = heal(job, report, paths=paths)
     print(result.summary())
     return 1 if result.status == "alert" else 0
+
+
+def _report_path(landing: Path, job_id: str, report_id: str) -> Path:
+    """The file of health report `report_id` of the job: an id is a file name in the job's
+    health folder (never a path out of it); an unknown one is refused naming the ids there."""
+    from jobs.errors import StageError
+    from schemas.health import health_dir, is_report_id, list_reports
+
+    folder = health_dir(landing, job_id)
+    path = folder / f"{report_id}.json"
+    if is_report_id(report_id) and path.is_file():
+        return path
+    ids = [p.stem for p in list_reports(landing, job_id)]
+    known = (f"its reports: {', '.join(ids[-5:])}" + (f" (the newest 5 of {len(ids)})"
+                                                       if len(ids) > 5 else "")
+             if ids else "it has no report yet")
+    raise StageError(f"no health report {report_id!r} for job {job_id!r}", where=str(folder),
+                     fix=f"give the id of a report in that folder (its file name without "
+                     f".json); {known}")
 
 
 def _cmd_collect(args: argparse.Namespace) -> int:
