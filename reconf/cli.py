@@ -52,8 +52,12 @@ def _job_period(parser: argparse.ArgumentParser) -> None:
 def _cmd_jobs(args: argparse.Namespace) -> int:
     from schemas.config import load_jobs
 
+    def shown(value: object) -> object:  # an unset budget reads "n/a", as in `reconf audit`
+        return "n/a" if value is None else value
+
     for job in load_jobs().values():
-        budget = f"max_migrations={job.max_migrations}, max_migration_cost={job.max_migration_cost}"
+        budget = (f"max_migrations={shown(job.max_migrations)}, "
+                  f"max_migration_cost={shown(job.max_migration_cost)}")
         print(f"{job.job_id}: every {job.spl}, strategy {job.strategy}, {budget}, source {dict(job.source)}")
     return 0
 
