@@ -179,6 +179,8 @@ def _print_plan(result: Any, *, show_moves: bool) -> None:
         print(f"  note: {p.message}")
     if loud := alarm(p.determinism):  # placement/determinism.py: the clock cut this plan
         print(f"  {loud}")
+    elif p.determinism:  # as `reconf audit` says it: why a dry run of it binds
+        print(f"  reproducible: {p.determinism}")
     if p.phases:  # the solver's timed steps (Plan.phases)
         print("  phases: " + ", ".join(f"{ph.name} {ph.seconds:.2f} s"
                                        + (f" ({ph.outcome})" if ph.outcome else "")
