@@ -37,8 +37,8 @@ def bad_input(args: argparse.Namespace, exc: Exception) -> str:
 #: the file without running anything (a command's --help does not list config fields).
 CONFIG_FIX = ("edit the job config (config/jobs.toml, or the file $RECONF_CONFIG names) where "
               "named: its header comment and README.md \"Configuration\" list the fields, "
-              "docs/algorithms.md each strategy's parameters; `reconf jobs` checks the file "
-              "and lists the jobs")
+              "docs/algorithms.md each strategy's parameters; `reconf jobs` checks every "
+              "job's fields and lists the jobs")
 
 
 def _in_job_config(exc: Exception, where: str) -> bool:

@@ -27,7 +27,7 @@ def test_jobs_lists_every_job_with_an_unset_budget_as_n_a(
 def test_jobs_checks_the_whole_file_and_says_where_fields_are_explained(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """docs/operations.md, "What reconf guarantees": a job config error's fix names `reconf
-    jobs`, which checks the whole file (every job, not only the one a stage resolves)."""
+    jobs`, which checks every job's fields (not only those of the job a stage resolves)."""
     config = tmp_path / "jobs.toml"
     config.write_text('[jobs.a]\nstrategy = "milp"\n[jobs.b]\nspl = "five"\n')
     monkeypatch.setenv("RECONF_CONFIG", str(config))
@@ -35,4 +35,4 @@ def test_jobs_checks_the_whole_file_and_says_where_fields_are_explained(
     err = capsys.readouterr().err
     assert err.startswith(f"reconf jobs: error: {config}: jobs.b.spl: ")
     assert f"\n  where: {config}\n" in err
-    assert "\n  fix:   edit the job config" in err and "`reconf jobs` checks the file" in err
+    assert "\n  fix:   edit the job config" in err and "`reconf jobs` checks every job's fields" in err

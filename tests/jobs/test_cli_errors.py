@@ -98,7 +98,7 @@ def _negative_budget(paths, tmp_path, monkeypatch):
     return ["plan", "--job", JOB_ID, "--period-end", stamp(P2)], [
         str(bad), "max_migrations", "must be >= 0, got -1",
         # the fix names where config fields are explained, not `reconf plan --help`'s arguments
-        "fix:   edit the job config", "`reconf jobs` checks the file",
+        "fix:   edit the job config", "`reconf jobs` checks every job's fields",
     ]
 
 
