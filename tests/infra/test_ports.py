@@ -26,3 +26,27 @@ def test_an_option_given_wins_and_what_does_not_run_keeps_the_environments_port(
     ports = running_ports(Ports(9000, 5002, 15004), running, frozenset({"airflow"}))
     assert ports == Ports(9000, 5002, 15004)
     assert running_ports(Ports(9000, 5002, 15004), {}) == Ports(9000, 5002, 15004)
+
+
+def test_env_says_it_removed_a_stale_pid_file_on_stderr_never_in_what_is_evaled(
+        tmp_path, capsys) -> None:
+    """`eval "$(python -m reconf.services env)"` runs stdout: a "removing stale pid file" note
+    there would run `removing` as a command."""
+    import json
+    import subprocess
+
+    from reconf.services import print_env
+    from schemas.config import Paths
+
+    gone = subprocess.Popen(["sleep", "0"])
+    gone.wait()
+    run = tmp_path / "home" / "run"
+    run.mkdir(parents=True)
+    (run / "mlflow.pid").write_text(json.dumps({
+        "name": "mlflow", "pid": gone.pid, "start_ticks": 1, "url": "http://127.0.0.1:5001",
+        "log": str(tmp_path / "x.log"), "argv": ["x"], "started_at": 0.0}))
+    assert print_env(Paths(tmp_path / "home"), Ports()) == 0
+    out, err = capsys.readouterr()
+    assert "removing stale pid file" in err
+    assert all(line.startswith("export ") for line in out.splitlines()), out
+    assert not (run / "mlflow.pid").exists()
