@@ -59,6 +59,16 @@ def log_dir(paths: Paths) -> Path:
     return paths.home / "logs" / "services"
 
 
+_NO_GRAPHVIZ = "ignore:Could not import graphviz"
+
+
+def _with_filter(filters: str, extra: str) -> str:
+    """`filters` (a PYTHONWARNINGS value) with `extra` appended once (so `eval` of `env` twice
+    changes nothing)."""
+    parts = [f for f in filters.split(",") if f]
+    return ",".join(parts if extra in parts else [*parts, extra])
+
+
 def service_env(paths: Paths, ports: Ports, spark_connect: bool = False) -> dict[str, str]:
     """airflow_env plus the api-server's address, which the scheduler's task processes call, and
     (`spark_connect`: that server runs) RECONF_SPARK_REMOTE, unless the caller set one."""
@@ -71,6 +81,9 @@ def service_env(paths: Paths, ports: Ports, spark_connect: bool = False) -> dict
         **remote,
         # `airflow` and the venv's tools first on PATH, once (so `eval` of `env` is idempotent).
         "PATH": prepend_path(str(Path(airflow_bin()).parent), env.get("PATH", "")),
+        # Airflow's dag commands warn on every run that graphviz (which we never render) is not
+        # installed: three lines before the output of each `airflow dags …` the docs show.
+        "PYTHONWARNINGS": _with_filter(os.environ.get("PYTHONWARNINGS", ""), _NO_GRAPHVIZ),
         # Task logs carry the stages' summaries (INFO); a CLI in the shell stays at WARNING.
         "AIRFLOW__LOGGING__LOGGING_LEVEL": os.environ.get("RECONF_TASK_LOG_LEVEL", "INFO"),
         # The MLflow server `up` starts: the tasks' links to their MLflow runs point at it.

@@ -50,3 +50,21 @@ def test_env_says_it_removed_a_stale_pid_file_on_stderr_never_in_what_is_evaled(
     assert "removing stale pid file" in err
     assert all(line.startswith("export ") for line in out.splitlines()), out
     assert not (run / "mlflow.pid").exists()
+
+
+def test_the_shells_airflow_dags_commands_do_not_warn_about_graphviz(tmp_path) -> None:
+    """With the env line's environment, `airflow dags …` (unpause, backfill, list-runs in the
+    README) prints no graphviz warning before its output; the filter is added once."""
+    import subprocess
+
+    from reconf.services import service_env
+    from schemas.config import Paths
+
+    env = service_env(Paths(tmp_path / "home"), Ports())
+    assert env["PYTHONWARNINGS"].split(",").count("ignore:Could not import graphviz") == 1
+    done = subprocess.run([env["PATH"].split(":")[0] + "/airflow", "dags", "next-execution",
+                           "nope"], env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    # it ran past the import that warns: the fresh home has no database yet
+    assert "airflow db migrate" in done.stdout + done.stderr, done.stdout + done.stderr
+    assert "graphviz" not in done.stdout + done.stderr, done.stdout + done.stderr
