@@ -7,8 +7,10 @@
         4. solve the constrained MILP                                 (contract.py)
            if LD(solution) > maxLD: return albic(maxLD, maxPL − stepPL, stepPL, sF)
     at maxPL ≤ 0 there is one partition per key group and no pin: the plain MILP.
+    ours: a level (steps 2-4) runs only while its cost |K| + LEVEL_OVERHEAD fits `level_work`
 
-The recursion is a loop. Step 1 does not depend on maxPL and runs once; steps 2–4 run per
+The recursion is a loop. Step 1 does not depend on maxPL and runs once (not at all when the
+budget pays for no level); steps 2–4 run per
 level, drawing from the same seeded generator. The paper's recursion has no stop but maxPL ≤ 0;
 ours has a work budget for the levels as a whole (`level_work`, in key-group levels): a level
 costs |K| + LEVEL_OVERHEAD of it (its constrained MILP places every key group, its exchange
@@ -106,19 +108,24 @@ def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, many: bool,
     milp_params: dict[str, Any] = {"solver": p.solver, "resource_caps": p.resource_caps}
     deadline = started + time_limit_s
     rng = random.Random(seed)
-    scores = calc_scores(state, state.assignment, s_f)
+    budgeted = work_budgeted()
+    cost, work_left = level_cost(state), p.level_work
+    # step 1 serves the levels only: when the budget pays for none (32,768 key groups), its
+    # second or so over every pair is not spent
+    no_level = budgeted and cost > work_left
+    scores = calc_scores(state, state.assignment, s_f) if not no_level else None
     allowance = _share(budget, pair_share if many else 1.0)
-    notes = [f"{len(scores.col_grps)} collocated / {len(scores.to_be_col_grps)} to-be-"
-             f"collocated pairs above avg·sF"]
+    notes = [] if scores is None else [f"{len(scores.col_grps)} collocated / "
+                                       f"{len(scores.to_be_col_grps)} to-be-collocated pairs "
+                                       f"above avg·sF"]
     reserve = PLAIN_SHARE * time_limit_s
     best: tuple[float, dict[str, str], SolverStatus, float] | None = None  # d, plan, status, maxPL
     level_pl = max_pl
     phases: list[Phase] = []  # one per maxPL level (steps 2-4), then the plain MILP
-    budgeted = work_budgeted()
-    cost, work_left = level_cost(state), p.level_work
     while level_pl > 1e-9:
         t0 = time.perf_counter()
-        if budgeted and cost > work_left:  # the levels' work budget is spent: deterministic
+        if scores is None or (budgeted and cost > work_left):  # the levels' work budget is
+            # spent: where the levels stop is a function of the input, never of the load
             notes.append(f"maxPL {level_pl:g} and below: not tried, the levels' work budget "
                          f"is spent (level_work {p.level_work:,} key-group levels, a level "
                          f"costs {cost:,} here)")

@@ -207,6 +207,23 @@ def test_levels_stop_on_their_work_budget_not_on_the_clock(level_work: int) -> N
     assert plan.determinism.startswith("deterministic: "), plan.determinism
 
 
+def test_a_budget_paying_for_no_level_is_the_plain_milp_and_skips_step_1() -> None:
+    """At 32,768 key groups the default budget pays for no level: ALBIC is then the paper's
+    maxPL 0, the plain MILP, and step 1 (which serves the levels only) is not run."""
+    w = comm_workload(6, 60, 6, 60.0, 2)
+    state, budget = w.state(w.initial), Budget(max_migrations=4)
+    plan = plan_albic(state, budget, level_work=level_cost(state) - 1, time_limit_s=60.0)
+    milp = get_strategy("milp")(state, budget, time_limit_s=60.0)
+    assert dict(plan.assignment) == dict(milp.assignment) and plan.moves == milp.moves
+    assert plan.message.startswith("maxPL 25 and below: not tried, the levels' work budget "
+                                   "is spent"), plan.message
+    assert "to-be-collocated" not in plan.message
+    assert [p.name for p in plan.phases] == ["plain MILP"]
+    assert plan.determinism.startswith("deterministic: "), plan.determinism
+    one = plan_albic(state, budget, level_work=level_cost(state), time_limit_s=60.0)
+    assert one.phases[0].name == "maxPL 25" and "to-be-collocated" in one.message
+
+
 def test_the_paper_s_five_levels_run_up_to_4500_key_groups_and_none_at_32k() -> None:
     """The default budget's reach (placement/albic/params.py), in levels per instance size."""
     def runs(keygroups: int) -> int:
