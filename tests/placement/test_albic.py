@@ -162,7 +162,9 @@ def test_edges_naming_unknown_keygroups_or_negative_rates_are_rejected() -> None
      ({"max_pl": 0.0}, r"maxPL.*greater than 0"), ({"max_pl": -5.0}, "maxPL"),
      ({"max_pl": 100.5}, "maxPL"), ({"max_pl": math.inf}, "maxPL"),
      ({"step_pl": 0.0}, "stepPL"), ({"max_ld": -1.0}, "maxLD"),
-     ({"time_limit_s": 0.0}, "time_limit_s")],
+     ({"time_limit_s": 0.0}, "time_limit_s"),
+     ({"level_work": 0}, r"level_work.*greater than or equal to 1"),
+     ({"level_work": 2.5}, "level_work")],
 )
 @pytest.mark.parametrize("name", ["albic", "albic_many"])
 def test_bad_parameters_raise_value_error(name: str, params: dict[str, float],
