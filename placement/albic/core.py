@@ -10,12 +10,11 @@
     ours: a level (steps 2-4) runs only while its cost |K| + LEVEL_OVERHEAD fits `level_work`
 
 The recursion is a loop. Step 1 does not depend on maxPL and runs once (not at all when the
-budget pays for no level); steps 2–4 run per
-level, drawing from the same seeded generator. The paper's recursion has no stop but maxPL ≤ 0;
-ours has a work budget for the levels as a whole (`level_work`, in key-group levels): a level
-costs |K| + LEVEL_OVERHEAD of it (its constrained MILP places every key group, its exchange
-search and contraction walk them all), and a level starts only while its cost fits what is
-left, so how many levels run is a function of the input and the parameters, the same on a busy
+budget pays for no level); steps 2–4 run per level, drawing from the same seeded generator.
+The paper's recursion has no stop but maxPL ≤ 0; ours has a work budget for the levels as a
+whole (`level_work`, in key-group levels): a level costs |K| + LEVEL_OVERHEAD of it (its
+constrained MILP places every key group, its exchange search and contraction walk them all),
+and a level starts only while its cost fits what is left, so how many levels run is a function of the input and the parameters, the same on a busy
 machine as on a quiet one (placement/determinism.py). At 32,768 key groups the default budget
 runs no level: ALBIC is then the plain MILP (maxPL 0), which the message says. The clock is the
 safety net: `time_limit_s` covers the whole call, a third of it is kept for the plain MILP (the
@@ -23,7 +22,9 @@ fallback), a level starts only while the other two thirds last and its constrain
 work budget) may use all of them; a level the net stops is recorded on the plan as a clock cut.
 A call without a work budget (`work_limit` and `node_limit` None: the benchmarks' clock-limited
 comparison) runs the levels on the clock instead, as before: the first always runs, each
-constrained MILP gets half of the levels' time left after its steps 2–3. A level is accepted when its d (the MILP's load distance: LD, or how far a node of B sits
+constrained MILP gets half of the levels' time left after its steps 2–3.
+
+A level is accepted when its d (the MILP's load distance: LD, or how far a node of B sits
 above mean if further) is at most maxLD and it leaves no node of A above `SATURATED` (100 %)
 utilisation, unless the mean itself is above it: near saturation maxLD alone let a level keep a
 node at 104 % (mean 95 %, d 9 ≤ 10) that the plain MILP relieves. A level whose MILP is
@@ -142,8 +143,8 @@ def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, many: bool,
                                   level_pl, rng, many=many, rates=scores.to_be_col_rates)
         # on a work budget the constrained solve stops on it, the levels' time left its net;
         # on the clock it gets half the levels' time left after steps 2-3
-        limit = max(MIN_SOLVE_S, (deadline - reserve - time.perf_counter()) / (1 if budgeted
-                                                                               else 2))
+        share = 1.0 if budgeted else 0.5
+        limit = max(MIN_SOLVE_S, (deadline - reserve - time.perf_counter()) * share)
         solved = solve_constrained(state, budget, imp.units, imp.pins,
                                    (imp.forced_count, imp.forced_cost), time_limit_s=limit,
                                    milp_params={**milp_params, "seed": seed})
