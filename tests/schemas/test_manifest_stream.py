@@ -38,7 +38,7 @@ END, MADE = "2026-01-01T00:05:00Z", "2026-01-01T00:06:00Z"
 # ids as hostile as JSON allows: quotes, backslashes, controls, non-ASCII, beyond the BMP
 # (lone surrogates cannot be UTF-8, in either writer)
 _CHARS = st.one_of(st.sampled_from('"\\\n\t\x00\x1f\u2028é😀/:,{} '),
-                   st.characters(blacklist_categories=("Cs",)))
+                   st.characters(exclude_categories=["Cs"]))
 IDS = st.text(_CHARS, min_size=1, max_size=6)
 ASSIGNMENTS = st.dictionaries(IDS, IDS, max_size=30)
 SCALING = st.builds(ScalingSection, st.lists(IDS, max_size=3).map(tuple),
