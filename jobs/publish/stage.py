@@ -85,7 +85,10 @@ def _plan_arrays(plan_json: dict[str, Any]) -> tuple[list[str], list[str]]:
     it sorted (placement/model.py `Plan.to_dict`), so the sort is one linear pass."""
     assignment = plan_json["assignment"]
     keys = sorted(str(k) for k in assignment)
-    return keys, [str(assignment[k]) for k in keys]
+    # one string per node, not per unit (the JSON parser makes a new one for every value): once
+    # the plan's dict is dropped, 10^6 units on 10^3 nodes hold 10^3 node ids, not 10^6
+    one: dict[str, str] = {}
+    return keys, [one.setdefault(v, v) for v in map(str, map(assignment.__getitem__, keys))]
 
 
 def _checksum(keys: list[str], nodes: list[str]) -> str | None:
