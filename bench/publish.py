@@ -118,6 +118,7 @@ def _publish(variant: str, text: str, home: Path) -> None:
         scaling = ScalingSection(tuple(plan["scaling"]["nodes_to_add"]))
         if variant == "streamed":
             from jobs.publish import stage
+            from jobs.publish.version import assignment_rows
             from schemas.manifest_stream import ManifestHead
 
             keys, nodes = stage._plan_arrays(plan)
@@ -128,7 +129,7 @@ def _publish(variant: str, text: str, home: Path) -> None:
             head = ManifestHead.create(job_id=JOB, version=1, period_end=END, plan_id=PID,
                                        scaling=scaling, schedule=schedule)
             stage._write_version(paths, head, keys, nodes, checksum)
-            rows = stage._assignment_rows(JOB, 1, keys, nodes)
+            rows = assignment_rows(JOB, 1, keys, nodes)
         else:  # as publish wrote before streaming (jobs/publish/stage.py at da7f064)
             check_identity(row, plan, {})
             assignment = {str(k): str(v) for k, v in plan["assignment"].items()}

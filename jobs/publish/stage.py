@@ -42,6 +42,7 @@ from jobs.plan.attempts import (
     check_identity,
     choose_attempt,
 )
+from jobs.publish.version import assignment_rows
 from jobs.tracking.store import run_tags, tag_run
 from schemas.approval import NEVER_PUBLISHED
 from schemas.canonical import OrderError, chunked, sorted_checksum
@@ -62,7 +63,6 @@ from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLANS
 from schemas.tracking import Tag, delta_version_tag
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 __all__ = ["PublishResult", "publish", "publish_period"]
@@ -267,7 +267,7 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
     failpoint("publish.manifest")
     # commit: the version's rows, then its version row (the commit point), then LATEST
     version_where = Scope(job.job_id, version=version)
-    lake.replace(ASSIGNMENTS, _assignment_rows(job.job_id, version, keys, nodes), version_where)
+    lake.replace(ASSIGNMENTS, assignment_rows(job.job_id, version, keys, nodes), version_where)
     failpoint("publish.assignments")
     lake.write_records(
         ASSIGNMENT_VERSIONS,
@@ -288,21 +288,6 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
         lambda: _tag_others(paths, attempts, pid, version))
     failpoint("publish.status")
     return PublishResult(job.job_id, stamp, version, "published", str(path), plan_id=pid)
-
-
-def _assignment_rows(job_id: str, version: int, keys: list[str], nodes: list[str]) -> pa.Table:
-    """The version's `assignments` rows as columns, in key-group order: O(units) without an
-    object per row (a job of 10^5 units publishes 10^5 rows a version)."""
-    import pyarrow as pa
-
-    from jobs.lake.write import conform
-
-    n = len(keys)
-    return conform(pa.table({"job_id": pa.repeat(pa.scalar(job_id, pa.string()), n),
-                             "version": pa.repeat(pa.scalar(version, pa.int64()), n),
-                             "keygroup": pa.array(keys, pa.string()),
-                             "node": pa.array(nodes, pa.string())}),
-                   ASSIGNMENTS)
 
 
 def _already_published(ctx: StageContext, mine: dict[str, Any], attempts: list[dict[str, Any]],
