@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from placement.comm import CommEdges, Edge
 from placement.facets import Network, Source, Stream, check_facets
+from placement.subscriptions import Subscriptions
 from schemas.constraints import Constraints
 
 if TYPE_CHECKING:
@@ -139,6 +140,8 @@ class ClusterState:
     #: (placement/comm.py), a read-only Sequence[Edge] whose columns the hot paths read
     edges: Sequence[Edge] = ()
     sources: tuple[Source, ...] = ()
+    #: S_q: given as any mapping; always held as `Subscriptions` (placement/subscriptions.py),
+    #: a read-only Mapping[str, frozenset[str]] whose CSR arrays the hot paths read
     subscriptions: Mapping[str, frozenset[str]] = field(default_factory=dict)
     streams: tuple[Stream, ...] = ()
     load_model: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
@@ -181,6 +184,8 @@ class ClusterState:
                 )
         if not isinstance(self.edges, CommEdges):
             object.__setattr__(self, "edges", CommEdges.of(self.edges))
+        if not isinstance(self.subscriptions, Subscriptions):  # S_q as CSR, like out()
+            object.__setattr__(self, "subscriptions", Subscriptions.of(self.subscriptions))
         unknown = self.comm.unknown_end(known_kgs)
         if unknown is not None:
             at, end = unknown
