@@ -189,9 +189,10 @@ def test_subscriptions_are_the_mapping_and_refuse_what_the_row_check_refused(
     grouped = Subscriptions.from_pairs([u for u, _ in pairs], [s for _, s in pairs])
     assert dict(grouped) == {u: r for u, r in mapping.items() if r}
     assert list(grouped) == sorted(u for u, r in mapping.items() if r)
-    state = dict(nodes=(Node("n1"),), assignment={u: "n1" for u in known_units},
-                 keygroups=tuple(KeyGroup(u, "o", 1.0) for u in known_units),
-                 sources=tuple(Source(s, 1.0) for s in sorted(set(known_sources))))
+    state: dict[str, Any] = dict(
+        nodes=(Node("n1"),), assignment={u: "n1" for u in known_units},
+        keygroups=tuple(KeyGroup(u, "o", 1.0) for u in known_units),
+        sources=tuple(Source(s, 1.0) for s in sorted(set(known_sources))))
     row_error = _row_check(mapping, set(known_units), set(known_sources))
     if row_error is None:
         assert ClusterState(**state, subscriptions=subs).subscriptions == mapping
