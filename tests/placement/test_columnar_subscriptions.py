@@ -24,11 +24,20 @@ from hypothesis import strategies as st
 
 from jobs.facets.dynamic import with_sources
 from jobs.plan.assemble import build_state
+from jobs.tracking.placements import _row, placement_rows
 from placement.canonical import canonical_state, natural_key
 from placement.facets import Source
 from placement.herding.instance import Instance, capacities, from_arrays, from_state
 from placement.herding.offline import run_offline
-from placement.model import ClusterState, KeyGroup, Node
+from placement.model import (
+    ClusterState,
+    KeyGroup,
+    Node,
+    Plan,
+    PlanMetrics,
+    SolverStatus,
+    moves_between,
+)
 from placement.subscriptions import Subscriptions
 from schemas.config import JobConfig
 
@@ -81,6 +90,34 @@ def rows_from_state(state: ClusterState) -> Instance:
     return Instance(**{**inst.__dict__, "node_ids": tuple(nd.id for nd in nodes),
                        "source_ids": tuple(s.id for s in sources),
                        "load": np.array([by_id[u].load for u in units], dtype=np.float64)})
+
+
+def rows_placement_rows(state: ClusterState, plan: Plan, ran: Mapping[str, str], rule: str
+                        ) -> list[dict[str, Any]]:
+    rate = {s.id: s.rate for s in state.sources}
+    reads = state.subscriptions
+    stays = {u: n for u, n in state.assignment.items() if plan.assignment.get(u) == n}
+    shipped: dict[str, set[str]] = {}
+    for unit, node in stays.items():
+        shipped.setdefault(node, set()).update(reads.get(unit, ()))
+    rows = []
+    for unit in sorted(state.arrivals):
+        node = plan.assignment[unit]
+        mine = sorted(reads.get(unit, ()))
+        there = [s for s in mine if s in shipped.get(node, set())]
+        rows.append(_row(unit, "arrival", ran.get(unit, ""), node, mine, there, rate, rule))
+        shipped.setdefault(node, set()).update(mine)
+    final: dict[str, dict[str, int]] = {}
+    for unit, node in plan.assignment.items():
+        for source in reads.get(unit, ()):
+            final.setdefault(node, {}).setdefault(source, 0)
+            final[node][source] += 1
+    for move in plan.moves:
+        mine = sorted(reads.get(move.keygroup, ()))
+        there = [s for s in mine if final.get(move.dst, {}).get(s, 0) > 1]
+        rows.append(_row(move.keygroup, "moved", move.src, move.dst, mine, there, rate,
+                         f"moved by {plan.strategy} within the migration budget"))
+    return rows
 
 
 def rows_canonical_order(state: ClusterState) -> dict[str, list[Any]]:
@@ -174,6 +211,25 @@ def test_canonical_order_instance_and_herding_plan_equal_the_row_code(p: dict[st
         for algo in ("ic", "mms", "mqp"):
             assert np.array_equal(run_offline(inst, capacities(inst, 0.05), algo),
                                   run_offline(ref, capacities(ref, 0.05), algo))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(periods(), st.data())
+def test_placements_csv_rows_equal_the_row_code(p: dict[str, Any], data: st.DataObject) -> None:
+    _, _, state = _both(p)
+    nodes = [n.id for n in state.nodes]
+    units = [k.id for k in state.keygroups]
+    assignment = {u: data.draw(st.sampled_from(nodes)) for u in units}
+    dropped = data.draw(st.lists(st.sampled_from(units), unique=True))  # units the plan omits
+    for u in dropped:
+        if u not in state.arrivals:
+            del assignment[u]
+    metrics = PlanMetrics(0.0, 0.0, 0.0, 0.0)
+    plan = Plan("herding_offline", assignment, moves_between(state, assignment), metrics,
+                metrics, SolverStatus.HEURISTIC, None, 0.0)
+    ran = {u: nodes[0] for u in units}
+    assert placement_rows(state, plan, ran, "rule") == rows_placement_rows(state, plan, ran,
+                                                                           "rule")
 
 
 @settings(max_examples=100, deadline=None)
