@@ -134,8 +134,7 @@ def from_state(state: ClusterState) -> Instance:
 
     A unit without subscriptions reads nothing (traffic 0 wherever it goes)."""
     cols = state.columns  # arrays in the state's unit order (placement/columns.py)
-    ids = np.array(cols.units, dtype=object)
-    order = np.argsort(ids, kind="stable") if len(ids) else np.zeros(0, np.int64)
+    order = np.array(sorted(range(len(cols.units)), key=cols.units.__getitem__), dtype=np.int64)
     units = tuple(cols.units[i] for i in order)
     nodes = sorted(state.nodes, key=lambda nd: (-nd.capacity, natural_key(nd.id)))
     sources = sorted(state.sources, key=lambda s: natural_key(s.id))

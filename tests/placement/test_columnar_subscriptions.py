@@ -268,3 +268,41 @@ def _row_check(mapping: Mapping[str, frozenset[str]], units: set[str], sources: 
         if bad:
             return f"cluster state: unit {unit!r} subscribes to unknown sources {bad}"
     return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(UNITS), min_size=1, unique=True),
+       st.dictionaries(st.sampled_from((*UNITS, "x")), st.sampled_from((*NODES, "nx"))),
+       st.frozensets(st.sampled_from((*UNITS, "x"))))
+def test_the_models_set_checks_refuse_what_its_row_loops_refused(
+        units: list[str], assignment: dict[str, str], arrivals: frozenset[str]) -> None:
+    want = _row_units_check(units, assignment, arrivals)
+    make = lambda: ClusterState(  # noqa: E731
+        nodes=tuple(Node(n) for n in NODES), keygroups=tuple(KeyGroup(u, "o", 1.0) for u in units),
+        assignment=assignment, arrivals=arrivals)
+    if want is None:
+        assert make().assignment == assignment
+    else:
+        with pytest.raises(ValueError) as caught:
+            make()
+        assert str(caught.value) == want
+
+
+def _row_units_check(units: list[str], assignment: Mapping[str, str],
+                     arrivals: frozenset[str]) -> str | None:
+    """The model's unit checks before the set arithmetic (placement/model.py)."""
+    known = set(units)
+    for kg in units:
+        if kg not in assignment and kg not in arrivals:
+            return f"cluster state: key group {kg!r} has no current node"
+    for kg in arrivals:
+        if kg not in known:
+            return f"cluster state: arrival {kg!r} is not a key group"
+        if kg in assignment:
+            return f"cluster state: arrival {kg!r} already has a current node"
+    for kg, node in assignment.items():
+        if kg not in known:
+            return f"cluster state: assignment names unknown key group {kg!r}"
+        if node not in NODES:
+            return f"cluster state: key group {kg!r} is on unknown node {node!r}"
+    return None
