@@ -26,7 +26,7 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 
 from jobs.errors import StageError
-from jobs.facets.base import Assembly
+from jobs.facets.base import Assembly, KeygroupRows, unit_columns
 from jobs.tracking.placements import PLACEMENTS_ARTIFACT, placements_csv
 from placement.constraints import MoveCheck, amounts
 from placement.facets import Source
@@ -57,7 +57,7 @@ _MAY_BE_EMPTY = frozenset({"communication", "arrivals", "utilisation"})
 FacetRows: TypeAlias = Sequence[Mapping[str, Any]] | pa.Table
 
 
-def with_sources(state: ClusterState, job: JobConfig, kg_rows: Sequence[Mapping[str, Any]],
+def with_sources(state: ClusterState, job: JobConfig, kg_rows: KeygroupRows,
                  source_rows: FacetRows, subscription_rows: FacetRows,
                  current: Mapping[str, str], version: int | None) -> ClusterState:
     """`state` with the period's sources and subscriptions and, for a dynamic job, its arrivals
@@ -68,7 +68,8 @@ def with_sources(state: ClusterState, job: JobConfig, kg_rows: Sequence[Mapping[
     is one `Source` (sources are few: the paper's m ≪ n)."""
     import pyarrow.compute as pc
 
-    unit_ids = [k["keygroup"] for k in kg_rows]
+    unit_ids = (kg_rows["keygroup"].to_pylist() if isinstance(kg_rows, pa.Table)
+                else [k["keygroup"] for k in kg_rows])
     subs = _columns(subscription_rows, {"keygroup": pa.string(), "source": pa.string()})
     keep = pc.is_in(subs["keygroup"], value_set=pa.array(unit_ids, pa.string()))
     subscriptions = Subscriptions.from_pairs(subs["keygroup"].filter(keep).to_numpy(),
@@ -220,17 +221,18 @@ def attach_sources(assembly: Assembly, rows: tuple[FacetRows, FacetRows] | None)
 
 
 def prepare(job: JobConfig, strategy: str, state: ClusterState,
-            kg_rows: Sequence[Mapping[str, Any]]) -> Prepared:
+            kg_rows: KeygroupRows) -> Prepared:
     """After every facet is attached: the strategy's facets checked, arrivals pre-placed for a
     strategy that does not place them."""
     check_strategy_facets(job, strategy, state)
     ready, preplaced = preplace_arrivals(state, strategy)
-    return Prepared(strategy, ready, state, {k["keygroup"]: k["node"] for k in kg_rows},
-                    preplaced)
+    units = unit_columns(kg_rows)
+    return Prepared(strategy, ready, state, dict(zip(units["keygroup"], units["node"],
+                                                     strict=True)), preplaced)
 
 
 def prepare_units(job: JobConfig, strategy: str, state: ClusterState,
-                  kg_rows: list[dict[str, Any]],
+                  kg_rows: KeygroupRows,
                   facet_rows: tuple[FacetRows, FacetRows] | None,
                   current: Mapping[str, str], version: int | None) -> Prepared:
     """Sources, subscriptions and arrivals (when the period has facet rows), the strategy's

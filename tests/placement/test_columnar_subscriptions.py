@@ -12,6 +12,7 @@ row check refused, with the same message.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -22,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jobs.errors import StageError
 from jobs.facets.dynamic import with_sources
 from jobs.plan.assemble import build_state
 from jobs.tracking.placements import _row, placement_rows
@@ -306,3 +308,37 @@ def _row_units_check(units: list[str], assignment: Mapping[str, str],
         if node not in NODES:
             return f"cluster state: key group {kg!r} is on unknown node {node!r}"
     return None
+
+
+_BAD = st.sampled_from((None, math.nan, math.inf, -math.inf))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(periods(), st.data())
+def test_the_state_from_arrow_units_is_the_state_from_rows(p: dict[str, Any],
+                                                           data: st.DataObject) -> None:
+    """keygroup_stats read as Arrow columns (the plan stage) builds the state the rows built,
+    and a missing or non-finite load is refused with the same message, naming the same row."""
+    rows = [dict(r) for r in p["kg"]]
+    for r in rows:
+        if data.draw(st.integers(0, 9), label="spoil") == 0:
+            r[data.draw(st.sampled_from(("load_pct", "state_bytes")))] = data.draw(_BAD)
+    table = pa.table({"keygroup": pa.array([r["keygroup"] for r in rows], pa.string()),
+                      "operator": pa.array([r["operator"] for r in rows], pa.string()),
+                      "node": pa.array([r["node"] for r in rows], pa.string()),
+                      "load_pct": pa.array([r["load_pct"] for r in rows], pa.float64()),
+                      "state_bytes": pa.array([r["state_bytes"] for r in rows], pa.float64())})
+    job = JobConfig("q", units="dynamic") if p["dynamic"] else JobConfig("f")
+    outcomes: list[tuple[str, Any, Any]] = []
+    for keygroups in (rows, table):
+        try:
+            state = build_state(job, keygroups, p["nodes"], [], p["current"])
+            outcomes.append(("state", state, list(state.assignment.items())))
+        except StageError as exc:
+            outcomes.append(("refused", str(exc), None))
+    assert outcomes[0] == outcomes[1]
+    if outcomes[0][0] == "state":  # and the facets and strategy inputs attach the same
+        a, b = (with_sources(build_state(job, k, p["nodes"], [], p["current"]), job, k,
+                             p["sources"], p["subs"], p["current"], p["version"])
+                for k in (rows, table))
+        assert a == b and list(a.assignment.items()) == list(b.assignment.items())
