@@ -76,8 +76,8 @@ class EventLogCounter:
 
     def _read_new(self) -> list[str]:
         lines: list[str] = []
-        for path in sorted(self.events.glob("*")):
-            if not path.is_file():
+        for path in sorted(self.events.rglob("*")):
+            if not path.is_file() or path.name.startswith(".") or "appstatus" in path.name:
                 continue
             # a log renamed at the session's end is the same log: keep its offset
             key = path.name.removesuffix(".inprogress")

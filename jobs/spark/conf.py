@@ -46,9 +46,12 @@ def session_conf() -> dict[str, str]:
 def _event_log() -> dict[str, str]:
     """`$RECONF_SPARK_EVENT_LOG` (an existing directory): Spark's event log written there, so
     `reconf bench cycle` counts the jobs, SQL queries and stages each stage runs
-    (bench/cycle/jobcount.py); unset, no event log."""
+    (bench/cycle/jobcount.py); unset, no event log. One plain file per application (Spark 4
+    rolls and compresses by default), appended to as the jobs run."""
     where = os.environ.get("RECONF_SPARK_EVENT_LOG", "").strip()
-    return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": where} if where else {}
+    return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": where,
+            "spark.eventLog.compress": "false",
+            "spark.eventLog.rolling.enabled": "false"} if where else {}
 
 
 def _extra_java_opts() -> str:
