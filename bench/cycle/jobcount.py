@@ -43,14 +43,20 @@ class SparkWork:
                 f"{stage}_job_kinds": dict(self.described)}
 
 
+_KINDS = (("Compute snapshot", "delta snapshot"), ("Filtering files", "delta file listing"),
+          ("Finding files to rewrite", "delta rewrite scan"), ("write_operation", "write"),
+          ("Writing", "write"), ("checkpoint", "delta checkpoint"))
+
+
 def _kind(line: str) -> str:
-    """A job's description, shortened to what says which kind of work it is."""
+    """A job's kind from its description: Delta names its snapshot, file-listing and rewrite
+    jobs; a write names itself (a Connect job's description is its plan); the rest: "query"."""
     try:
         props = json.loads(line).get("Properties", {})
     except ValueError:
         return "?"
-    text = str(props.get("spark.job.description") or props.get("callSite.short") or "?")
-    return text.split(" at ")[0].split("\n")[0][:60]
+    text = str(props.get("spark.job.description") or props.get("callSite.short") or "")
+    return next((kind for key, kind in _KINDS if key in text), "query")
 
 
 class EventLogCounter:
