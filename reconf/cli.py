@@ -246,7 +246,7 @@ def _cmd_cycle(args: argparse.Namespace) -> int:
 def _cmd_whatif(args: argparse.Namespace) -> int:
     from jobs.run import run_whatif
 
-    print(run_whatif(args.job, args.period_end, force=args.force))
+    print(run_whatif(args.job, args.period_end, force=args.force, planned=True))
     return 0
 
 
