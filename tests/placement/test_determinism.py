@@ -242,7 +242,7 @@ def test_albic_s_levels_stop_on_work_so_its_plan_is_the_same_on_a_busy_machine()
     quiet = albic(state, budget, **paid)
     with busy_core():
         busy = albic(state, budget, **paid)
-    assert _fingerprint(quiet) == _fingerprint(busy)
+    assert _fingerprint(quiet) == _fingerprint(busy), (quiet.determinism, busy.determinism)
     assert levels(quiet) == levels(busy) == ["maxPL 25", "maxPL 24.75", "maxPL 24.5",
                                              "plain MILP"]
     assert quiet.determinism.startswith("deterministic: "), quiet.determinism
@@ -250,4 +250,4 @@ def test_albic_s_levels_stop_on_work_so_its_plan_is_the_same_on_a_busy_machine()
     clocked = albic(state, budget, **params, time_limit_s=3.0, work_limit=None,
                     node_limit=None)
     assert "ALBIC's maxPL levels" in clocked.determinism, clocked.determinism
-    assert 3 < len(levels(clocked)) < 101
+    assert 2 <= len(levels(clocked)) < 101, levels(clocked)  # the first level, then the clock
