@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -41,7 +42,7 @@ from placement.metrics import mean_load
 from placement.model import ClusterState, Plan
 from placement.reasons import family_params
 from schemas.config import JobConfig, Paths
-from schemas.tracking import Artifact, Tag, param_tag
+from schemas.tracking import MLFLOW_DB_LOGGER, Artifact, Tag, param_tag
 
 __all__ = ["CycleRecord", "find_runs", "log_cycle", "logged_attempts", "open_experiment",
            "open_store", "plan_metrics", "prepare_client", "read_csv_artifact", "refresh_note",
@@ -90,6 +91,9 @@ def _client(paths: Paths) -> Any:
             from mlflow import MlflowClient
 
             os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # no bars in logs
+            # a new store's "Creating initial MLflow database tables..." (INFO, on stderr) is
+            # not the stage's output: a fresh clone's first `reconf plan` printed it
+            logging.getLogger(MLFLOW_DB_LOGGER).setLevel(logging.WARNING)
             client = _CLIENTS[paths.mlflow_uri] = MlflowClient(tracking_uri=paths.mlflow_uri)
         return client
 

@@ -222,6 +222,9 @@ def test_reconf_plan_prints_the_alarm_of_a_clock_cut_plan(capsys) -> None:
                                     mlflow_run_id=None, published_as=None), show_moves=False)
         out = capsys.readouterr().out
         assert ("  CLOCK-LIMITED: the time limit (the safety net) cut this plan" in out) is loud
+        # a work-budgeted plan says why its dry run binds, as `reconf audit` does
+        assert ("\n  reproducible: deterministic: seed 0, work budget" in out) is not loud
+
 
 
 def test_albic_s_levels_stop_on_work_so_its_plan_is_the_same_on_a_busy_machine() -> None:
