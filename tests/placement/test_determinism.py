@@ -226,7 +226,6 @@ def test_reconf_plan_prints_the_alarm_of_a_clock_cut_plan(capsys) -> None:
         assert ("\n  reproducible: deterministic: seed 0, work budget" in out) is not loud
 
 
-
 def test_albic_s_levels_stop_on_work_so_its_plan_is_the_same_on_a_busy_machine() -> None:
     """A mid-size ALBIC instance (3,000 key groups, 30 nodes, stepPL 0.25: 100 maxPL levels)
     whose levels the clock cuts (on the clock, with a 3 s limit, as the levels were before
