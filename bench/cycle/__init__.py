@@ -48,7 +48,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.cycle.cluster import start_cluster
+from bench.cycle.cluster import start_cluster, start_server
+from bench.cycle.jobcount import EventLogCounter, print_work
 from bench.cycle.stage import STAGES, STEPS
 from bench.cycle.targets import TARGETS, print_growth, print_targets, target_config
 
@@ -65,6 +66,7 @@ GROWTH_FANOUT = 16  # key groups of the next operator each growth job's key grou
 FLEET_FULL, FLEET_QUICK = (1, 4, 16), (1, 4)
 COLUMNS = ("proc_start", "import", "spark", "read", "delta", "ge", "solver", "mlflow", "other")
 FLEET_MODE = "worker+native"
+_COUNTER: EventLogCounter | None = None  # set by main: every Spark driver logs its events
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -170,7 +172,11 @@ def _cycle(mode: str, job_id: str, period: Any, env: dict[str, str],
     row: dict[str, Any] = {"mode": mode, "job": job_id, "period_end": stamp,
                            "units": len(getattr(getattr(source, "spec", None), "keygroups", ()))}
     layers = dict.fromkeys(COLUMNS, 0.0)
-    peak = 0.0
+    peak, counting = 0.0, 0.0
+    counter = _COUNTER if env.get("RECONF_LAKE_IO") == "spark" else None
+    if counter is not None:  # the Spark work of each stage (bench/cycle/jobcount.py), untimed
+        counter.start(paths.lake)
+        t0 = time.perf_counter()
     for stage in STEPS:  # the landing runs where the stages do: its memory counts too
         r = (_stage_in_worker(worker, stage, job_id, stamp, home) if worker is not None
              else _stage_in_process(stage, job_id, stamp, env))
@@ -181,6 +187,10 @@ def _cycle(mode: str, job_id: str, period: Any, env: dict[str, str],
             row["gap_pct"] = r.get("gap_pct", float("nan"))
         if stage == "land":
             continue
+        if counter is not None:
+            t_count = time.perf_counter()
+            row.update(counter.take().row(stage))
+            counting += time.perf_counter() - t_count
         for k in COLUMNS:
             layers[k] += r.get(k, 0.0)
         row[f"{stage}_layers"] = {k: round(r.get(k, 0.0), 3) for k in COLUMNS}
@@ -189,7 +199,7 @@ def _cycle(mode: str, job_id: str, period: Any, env: dict[str, str],
     applied = source.apply_latest(paths.published)
     row["apply"] = time.perf_counter() - t1
     row["applied"] = applied.status
-    row["total"] = time.perf_counter() - t0
+    row["total"] = time.perf_counter() - t0 - counting
     row["layers"] = {k: round(v, 3) for k, v in layers.items()}
     row["load"] = _load()
     return row
@@ -280,22 +290,6 @@ def _progress(row: dict[str, Any]) -> None:
           file=sys.stderr, flush=True)
 
 
-def start_server(root: Path) -> tuple[str, Any]:
-    """A Spark Connect server on a free port (infra/spark-connect.sh): (URL, its pid record)."""
-    from jobs.spark.connect import wait_until_serving
-    from reconf.procs import alive, free_port, spawn, stop
-
-    port = free_port()
-    url = f"sc://127.0.0.1:{port}"
-    env = {**os.environ, "RECONF_PYTHON": sys.executable, "RECONF_HOME": str(root / "server")}
-    record = spawn("spark-connect", [str(ROOT / "infra" / "spark-connect.sh"), "--port", str(port)],
-                   env=env, cwd=ROOT, run_dir=root / "run", log=root / "spark-connect.log", url=url)
-    if not wait_until_serving(url, 300.0, lambda: alive(record)):
-        stop(record, grace_s=10)
-        raise SystemExit(f"bench cycle: the Spark Connect server did not come up; see {record.log}")
-    return url, record
-
-
 def _verdict(value: float, target: float) -> str:
     return "beat" if value < 0.9 * target else "match" if value <= target else "miss"
 
@@ -326,6 +320,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     print(f"{'':>24} proc_start: interpreter start; spark: getting the session (JVM start or "
           "Connect handshake); read: the stage's concurrent reads (GE/MLflow imports overlap "
           "them); other: pandas, Python, imports")
+    print_work(single)
     fleet = [r for r in rows if "cycles_per_min" in r]
     if fleet:
         print(f"\njobs cycled at once on the machine ({FLEET_MODE}, demo-sized jobs;"
@@ -348,6 +343,10 @@ def main(args: argparse.Namespace) -> int:
     targets = tuple(args.targets if args.targets is not None
                     else () if quick or args.no_growth else (t.name for t in TARGETS))
     root = Path(tempfile.mkdtemp(prefix="reconf-bench-cycle-"))
+    global _COUNTER
+    (root / "events").mkdir()  # the Spark drivers started below inherit it (jobs/spark/conf.py)
+    os.environ["RECONF_SPARK_EVENT_LOG"] = str(root / "events")
+    _COUNTER = EventLogCounter(root / "events")
     config = root / "jobs.toml"
     config.write_text(_config(sizes, max(fleet, default=1), fanout=args.fanout, targets=targets))
     connect = any(mode.endswith("connect") for mode in chosen)

@@ -5,16 +5,19 @@ The `+cluster` modes run the stages as drivers of a standalone cluster (`RECONF_
 executors (jobs/collect/by_spark.py), as a job that outgrew one machine would run. The bench
 starts its own small cluster on free ports (2 workers x 1 core, `--cluster-memory` each) under
 its work directory and stops exactly those processes at the end, unless `--master` names one.
+The `+connect` modes' Spark Connect server likewise (`start_server`), unless `--remote` names one.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["Cluster", "start_cluster"]
+__all__ = ["Cluster", "start_cluster", "start_server"]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "infra" / "spark-cluster.sh"
@@ -47,3 +50,19 @@ def start_cluster(root: Path, memory: str = "1g", workers: int = 2) -> Cluster:
         cluster.stop()
         raise SystemExit(f"bench cycle: the Spark cluster did not come up:\n{done.stderr[-2000:]}")
     return cluster
+
+
+def start_server(root: Path) -> tuple[str, Any]:
+    """A Spark Connect server on a free port (infra/spark-connect.sh): (URL, its pid record)."""
+    from jobs.spark.connect import wait_until_serving
+    from reconf.procs import alive, free_port, spawn, stop
+
+    port = free_port()
+    url = f"sc://127.0.0.1:{port}"
+    env = {**os.environ, "RECONF_PYTHON": sys.executable, "RECONF_HOME": str(root / "server")}
+    record = spawn("spark-connect", [str(ROOT / "infra" / "spark-connect.sh"), "--port", str(port)],
+                   env=env, cwd=ROOT, run_dir=root / "run", log=root / "spark-connect.log", url=url)
+    if not wait_until_serving(url, 300.0, lambda: alive(record)):
+        stop(record, grace_s=10)
+        raise SystemExit(f"bench cycle: the Spark Connect server did not come up; see {record.log}")
+    return url, record

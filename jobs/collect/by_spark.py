@@ -3,9 +3,12 @@ cluster, whose landing zone only Spark can read).
 
 It implements the contract of jobs/collect/aggregate.py row for row and refusal for refusal with
 the pyarrow engine (jobs/collect/native.py). Spark reads, checks and aggregates the samples on
-the cluster (the checks are one aggregate per sample kind; only an example row of a refusal
-reaches the driver). `spark_aggregates` leaves the three aggregate tables as Spark DataFrames,
-which the stage writes to Delta from Spark (`replace_from_spark`: the executors write the
+the cluster: one shuffle per sample kind computes its aggregates and, per key, its repeated
+and broken samples; the aggregates are cached, and one action over the three gives the checks'
+totals (only a refusal asks for more: an example row, which alone reaches the driver). So a
+period costs that one action and the three writes, which read the cached aggregates
+(docs/benchmarks.md, "Spark work per stage"). `spark_aggregates` leaves the three aggregate
+tables as Spark DataFrames, which the stage writes to Delta from Spark (`replace_from_spark`: the executors write the
 files, the driver commits), so no sample and no aggregate row passes through the driver: a
 period of 10^8 samples or more (docs/benchmarks.md, "collect on Spark at 10^8 samples") needs no
 more driver memory than a small one. `spark_frames` is the contract's Arrow form (the same
@@ -14,6 +17,7 @@ DataFrames brought back), for the tests that hold both engines to the same rows.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +32,7 @@ from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS, Table
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["replace_from_spark", "spark_aggregates", "spark_frames"]
+__all__ = ["release", "replace_from_spark", "spark_aggregates", "spark_frames"]
 
 
 def _read(spark: SparkSession, kind: str, files: list[Path]) -> DataFrame:
@@ -52,38 +56,76 @@ def _sum(column: str) -> Column:
     return F.when(complete, F.sum(column)).alias(column)
 
 
-def _check_samples(df: DataFrame, kind: str, in_window: Column, period: Period) -> int:
-    """Refuse samples that summing would hide (jobs/collect/aggregate.py). One aggregate per
-    kind; an example row only on failure. Returns the rows the kind's table gets for the period:
-    its distinct keys inside the window (what its `groupBy` makes)."""
+_DUPS, _BAD = "_repeated", "_broken"  # the checks' columns, beside each group's aggregates
+
+
+def _checked(samples: DataFrame, kind: str, *aggregates: Column) -> DataFrame:
+    """The window's `samples` grouped by the kind's key: `aggregates`, the sample count `_n`
+    and, per group, its repeated samples (samples less distinct ts: a sample inside the window
+    has a ts) and its samples with a broken counter. The checks ride the aggregation's one
+    shuffle instead of a pass (and a second shuffle, for the repeats) of their own; the
+    distinct ts are a set per key (a key's samples of one period: a few dozen), since a
+    DISTINCT aggregate would add a shuffle of its own."""
     from pyspark.sql import functions as F
 
-    keys, counters = SAMPLE_KEYS[kind], COUNTERS[kind]
+    broken = F.coalesce(_broken(COUNTERS[kind]), F.lit(False))
+    return (samples.groupBy(*SAMPLE_KEYS[kind])
+            .agg(*aggregates, F.count(F.lit(1)).alias("_n"),
+                 F.size(F.collect_set("ts")).alias("_ts"), F.count(F.when(broken, 1)).alias(_BAD))
+            .withColumn(_DUPS, F.col("_n") - F.col("_ts")).drop("_ts"))
+
+
+def _broken(counters: tuple[str, ...]) -> Column:
+    from pyspark.sql import functions as F
+
     bad = F.lit(False)
     for name in counters:
         value = F.col(name).cast("double")
         bad = bad | (value <= 0 if name == "capacity" else value < 0)
-    key = F.struct(*keys, "ts")
-    stats = df.agg(
-        F.count(F.lit(1)).alias("total"),
-        F.count(F.when(in_window, 1)).alias("inside"),
-        F.count_distinct(F.when(in_window, key)).alias("distinct"),
-        F.count(F.when(in_window & F.coalesce(bad, F.lit(False)), 1)).alias("bad"),
-        # a struct of the keys is never null, so a null key counts as one group, as in groupBy
-        F.count_distinct(F.when(in_window, F.struct(*keys))).alias("groups"),
-    ).first()
-    assert stats is not None
-    if stats["inside"] == 0 and not period.may_be_empty(kind, stats["total"]):
-        raise period.no_samples(kind, stats["total"])
-    if stats["bad"]:
-        example = df.where(in_window & bad).first()
-        raise period.broken(kind, stats["bad"], example.asDict() if example else "?")
-    duplicates = stats["inside"] - stats["distinct"]
-    if duplicates:
-        example = (df.where(in_window).groupBy(*keys, "ts").count().where(F.col("count") > 1)
-                   .first())
-        raise period.repeated(kind, duplicates, example.asDict() if example else "?")
-    return int(stats["groups"])
+    return bad
+
+
+def _stats(checked: dict[str, DataFrame]) -> DataFrame:
+    """Per kind, of its checked aggregate: samples inside, repeated, broken, groups; the three
+    kinds' groups in one union, so their totals take one shuffle, not one each."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    union = reduce(lambda a, b: a.unionByName(b), (
+        df.select(F.lit(kind).alias("kind"), "_n", _DUPS, _BAD) for kind, df in checked.items()))
+    return union.groupBy("kind").agg(F.sum("_n").alias("inside"),
+                                     F.sum(_DUPS).alias("repeated"), F.sum(_BAD).alias("bad"),
+                                     F.count(F.lit(1)).alias("groups"))
+
+
+def _check_all(raw: dict[str, DataFrame], checked: dict[str, DataFrame], in_window: Column,
+               period: Period) -> dict[str, int]:
+    """Refuse samples that summing would hide (jobs/collect/aggregate.py), every kind at once:
+    one Spark action over the kinds' cached aggregates (which the writes then read), the first
+    failing kind's refusal winning. Only a refusal asks for more: its count of samples outside
+    the window, or an example row. Returns the rows each kind's table gets."""
+    from pyspark.sql import functions as F
+
+    stats = {row["kind"]: row for row in _stats(checked).collect()}
+    for kind, df in raw.items():
+        got = stats.get(kind)  # no group: no sample inside the window
+        inside, bad, repeated = (int(got[c] or 0) if got else 0
+                                 for c in ("inside", "bad", "repeated"))
+        # the samples outside the window are counted only where the rule needs them (edges may
+        # always be empty)
+        if inside == 0 and not period.may_be_empty(kind, 1) and not period.may_be_empty(
+                kind, total := df.count()):
+            raise period.no_samples(kind, total)
+        if bad:
+            example = df.where(in_window & _broken(COUNTERS[kind])).first()
+            raise period.broken(kind, bad, example.asDict() if example else "?")
+        if repeated:
+            keys = SAMPLE_KEYS[kind]
+            example = (df.where(in_window).groupBy(*keys, "ts").count()
+                       .where(F.col("count") > 1).first())
+            raise period.repeated(kind, repeated, example.asDict() if example else "?")
+    return {kind: int(stats[kind]["groups"]) if kind in stats else 0 for kind in raw}
 
 
 def spark_frames(spark: SparkSession, job: Any, period_end: datetime,
@@ -93,8 +135,11 @@ def spark_frames(spark: SparkSession, job: Any, period_end: datetime,
     every table as Arrow (the aggregates brought to the driver: for tests and small periods)."""
     got = spark_aggregates(spark, job, period_end, files, facet_files, landed)
     big = list(got.on_cluster.items())
-    arrows = concurrently(*(lambda name=name, df=df: conform(df.toArrow(), _TABLES[name])
-                            for name, df in big))
+    try:
+        arrows = concurrently(*(lambda name=name, df=df: conform(df.toArrow(), _TABLES[name])
+                                for name, df in big))
+    finally:
+        release(got.on_cluster.values())
     tables = {**got.tables, **{name: a for (name, _), a in zip(big, arrows, strict=True)}}
     return CollectedFrames(tables, got.groups)
 
@@ -123,8 +168,9 @@ def spark_aggregates(spark: SparkSession, job: Any, period_end: datetime,
                      landed: Path) -> CollectedFrames:
     """The period's samples checked by Spark, and its aggregates left on the cluster:
     `CollectedFrames` whose `on_cluster` holds keygroup_stats, comm_stats and node_stats as
-    Spark DataFrames (nothing computed yet but the checks), `tables` the facet tables (the
-    period's snapshot rows, few) as Arrow."""
+    Spark DataFrames (each computed once, by the checks' one action, and cached for the writes:
+    the caller `release`s them once written), `tables` the facet tables (the period's snapshot
+    rows, few) as Arrow."""
     from pyspark.sql import functions as F
 
     spark.version  # noqa: B018  # the session made now: the column functions below need it
@@ -137,32 +183,44 @@ def spark_aggregates(spark: SparkSession, job: Any, period_end: datetime,
         F.lit(period.start).cast("timestamp").alias("period_start"),
     ]
     raw = {kind: _read(spark, kind, files.get(kind, [])) for kind in (KEYGROUPS, EDGES, NODES)}
-    # the three checks at once; the first failing kind's error wins
-    groups = dict(zip(raw, concurrently(*(
-        lambda kind=kind, df=df: _check_samples(df, kind, in_window, period)
-        for kind, df in raw.items())), strict=True))
+    inside = {kind: df.where(in_window) for kind, df in raw.items()}
 
-    keygroups = raw[KEYGROUPS].where(in_window).groupBy("keygroup").agg(
+    keygroups = _checked(
+        inside[KEYGROUPS], KEYGROUPS,
         F.max_by("operator", "ts").alias("operator"),
         F.max_by("node", "ts").alias("node"),
         _sum("tuples_in"),
         _sum("tuples_out"),
         _sum("cpu_ms"),
         F.max_by("state_bytes", "ts").alias("state_bytes"),
-        F.count(F.lit(1)).alias("samples"),
-    ).select(*stamp, "*").withColumn("load_pct", F.col("cpu_ms") * 100.0 / period_ms)
-    comm = raw[EDGES].where(in_window).groupBy("src_keygroup", "dst_keygroup").agg(
-        _sum("tuples"), _sum("bytes")
+    ).withColumn("samples", F.col("_n")).select(*stamp, "*").withColumn(
+        "load_pct", F.col("cpu_ms") * 100.0 / period_ms)
+    comm = _checked(
+        inside[EDGES], EDGES, _sum("tuples"), _sum("bytes")
     ).select(*stamp, "*").withColumn("tuples_per_s", F.col("tuples") * 1000.0 / period_ms)
-    nodes = raw[NODES].where(in_window).groupBy("node").agg(
+    nodes = _checked(
+        inside[NODES], NODES,
         F.max_by("capacity", "ts").alias("capacity"),
         _sum("cpu_ms"),
-        F.count(F.lit(1)).alias("samples"),
-    ).select(*stamp, "*").withColumn(
+    ).withColumn("samples", F.col("_n")).select(*stamp, "*").withColumn(
         "utilisation_pct", F.col("cpu_ms") * 100.0 / (F.col("capacity") * period_ms)
     )
+    # computed once, by the checks' action; the writes read the cached rows (`release` drops them)
+    checked = {KEYGROUPS: keygroups.cache(), EDGES: comm.cache(), NODES: nodes.cache()}
+    try:
+        groups = _check_all(raw, checked, in_window, period)
+    except BaseException:
+        release(checked.values())
+        raise
     facets = facet_frames(spark, facet_files, in_window, stamp)
     arrows = concurrently(*(lambda t=t, df=df: conform(df.toArrow(), t) for t, df in facets))
-    on_cluster = {KEYGROUP_STATS.name: keygroups, COMM_STATS.name: comm, NODE_STATS.name: nodes}
+    on_cluster = {KEYGROUP_STATS.name: checked[KEYGROUPS], COMM_STATS.name: checked[EDGES],
+                  NODE_STATS.name: checked[NODES]}
     return CollectedFrames({t.name: a for (t, _), a in zip(facets, arrows, strict=True)}, groups,
                            on_cluster)
+
+
+def release(frames: Iterable[DataFrame]) -> None:
+    """Drop the cached aggregates `spark_aggregates` left on the cluster (once written)."""
+    for df in frames:
+        df.unpersist()

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jobs.collect.aggregate import CollectedFrames
-from jobs.collect.by_spark import replace_from_spark, spark_aggregates
+from jobs.collect.by_spark import release, replace_from_spark, spark_aggregates
 from jobs.collect.engine import NATIVE, EngineChoice, choose_engine, crossover, landed_samples
 from jobs.collect.native import collect_frames
 from jobs.context import StageContext, run_stage_committing, stage_context
@@ -179,6 +179,14 @@ def _gather(ctx: StageContext) -> _Gathered:
 
 
 def _commit(ctx: StageContext, gathered: _Gathered) -> CollectResult:
+    """`_commit_tables`, then the Spark engine's cached aggregates dropped (written or not)."""
+    try:
+        return _commit_tables(ctx, gathered)
+    finally:
+        release(gathered.frames.on_cluster.values())
+
+
+def _commit_tables(ctx: StageContext, gathered: _Gathered) -> CollectResult:
     """Under the job's lock: the period's markers removed, its tables replaced (keygroup_stats
     last), the load model fitted, and the marker written: collect's commit point."""
     job, period_end, paths, lake = ctx.job, ctx.end, ctx.paths, ctx.lake

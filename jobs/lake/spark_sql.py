@@ -8,11 +8,13 @@ storage only Spark can reach; collect submitted by spark-submit). Spark SQL rath
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from jobs.lake.api import Lake
+from jobs.lake.api import Lake, Scope
 from schemas.config import Paths
-from schemas.tables import Table
+from schemas.tables import TABLES, Table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,6 +53,25 @@ class SparkLake(Lake):
         from jobs.lake.delta_rs import plain_types
 
         return plain_types(self.spark.sql(self._sql(sql)).toArrow())
+
+    def period_rows(self, table: Table | str, job_id: str, period_end: datetime,
+                    columns: Sequence[str] | None = None, *, ordered: bool = False
+                    ) -> list[dict[str, Any]]:
+        if ordered and columns is None:  # sorted in the driver (`period_arrow`)
+            return self.period_arrow(table, job_id, period_end, ordered=True).to_pylist()
+        return super().period_rows(table, job_id, period_end, columns, ordered=ordered)
+
+    def period_arrow(self, table: Table | str, job_id: str, period_end: datetime,
+                     columns: Sequence[str] | None = None, *, ordered: bool = False) -> pa.Table:
+        """The period's rows; in key order sorted by the driver, which receives them whole
+        anyway: Spark's ORDER BY costs a range-partitioning sample and a shuffle, two more jobs
+        per read (docs/benchmarks.md, "Spark work per stage"). Binary string order and nulls
+        first, as Spark's ORDER BY ... ASC."""
+        table = table if isinstance(table, Table) else TABLES[table]
+        if not ordered or columns is not None:
+            return super().period_arrow(table, job_id, period_end, columns, ordered=ordered)
+        rows = self.arrow(self._select(table, Scope(job_id, period_end).sql, None, False))
+        return rows.sort_by([(key, "ascending", "at_start") for key in table.key])
 
     def table(self, name: str) -> DataFrame:
         """The whole table as a Spark DataFrame (for tests and tools that want Spark's API)."""

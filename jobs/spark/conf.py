@@ -39,7 +39,19 @@ def session_conf() -> dict[str, str]:
             f"-Dderby.system.home={Path(tempfile.gettempdir()) / 'reconf-derby'} "
             f"-Dlog4j2.configurationFile={_LOG4J.as_uri()}" + _extra_java_opts()
         ),
+        **_event_log(),
     }
+
+
+def _event_log() -> dict[str, str]:
+    """`$RECONF_SPARK_EVENT_LOG` (an existing directory): Spark's event log written there, so
+    `reconf bench cycle` counts the jobs, SQL queries and stages each stage runs
+    (bench/cycle/jobcount.py); unset, no event log. One plain file per application (Spark 4
+    rolls and compresses by default), appended to as the jobs run."""
+    where = os.environ.get("RECONF_SPARK_EVENT_LOG", "").strip()
+    return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": where,
+            "spark.eventLog.compress": "false",
+            "spark.eventLog.rolling.enabled": "false"} if where else {}
 
 
 def _extra_java_opts() -> str:
