@@ -49,10 +49,15 @@ def _by_key(mapping: Mapping[str, V], rank: Mapping[str, int] | None = None) -> 
 
 
 def _unit_rank(state: ClusterState) -> dict[str, int]:
-    """Every unit's place in natural order: one natural key per unit for the whole state (the
-    assignment, out(), S_q, the load model and the pins name units only: the model checks)."""
-    ids = sorted((k.id for k in state.keygroups), key=natural_key)
-    return {u: r for r, u in enumerate(ids)}
+    """Every unit's place in natural order: one natural key per id for the whole state. The
+    ids the assignment, out(), S_q, the load model and the pins name are ranked too: they are
+    units in any state the model accepted, and a state assembled around its checks must reach
+    them (`dataclasses.replace` below re-checks it and names the unknown unit)."""
+    ids = {k.id for k in state.keygroups}
+    for named in (state.assignment, state.comm.units, state.subscriptions, state.load_model,
+                  state.pinned):
+        ids.update(named)
+    return {u: r for r, u in enumerate(sorted(ids, key=natural_key))}
 
 
 def _sorted_edges(comm: CommEdges, rank: Mapping[str, int]) -> CommEdges:

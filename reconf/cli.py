@@ -24,7 +24,7 @@ a cycle by hand, for period ending T of job J:
   reconf land --job J --period-end T        # the runtime stand-in lands the period's metrics
   reconf collect --job J --period-end T     # landing zone -> Delta stats tables
   reconf validate --job J --period-end T    # Great Expectations checks; stops on bad stats
-  reconf plan --job J --period-end T        # MILP plan -> Delta plans + MLflow run
+  reconf plan --job J --period-end T        # the job's strategy plans -> Delta + MLflow run
   reconf publish --job J --period-end T     # next assignment version + manifest + LATEST
   reconf apply --job J                      # the runtime applies the newest version
 or all four pipeline stages at once: reconf cycle --job J --period-end T
@@ -246,7 +246,7 @@ def _cmd_cycle(args: argparse.Namespace) -> int:
 def _cmd_whatif(args: argparse.Namespace) -> int:
     from jobs.run import run_whatif
 
-    print(run_whatif(args.job, args.period_end, force=args.force))
+    print(run_whatif(args.job, args.period_end, force=args.force, planned=True))
     return 0
 
 

@@ -40,3 +40,11 @@ def test_every_example_parses_and_names_a_configured_job() -> None:
             args = _parser().parse_args(argv[1:])  # exits 2 (SystemExit) on a bad example
             job = getattr(args, "job", None)  # a benchmark's own --job may be unset
             assert job is None or job in jobs, line
+
+
+def test_the_overview_says_the_jobs_strategy_plans_not_always_the_milp() -> None:
+    """Half the shipped jobs plan with ALBIC, Herding, CG, ROD or SPRAWL: `reconf --help`'s cycle
+    by hand must not say every plan is a MILP's."""
+    text = _parser().format_help()
+    assert "reconf plan --job J --period-end T        # the job's strategy plans" in text
+    assert "MILP plan" not in text

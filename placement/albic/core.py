@@ -40,6 +40,7 @@ bound is the plain MILP's where it ran (valid for every plan within the budget),
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -177,7 +178,12 @@ def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, many: bool,
         notes.append(f"the plan of maxPL {pl:g} (LD {d:.3f}) is kept: it balances better than "
                      f"the plain MILP did in its time")
         return _plan(state, assignment, status, plain.lower_bound, notes, phases)
-    return _plan(state, plain.assignment, plain.status, plain.lower_bound, notes, phases)
+    # the plain MILP's plan as it is (its moves and metrics are what _plan would recompute on
+    # the same state and assignment: a second or so at 32,768 key groups), with ALBIC's notes
+    bound = 0.0 if plain.lower_bound is None else plain.lower_bound
+    note = relaxed_five(plain_d, mean_load(state), bound)
+    return dataclasses.replace(plain, message="; ".join(filter(None, [*notes, note])),
+                               phases=tuple(phases))
 
 
 def level_cost(state: ClusterState) -> int:

@@ -217,6 +217,7 @@ def test_a_budget_paying_for_no_level_is_the_plain_milp_and_skips_step_1() -> No
     plan = plan_albic(state, budget, level_work=level_cost(state) - 1, time_limit_s=60.0)
     milp = get_strategy("milp")(state, budget, time_limit_s=60.0)
     assert dict(plan.assignment) == dict(milp.assignment) and plan.moves == milp.moves
+    assert (plan.before, plan.after, plan.status) == (milp.before, milp.after, milp.status)
     assert plan.message.startswith("maxPL 25 and below: not tried, the levels' work budget "
                                    "is spent"), plan.message
     assert "to-be-collocated" not in plan.message

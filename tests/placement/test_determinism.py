@@ -226,7 +226,6 @@ def test_reconf_plan_prints_the_alarm_of_a_clock_cut_plan(capsys) -> None:
         assert ("\n  reproducible: deterministic: seed 0, work budget" in out) is not loud
 
 
-
 def test_albic_s_levels_stop_on_work_so_its_plan_is_the_same_on_a_busy_machine() -> None:
     """A mid-size ALBIC instance (3,000 key groups, 30 nodes, stepPL 0.25: 100 maxPL levels)
     whose levels the clock cuts (on the clock, with a 3 s limit, as the levels were before
@@ -245,7 +244,7 @@ def test_albic_s_levels_stop_on_work_so_its_plan_is_the_same_on_a_busy_machine()
     quiet = albic(state, budget, **paid)
     with busy_core():
         busy = albic(state, budget, **paid)
-    assert _fingerprint(quiet) == _fingerprint(busy)
+    assert _fingerprint(quiet) == _fingerprint(busy), (quiet.determinism, busy.determinism)
     assert levels(quiet) == levels(busy) == ["maxPL 25", "maxPL 24.75", "maxPL 24.5",
                                              "plain MILP"]
     assert quiet.determinism.startswith("deterministic: "), quiet.determinism
@@ -253,4 +252,4 @@ def test_albic_s_levels_stop_on_work_so_its_plan_is_the_same_on_a_busy_machine()
     clocked = albic(state, budget, **params, time_limit_s=3.0, work_limit=None,
                     node_limit=None)
     assert "ALBIC's maxPL levels" in clocked.determinism, clocked.determinism
-    assert 3 < len(levels(clocked)) < 101
+    assert 2 <= len(levels(clocked)) < 101, levels(clocked)  # the first level, then the clock
