@@ -42,6 +42,7 @@ BENCHMARKS: dict[str, str] = {
     "stability": "bench.stability",
     "topk": "bench.topk",
     "whatif": "bench.whatif",
+    "publish": "bench.publish",
 }
 
 

@@ -104,9 +104,13 @@ def run_publish(job_id: str, period_end: str | datetime, *, plan_id: str | None 
     return publish(period_context(job_id, period_end), plan_id=plan_id)
 
 
-def run_whatif(job_id: str, period_end: str | datetime, *, force: bool = False) -> str:
+def run_whatif(job_id: str, period_end: str | datetime, *, force: bool = False,
+               planned: bool = False) -> str:
     """The step after publish: shadow strategies plan the period's state (jobs/whatif/stage.py); on
-    the executors when RECONF_SPARK_MASTER names a cluster, else in local worker processes."""
+    the executors when RECONF_SPARK_MASTER names a cluster, else in local worker processes.
+
+    `planned` (`reconf whatif` by hand): a period that was never planned is bad input, not a
+    skip; the DAG's teardown, which also runs after a failed plan, keeps the skip."""
     from jobs.spark.session import get_spark
     from jobs.whatif.shadow_spark import cluster_master
     from jobs.whatif.stage import run_whatif as whatif
@@ -114,7 +118,15 @@ def run_whatif(job_id: str, period_end: str | datetime, *, force: bool = False) 
     def body(ctx: StageContext) -> str:
         master = cluster_master()  # a cluster: the shadows run on its executors, as fleet planning
         spark = get_spark(ctx.paths, master=master) if master else None
-        return whatif(ctx.job, ctx.stamp, paths=ctx.paths, force=force, spark=spark).summary()
+        result = whatif(ctx.job, ctx.stamp, paths=ctx.paths, force=force, spark=spark)
+        if planned and result.status == "skipped" and result.run_id is None:
+            raise StageError(f"period {ctx.stamp} of job {ctx.job.job_id!r} has no plan to "
+                             f"compare: {result.reason}",
+                             where=f"MLflow experiment {ctx.job.job_id!r} of the project's store",
+                             fix=f"plan and publish the period first (`reconf cycle --job "
+                             f"{ctx.job.job_id} --period-end {ctx.stamp}`), or name a period "
+                             "with a plan (`reconf audit` of a missing one lists the nearest)")
+        return result.summary()
 
     # it reads and writes MLflow only: no lake tables, no lock
     return run_stage(period_context(job_id, period_end), "what-if", body, lock=False,

@@ -20,6 +20,7 @@ import numpy as np
 from placement.comm import CommEdges
 from placement.facets import Network
 from placement.model import ClusterState
+from placement.subscriptions import Subscriptions
 
 __all__ = ["canonical_state", "natural_key"]
 
@@ -39,17 +40,36 @@ def _sorted(items: Iterable[T], key_of: Callable[[T], Any]) -> tuple[T, ...]:
     return tuple(sorted(items, key=key_of))
 
 
-def _by_key(mapping: Mapping[str, V]) -> dict[str, V]:
-    return {k: mapping[k] for k in sorted(mapping, key=natural_key)}
+def _by_key(mapping: Mapping[str, V], rank: Mapping[str, int] | None = None) -> dict[str, V]:
+    """`mapping` in natural key order; `rank` (a unit's place in that order, computed once per
+    state) spares a natural key per entry when every key is a unit."""
+    keys = (sorted(mapping, key=natural_key) if rank is None
+            else sorted(mapping, key=rank.__getitem__))
+    return {k: mapping[k] for k in keys}
 
 
-def _sorted_edges(comm: CommEdges) -> CommEdges:
-    """Edges by (natural src, natural dst, rate), sorted as columns: the natural key is
-    computed once per unit, not once per edge."""
-    order = sorted(range(len(comm.units)), key=lambda i: natural_key(comm.units[i]))
-    rank = np.empty(len(order), np.int64)
-    rank[order] = np.arange(len(order))
-    return comm.sorted_by(rank)
+def _unit_rank(state: ClusterState) -> dict[str, int]:
+    """Every unit's place in natural order: one natural key per id for the whole state. The
+    ids the assignment, out(), S_q, the load model and the pins name are ranked too: they are
+    units in any state the model accepted, and a state assembled around its checks must reach
+    them (`dataclasses.replace` below re-checks it and names the unknown unit)."""
+    ids = {k.id for k in state.keygroups}
+    for named in (state.assignment, state.comm.units, state.subscriptions, state.load_model,
+                  state.pinned):
+        ids.update(named)
+    return {u: r for r, u in enumerate(sorted(ids, key=natural_key))}
+
+
+def _sorted_edges(comm: CommEdges, rank: Mapping[str, int]) -> CommEdges:
+    """Edges by (natural src, natural dst, rate), sorted as columns."""
+    return comm.sorted_by(np.array([rank[u] for u in comm.units], dtype=np.int64))
+
+
+def _sorted_subscriptions(subs: Mapping[str, frozenset[str]], rank: Mapping[str, int]
+                          ) -> Subscriptions:
+    """S_q's rows in natural unit order, as CSR (no set per unit)."""
+    subs = Subscriptions.of(subs)
+    return subs.reordered(sorted(range(len(subs.units)), key=lambda r: rank[subs.units[r]]))
 
 
 def canonical_state(state: ClusterState) -> ClusterState:
@@ -60,17 +80,18 @@ def canonical_state(state: ClusterState) -> ClusterState:
             _sorted(network.sites, lambda s: natural_key(s.node)),
             _sorted(network.links, lambda lk: (*sorted((natural_key(lk.a), natural_key(lk.b))),
                                               lk.latency_ms, lk.bandwidth, lk.cost)))
+    rank = _unit_rank(state)
     canon = dataclasses.replace(
         state,
         nodes=_sorted(state.nodes, lambda n: natural_key(n.id)),
-        keygroups=_sorted(state.keygroups, lambda k: natural_key(k.id)),
-        assignment=_by_key(state.assignment),
-        edges=_sorted_edges(state.comm),
+        keygroups=_sorted(state.keygroups, lambda k: rank[k.id]),
+        assignment=_by_key(state.assignment, rank),
+        edges=_sorted_edges(state.comm, rank),
         sources=_sorted(state.sources, lambda s: natural_key(s.id)),
-        subscriptions={u: frozenset(v) for u, v in _by_key(state.subscriptions).items()},
+        subscriptions=_sorted_subscriptions(state.subscriptions, rank),
         streams=_sorted(state.streams, lambda s: natural_key(s.id)),
-        load_model={u: _by_key(c) for u, c in _by_key(state.load_model).items()},
+        load_model={u: _by_key(c) for u, c in _by_key(state.load_model, rank).items()},
         network=network,
-        pinned=_by_key(state.pinned),
+        pinned=_by_key(state.pinned, rank),
     )
     return canon

@@ -19,6 +19,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from placement.subscriptions import Subscriptions
+
 __all__ = [
     "FACET_NAMES",
     "Link",
@@ -146,6 +148,18 @@ def _unknown(names: Iterable[str], known: set[str]) -> list[str]:
     return sorted(n for n in names if n not in known)
 
 
+def _first_unknown_row(subscriptions: Mapping[str, frozenset[str]], units: set[str],
+                       sources: set[str]) -> tuple[str, list[str]] | None:
+    """`Subscriptions.first_unknown` for a plain mapping."""
+    for unit, read in subscriptions.items():
+        if unit not in units:
+            return unit, []
+        bad = _unknown(read, sources)
+        if bad:
+            return unit, bad
+    return None
+
+
 def check_facets(
     *,
     units: set[str],
@@ -162,12 +176,14 @@ def check_facets(
     if len(set(source_ids)) != len(source_ids):
         raise ValueError("cluster state: source ids must be unique")
     known_sources = set(source_ids)
-    for unit, read in subscriptions.items():
-        if unit not in units:
+    first = (subscriptions.first_unknown(units, known_sources)
+             if isinstance(subscriptions, Subscriptions) else _first_unknown_row(
+                 subscriptions, units, known_sources))
+    if first is not None:
+        unit, bad = first
+        if not bad:
             raise ValueError(f"cluster state: subscriptions name unknown unit {unit!r}")
-        bad = _unknown(read, known_sources)
-        if bad:
-            raise ValueError(f"cluster state: unit {unit!r} subscribes to unknown sources {bad}")
+        raise ValueError(f"cluster state: unit {unit!r} subscribes to unknown sources {bad}")
     stream_ids = [s.id for s in streams]
     if len(set(stream_ids)) != len(stream_ids):
         raise ValueError("cluster state: stream ids must be unique")

@@ -29,8 +29,9 @@ def execution_lines(r: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"  schedule: {sched['moves']} move(s) in {sched['waves']} wave(s), "
             f"{sched['over_ceiling']} over the ceiling; limits per node "
-            f"{lim['max_moves_per_node']}, per wave {lim['max_moves_per_wave']}, bytes "
-            f"{lim['max_bytes_per_wave']}, ceiling {lim['ceiling_pct']} %"
+            f"{_limit(lim['max_moves_per_node'])}, per wave {_limit(lim['max_moves_per_wave'])}, "
+            f"bytes {_limit(lim['max_bytes_per_wave'])}, ceiling "
+            f"{_limit(lim['ceiling_pct'], ' %')}"
             + ("" if rate is None else f", rate {rate:.6g} B/s (at least "
                f"{sched.get('expected_s') or 0.0:.2f} s)"))
         lines += [f"    wave {w['wave']}: {w['moves']} move(s), {w['state_bytes']:.0f} B, at most "
@@ -45,6 +46,12 @@ def execution_lines(r: Mapping[str, Any]) -> list[str]:
             lines.append(f"  {title}: {ex.get('summary', ex.get('status'))}")
             lines += [_wave(w) for w in ex.get("runs", ())]
     return lines
+
+
+def _limit(value: Any, unit: str = "") -> str:
+    """A schedule limit as an operator reads it: an unset one (None in the manifest) is "none",
+    never Python's `None`, and a set one carries its unit."""
+    return "none" if value is None else f"{value}{unit}"
 
 
 def _wave(w: Mapping[str, Any]) -> str:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from reconf.cli_examples import EXAMPLES
 from schemas.strategies import STRATEGIES
 
 __all__ = ["main"]
@@ -22,7 +24,7 @@ a cycle by hand, for period ending T of job J:
   reconf land --job J --period-end T        # the runtime stand-in lands the period's metrics
   reconf collect --job J --period-end T     # landing zone -> Delta stats tables
   reconf validate --job J --period-end T    # Great Expectations checks; stops on bad stats
-  reconf plan --job J --period-end T        # MILP plan -> Delta plans + MLflow run
+  reconf plan --job J --period-end T        # the job's strategy plans -> Delta + MLflow run
   reconf publish --job J --period-end T     # next assignment version + manifest + LATEST
   reconf apply --job J                      # the runtime applies the newest version
 or all four pipeline stages at once: reconf cycle --job J --period-end T
@@ -36,8 +38,11 @@ every job's plan for a period at once, on Spark:
 """
 
 
+_JOB_HELP = "job id from the job config (e.g. demo; `reconf jobs` lists them)"
+
+
 def _job_period(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--job", required=True, help="job id from the job config (e.g. demo)")
+    parser.add_argument("--job", required=True, help=_JOB_HELP)
     parser.add_argument(
         "--period-end", required=True, metavar="T",
         help="end of the statistics period, ISO-8601 with a zone (e.g. 2026-01-01T00:05:00Z)",
@@ -47,8 +52,12 @@ def _job_period(parser: argparse.ArgumentParser) -> None:
 def _cmd_jobs(args: argparse.Namespace) -> int:
     from schemas.config import load_jobs
 
+    def shown(value: object) -> object:  # an unset budget reads "n/a", as in `reconf audit`
+        return "n/a" if value is None else value
+
     for job in load_jobs().values():
-        budget = f"max_migrations={job.max_migrations}, max_migration_cost={job.max_migration_cost}"
+        budget = (f"max_migrations={shown(job.max_migrations)}, "
+                  f"max_migration_cost={shown(job.max_migration_cost)}")
         print(f"{job.job_id}: every {job.spl}, strategy {job.strategy}, {budget}, source {dict(job.source)}")
     return 0
 
@@ -78,14 +87,24 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _cmd_stop(args: argparse.Namespace) -> int:
-    from runtime.execution import request_stop
+    from runtime.execution import load_execution, request_stop
     from schemas.config import Paths, resolve_job
 
     paths = Paths.from_env()
     job = resolve_job(args.job)
     where = request_stop(paths.runtime, job.job_id, args.reason)
-    print(f"stop requested ({where}): the runtime of {job.job_id} finishes its current wave and "
-          "stops; the partial assignment keeps running and the next plan starts from it")
+    last = load_execution(paths.runtime, job.job_id)
+    if last is not None and last.status == "running":
+        print(f"stop requested ({where}): the runtime of {job.job_id} finishes its current wave "
+              "and stops; the partial assignment keeps running and the next plan starts from it")
+        return 0
+    # No wave runs: the flag waits for the next version the runtime applies, which it then
+    # stops before its first wave and never resumes; an operator must know that it lingers.
+    now = "nothing applied yet" if last is None else f"v{last.version} {last.status}"
+    print(f"stop requested ({where}), but the runtime of {job.job_id} is executing nothing now "
+          f"({now}): the flag waits and stops the next version it applies before its first "
+          f"wave (that version is not resumed; the next plan starts from what runs). To "
+          f"withdraw it: rm {where}")
     return 0
 
 
@@ -102,14 +121,33 @@ def _cmd_rollback(args: argparse.Namespace) -> int:
 def _cmd_heal(args: argparse.Namespace) -> int:
     from jobs.heal.stage import heal
     from schemas.config import Paths, resolve_job
-    from schemas.health import health_dir, read_report
+    from schemas.health import read_report
 
     paths = Paths.from_env()
     job = resolve_job(args.job)
-    report = read_report(health_dir(paths.landing, job.job_id) / f"{args.report_id}.json")
+    report = read_report(_report_path(paths.landing, job.job_id, args.report_id))
     result = heal(job, report, paths=paths)
     print(result.summary())
     return 1 if result.status == "alert" else 0
+
+
+def _report_path(landing: Path, job_id: str, report_id: str) -> Path:
+    """The file of health report `report_id` of the job: an id is a file name in the job's
+    health folder (never a path out of it); an unknown one is refused naming the ids there."""
+    from jobs.errors import StageError
+    from schemas.health import health_dir, is_report_id, list_reports
+
+    folder = health_dir(landing, job_id)
+    path = folder / f"{report_id}.json"
+    if is_report_id(report_id) and path.is_file():
+        return path
+    ids = [p.stem for p in list_reports(landing, job_id)]
+    known = (f"its reports: {', '.join(ids[-5:])}" + (f" (the newest 5 of {len(ids)})"
+                                                       if len(ids) > 5 else "")
+             if ids else "it has no report yet")
+    raise StageError(f"no health report {report_id!r} for job {job_id!r}", where=str(folder),
+                     fix=f"give the id of a report in that folder (its file name without "
+                     f".json); {known}")
 
 
 def _cmd_collect(args: argparse.Namespace) -> int:
@@ -141,6 +179,8 @@ def _print_plan(result: Any, *, show_moves: bool) -> None:
         print(f"  note: {p.message}")
     if loud := alarm(p.determinism):  # placement/determinism.py: the clock cut this plan
         print(f"  {loud}")
+    elif p.determinism:  # as `reconf audit` says it: why a dry run of it binds
+        print(f"  reproducible: {p.determinism}")
     if p.phases:  # the solver's timed steps (Plan.phases)
         print("  phases: " + ", ".join(f"{ph.name} {ph.seconds:.2f} s"
                                        + (f" ({ph.outcome})" if ph.outcome else "")
@@ -206,7 +246,7 @@ def _cmd_cycle(args: argparse.Namespace) -> int:
 def _cmd_whatif(args: argparse.Namespace) -> int:
     from jobs.run import run_whatif
 
-    print(run_whatif(args.job, args.period_end, force=args.force))
+    print(run_whatif(args.job, args.period_end, force=args.force, planned=True))
     return 0
 
 
@@ -314,7 +354,10 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, fn: Callable[[argparse.Namespace], int], help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        # the description wrapped here, so the examples below it keep their lines
+        p = sub.add_parser(name, help=help_text, description=textwrap.fill(help_text, 79),
+                           epilog="examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES[name]),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         p.set_defaults(func=fn)
         return p
 
@@ -327,22 +370,25 @@ def _parser() -> argparse.ArgumentParser:
     add("jobs", _cmd_jobs, "list the configured jobs")
     _job_period(add("land", _cmd_land, "the runtime stand-in lands one period of metrics"))
     add("apply", _cmd_apply, "the runtime stand-in applies the newest published assignment "
-        "(refusals keep the current one; exit 1)").add_argument("--job", required=True)
+        "(refusals keep the current one; exit 1)").add_argument("--job", required=True,
+                                                              help=_JOB_HELP)
     stop = add("stop", _cmd_stop, "ask the job's runtime to finish its current wave of moves and "
                "stop (the partial assignment keeps running; the next plan starts from it)")
-    stop.add_argument("--job", required=True)
-    stop.add_argument("--reason", default="", help="why (kept in the stop flag)")
+    stop.add_argument("--job", required=True, help=_JOB_HELP)
+    stop.add_argument("--reason", default="", help="why (kept in the stop flag; default: none)")
     back = add("rollback", _cmd_rollback, "publish a new version whose assignment is an earlier "
                "version's, as a plan of its own (moves, budget check, MLflow run, reason)")
-    back.add_argument("--job", required=True)
-    back.add_argument("--to-version", type=int, required=True, metavar="V")
+    back.add_argument("--job", required=True, help=_JOB_HELP)
+    back.add_argument("--to-version", type=int, required=True, metavar="V",
+                      help="the earlier version whose assignment to publish again (1 .. the "
+                      "newest - 1; published/<job>/v<V>.json)")
     back.add_argument("--reason", required=True, help="why (kept on the rollback's MLflow run)")
     back.add_argument("--override-budget", metavar="REASON",
                       help="publish even if the moves break the job's migration budget, and why")
     mend = add("heal", _cmd_heal, "heal one health report of the runtime by hand (as the job's "
                "healing DAG does): re-place a dead or far-over-capacity node's units within the "
                "healing budget and publish a version (exit 1: an alert, nothing done)")
-    mend.add_argument("--job", required=True)
+    mend.add_argument("--job", required=True, help=_JOB_HELP)
     mend.add_argument("--report-id", required=True, metavar="ID",
                       help="the report's id (landing/<job>/_health/<ID>.json)")
     _job_period(add("collect", _cmd_collect, "collect one landed period into the Delta stats tables"))
@@ -351,12 +397,17 @@ def _parser() -> argparse.ArgumentParser:
                "own plan id, plans / plan_moves rows and MLflow run (an attempt of a published "
                "period is kept as not published; the published record never changes)")
     _job_period(plan)
-    plan.add_argument("--strategy", help="override the job's strategy: one of "
-                      f"{', '.join(sorted(STRATEGIES))}")
-    plan.add_argument("--max-migrations", type=int, help="override the job's migration budget")
-    plan.add_argument("--time-limit", type=float, help="solver time limit in seconds")
+    plan.add_argument("--strategy", help="override the job's strategy (default: the job's "
+                      f"`strategy`): one of {', '.join(sorted(STRATEGIES))}")
+    plan.add_argument("--max-migrations", type=int, help="override the job's migration budget "
+                      "(default: the job's `max_migrations`)")
+    plan.add_argument("--time-limit", type=float, metavar="S",
+                      help="solver time limit in seconds (default: the job's "
+                      "`solver_time_limit_s`; for a MILP only a safety net: its work budget "
+                      "decides, docs/algorithms.md \"Deterministic plans\")")
     plan.add_argument("--dry-run", action="store_true",
-                      help="print the plan; write no tables and publish nothing")
+                      help="print the plan and log it to MLflow as a dry run; write no plans "
+                      "tables and publish nothing")
     publish = add("publish", _cmd_publish, "publish the period's plan as the next assignment "
                   "version")
     _job_period(publish)
@@ -420,7 +471,9 @@ def _parser() -> argparse.ArgumentParser:
         svc.set_defaults(func=services.run, action=action)
         services.add_arguments(svc)
     bench = sub.add_parser("bench", help="run a benchmark: prints a table and writes JSON rows",
-                           description="paper reproductions and performance benchmarks")
+                           description="paper reproductions and performance benchmarks",
+                           epilog="examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES["bench"]),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_benchmarks(bench)
     return parser
 

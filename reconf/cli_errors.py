@@ -25,10 +25,29 @@ def bad_input(args: argparse.Namespace, exc: Exception) -> str:
                                       (("job", getattr(args, "job", None)),
                                        ("period_end", getattr(args, "period_end", None))) if v])
     what = text  # whole: the field or file it starts with is also the where line
+    if _in_job_config(exc, where):
+        return f"{what}\n  where: {where}\n  fix:   {CONFIG_FIX}"
     help_cmd = f"reconf {args.command} --help"
     return (f"{what}\n  where: {where}\n  fix:   correct what is named there and run the "
             f"command again (`{help_cmd}` lists its arguments; docs/operations.md, \"Bad "
             f"input\")")
+
+
+#: The fix of a job-config error: where the fields are explained, and the command that checks
+#: the file without running anything (a command's --help does not list config fields).
+CONFIG_FIX = ("edit the job config (config/jobs.toml, or the file $RECONF_CONFIG names) where "
+              "named: its header comment and README.md \"Configuration\" list the fields, "
+              "docs/algorithms.md each strategy's parameters; `reconf jobs` checks every "
+              "job's fields and lists the jobs")
+
+
+def _in_job_config(exc: Exception, where: str) -> bool:
+    """A `ConfigError` located in the job config (its file, or a `jobs.<id>` field), not in an
+    environment variable such as RECONF_DB_URI or a port, whose message already says what to
+    set."""
+    from schemas.errors import ConfigError
+
+    return isinstance(exc, ConfigError) and not where.startswith(("RECONF_", "reconf "))
 
 
 def internal_error(command: str, exc: BaseException) -> int:

@@ -26,8 +26,10 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from jobs.errors import StageError
+from reconf.ports import Ports, running_ports
 from reconf.procs import PidRecord, alive, read_record, spawn, stop
 from reconf.settings import airflow_bin, airflow_env, prepend_path
 from schemas.config import PROJECT_ROOT, ConfigError, Paths
@@ -38,29 +40,6 @@ __all__ = ["SERVICES", "Ports", "Service", "down", "main", "print_env", "spark_c
 SERVICES = ("spark-connect", "mlflow", "api-server", "scheduler", "dag-processor", "triggerer")
 # The api-server's health report names the other Airflow parts like this.
 _HEALTH_KEYS = {"scheduler": "scheduler", "dag-processor": "dag_processor", "triggerer": "triggerer"}
-
-
-@dataclass(frozen=True)
-class Ports:
-    """Where the services listen (127.0.0.1 only)."""
-
-    airflow: int = 8080
-    mlflow: int = 5000
-    spark_connect: int = 15002
-
-    @classmethod
-    def from_env(cls) -> Ports:
-        try:
-            return cls(int(os.environ.get("RECONF_AIRFLOW_PORT", 8080)),
-                       int(os.environ.get("RECONF_MLFLOW_PORT", 5000)),
-                       int(os.environ.get("RECONF_SPARK_CONNECT_PORT", 15002)))
-        except ValueError as exc:
-            raise ConfigError("RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT / RECONF_SPARK_CONNECT_PORT: "
-                              f"not a port number ({exc})") from exc
-
-    @property
-    def spark_remote(self) -> str:
-        return f"sc://127.0.0.1:{self.spark_connect}"
 
 
 @dataclass(frozen=True)
@@ -80,6 +59,16 @@ def log_dir(paths: Paths) -> Path:
     return paths.home / "logs" / "services"
 
 
+_NO_GRAPHVIZ = "ignore:Could not import graphviz"
+
+
+def _with_filter(filters: str, extra: str) -> str:
+    """`filters` (a PYTHONWARNINGS value) with `extra` appended once (so `eval` of `env` twice
+    changes nothing)."""
+    parts = [f for f in filters.split(",") if f]
+    return ",".join(parts if extra in parts else [*parts, extra])
+
+
 def service_env(paths: Paths, ports: Ports, spark_connect: bool = False) -> dict[str, str]:
     """airflow_env plus the api-server's address, which the scheduler's task processes call, and
     (`spark_connect`: that server runs) RECONF_SPARK_REMOTE, unless the caller set one."""
@@ -92,6 +81,9 @@ def service_env(paths: Paths, ports: Ports, spark_connect: bool = False) -> dict
         **remote,
         # `airflow` and the venv's tools first on PATH, once (so `eval` of `env` is idempotent).
         "PATH": prepend_path(str(Path(airflow_bin()).parent), env.get("PATH", "")),
+        # Airflow's dag commands warn on every run that graphviz (which we never render) is not
+        # installed: three lines before the output of each `airflow dags …` the docs show.
+        "PYTHONWARNINGS": _with_filter(os.environ.get("PYTHONWARNINGS", ""), _NO_GRAPHVIZ),
         # Task logs carry the stages' summaries (INFO); a CLI in the shell stays at WARNING.
         "AIRFLOW__LOGGING__LOGGING_LEVEL": os.environ.get("RECONF_TASK_LOG_LEVEL", "INFO"),
         # The MLflow server `up` starts: the tasks' links to their MLflow runs point at it.
@@ -189,8 +181,9 @@ def _ready(name: str, spec: Service, api_health: str) -> bool:
     return str(report.get("status")) == "healthy"
 
 
-def _records(paths: Paths) -> dict[str, PidRecord]:
-    """The live services, by name; stale pid files (process gone or pid reused) are removed."""
+def _records(paths: Paths, notes: TextIO | None = None) -> dict[str, PidRecord]:
+    """The live services, by name; stale pid files (process gone or pid reused) are removed,
+    saying so on `notes` (stdout; `env` passes stderr: its stdout is `eval`ed)."""
     found: dict[str, PidRecord] = {}
     for path in sorted(run_dir(paths).glob("*.pid")):
         record = read_record(path)
@@ -202,7 +195,8 @@ def _records(paths: Paths) -> dict[str, PidRecord]:
             # The leader is gone; its workers may not be (a kill -9 of the leader leaves them).
             leftovers = stop(record, grace_s=10)
             note = "" if leftovers == "was not running" else f"; its leftover processes: {leftovers}"
-            print(f"removing stale pid file {path} ({record.name} pid {record.pid} is gone{note})")
+            print(f"removing stale pid file {path} ({record.name} pid {record.pid} is gone{note})",
+                  file=notes or sys.stdout)
             path.unlink(missing_ok=True)
     return found
 
@@ -356,7 +350,7 @@ def print_env(paths: Paths, ports: Ports) -> int:
     """`export` lines that point a shell's `airflow` command at the project's Airflow."""
     import shlex
 
-    env = service_env(paths, ports, "spark-connect" in _records(paths))
+    env = service_env(paths, ports, "spark-connect" in _records(paths, sys.stderr))
     # The shell's own `airflow` commands stay quiet (the services log their tasks at INFO).
     env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = airflow_env(paths)["AIRFLOW__LOGGING__LOGGING_LEVEL"]
     for key, value in sorted(env.items()):
@@ -397,6 +391,12 @@ def run(args: argparse.Namespace) -> int:
     env_ports = Ports.from_env()
     ports = Ports(args.airflow_port or env_ports.airflow, args.mlflow_port or env_ports.mlflow,
                   args.spark_connect_port or env_ports.spark_connect)
+    if args.action in ("status", "env"):  # about what runs: the ports it was started on
+        given = frozenset(field for field, option in (
+            ("airflow", args.airflow_port), ("mlflow", args.mlflow_port),
+            ("spark_connect", args.spark_connect_port)) if option)
+        ports = running_ports(ports, _records(paths, sys.stderr if args.action == "env" else None),
+                              given)
     if args.action == "up":
         return up(paths, ports, args.only, args.timeout)
     if args.action == "down":

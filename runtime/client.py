@@ -19,7 +19,6 @@ from runtime.source import ApplyResult, RuntimeState
 from schemas.manifest import (
     Manifest,
     ManifestError,
-    assignment_checksum,
     latest_path,
     manifest_path,
     read_latest_version,
@@ -167,7 +166,7 @@ class AssignmentClient:
                 f"manifest is for job {manifest.job_id!r}, this runtime runs {self.job_id!r}; "
                 "publish it under its own job directory",
             )
-        actual = assignment_checksum(manifest.assignment)
+        actual = manifest.actual_checksum  # taken while the manifest was parsed and validated
         if actual != manifest.checksum:
             raise ChecksumMismatch(
                 path,
@@ -182,15 +181,16 @@ class AssignmentClient:
             )
         if current_version is not None and manifest.version == current_version:
             return False
-        placed = set(manifest.assignment)
-        unknown = set() if dynamic else placed - known_keygroups
+        # set differences that hold only the offending ids: no second copy of the assignment
+        placed = manifest.assignment
+        unknown = set() if dynamic else {kg for kg in placed if kg not in known_keygroups}
         if unknown:
             raise UnknownKeygroups(
                 path,
                 f"{len(unknown)} key group(s) not in job {self.job_id!r}: {_ids(unknown)}; "
                 "the plan was made for another job shape — re-run collect and plan for this job",
             )
-        missing = set() if dynamic else known_keygroups - placed
+        missing = set() if dynamic else {kg for kg in known_keygroups if kg not in placed}
         if missing:
             raise MissingKeygroups(
                 path,
@@ -198,14 +198,15 @@ class AssignmentClient:
                 "the assignment must place every key group — re-run plan and publish",
             )
         nodes = known_nodes | set(manifest.scaling.nodes_to_add)
-        stray = set(manifest.assignment.values()) - nodes
+        used = set(manifest.assignment.values())  # the nodes in use: O(nodes), not O(units)
+        stray = used - nodes
         if stray:
             raise UnknownNodes(
                 path,
                 f"{len(stray)} node(s) unknown to the runtime and not in scaling.nodes_to_add: "
                 f"{_ids(stray)}; add them via the scaling section or re-plan on the current nodes",
             )
-        busy = set(manifest.scaling.nodes_to_terminate) & set(manifest.assignment.values())
+        busy = set(manifest.scaling.nodes_to_terminate) & used
         if busy:
             raise TerminatedNodeInUse(
                 path,

@@ -31,8 +31,8 @@ from typing import Any
 from schemas.landing import format_period_end, parse_period_end
 from schemas.manifest import atomic_write_bytes
 
-__all__ = ["HEALTH_DIR", "HealthReport", "HealthReportError", "health_dir", "list_reports",
-           "read_report", "write_report"]
+__all__ = ["HEALTH_DIR", "HealthReport", "HealthReportError", "health_dir", "is_report_id",
+           "list_reports", "read_report", "write_report"]
 
 HEALTH_DIR = "_health"
 _FORMAT = 1
@@ -123,6 +123,11 @@ def read_report(path: Path) -> HealthReport:
                             tuple(dead), util)
     except (HealthReportError, ValueError) as exc:
         raise HealthReportError(f"{path}: {exc}") from None
+
+
+def is_report_id(text: str) -> bool:
+    """`text` is a valid report id, and so a plain file name in the job's health folder."""
+    return bool(_ID.match(text))
 
 
 def list_reports(landing_root: Path, job_id: str) -> list[Path]:

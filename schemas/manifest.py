@@ -25,7 +25,6 @@ the field, because a runtime must never guess at a placement.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -37,6 +36,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from schemas.canonical import (
+    OrderError,
+    assignment_checksum,
+    canonical_assignment_bytes,
+    mapping_chunks,
+    sorted_checksum,
+)
 from schemas.errors import ReconfError
 from schemas.landing import format_period_end, parse_period_end
 from schemas.safe_read import read_regular as _read_regular
@@ -86,15 +92,18 @@ class ManifestError(ReconfError, ValueError):
     """A manifest (or LATEST) that is missing, malformed, or conflicts with what is published."""
 
 
-def canonical_assignment_bytes(assignment: Mapping[str, str]) -> bytes:
-    """The bytes the checksum covers: independent of dict order and of pretty-printing."""
-    return json.dumps(
-        dict(assignment), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    ).encode("utf-8")
-
-
-def assignment_checksum(assignment: Mapping[str, str]) -> str:
-    return "sha256:" + hashlib.sha256(canonical_assignment_bytes(assignment)).hexdigest()
+def _assignment_digest(assignment: Mapping[str, str], source: str) -> str:
+    """Validate the assignment (string keys and nodes, none empty) and hash its canonical bytes
+    in one pass over its items as they come when they are sorted (as publish writes them);
+    otherwise name the first bad item, or hash its sorted keys."""
+    try:
+        return sorted_checksum(mapping_chunks(assignment))
+    except OrderError:
+        pass
+    for kg, node in assignment.items():
+        _str(kg, source, "assignment (key)")
+        _str(node, source, f"assignment[{kg!r}]")
+    return assignment_checksum(assignment)
 
 
 def _fail(source: str, what: str, problem: str) -> ManifestError:
@@ -154,9 +163,17 @@ class Manifest:
     schedule: Schedule | None = None
 
     def __post_init__(self) -> None:
+        # A read-only copy, made before validation: a manifest must not change under the
+        # runtime after it was checked (and its digest, `actual_checksum`, was taken).
+        if isinstance(self.assignment, Mapping):
+            object.__setattr__(self, "assignment", MappingProxyType(dict(self.assignment)))
         self._validate("<Manifest>")
-        # A read-only copy: a manifest must not change under the runtime after validation.
-        object.__setattr__(self, "assignment", MappingProxyType(dict(self.assignment)))
+
+    @property
+    def actual_checksum(self) -> str:
+        """The checksum of the assignment as held, taken in the validating pass over it; the
+        runtime compares it with `checksum` (a mismatch: the file was altered or torn)."""
+        return str(self.__dict__["_digest"])
 
     @classmethod
     def create(
@@ -181,7 +198,7 @@ class Manifest:
             plan_id=plan_id,
             created_at=format_period_end(made),
             checksum=assignment_checksum(assignment),
-            assignment=dict(assignment),
+            assignment=assignment,
             scaling=scaling or ScalingSection(),
             schedule=schedule,
         )
@@ -206,9 +223,7 @@ class Manifest:
             )
         if not isinstance(self.assignment, Mapping):
             raise _fail(source, "assignment", "must be an object of keygroup -> node")
-        for kg, node in self.assignment.items():
-            _str(kg, source, "assignment (key)")
-            _str(node, source, f"assignment[{kg!r}]")
+        object.__setattr__(self, "_digest", _assignment_digest(self.assignment, source))
         if not isinstance(self.scaling, ScalingSection):
             raise _fail(source, "scaling", "must be a ScalingSection")
         if self.schedule is not None:
@@ -277,8 +292,9 @@ class Manifest:
             object.__setattr__(manifest, name, data[name])
         object.__setattr__(manifest, "scaling", section)
         object.__setattr__(manifest, "schedule", schedule)
+        # the parsed dict is this call's own: wrapped read-only, never copied
+        object.__setattr__(manifest, "assignment", MappingProxyType(data["assignment"]))
         manifest._validate(source)
-        object.__setattr__(manifest, "assignment", MappingProxyType(dict(data["assignment"])))
         return manifest
 
 

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["Artifact", "Tag", "airflow_tag", "delta_version_tag", "delta_versions", "param_tag",
+__all__ = ["MLFLOW_DB_LOGGER", "Artifact", "Tag", "airflow_tag", "delta_version_tag", "delta_versions", "param_tag",
            "shadow_tag", "strip_prefix"]
+
+#: the logger of MLflow's SQL store, whose INFO lines ("Creating initial MLflow database
+#: tables...") a new store prints on stderr: not a stage's output
+MLFLOW_DB_LOGGER: Final = "mlflow.store.db.utils"
 
 
 class Tag:

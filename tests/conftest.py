@@ -62,10 +62,17 @@ os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(ROOT / "infra" / "air
 _WEIGHTS = (("e2e", 30.0), ("kafka", 30.0), ("browser", 30.0), ("spark", 5.0))
 
 
+#: the e2e modules that share one Airflow (tests/e2e/scheduler_kit.py SharedAirflow)
+_SHARED_AIRFLOW = "tests/e2e/test_scheduler"
+
+
 def _group(nodeid: str) -> str:
     """The unit a worker runs whole: the test's module (module fixtures and in-order tests stay
-    together), and every Kafka test together (one broker; they count the machine's Kafka JVMs)."""
+    together), every Kafka test together (one broker; they count the machine's Kafka JVMs), and
+    the test_scheduler* modules of tests/e2e together (one Airflow, started once)."""
     module = nodeid.split("::", 1)[0]
+    if module.startswith(_SHARED_AIRFLOW):
+        return _SHARED_AIRFLOW
     return "tests/kafka" if module.startswith("tests/kafka/") else module
 
 

@@ -16,9 +16,11 @@ so a new facet is one module and one line in the registry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import pyarrow as pa
 
 from placement.model import ClusterState
 from schemas.config import JobConfig
@@ -29,7 +31,20 @@ if TYPE_CHECKING:
     from jobs.lake import Start
     from jobs.validate.suites import ValidationReport
 
-__all__ = ["Assembly", "Checked", "Facet"]
+__all__ = ["UNIT_COLUMNS", "Assembly", "Checked", "Facet", "KeygroupRows", "unit_columns"]
+
+#: keygroup_stats of a period: the lake's Arrow columns (the plan stage) or rows (fleet, tests)
+KeygroupRows: TypeAlias = Sequence[Mapping[str, Any]] | pa.Table
+#: the columns of keygroup_stats the plan reads
+UNIT_COLUMNS = ("keygroup", "operator", "node", "load_pct", "state_bytes")
+
+
+def unit_columns(keygroups: KeygroupRows) -> dict[str, list[Any]]:
+    """The plan's columns of keygroup_stats as lists, in row order: from Arrow one list per
+    column (no dict per row), from rows as given."""
+    if isinstance(keygroups, pa.Table):
+        return {c: keygroups[c].to_pylist() for c in UNIT_COLUMNS}
+    return {c: [k[c] for k in keygroups] for c in UNIT_COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -50,7 +65,7 @@ class Assembly:
     strategy: str
     params: Mapping[str, Any]
     state: ClusterState
-    kg_rows: tuple[Mapping[str, Any], ...]
+    kg_rows: KeygroupRows
     start: Start
 
 

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeAlias
+
+import pyarrow as pa
 
 from jobs.errors import StageError
-from jobs.facets.base import Assembly
+from jobs.facets.base import Assembly, KeygroupRows, unit_columns
 from jobs.tracking.placements import PLACEMENTS_ARTIFACT, placements_csv
 from placement.constraints import MoveCheck, amounts
 from placement.facets import Source
@@ -32,6 +34,7 @@ from placement.herding.instance import from_state
 from placement.herding.metrics import facet_metrics, node_of
 from placement.metrics import plan_metrics
 from placement.model import ClusterState, Plan
+from placement.subscriptions import Subscriptions
 from schemas.config import JobConfig
 from schemas.strategies import STRATEGIES
 
@@ -50,24 +53,44 @@ __all__ = [
 _MAY_BE_EMPTY = frozenset({"communication", "arrivals", "utilisation"})
 
 
-def with_sources(state: ClusterState, job: JobConfig, kg_rows: list[dict[str, Any]],
-                 source_rows: list[dict[str, Any]], subscription_rows: list[dict[str, Any]],
+#: a facet table as the lake gives it (Arrow columns) or as rows (tests, small callers)
+FacetRows: TypeAlias = Sequence[Mapping[str, Any]] | pa.Table
+
+
+def with_sources(state: ClusterState, job: JobConfig, kg_rows: KeygroupRows,
+                 source_rows: FacetRows, subscription_rows: FacetRows,
                  current: Mapping[str, str], version: int | None) -> ClusterState:
     """`state` with the period's sources and subscriptions and, for a dynamic job, its arrivals
-    (units not in `current`, the assignment of published `version` the runtime ran)."""
-    units = {k["keygroup"] for k in kg_rows}
-    reads: dict[str, set[str]] = {}
-    for row in subscription_rows:
-        if row["keygroup"] in units:
-            reads.setdefault(row["keygroup"], set()).add(row["source"])
-    sources = tuple(Source(r["source"], float(r["tuples_per_s"]), float(r["bytes_per_s"]))
-                    for r in sorted(source_rows, key=lambda r: r["source"]))
-    subscriptions = {u: frozenset(s) for u, s in sorted(reads.items())}
+    (units not in `current`, the assignment of published `version` the runtime ran).
+
+    Columnar: the subscription rows of the period's units are grouped into S_q by Arrow and
+    numpy (placement/subscriptions.py `Subscriptions.from_pairs`), no set per unit; a source
+    is one `Source` (sources are few: the paper's m ≪ n)."""
+    import pyarrow.compute as pc
+
+    unit_ids = (kg_rows["keygroup"].to_pylist() if isinstance(kg_rows, pa.Table)
+                else [k["keygroup"] for k in kg_rows])
+    subs = _columns(subscription_rows, {"keygroup": pa.string(), "source": pa.string()})
+    keep = pc.is_in(subs["keygroup"], value_set=pa.array(unit_ids, pa.string()))
+    subscriptions = Subscriptions.from_pairs(subs["keygroup"].filter(keep).to_numpy(),
+                                             subs["source"].filter(keep).to_numpy())
+    rates = _columns(source_rows, {"source": pa.string(), "tuples_per_s": pa.float64(),
+                                   "bytes_per_s": pa.float64()}).sort_by("source")
+    sources = tuple(Source(i, float(w), float(b)) for i, w, b in zip(
+        *(rates[c].to_pylist() for c in ("source", "tuples_per_s", "bytes_per_s")), strict=True))
     if not job.dynamic:
         return replace(state, sources=sources, subscriptions=subscriptions)
+    units = set(unit_ids)
     placed = {u: current[u] for u in sorted(units) if version is not None and u in current}
     return replace(state, assignment=placed, arrivals=frozenset(units - set(placed)),
                    sources=sources, subscriptions=subscriptions)
+
+
+def _columns(rows: FacetRows, types: Mapping[str, pa.DataType]) -> pa.Table:
+    """The named columns of a facet table, typed (rows are turned into columns once)."""
+    if isinstance(rows, pa.Table):
+        return pa.table({c: rows[c].cast(t) for c, t in types.items()})
+    return pa.table({c: pa.array([r[c] for r in rows], t) for c, t in types.items()})
 
 
 def check_strategy_facets(job: JobConfig, strategy: str, state: ClusterState) -> None:
@@ -186,31 +209,31 @@ class Prepared:
         return plan, logged, ({} if text is None else {PLACEMENTS_ARTIFACT: text})
 
 
-def attach_sources(assembly: Assembly,
-                   rows: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None) -> Assembly:
+def attach_sources(assembly: Assembly, rows: tuple[FacetRows, FacetRows] | None) -> Assembly:
     """The registry's attach step: sources, subscriptions and arrivals, when the period has
     facet rows (`with_sources`)."""
     if rows is None:
         return assembly
     start = assembly.start
     return replace(assembly, state=with_sources(
-        assembly.state, assembly.job, [dict(k) for k in assembly.kg_rows], *rows,
+        assembly.state, assembly.job, assembly.kg_rows, *rows,
         start.assignment, start.version))
 
 
 def prepare(job: JobConfig, strategy: str, state: ClusterState,
-            kg_rows: Sequence[Mapping[str, Any]]) -> Prepared:
+            kg_rows: KeygroupRows) -> Prepared:
     """After every facet is attached: the strategy's facets checked, arrivals pre-placed for a
     strategy that does not place them."""
     check_strategy_facets(job, strategy, state)
     ready, preplaced = preplace_arrivals(state, strategy)
-    return Prepared(strategy, ready, state, {k["keygroup"]: k["node"] for k in kg_rows},
-                    preplaced)
+    units = unit_columns(kg_rows)
+    return Prepared(strategy, ready, state, dict(zip(units["keygroup"], units["node"],
+                                                     strict=True)), preplaced)
 
 
 def prepare_units(job: JobConfig, strategy: str, state: ClusterState,
-                  kg_rows: list[dict[str, Any]],
-                  facet_rows: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None,
+                  kg_rows: KeygroupRows,
+                  facet_rows: tuple[FacetRows, FacetRows] | None,
                   current: Mapping[str, str], version: int | None) -> Prepared:
     """Sources, subscriptions and arrivals (when the period has facet rows), the strategy's
     facets checked, arrivals pre-placed for a strategy that does not place them."""

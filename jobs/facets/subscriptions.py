@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jobs.errors import StageError
@@ -168,15 +169,17 @@ def validate_facets_of(ctx: StageContext, checked: Checked, report: ValidationRe
     return ValidationReport(report.success and facets.success, report.failures + facets.failures)
 
 
-def read_facet_rows(ctx: StageContext
-                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-    """The period's source_stats and subscriptions rows, for a period whose collect wrote them
+def read_facet_rows(ctx: StageContext) -> tuple[pa.Table, pa.Table] | None:
+    """The period's source_stats and subscriptions as Arrow tables (columns, no row object:
+    jobs/facets/dynamic.py `with_sources` groups them), for a period whose collect wrote them
     (a dynamic job's always); None otherwise, without reading a table."""
     from jobs.lake import concurrently
 
     if not _wrote_sources(ctx):
         return None
     lake, job_id, end = ctx.lake, ctx.job_id, ctx.end
-    sources, subs = concurrently(lambda: lake.period_rows(SOURCE_STATS, job_id, end),
-                                 lambda: lake.period_rows(SUBSCRIPTIONS_TABLE, job_id, end))
+    sources, subs = concurrently(
+        lambda: lake.period_arrow(SOURCE_STATS, job_id, end,
+                                  ["source", "tuples_per_s", "bytes_per_s"]),
+        lambda: lake.period_arrow(SUBSCRIPTIONS_TABLE, job_id, end, ["keygroup", "source"]))
     return sources, subs

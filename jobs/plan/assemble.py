@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from jobs.errors import StageError, lake_rows_refused
-from jobs.facets.base import Assembly
+from jobs.facets.base import Assembly, KeygroupRows, unit_columns
 from jobs.facets.dynamic import Prepared, prepare
 from jobs.facets.registry import attach_facets
 from placement.comm import CommEdges
@@ -40,7 +40,8 @@ __all__ = ["Assembled", "PeriodInputs", "assemble", "build_state", "comm_of"]
 class PeriodInputs:
     """What the plan of one job's period reads, each once."""
 
-    keygroups: Sequence[Mapping[str, Any]]
+    #: keygroup_stats: the lake's Arrow read (the plan stage) or rows (fleet)
+    keygroups: KeygroupRows
     nodes: Sequence[Mapping[str, Any]]
     #: comm_stats: rows, or the period's frame (pandas or Arrow, read without a row object)
     edges: Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table
@@ -67,7 +68,7 @@ def assemble(job: JobConfig, strategy: str, params: Mapping[str, Any], inputs: P
         state = build_state(job, inputs.keygroups, inputs.nodes, inputs.edges,
                             inputs.start.assignment)
         attached = attach_facets(
-            Assembly(job, strategy, dict(params), state, tuple(inputs.keygroups), inputs.start),
+            Assembly(job, strategy, dict(params), state, inputs.keygroups, inputs.start),
             dict(inputs.facets))
         return Assembled(prepare(job, strategy, attached.state, inputs.keygroups),
                          dict(attached.params))
@@ -75,43 +76,67 @@ def assemble(job: JobConfig, strategy: str, params: Mapping[str, Any], inputs: P
 
 def build_state(
     job: JobConfig,
-    keygroups: Sequence[Mapping[str, Any]],
+    keygroups: KeygroupRows,
     nodes: Sequence[Mapping[str, Any]],
     edges: Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table,
     current: Mapping[str, str],
 ) -> ClusterState:
     """The planner's model of one period: loads from the stats, placement from `current`.
 
-    Validation refuses missing or non-finite values; a dry run of an unvalidated period meets
-    them here and gets the same kind of message instead of a TypeError deep in the planner.
+    `keygroups` is the lake's Arrow read (the plan stage: columns, no dict per row) or rows;
+    either way one `KeyGroup` per unit is built (the strategies' API: docs/architecture.md,
+    "The columnar boundary"). Validation refuses missing or non-finite values; a dry run of an
+    unvalidated period meets them here and gets the same kind of message instead of a
+    TypeError deep in the planner.
     """
-    _check_finite(job, keygroups, ("load_pct", "state_bytes"), "keygroup", KEYGROUP_STATS.name)
+    _check_units_finite(job, keygroups)
     _check_finite(job, nodes, ("capacity",), "node", NODE_STATS.name)
     comm = comm_of(job, edges)
+    units = unit_columns(keygroups)
+    ids, ops, load, size = (units[c] for c in ("keygroup", "operator", "load_pct",
+                                                "state_bytes"))
     capacity = {n["node"]: float(n["capacity"]) for n in nodes}
-    assignment = {k["keygroup"]: current.get(k["keygroup"], k["node"]) for k in keygroups}
+    assignment = {u: current.get(u, node) for u, node in zip(ids, units["node"], strict=True)}
     node_ids = sorted(set(capacity) | set(assignment.values()))
     # the job's topology constraints and node labels (schemas/constraints.py): a node the
     # config does not label has none
     constraints = job.constraints or Constraints()
     labels = constraints.node_labels
+    alpha = job.alpha
     return ClusterState(
         nodes=tuple(Node(n, capacity.get(n, 1.0), labels=tuple(sorted(labels.get(n, {}).items())))
                     for n in node_ids),
         keygroups=tuple(
-            KeyGroup(
-                id=k["keygroup"],
-                operator=k["operator"],
-                load=float(k["load_pct"]),
-                state_bytes=float(k["state_bytes"]),
-                migration_cost=job.alpha * float(k["state_bytes"]),
-            )
-            for k in sorted(keygroups, key=lambda row: row["keygroup"])
+            KeyGroup(id=ids[i], operator=ops[i], load=float(load[i]),
+                     state_bytes=float(size[i]), migration_cost=alpha * float(size[i]))
+            for i in sorted(range(len(ids)), key=ids.__getitem__)
         ),
         assignment=assignment,
         edges=comm,
         constraints=constraints,
     )
+
+
+def _check_units_finite(job: JobConfig, keygroups: KeygroupRows) -> None:
+    """keygroup_stats' load and state size are finite numbers: over Arrow columns at once
+    (the first bad row, in row order, is named as the row check names it), or row by row."""
+    columns = ("load_pct", "state_bytes")
+    if not isinstance(keygroups, pa.Table):
+        _check_finite(job, keygroups, columns, "keygroup", KEYGROUP_STATS.name)
+        return
+    import numpy as np
+    import pyarrow.compute as pc
+
+    first = len(keygroups)
+    for column in columns:
+        values = pc.cast(keygroups[column], pa.float64())
+        bad = pc.or_kleene(pc.is_null(values), pc.invert(pc.is_finite(values))).to_numpy(
+            zero_copy_only=False)
+        if bad.any():
+            first = min(first, int(np.flatnonzero(bad)[0]))
+    if first < len(keygroups):
+        row = keygroups.slice(first, 1).to_pylist()
+        _check_finite(job, row, columns, "keygroup", KEYGROUP_STATS.name)
 
 
 def comm_of(job: JobConfig, edges: Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table

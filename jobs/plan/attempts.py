@@ -109,16 +109,19 @@ def choose_attempt(job_id: str, stamp: str, attempts: list[dict[str, Any]], want
 
 
 def check_identity(row: Mapping[str, Any], plan_json: Mapping[str, Any],
-                   run_tags: Mapping[str, str]) -> str:
+                   run_tags: Mapping[str, str], *, checksum: str | None = None) -> str:
     """The checksum of the plan's assignment, after checking that the plans row, its plan JSON
     and its MLflow run (what `reconf audit` shows) name the same plan and the same assignment.
 
     A plans row is never rewritten (each attempt has its own); a row that disagrees with its run
     was edited by hand or by an older writer, and publishing it would publish something the audit
-    trail does not show.
+    trail does not show. `checksum`: the assignment's, when the caller has already hashed it
+    (publish, from the plan's arrays); else it is computed from the plan JSON's assignment.
     """
     pid = str(row["plan_id"])
-    checksum = assignment_checksum({str(k): str(v) for k, v in plan_json["assignment"].items()})
+    if checksum is None:
+        checksum = assignment_checksum(
+            {str(k): str(v) for k, v in plan_json["assignment"].items()})
     recorded = [("its plan JSON", "plan_id", plan_json.get("plan_id"), pid),
                 ("its plan JSON", "checksum", plan_json.get("checksum"), checksum),
                 (f"its MLflow run {row['mlflow_run_id']}", "plan_id",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
+from jobs.facets.base import UNIT_COLUMNS
 from jobs.facets.registry import read_facets
 from jobs.lake import Start, concurrently
 from jobs.plan.assemble import PeriodInputs, assemble, build_state
@@ -39,6 +40,7 @@ from schemas.config import MAX_MIGRATIONS, JobConfig, Paths
 from schemas.tables import ASSIGNMENTS, COMM_STATS, KEYGROUP_STATS, NODE_STATS, Table
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 __all__ = [
@@ -140,10 +142,13 @@ def read_inputs(ctx: StageContext) -> tuple[PeriodInputs, int]:
         except StageError as exc:  # raised after the check of the stats, as before
             return exc
 
-    kg_rows: list[dict[str, Any]]
+    kg_rows: pa.Table
     start: Start | StageError
     kg_rows, node_rows, edge_rows, start, facets, assignments_version, _ = concurrently(
-        rows(KEYGROUP_STATS), rows(NODE_STATS),
+        # O(units): Arrow columns, in key order (jobs/plan/assemble.py `build_state`)
+        lambda: lake.period_arrow(KEYGROUP_STATS, job.job_id, ctx.end, list(UNIT_COLUMNS),
+                                  ordered=True),
+        rows(NODE_STATS),
         # O(edges): Arrow columns straight into the planner's CommEdges; build_state orders them
         # by key (jobs/plan/assemble.py `comm_of`)
         lambda: lake.period_arrow(COMM_STATS, job.job_id, ctx.end,
@@ -153,7 +158,7 @@ def read_inputs(ctx: StageContext) -> tuple[PeriodInputs, int]:
         lambda: prepare_client(paths))
     everyone_left = job.dynamic and ctx.marker is not None and ctx.marker.rows_of(
         KEYGROUP_STATS.name) == 0  # a dynamic job's units may all have left: an empty plan
-    if not kg_rows and not everyone_left:
+    if kg_rows.num_rows == 0 and not everyone_left:
         raise no_stats_error(paths, job.job_id, ctx.stamp)
     if isinstance(start, StageError):
         raise start

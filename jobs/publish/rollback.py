@@ -70,6 +70,20 @@ def _refuse(what: str, job_id: str, fix: str) -> StageError:
     return StageError(what, where=f"job {job_id!r}", fix=fix)
 
 
+def _earlier(newest: int) -> str:
+    """The versions a rollback may go back to, as an operator reads them ("v1", "v1..v4")."""
+    return "v1" if newest == 2 else f"v1..v{newest - 1}"
+
+
+def _earlier_fix(job_id: str, newest: int) -> str:
+    """What to do about a version that is not earlier than `newest`; with one version published
+    there is none to go back to (never the empty range "v1..v0")."""
+    if newest == 1:
+        return (f"v1 is the job's only version, so there is nothing earlier to roll back to: to "
+                f"change what {job_id} runs, plan and publish a new version (`reconf cycle`)")
+    return "roll back to v1" if newest == 2 else f"roll back to one of {_earlier(newest)}"
+
+
 def rollback(job: JobConfig, to_version: int, *, paths: Paths, reason: str,
              override_budget: str | None = None,
              spark: SparkSession | None = None) -> RollbackResult:
@@ -88,7 +102,7 @@ def rollback(job: JobConfig, to_version: int, *, paths: Paths, reason: str,
                       "back to", job.job_id, "publish a plan first (`reconf cycle`)")
     if not 1 <= to_version < newest:
         raise _refuse(f"v{to_version} is not an earlier version: the newest is v{newest}",
-                      job.job_id, f"roll back to one of v1..v{newest - 1}")
+                      job.job_id, _earlier_fix(job.job_id, newest))
     row = lake.version_row(job.job_id, newest)
     if row is None:
         raise _refuse(f"v{newest} has no version row", job.job_id, "check the lake's "
@@ -113,7 +127,7 @@ def _rollback(ctx: StageContext, newest: int, to_version: int, reason: str,
     target = lake.published_assignment(job.job_id, to_version)
     if not target:
         raise _refuse(f"v{to_version} was never published for this job", job.job_id,
-                      f"roll back to a published version (v1..v{newest - 1}; see "
+                      f"roll back to a published version ({_earlier(newest)}; see "
                       f"`reconf audit --job {job.job_id}`)")
     current = lake.published_assignment(job.job_id, newest)
     state = _state(ctx, current)

@@ -27,8 +27,10 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jobs.context import StageContext, run_stage, stage_context
@@ -41,27 +43,27 @@ from jobs.plan.attempts import (
     check_identity,
     choose_attempt,
 )
+from jobs.publish.version import assignment_rows
 from jobs.tracking.store import run_tags, tag_run
 from schemas.approval import NEVER_PUBLISHED
+from schemas.canonical import OrderError, chunked, sorted_checksum
 from schemas.config import JobConfig, Paths
 from schemas.manifest import (
     Manifest,
     ManifestError,
     ScalingSection,
     Schedule,
-    assignment_checksum,
     latest_path,
     manifest_path,
     read_latest_version,
     read_manifest,
     write_latest,
-    write_manifest,
 )
+from schemas.manifest_stream import ManifestHead, write_manifest_streamed
 from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLANS
 from schemas.tracking import Tag, delta_version_tag
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 __all__ = ["PublishResult", "publish", "publish_period"]
@@ -78,35 +80,70 @@ class PublishResult:
     plan_id: str | None = None  # the plan published (or refused, for a stale or historical one)
 
 
-def _manifest_for(
-    paths: Paths, job_id: str, version: int, pid: str, period_end: datetime,
-    assignment: dict[str, str], scaling: ScalingSection, schedule: Schedule | None = None,
-) -> Manifest:
-    """The manifest of version N: the one already on disk for this plan (crash recovery), or new.
+def _plan_arrays(plan_json: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The plan's assignment as two aligned arrays sorted by key group: what the manifest, its
+    checksum and the `assignments` rows are written from, a chunk at a time. The plan JSON holds
+    it sorted (placement/model.py `Plan.to_dict`), so the sort is one linear pass."""
+    assignment = plan_json["assignment"]
+    keys = sorted(str(k) for k in assignment)
+    # one string per node, not per unit (the JSON parser makes a new one for every value): once
+    # the plan's dict is dropped, 10^6 units on 10^3 nodes hold 10^3 node ids, not 10^6
+    one: dict[str, str] = {}
+    return keys, [one.setdefault(v, v) for v in map(str, map(assignment.__getitem__, keys))]
+
+
+def _checksum(keys: list[str], nodes: list[str]) -> str | None:
+    """The arrays' assignment checksum, hashed a chunk at a time; None if an id is empty (no
+    manifest can hold that assignment)."""
+    try:
+        return sorted_checksum(chunked(keys, nodes))
+    except OrderError:
+        return None
+
+
+def _write_version(
+    paths: Paths, head: ManifestHead, keys: list[str], nodes: list[str], checksum: str,
+) -> Path:
+    """The manifest of version N: the one already on disk for this plan (crash recovery), or new,
+    written streamed (schemas/manifest_stream.py: chunks straight from the arrays to the temp
+    file, the checksum hashed on the way and checked against the plan's, then the link).
 
     A `v<N>.json` of another plan with no version row is an orphan: a publisher crashed between
     writing it and committing its version (publishers of a job hold its lock, so none is in
     progress). LATEST never named it, so no runtime can have read it; it is moved aside to
     `.orphaned/` (kept for inspection) and version N is written afresh.
     """
+    job_id, version = head.job_id, head.version
     path = manifest_path(paths.published, job_id, version)
+    # a crashed publisher's temp files of this version (never linked, so never read): the job's
+    # lock is held, so none is being written
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        stale.unlink(missing_ok=True)
     if path.is_file():
         try:
             existing: Manifest | None = read_manifest(paths.published, job_id, version)
         except ManifestError:
             existing = None  # torn or damaged: an orphan all the same
-        if (existing is not None and existing.plan_id == pid
-                and existing.checksum == assignment_checksum(assignment)):
-            return existing
+        if (existing is not None and existing.plan_id == head.plan_id
+                and existing.checksum == checksum == existing.actual_checksum):
+            return path
+        del existing
         aside = path.parent / ".orphaned" / f"{path.stem}.{uuid.uuid4().hex[:8]}.json"
         aside.parent.mkdir(parents=True, exist_ok=True)
         os.replace(path, aside)
         print(f"publish {job_id}: moved the uncommitted manifest of a crashed publish aside "
               f"({path} -> {aside})", file=sys.stderr, flush=True)
-    return Manifest.create(
-        job_id=job_id, version=version, period_end=period_end, plan_id=pid,
-        assignment=assignment, scaling=scaling, created_at=datetime.now(UTC), schedule=schedule,
-    )
+    written, _ = write_manifest_streamed(paths.published, head, _chunks(keys, nodes),
+                                         expected_checksum=checksum)
+    return written
+
+
+def _chunks(keys: list[str], nodes: list[str]) -> Iterator[tuple[Sequence[str], Sequence[str]]]:
+    """The arrays' chunks, with a fail point after each: a crash while the manifest's temp file
+    holds part of the assignment (tests/jobs/test_faults.py)."""
+    for chunk in chunked(keys, nodes):
+        yield chunk
+        failpoint("publish.manifest.chunk")
 
 
 def _check_latest(lake: Lake, paths: Paths, job_id: str) -> int | None:
@@ -189,7 +226,16 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
             fix=f"plan the period again (a new attempt, which asks again): `airflow tasks clear "
                 f"reconfigure_{job.job_id} -s {stamp} -e {stamp} -y`, or `reconf plan --job "
                 f"{job.job_id} --period-end {stamp}` then publish that")
-    check_identity(plan_row, plan_json, run_tags(paths, run_id) if run_id else {})
+    keys, nodes = _plan_arrays(plan_json)
+    del plan_json["assignment"]  # from here on the arrays are the assignment: no second copy
+    checksum = _checksum(keys, nodes)
+    if checksum is None:
+        raise StageError(
+            f"plan {pid} places a unit with an empty id or on an empty node id; it is not "
+            "published", where=f"plans row {pid}",
+            fix="plan the period again; if this repeats, report the strategy and the plan JSON")
+    check_identity(plan_row, plan_json, run_tags(paths, run_id) if run_id else {},
+                   checksum=checksum)
     if log.newer:
         lake.set_plan_status(job.job_id, period_end, pid, "historical")
         if run_id:
@@ -212,9 +258,8 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
             f"period again (`reconf plan --job {job.job_id} --period-end {stamp}`), then publish",
             plan_id=pid)
 
-    # compute: the version and its manifest
+    # compute: the version and its manifest, written streamed from the plan's arrays
     version = (newest or 0) + 1
-    assignment = {str(k): str(v) for k, v in plan_json["assignment"].items()}
     raw = plan_json.get("scaling", {})
     scaling = ScalingSection(
         nodes_to_add=tuple(raw.get("nodes_to_add", ())),
@@ -226,21 +271,21 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
         # the plan's move schedule (jobs/plan/record.py); a plan recorded before schedules has none
         schedule = (Schedule.from_dict(plan_json["schedule"], f"plans row {pid}")
                     if "schedule" in plan_json else None)
-        manifest = _manifest_for(paths, job.job_id, version, pid, period_end, assignment, scaling,
-                                 schedule)
-        path = write_manifest(paths.published, manifest)
+        head = ManifestHead.create(job_id=job.job_id, version=version, period_end=period_end,
+                                   plan_id=pid, scaling=scaling, schedule=schedule)
+        path = _write_version(paths, head, keys, nodes, checksum)
     except ManifestError as exc:
         raise StageError(str(exc), where=str(paths.published / job.job_id),
                          fix="inspect the published directory; versions are immutable") from exc
     failpoint("publish.manifest")
     # commit: the version's rows, then its version row (the commit point), then LATEST
     version_where = Scope(job.job_id, version=version)
-    lake.replace(ASSIGNMENTS, _assignment_rows(job.job_id, version, assignment), version_where)
+    lake.replace(ASSIGNMENTS, assignment_rows(job.job_id, version, keys, nodes), version_where)
     failpoint("publish.assignments")
     lake.write_records(
         ASSIGNMENT_VERSIONS,
         [{"job_id": job.job_id, "version": version, "plan_id": pid, "period_end": period_end,
-          "checksum": manifest.checksum, "status": "published", "manifest_path": str(path),
+          "checksum": checksum, "status": "published", "manifest_path": str(path),
           "published_at": datetime.now(UTC)}],
         version_where,
     )
@@ -256,22 +301,6 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
         lambda: _tag_others(paths, attempts, pid, version))
     failpoint("publish.status")
     return PublishResult(job.job_id, stamp, version, "published", str(path), plan_id=pid)
-
-
-def _assignment_rows(job_id: str, version: int, assignment: dict[str, str]) -> pa.Table:
-    """The version's `assignments` rows as columns, in key-group order: O(units) without an
-    object per row (a job of 10^5 units publishes 10^5 rows a version)."""
-    import pyarrow as pa
-
-    from jobs.lake.write import conform
-
-    keys = sorted(assignment)
-    n = len(keys)
-    return conform(pa.table({"job_id": pa.array([job_id] * n, pa.string()),
-                             "version": pa.array([version] * n, pa.int64()),
-                             "keygroup": pa.array(keys, pa.string()),
-                             "node": pa.array([assignment[k] for k in keys], pa.string())}),
-                   ASSIGNMENTS)
 
 
 def _already_published(ctx: StageContext, mine: dict[str, Any], attempts: list[dict[str, Any]],
@@ -293,15 +322,14 @@ def _already_published(ctx: StageContext, mine: dict[str, Any], attempts: list[d
     if (latest or 0) < version:
         write_latest(paths.published, job.job_id, version)
     row = next((r for r in attempts if r["plan_id"] == pid), None)
-    if row is not None:
-        published = {str(k): str(v) for k, v in json.loads(row["plan_json"])["assignment"].items()}
-        if assignment_checksum(published) == mine["checksum"]:
-            if row["status"] != "published" or any(r["status"] == "planned" for r in attempts):
-                lake.settle_plan_statuses(job.job_id, period_end, pid, NOT_PUBLISHED)
-                _tag_others(paths, attempts, pid, version)
-            tags = run_tags(paths, row["mlflow_run_id"]) if row["mlflow_run_id"] else {}
-            if tags and tags.get(Tag.ASSIGNMENT_VERSION) != str(version):
-                _tag_published(lake, paths, row["mlflow_run_id"], version, mine["manifest_path"])
+    planned = None if row is None else _checksum(*_plan_arrays(json.loads(row["plan_json"])))
+    if row is not None and planned == mine["checksum"]:
+        if row["status"] != "published" or any(r["status"] == "planned" for r in attempts):
+            lake.settle_plan_statuses(job.job_id, period_end, pid, NOT_PUBLISHED)
+            _tag_others(paths, attempts, pid, version)
+        tags = run_tags(paths, row["mlflow_run_id"]) if row["mlflow_run_id"] else {}
+        if tags and tags.get(Tag.ASSIGNMENT_VERSION) != str(version):
+            _tag_published(lake, paths, row["mlflow_run_id"], version, mine["manifest_path"])
     others = sorted((str(r["plan_id"]) for r in attempts if r["plan_id"] != pid), key=attempt_of)
     note = (f"the period's other plan(s) {', '.join(others)} are kept as attempts, not published"
             if others else "")

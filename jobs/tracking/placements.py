@@ -20,6 +20,7 @@ from typing import Any
 
 from jobs.tracking.audit_trail import to_csv
 from placement.model import ClusterState, Plan
+from placement.subscriptions import Subscriptions
 from schemas.tracking import Artifact
 
 __all__ = ["PLACEMENTS_ARTIFACT", "PLACEMENT_COLUMNS", "placement_rows", "placements_csv"]
@@ -33,28 +34,46 @@ def placement_rows(state: ClusterState, plan: Plan, ran: Mapping[str, str], rule
                    ) -> list[dict[str, Any]]:
     """The rows of `placements.csv` (PLACEMENT_COLUMNS); `state` is the one the plan stage built
     (arrivals still unplaced), `ran` where the runtime ran each unit, `rule` how arrivals were
-    placed."""
+    placed.
+
+    What every unit's sources put on each node (the stayers' shipped sources, the final
+    readers per (node, source)) is counted over S_q's CSR columns (placement/subscriptions.py),
+    not unit by unit: only the rows written (arrivals and moves) are Python objects."""
+    import numpy as np
+    import pandas as pd
+
     rate = {s.id: s.rate for s in state.sources}
-    reads = state.subscriptions
-    stays = {u: n for u, n in state.assignment.items() if plan.assignment.get(u) == n}
-    shipped: dict[str, set[str]] = {}
-    for unit, node in stays.items():
-        shipped.setdefault(node, set()).update(reads.get(unit, ()))
+    reads = Subscriptions.of(state.subscriptions)
+    units = pd.Index(reads.units, dtype=object)
+    before = pd.Series(dict(state.assignment), dtype=object).reindex(units)
+    after = pd.Series(dict(plan.assignment), dtype=object).reindex(units)
+    codes, vocab = pd.factorize(pd.concat([before, after], ignore_index=True))
+    b, a = codes[:len(units)], codes[len(units):]
+    node_code = {str(v): j for j, v in enumerate(vocab)}
+    src_code = {s: i for i, s in enumerate(reads.source_ids)}
+    m = max(len(reads.source_ids), 1)
+    row, src = np.repeat(np.arange(len(units)), np.diff(reads.indptr)), reads.indices
+    # (node, source) keys j*m + s: shipped there by a unit that stays; read there in the end
+    shipped = set((b[row] * m + src)[((b >= 0) & (b == a))[row]].tolist())
+    final, readers = np.unique((a[row] * m + src)[a[row] >= 0], return_counts=True)
+
+    def key(node: str, source: str) -> int:
+        return node_code.setdefault(node, len(node_code)) * m + src_code[source]
+
+    def read_by_others(node: str, source: str) -> bool:
+        at = int(np.searchsorted(final, key(node, source)))
+        return at < len(final) and int(final[at]) == key(node, source) and readers[at] > 1
+
     rows = []
     for unit in sorted(state.arrivals):
         node = plan.assignment[unit]
         mine = sorted(reads.get(unit, ()))
-        there = [s for s in mine if s in shipped.get(node, set())]
+        there = [s for s in mine if key(node, s) in shipped]
         rows.append(_row(unit, "arrival", ran.get(unit, ""), node, mine, there, rate, rule))
-        shipped.setdefault(node, set()).update(mine)
-    final: dict[str, dict[str, int]] = {}
-    for unit, node in plan.assignment.items():
-        for source in reads.get(unit, ()):
-            final.setdefault(node, {}).setdefault(source, 0)
-            final[node][source] += 1
+        shipped.update(key(node, s) for s in mine)
     for move in plan.moves:
         mine = sorted(reads.get(move.keygroup, ()))
-        there = [s for s in mine if final.get(move.dst, {}).get(s, 0) > 1]
+        there = [s for s in mine if read_by_others(move.dst, s)]
         rows.append(_row(move.keygroup, "moved", move.src, move.dst, mine, there, rate,
                          f"moved by {plan.strategy} within the migration budget"))
     return rows

@@ -2,9 +2,8 @@
 
 Every plan of a period, a rerun included, is a new run tagged with its plan id and attempt number:
 a run, once logged, is only ever completed (publish's tags, the what-if), never overwritten, so
-the run of a published version shows what was published. `find_runs` answers with one run per
-period, the period's *record*: the published attempt, else the newest attempt that may still be
-published; `attempts=True` lists them all.
+the run of a published version shows what was published. Which run is a period's record:
+jobs/tracking/runs.py (`find_runs`, re-exported here).
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobs.plan.attempts import NOT_PUBLISHED, attempt_of
+from jobs.plan.attempts import NOT_PUBLISHED
 from jobs.tracking.audit_trail import (
     KEYGROUP_COLUMNS,
     MOVE_COLUMNS,
@@ -36,12 +36,13 @@ from jobs.tracking.audit_trail import (
 )
 from jobs.tracking.bounded import logged_keygroups, logged_plan_json
 from jobs.tracking.charts import comm_graph, load_chart
+from jobs.tracking.runs import find_runs, run_attempt, run_filter
 from jobs.tracking.ui_links import VIEW_TAG, key_metrics_view, view_needs_update
 from placement.metrics import mean_load
 from placement.model import ClusterState, Plan
 from placement.reasons import family_params
 from schemas.config import JobConfig, Paths
-from schemas.tracking import Artifact, Tag, param_tag
+from schemas.tracking import MLFLOW_DB_LOGGER, Artifact, Tag, param_tag
 
 __all__ = ["CycleRecord", "find_runs", "log_cycle", "logged_attempts", "open_experiment",
            "open_store", "plan_metrics", "prepare_client", "read_csv_artifact", "refresh_note",
@@ -90,6 +91,9 @@ def _client(paths: Paths) -> Any:
             from mlflow import MlflowClient
 
             os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # no bars in logs
+            # a new store's "Creating initial MLflow database tables..." (INFO, on stderr) is
+            # not the stage's output: a fresh clone's first `reconf plan` printed it
+            logging.getLogger(MLFLOW_DB_LOGGER).setLevel(logging.WARNING)
             client = _CLIENTS[paths.mlflow_uri] = MlflowClient(tracking_uri=paths.mlflow_uri)
         return client
 
@@ -120,49 +124,14 @@ def _experiment_id(client: Any, paths: Paths, job_id: str, strategy: str | None 
     return str(experiment.experiment_id)
 
 
-def _run_filter(job_id: str, period_end: str | None, dry_run: bool) -> str:
-    where = f"tags.`{_JOB_TAG}` = '{job_id}' AND tags.`{Tag.DRY_RUN}` = '{str(dry_run).lower()}'"
-    return where + (f" AND tags.`{_PERIOD_TAG}` = '{period_end}'" if period_end else "")
-
-
-def _attempt(run: Any) -> int:
-    tags = run.data.tags
-    return int(tags[Tag.ATTEMPT]) if tags.get(Tag.ATTEMPT, "").isdigit() else (
-        attempt_of(tags.get(Tag.PLAN_ID, "")))
-
-
-def _record_rank(run: Any) -> tuple[bool, bool, int, int]:
-    """The period's record is its published attempt; else the newest that may be published."""
-    status = run.data.tags.get(Tag.PUBLISH_STATUS)
-    return (status == "published", status != NOT_PUBLISHED, _attempt(run),
-            int(run.info.start_time or 0))
-
-
-def find_runs(client: Any, experiment_id: str, job_id: str, period_end: str | None = None,
-              *, dry_run: bool = False, max_results: int = 5000, attempts: bool = False
-              ) -> list[Any]:
-    """The record run of each period of a job (of one period if given), newest period first;
-    with `attempts`, every attempt's run (newest period first, each period's record first)."""
-    runs = client.search_runs([experiment_id], filter_string=_run_filter(job_id, period_end, dry_run),
-                              max_results=5000)
-    ordered = sorted(runs, key=lambda r: (r.data.tags.get(_PERIOD_TAG, ""), _record_rank(r)),
-                     reverse=True)
-    if attempts:
-        return ordered[:max_results]
-    records: dict[str, Any] = {}
-    for run in ordered:  # per period, the best-ranked comes first
-        records.setdefault(run.data.tags.get(_PERIOD_TAG, ""), run)
-    return list(records.values())[:max_results]
-
-
 def logged_attempts(paths: Paths, job_id: str, period_end: str, dry_run: bool) -> int:
     """The highest attempt number among the period's runs (0: none), of plans or dry runs."""
     client = _client(paths)
     experiment_id = _experiment_id(client, paths, job_id)
     runs = client.search_runs([experiment_id],
-                              filter_string=_run_filter(job_id, period_end, dry_run),
+                              filter_string=run_filter(job_id, period_end, dry_run),
                               max_results=5000)
-    return max((_attempt(r) for r in runs), default=0)
+    return max((run_attempt(r) for r in runs), default=0)
 
 
 def _create_run(client: Any, experiment_id: str, record: CycleRecord) -> tuple[str, str]:

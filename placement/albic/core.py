@@ -7,13 +7,24 @@
         4. solve the constrained MILP                                 (contract.py)
            if LD(solution) > maxLD: return albic(maxLD, maxPL − stepPL, stepPL, sF)
     at maxPL ≤ 0 there is one partition per key group and no pin: the plain MILP.
+    ours: a level (steps 2-4) runs only while its cost |K| + LEVEL_OVERHEAD fits `level_work`
 
-The recursion is a loop. Step 1 does not depend on maxPL and runs once; steps 2–4 run per
-level, drawing from the same seeded generator. `time_limit_s` covers the whole call: a third of
-it is kept for the plain MILP (the fallback), and a level's constrained MILP gets half of the
-levels' time left after its steps 2-3; a level starts only while the levels' time lasts (the
-first always runs), so at 32,768 units the levels stop on the clock and the cut is recorded on
-the plan (placement/determinism.py). A level is accepted when its d (the MILP's load distance: LD, or how far a node of B sits
+The recursion is a loop. Step 1 does not depend on maxPL and runs once (not at all when the
+budget pays for no level); steps 2–4 run per level, drawing from the same seeded generator.
+The paper's recursion has no stop but maxPL ≤ 0; ours has a work budget for the levels as a
+whole (`level_work`, in key-group levels): a level costs |K| + LEVEL_OVERHEAD of it (its
+constrained MILP places every key group, its exchange search and contraction walk them all),
+and a level starts only while its cost fits what is left, so how many levels run is a function of the input and the parameters, the same on a busy
+machine as on a quiet one (placement/determinism.py). At 32,768 key groups the default budget
+runs no level: ALBIC is then the plain MILP (maxPL 0), which the message says. The clock is the
+safety net: `time_limit_s` covers the whole call, a third of it is kept for the plain MILP (the
+fallback), a level starts only while the other two thirds last and its constrained MILP (on the
+work budget) may use all of them; a level the net stops is recorded on the plan as a clock cut.
+A call without a work budget (`work_limit` and `node_limit` None: the benchmarks' clock-limited
+comparison) runs the levels on the clock instead, as before: the first always runs, each
+constrained MILP gets half of the levels' time left after its steps 2–3.
+
+A level is accepted when its d (the MILP's load distance: LD, or how far a node of B sits
 above mean if further) is at most maxLD and it leaves no node of A above `SATURATED` (100 %)
 utilisation, unless the mean itself is above it: near saturation maxLD alone let a level keep a
 node at 104 % (mean 95 %, d 9 ≤ 10) that the plain MILP relieves. A level whose MILP is
@@ -29,6 +40,7 @@ bound is the plain MILP's where it ran (valid for every plan within the budget),
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -39,15 +51,15 @@ import numpy as np
 
 from placement.albic.collocate import improve_collocation
 from placement.albic.contract import solve_constrained
-from placement.albic.params import AlbicManyParams, AlbicParams
+from placement.albic.params import LEVEL_OVERHEAD, AlbicManyParams, AlbicParams
 from placement.albic.partitions import maintain_collocation
 from placement.albic.scores import calc_scores
 from placement.common import MIN_SOLVE_S, make_plan, relaxed_five
-from placement.determinism import clock_cut
+from placement.determinism import clock_cut, work_budgeted
 from placement.metrics import max_deviation, mean_load, node_loads
 from placement.model import Budget, ClusterState, Phase, Plan, SolverStatus
 
-__all__ = ["plan_albic", "plan_albic_many"]
+__all__ = ["level_cost", "plan_albic", "plan_albic_many"]
 
 PLAIN_SHARE = 1 / 3  # of time_limit_s, kept for the plain MILP at maxPL 0
 SATURATED = 100.0  # % utilisation: a constrained level may not leave a node of A above it
@@ -98,27 +110,42 @@ def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, many: bool,
     milp_params: dict[str, Any] = {"solver": p.solver, "resource_caps": p.resource_caps}
     deadline = started + time_limit_s
     rng = random.Random(seed)
-    scores = calc_scores(state, state.assignment, s_f)
+    budgeted = work_budgeted()
+    cost, work_left = level_cost(state), p.level_work
+    # step 1 serves the levels only: when the budget pays for none (32,768 key groups), its
+    # second or so over every pair is not spent
+    no_level = budgeted and cost > work_left
+    scores = calc_scores(state, state.assignment, s_f) if not no_level else None
     allowance = _share(budget, pair_share if many else 1.0)
-    notes = [f"{len(scores.col_grps)} collocated / {len(scores.to_be_col_grps)} to-be-"
-             f"collocated pairs above avg·sF"]
+    notes = [] if scores is None else [f"{len(scores.col_grps)} collocated / "
+                                       f"{len(scores.to_be_col_grps)} to-be-collocated pairs "
+                                       f"above avg·sF"]
     reserve = PLAIN_SHARE * time_limit_s
     best: tuple[float, dict[str, str], SolverStatus, float] | None = None  # d, plan, status, maxPL
     level_pl = max_pl
     phases: list[Phase] = []  # one per maxPL level (steps 2-4), then the plain MILP
     while level_pl > 1e-9:
         t0 = time.perf_counter()
-        if phases and t0 >= deadline - reserve:  # the levels' time is used up: the plain
-            clock_cut("ALBIC's maxPL levels")  # MILP's reserve is left for the fallback
+        if scores is None or (budgeted and cost > work_left):  # the levels' work budget is
+            # spent: where the levels stop is a function of the input, never of the load
+            notes.append(f"maxPL {level_pl:g} and below: not tried, the levels' work budget "
+                         f"is spent (level_work {p.level_work:,} key-group levels, a level "
+                         f"costs {cost:,} here)")
+            break
+        if (phases or budgeted) and t0 >= deadline - reserve:  # the levels' time is used up:
+            clock_cut("ALBIC's maxPL levels")  # the plain MILP's reserve is left for the fallback
             notes.append(f"maxPL {level_pl:g} and below: not tried, the levels' time "
                          f"({time_limit_s - reserve:.1f} s) was used up")
             break
+        work_left -= cost
         parts = maintain_collocation(state, scores.col_grps, scores.out, budget, level_pl, rng,
                                      seed=seed)
         imp = improve_collocation(state, scores.to_be_col_grps, scores.out, parts, allowance,
                                   level_pl, rng, many=many, rates=scores.to_be_col_rates)
-        # the constrained solve gets half the levels' time left after steps 2-3
-        limit = max(MIN_SOLVE_S, (deadline - reserve - time.perf_counter()) / 2)
+        # on a work budget the constrained solve stops on it, the levels' time left its net;
+        # on the clock it gets half the levels' time left after steps 2-3
+        share = 1.0 if budgeted else 0.5
+        limit = max(MIN_SOLVE_S, (deadline - reserve - time.perf_counter()) * share)
         solved = solve_constrained(state, budget, imp.units, imp.pins,
                                    (imp.forced_count, imp.forced_cost), time_limit_s=limit,
                                    milp_params={**milp_params, "seed": seed})
@@ -151,7 +178,20 @@ def _run(state: ClusterState, budget: Budget, p: AlbicParams, *, many: bool,
         notes.append(f"the plan of maxPL {pl:g} (LD {d:.3f}) is kept: it balances better than "
                      f"the plain MILP did in its time")
         return _plan(state, assignment, status, plain.lower_bound, notes, phases)
-    return _plan(state, plain.assignment, plain.status, plain.lower_bound, notes, phases)
+    # the plain MILP's plan as it is (its moves and metrics are what _plan would recompute on
+    # the same state and assignment: a second or so at 32,768 key groups), with ALBIC's notes
+    bound = 0.0 if plain.lower_bound is None else plain.lower_bound
+    note = relaxed_five(plain_d, mean_load(state), bound)
+    return dataclasses.replace(plain, message="; ".join(filter(None, [*notes, note])),
+                               phases=tuple(phases))
+
+
+def level_cost(state: ClusterState) -> int:
+    """One maxPL level's charge against `level_work`: |K| + LEVEL_OVERHEAD key-group levels.
+    Measured per level (steps 2-4) at ~80 µs per key group on this machine from 400 to 32,768
+    key groups (docs/algorithms.md); a top-k landing keeps at most k pairs per unit
+    (jobs/facets/comm.py), so the pairs step 3 orders grow with |K| too."""
+    return len(state.keygroups) + LEVEL_OVERHEAD
 
 
 def _saturates(state: ClusterState, assignment: Mapping[str, str]) -> bool:

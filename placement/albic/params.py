@@ -6,14 +6,20 @@ from pydantic import Field
 
 from placement.params import ResourceCaps, StrategyParams
 
-__all__ = ["DEFAULT_MAX_LD", "DEFAULT_MAX_PL", "DEFAULT_PAIR_SHARE", "DEFAULT_SF",
-           "DEFAULT_STEP_PL", "AlbicManyParams", "AlbicParams"]
+__all__ = ["DEFAULT_LEVEL_WORK", "DEFAULT_MAX_LD", "DEFAULT_MAX_PL", "DEFAULT_PAIR_SHARE",
+           "DEFAULT_SF", "DEFAULT_STEP_PL", "LEVEL_OVERHEAD", "AlbicManyParams", "AlbicParams"]
 
 DEFAULT_MAX_LD = 10.0
 DEFAULT_MAX_PL = 25.0
 DEFAULT_STEP_PL = 5.0
 DEFAULT_SF = 1.5
 DEFAULT_PAIR_SHARE = 0.5
+#: the maxPL levels' work budget, in key-group levels: a level (steps 2-4) costs |K| +
+#: LEVEL_OVERHEAD of it, so all five of the paper's levels run up to 4,500 key groups, fewer
+#: above, none from 24,501 (placement/albic/core.py; docs/algorithms.md, "Recursion")
+DEFAULT_LEVEL_WORK = 25_000
+#: a level's fixed cost (METIS, a HiGHS model, the level's plan) in key-group equivalents
+LEVEL_OVERHEAD = 500
 
 
 class AlbicParams(StrategyParams):
@@ -28,6 +34,10 @@ class AlbicParams(StrategyParams):
                        description="sF, a pair is beneficial above avg(out)·sF")
     resource_caps: ResourceCaps | None = Field(
         None, description="caps[r] per resource, passed to the MILP (constraint (R))")
+    level_work: int = Field(
+        DEFAULT_LEVEL_WORK, ge=1, description="the maxPL levels' work budget in key-group "
+        "levels (a level costs |K| + 500): levels stop on it, not on the clock, so the plan is "
+        "reproducible; the time limit stays the safety net")
 
 
 class AlbicManyParams(AlbicParams):

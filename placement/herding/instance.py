@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from placement.canonical import natural_key
 from placement.model import ClusterState
+from placement.subscriptions import Subscriptions
 
 __all__ = ["Instance", "IntArray", "capacities", "from_arrays", "from_state", "node_counts"]
 
@@ -132,29 +133,37 @@ def from_state(state: ClusterState) -> Instance:
     in which nodes and sources are declared (docs/algorithms.md, "Herding").
 
     A unit without subscriptions reads nothing (traffic 0 wherever it goes)."""
-    units = sorted(k.id for k in state.keygroups)
-    by_id = {k.id: k for k in state.keygroups}
+    cols = state.columns  # arrays in the state's unit order (placement/columns.py)
+    order = np.array(sorted(range(len(cols.units)), key=cols.units.__getitem__), dtype=np.int64)
+    units = tuple(cols.units[i] for i in order)
     nodes = sorted(state.nodes, key=lambda nd: (-nd.capacity, natural_key(nd.id)))
     sources = sorted(state.sources, key=lambda s: natural_key(s.id))
+    subs = Subscriptions.of(state.subscriptions)
+    # S_q's indices into the subscriptions' own (sorted) vocabulary -> into `sources`
     src_index = {s.id: i for i, s in enumerate(sources)}
-    node_index = {nd.id: j for j, nd in enumerate(nodes)}
-    indptr = np.zeros(len(units) + 1, dtype=np.int64)
-    flat: list[int] = []
-    for i, u in enumerate(units):
-        flat.extend(sorted(src_index[s] for s in state.subscriptions.get(u, ())))
-        indptr[i + 1] = len(flat)
+    to_source = np.array([src_index[s] for s in subs.source_ids], dtype=np.int64)
+    indptr, local = subs.rows_for(units)
+    flat = _sorted_rows(indptr, to_source[local] if len(local) else local)
+    # the state's node j -> its position in `nodes` (an arrival keeps -1)
+    node_pos = np.array([cols.node_index[nd.id] for nd in nodes], dtype=np.int64)
+    to_sorted = np.empty(len(nodes), dtype=np.int64)
+    to_sorted[node_pos] = np.arange(len(nodes))
+    here = cols.current[order]
+    current = np.where(here >= 0, to_sorted[np.maximum(here, 0)], -1).astype(np.int64)
     inst = from_arrays(
-        np.array([s.rate for s in sources], dtype=np.float64), indptr,
-        np.array(flat, dtype=np.int64), len(nodes),
+        np.array([s.rate for s in sources], dtype=np.float64), indptr, flat, len(nodes),
         capacity=np.array([nd.capacity for nd in nodes]),
         in_a=np.array([not nd.marked_for_removal for nd in nodes]),
-        current=np.array([node_index[state.assignment[u]] if u in state.assignment else -1
-                          for u in units], dtype=np.int64),
-        migration_cost=np.array([by_id[u].migration_cost for u in units], dtype=np.float64),
-        unit_ids=tuple(units))
+        current=current, migration_cost=cols.migration_cost[order], unit_ids=units)
     return Instance(**{**inst.__dict__, "node_ids": tuple(nd.id for nd in nodes),
                        "source_ids": tuple(s.id for s in sources),
-                       "load": np.array([by_id[u].load for u in units], dtype=np.float64)})
+                       "load": cols.load[order].astype(np.float64)})
+
+
+def _sorted_rows(indptr: IntArray, indices: IntArray) -> IntArray:
+    """Each CSR row's indices in ascending order (rows stay where they are)."""
+    rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    return indices[np.lexsort((indices, rows))].astype(np.int64)
 
 
 def capacities(inst: Instance, nu: float, n: int | None = None) -> IntArray:

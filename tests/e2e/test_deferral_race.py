@@ -6,35 +6,35 @@ state success, but the task instance's state attribute is queued"; apache/airflo
 72716). A runtime lands whenever it lands, so the landing wait must be safe at any moment: its
 trigger ends the task itself (reconf/landing_wait.py), no resumed attempt, nothing to race.
 
-One Airflow (api-server, scheduler, dag-processor, triggerer; SQLite; free ports) and one job,
-`race`, SPL 1 h with a long landing timeout: the test triggers its last hour-grid periods one
-after another. Each period is landed beforehand but for its `_SUCCESS` marker, which the test
-puts back the moment the wait logs that it defers (after it looked for the marker, before the
-deferring process has even exited), so the trigger fires on its first look; the scheduler
-sleeps up to 4 s between idle loops (a busy scheduler's pace), so it reads the deferring
-process's exit only after the trigger fired. Every run must succeed and publish, in order.
+Its own Airflow (api-server, scheduler, dag-processor, triggerer; SQLite; free ports:
+scheduler_kit.started_airflow; not the shared one, whose scheduler must not be slowed) and one
+job, `race`, SPL 1 day with a landing timeout of days, on a grid with no period end within hours
+of the Airflow's start (scheduler_kit.quiet_start: no scheduled run of its own between the
+test's steps): the test triggers its last three ended periods one after another. Each period
+is landed beforehand but for its `_SUCCESS` marker, which the test puts back the moment the
+wait logs that it defers (after it looked for the marker, before the deferring process has even
+exited), so the trigger fires on its first look; the scheduler sleeps up to 4 s between idle
+loops (a busy scheduler's pace), so it reads the deferring process's exit only after the
+trigger fired. Every run must succeed and publish, in order.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from reconf.procs import free_port
-from reconf.services import Ports, down, up
 from reconf.settings import make_source
-from schemas.config import Paths, resolve_job
+from schemas.config import resolve_job
 from schemas.landing import SUCCESS_MARKER, format_period_end
 from schemas.manifest import atomic_write_bytes, read_latest_version, read_manifest
 
-from .scheduler_kit import Airflow, Runtime, _stamp
+from .scheduler_kit import DAY, Airflow, Runtime, _stamp, quiet_start, started_airflow
 
 pytestmark = [pytest.mark.e2e]
 
@@ -48,46 +48,24 @@ shadow_time_budget_s = 0
 source = {{ kind = "synthetic", operators = 2, keygroups_per_operator = 4, nodes = 3, seed = 7, varies = 30 }}
 
 [jobs.race]
-spl = "1h"
+spl = "1d"
 start_date = {start}
 catchup_periods = 0
-landing_timeout = "10h"
+landing_timeout = "4d"
 """
 
 
 @pytest.fixture(scope="module")
 def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
-    root = tmp_path_factory.mktemp("race")
-    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    start = hour - timedelta(hours=ROUNDS + 2)
-    config = root / "jobs.toml"
-    config.write_text(CONFIG.format(start=_stamp(start)))
-    ports = Ports(airflow=free_port(), mlflow=free_port(), spark_connect=free_port())
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AIRFLOW", "RECONF_SPARK", "PYTHONPATH"))}
-    env.update({"RECONF_HOME": str(root / "home"), "RECONF_CONFIG": str(config),
-                "RECONF_AIRFLOW_PORT": str(ports.airflow), "PATH": "/usr/bin:/bin",
-                "AIRFLOW__CORE__PARALLELISM": "3",
-                # a busy scheduler: seconds between its loops, as on two loaded cores, so the
-                # trigger fires before it has read the deferring process's exit
-                "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "4"})
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    paths = Paths.from_env()
-    try:
-        up(paths, ports, names=("api-server", "scheduler", "dag-processor", "triggerer"),
-           timeout_s=600)
-        handle = Airflow(paths, dict(env), Runtime(paths, start))
-        deadline = time.monotonic() + 300
-        while not handle.query("SELECT dag_id FROM dag WHERE dag_id = ?", DAG_ID):
-            assert time.monotonic() < deadline, "the dag-processor never parsed the DAG"
-            time.sleep(2)
+    started = datetime.now(UTC)
+    start = quiet_start(started)
+    # a busy scheduler: seconds between its loops, as on two loaded cores, so the trigger fires
+    # before it has read the deferring process's exit
+    with started_airflow(tmp_path_factory.mktemp("race"), CONFIG.format(start=_stamp(start)),
+                         {"AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "4"}) as (paths, env):
+        handle = Airflow(paths, env, Runtime(paths, start), started)
+        handle.wait_for_dags([DAG_ID])
         yield handle
-    finally:
-        down(paths, grace_s=30)
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def _stage(airflow: Airflow, at: datetime) -> tuple[Path, bytes]:
@@ -147,8 +125,8 @@ def _lead(airflow: Airflow, run_id: str) -> float | None:
 
 
 def test_a_landing_at_the_moment_of_deferral_never_fails_the_wait(airflow: Airflow) -> None:
-    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    periods = [hour - timedelta(hours=ROUNDS - k) for k in range(ROUNDS)]
+    last = 9  # quiet_start's newest ended period
+    periods = [quiet_start(airflow.started) + k * DAY for k in range(last - ROUNDS + 1, last + 1)]
     airflow.shell(f"airflow dags unpause {DAG_ID}")
     leads: list[float | None] = []
     for version, at in enumerate(periods, start=1):
@@ -171,3 +149,4 @@ def test_a_landing_at_the_moment_of_deferral_never_fails_the_wait(airflow: Airfl
     scheduler = (airflow.paths.home / "logs" / "services" / "scheduler.log").read_text(
         errors="replace")
     assert "but the task instance's state attribute is" not in scheduler
+    airflow.assert_quiet(DAG_ID)

@@ -1,8 +1,9 @@
 """Through the real Airflow scheduler: scheduled runs on the period grid, a late and a missed
 landing, a backfill, the docs' recovery recipe and a rollback, the way operators run them.
 
-One Airflow for the module, started as `make up` starts it (reconf.services: api-server,
-scheduler, dag-processor, triggerer; SQLite; free ports), with four small synthetic jobs:
+One Airflow, started as `make up` starts it (reconf.services: api-server, scheduler,
+dag-processor, triggerer; SQLite; free ports), shared with tests/e2e/test_scheduler_approval.py
+(its own job and DAGs; tests/e2e/scheduler_kit.py SharedAirflow), with five small synthetic jobs:
 
 - `tick`, SPL 30 s, starting at the fixture's clock: a runtime stand-in thread lands each period
   as wall-clock time passes it (applying the newest published version first, as a runtime
@@ -10,10 +11,11 @@ scheduler, dag-processor, triggerer; SQLite; free ports), with four small synthe
   than 30 s on 2 busy cores; the catch-up policy is wide enough that none is skipped).
 - `late`, the same grid with a 5-minute landing timeout and nothing landing it: unpaused, its
   newest ended period runs and waits, deferred, until the test lands it.
-- `fill`, SPL 1 h from 2026-01-01 with `catchup_periods = 0`: no scheduled run in the test's
-  minutes, so its runs are the backfill's and the recovery's, made with the docs' commands run
-  in bash after `eval "$(.venv/bin/python -m reconf.services env)"` with a PATH that has no
-  `airflow` on it.
+- `fill`, SPL 1 day with `catchup_periods = 0` on a grid none of whose period ends falls within
+  hours of the Airflow's start (scheduler_kit.quiet_start: an hourly grid would get a scheduled
+  run at the next HH:00), so its runs are the backfill's and the recovery's (checked), made with
+  the docs' commands run in bash after `eval "$(.venv/bin/python -m reconf.services env)"` with a
+  PATH that has no `airflow` on it.
 - `mend`, SPL 1 min with healing on (min_gap 90 s): the last tests land its periods by hand and
   kill its nodes in the runtime stand-in; its healing DAG `heal_mend` runs on the health
   reports' asset events (dags/healing.py).
@@ -21,14 +23,13 @@ scheduler, dag-processor, triggerer; SQLite; free ports), with four small synthe
   `rollback_demo` triggered with params (the docs' command), through the scheduler.
 
 The tests run in file order and build on each other (one Airflow, one history: the fill tests
-count on the backfill's versions). Every check reads what an operator would: the metadata DB's runs and task states, the task logs,
-the published manifests and the asset events.
+count on the backfill's versions). Every check reads what an operator would: the metadata DB's
+runs and task states, the task logs, the published manifests and the asset events.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -38,19 +39,31 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from reconf.procs import free_port
-from reconf.services import Ports, down, up
 from reconf.settings import make_source
 from runtime.synthetic import SyntheticJob
 from schemas.config import Paths, resolve_job
 from schemas.landing import KEYGROUPS, format_period_end
 from schemas.manifest import read_latest_version, read_manifest
 
-from .scheduler_kit import BACK, FILL, LATE, MISSED, SPL, TICK, Airflow, Runtime, _stamp
+from .scheduler_kit import (
+    BACK,
+    DAY,
+    FILL,
+    LATE,
+    MISSED,
+    SHARED,
+    SPL,
+    TICK,
+    Airflow,
+    Runtime,
+    Share,
+    SharedAirflow,
+    _stamp,
+    quiet_start,
+)
 
 pytestmark = [pytest.mark.e2e]
 
-FILL_T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CONFIG = """\
 [defaults]
 strategy = "milp"
@@ -73,8 +86,8 @@ start_date = {start}
 landing_timeout = "5m"
 
 [jobs.fill]
-spl = "1h"
-start_date = 2026-01-01T00:00:00Z
+spl = "1d"
+start_date = {quiet}
 catchup_periods = 0
 landing_timeout = "10s"
 
@@ -91,48 +104,33 @@ min_gap = "{gap}s"
 max_nodes_at_once = 1
 
 [jobs.demo]
-spl = "1h"
-start_date = 2026-01-01T00:00:00Z
+spl = "1d"
+start_date = {quiet}
 catchup_periods = 0
 max_migrations = 8
 """
 MEND, GAP = "mend", timedelta(seconds=90)
 
 
+SHARED.register(Share(__name__, lambda start: CONFIG.format(
+    start=_stamp(start), quiet=_stamp(quiet_start(start)), gap=int(GAP.total_seconds())),
+    clocked=True))
+DAGS = [f"{kind}_{job}" for job in (TICK, LATE, FILL, MEND, BACK)
+        for kind in ("reconfigure", "rollback")] + ["heal_mend"]
+
+
 @pytest.fixture(scope="module")
-def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
-    root = tmp_path_factory.mktemp("scheduler")
-    now = datetime.now(UTC)
-    start = datetime(now.year, now.month, now.day, now.hour, now.minute, tzinfo=UTC)
-    config = root / "jobs.toml"
-    config.write_text(CONFIG.format(start=_stamp(start), gap=int(GAP.total_seconds())))
-    ports = Ports(airflow=free_port(), mlflow=free_port(), spark_connect=free_port())
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AIRFLOW", "RECONF_SPARK", "PYTHONPATH"))}
-    env.update({"RECONF_HOME": str(root / "home"), "RECONF_CONFIG": str(config),
-                "RECONF_AIRFLOW_PORT": str(ports.airflow), "PATH": "/usr/bin:/bin",
-                "AIRFLOW__CORE__PARALLELISM": "3"})
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)  # what `make up` would see in that shell
-    paths = Paths.from_env()
+def airflow(shared_airflow: SharedAirflow, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[Airflow]:
+    paths, env, start = shared_airflow.acquire(__name__, tmp_path_factory.mktemp("scheduler"))
     runtime = Runtime(paths, start)
+    handle = Airflow(paths, env, runtime, start)
+    handle.wait_for_dags(DAGS)
+    runtime.start()
     try:
-        up(paths, ports, names=("api-server", "scheduler", "dag-processor", "triggerer"),
-           timeout_s=600)
-        handle = Airflow(paths, dict(env), runtime)
-        deadline = time.monotonic() + 300
-        while len(handle.query("SELECT dag_id FROM dag WHERE dag_id LIKE 'reconfigure_%' OR "
-                               "dag_id LIKE 'rollback_%' OR dag_id = 'heal_mend'")) < 11:
-            assert time.monotonic() < deadline, "the dag-processor never parsed the DAGs"
-            time.sleep(2)
-        runtime.start()
         yield handle
     finally:
         runtime.stop.set()
-        down(paths, grace_s=30)
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def test_scheduled_runs_fall_on_the_grid_and_publish_in_order(airflow: Airflow) -> None:
@@ -208,36 +206,38 @@ def test_a_period_that_never_lands_times_out_and_the_next_one_still_publishes(ai
     airflow.shell("airflow dags pause reconfigure_tick")
 
 
-def _fill_period(k: int) -> datetime:
-    return FILL_T0 + timedelta(hours=k)
+def _fill_period(airflow: Airflow, k: int) -> datetime:
+    """Period k of `fill` (and of `demo`: the same grid), all ended before the tests began."""
+    return quiet_start(airflow.started) + k * DAY
 
 
 def test_the_docs_backfill_publishes_every_period_in_order(airflow: Airflow) -> None:
     source = make_source(resolve_job(FILL), airflow.paths)
     for k in (1, 2, 3):
-        source.land_period(airflow.paths.landing, _fill_period(k))
-    first, last = _fill_period(1).isoformat(), _fill_period(3).isoformat()
+        source.land_period(airflow.paths.landing, _fill_period(airflow, k))
+    first, last = _fill_period(airflow, 1).isoformat(), _fill_period(airflow, 3).isoformat()
     dry = airflow.shell(
         "airflow dags unpause reconfigure_fill\n"
         f"airflow backfill create --dag-id reconfigure_fill --from-date {first} --to-date {last} "
         "--reprocess-behavior failed --max-active-runs 1 --dry-run")
-    assert all(_fill_period(k).strftime("%Y-%m-%d %H:%M:%S") in dry for k in (1, 2, 3)), dry
+    assert all(_fill_period(airflow, k).strftime("%Y-%m-%d %H:%M:%S") in dry for k in (1, 2, 3)), dry
     airflow.shell(
         f"airflow backfill create --dag-id reconfigure_fill --from-date {first} --to-date {last} "
         "--reprocess-behavior failed --max-active-runs 1")
     for k in (1, 2, 3):
-        run = airflow.wait_for_run("reconfigure_fill", _fill_period(k), ("success", "failed"))
+        run = airflow.wait_for_run("reconfigure_fill", _fill_period(airflow, k), ("success", "failed"))
         assert run[2] == "success", airflow.log_tails("reconfigure_fill", run[3])
         assert run[1] == "backfill"
     for version, k in ((1, 1), (2, 2), (3, 3)):
         assert read_manifest(airflow.paths.published, FILL, version).period_end == \
-            format_period_end(_fill_period(k))
+            format_period_end(_fill_period(airflow, k))
     listed = airflow.shell("airflow dags list-runs reconfigure_fill")
     assert listed.count("success") >= 3
+    airflow.assert_quiet("reconfigure_fill")  # unpaused, yet no run of its own between the steps
 
 
 def test_the_docs_recovery_recipe_clears_and_reruns_a_failed_cycle(airflow: Airflow) -> None:
-    paths, at = airflow.paths, _fill_period(4)
+    paths, at = airflow.paths, _fill_period(airflow, 4)
     source = make_source(resolve_job(FILL), paths)
     _land_broken(paths, at)
     airflow.shell(f"airflow dags trigger reconfigure_fill --logical-date {at.isoformat()}")
@@ -286,7 +286,7 @@ def _land_broken(paths: Paths, at: datetime) -> None:
 
 
 def test_the_docs_recipe_for_a_lost_period_skips_it_and_the_next_cycle_runs(airflow: Airflow) -> None:
-    at = _fill_period(5)
+    at = _fill_period(airflow, 5)
     before = read_latest_version(airflow.paths.published, FILL) or 0
     _land_broken(airflow.paths, at)
     airflow.shell("airflow dags unpause reconfigure_fill\n"
@@ -304,13 +304,14 @@ def test_the_docs_recipe_for_a_lost_period_skips_it_and_the_next_cycle_runs(airf
     # the next cycle does not wait on the lost one
     runtime = make_source(resolve_job(FILL), airflow.paths)
     runtime.apply_latest(airflow.paths.published)  # runs the newest version, as a runtime would
-    runtime.land_period(airflow.paths.landing, _fill_period(6))
-    airflow.shell(f"airflow dags trigger reconfigure_fill --logical-date {_fill_period(6).isoformat()}")
-    after = airflow.wait_for_run("reconfigure_fill", _fill_period(6), ("success", "failed"))
+    runtime.land_period(airflow.paths.landing, _fill_period(airflow, 6))
+    airflow.shell(f"airflow dags trigger reconfigure_fill --logical-date {_fill_period(airflow, 6).isoformat()}")
+    after = airflow.wait_for_run("reconfigure_fill", _fill_period(airflow, 6), ("success", "failed"))
     assert after[2] == "success", airflow.log_tails("reconfigure_fill", after[3])
     assert read_latest_version(airflow.paths.published, FILL) == before + 1
     assert read_manifest(airflow.paths.published, FILL, before + 1).period_end == \
-        format_period_end(_fill_period(6))  # nothing was published for the lost period
+        format_period_end(_fill_period(airflow, 6))  # nothing was published for the lost period
+    airflow.assert_quiet("reconfigure_fill")
 
 
 # -- healing between periods: job `mend` ---------------------------------------------------------
@@ -466,9 +467,9 @@ def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input
     paths, dag = airflow.paths, "rollback_demo"
     source = make_source(resolve_job(BACK), paths)
     for k in (1, 2, 3):  # v1..v3, by the stages in this process (the DAG is the rollback's)
-        source.land_period(paths.landing, _fill_period(k))
+        source.land_period(paths.landing, _fill_period(airflow, k))
         for stage in (run_collect, run_validate, run_plan, run_publish):
-            stage(BACK, _fill_period(k))
+            stage(BACK, _fill_period(airflow, k))
         source.apply_latest(paths.published)
     assert read_latest_version(paths.published, BACK) == 3
     v1 = read_manifest(paths.published, BACK, 1)
@@ -487,7 +488,7 @@ def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input
         "SELECT extra FROM asset_event WHERE source_run_id = ?", run_id)]
     assert event["version"] == 4 and event["rollback_to"] == 1
     shown = airflow.shell(f".venv/bin/reconf audit --job {BACK} --period-end "
-                          f"{_stamp(_fill_period(3))} --plan-id {v4.plan_id}")
+                          f"{_stamp(_fill_period(airflow, 3))} --plan-id {v4.plan_id}")
     assert "rollback to v1: v3 overloads node-01" in shown and "schedule:" in shown
     assert f"run {run_id}" in shown  # the audit names the Airflow run that made it
     # bad input fails the run with the CLI's message and publishes nothing (a missing reason

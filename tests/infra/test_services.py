@@ -100,6 +100,12 @@ def test_up_twice_starts_one_set_and_down_stops_exactly_it(tmp_path: Path) -> No
     status = _services(home, "status", "--mlflow-port", str(port))
     assert f"mlflow        running, pid {record.pid}, healthy" in status.stdout
     assert status.returncode == 3  # not everything runs (only MLflow was asked for)
+    # without the port again (`make status` after `make up MLFLOW_PORT=…`): the port MLflow was
+    # started on, from its pid file, not the default :5000, and so for the shell's environment
+    plain = _services(home, "status")
+    assert f"mlflow        running, pid {record.pid}, healthy  http://127.0.0.1:{port}" in plain.stdout
+    exports = _services(home, "env")
+    assert f"export RECONF_MLFLOW_URL=http://127.0.0.1:{port}\n" in exports.stdout, exports.stdout
 
     down = _services(home, "down", "--grace", "20")
     assert down.returncode == 0, down.stdout + down.stderr

@@ -1,4 +1,4 @@
-"""The approval step's words and records, without Airflow (tests/e2e/test_approval.py runs the
+"""The approval step's words and records, without Airflow (tests/e2e/test_scheduler_approval.py runs the
 step through the scheduler): the request an approver reads, the audit's line of a decision, and
 a reason of any text stored in the lake exactly as typed (quotes and backslashes included)."""
 

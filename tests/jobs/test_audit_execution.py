@@ -30,3 +30,15 @@ def test_the_schedule_line_shows_the_rate_and_each_waves_least_time() -> None:
     plain = Schedule.sealed(waves, WaveLimits(), "sha256:x")
     assert all("at least" not in line and "rate" not in line
                for line in execution_lines({"schedule": plain.summary()}))
+
+
+def test_unset_schedule_limits_read_none_not_pythons_none() -> None:
+    """The execution section's defaults leave per-wave, byte and ceiling limits unset; the line
+    says "none" for each, and a set ceiling keeps its unit."""
+    waves = (Wave((ScheduledMove("k1", "a", "b", 300.0),), 50.0),)
+    plain = execution_lines({"schedule": Schedule.sealed(waves, WaveLimits(), "sha256:x")
+                             .summary()})[0]
+    assert "None" not in plain
+    assert "per wave none, bytes none, ceiling none" in plain
+    capped = Schedule.sealed(waves, WaveLimits(ceiling_pct=90.0), "sha256:x").summary()
+    assert "ceiling 90.0 %" in execution_lines({"schedule": capped})[0]

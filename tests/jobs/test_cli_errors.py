@@ -97,6 +97,8 @@ def _negative_budget(paths, tmp_path, monkeypatch):
     monkeypatch.setenv("RECONF_CONFIG", str(bad))
     return ["plan", "--job", JOB_ID, "--period-end", stamp(P2)], [
         str(bad), "max_migrations", "must be >= 0, got -1",
+        # the fix names where config fields are explained, not `reconf plan --help`'s arguments
+        "fix:   edit the job config", "`reconf jobs` checks every job's fields",
     ]
 
 
@@ -231,7 +233,16 @@ def _rows_changed_after_validate(paths, tmp_path, monkeypatch):
     ]
 
 
+def _rollback_with_one_version(paths, tmp_path, monkeypatch):
+    """v1 is the only version: nothing is earlier, and the fix says so (not "one of v1..v0")."""
+    return ["rollback", "--job", JOB_ID, "--to-version", "1", "--reason", "x"], [
+        "v1 is not an earlier version: the newest is v1", f"where: job '{JOB_ID}'",
+        "v1 is the job's only version, so there is nothing earlier to roll back to",
+    ]
+
+
 CASES: dict[str, Callable] = {
+    "rollback-with-one-version": _rollback_with_one_version,
     "rows-changed-after-validate": _rows_changed_after_validate,
     "off-grid-period": _off_grid,
     "far-future-period": _far_future,

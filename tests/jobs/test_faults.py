@@ -34,8 +34,8 @@ from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, COMM_STATS, KEYGROU
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
-PUBLISH_POINTS = ("publish.manifest", "publish.assignments", "publish.version", "publish.latest",
-                  "publish.status")
+PUBLISH_POINTS = ("publish.manifest.chunk", "publish.manifest", "publish.assignments",
+                  "publish.version", "publish.latest", "publish.status")
 COLLECT_POINTS = ("collect.node_stats", "collect.keygroup_stats", "collect.marker")
 
 
@@ -112,6 +112,23 @@ def test_publish_killed_at_a_commit_point_is_completed_by_a_rerun(
     assert rerun.version == 1
     assert _published_state(spark, paths, run_id) == expected
     assert expected["latest"] == "1\n" and expected["tags"]["reconf.publish_status"] == "published"
+
+
+def test_publish_killed_mid_manifest_leaves_no_manifest_and_no_latest(
+    planned, config_file, job, spark, tmp_path
+):
+    """Killed inside the streamed write (the temp file holds part of the assignment): no
+    `v1.json`, no LATEST; the rerun removes the dead temp file and publishes v1."""
+    paths = _copy(planned, tmp_path / "crashed")
+    _killed(_reconf(paths, config_file, "publish", "--job", JOB_ID, "--period-end", stamp(P1),
+                    failpoint="publish.manifest.chunk"))
+    folder = paths.published / JOB_ID
+    assert not (folder / "v1.json").exists() and not (folder / "LATEST").exists()
+    assert [f.name for f in folder.iterdir() if f.name.startswith(".v1.json.")]  # the dead temp
+    assert publish_period(job, P1, paths=paths, spark=spark).version == 1
+    assert sorted(f.name for f in folder.iterdir() if not f.name.startswith(".")) == [
+        "LATEST", "v1.json"]
+    assert not [f.name for f in folder.iterdir() if f.name.endswith(".tmp")]
 
 
 def _collected_state(spark: Any, paths: Paths) -> dict[str, Any]:

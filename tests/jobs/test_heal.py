@@ -96,7 +96,8 @@ def test_a_dead_node_heals_once_waits_for_the_gap_and_a_wide_failure_alerts(
     write_report(paths.landing, wide)
     assert main(["heal", "--job", JOB_ID, "--report-id", "wide"]) == 1  # an alert
     assert main(["heal", "--job", JOB_ID, "--report-id", "nope"]) == 2
-    assert "nope.json: not a readable JSON report" in capsys.readouterr().err
+    err = capsys.readouterr().err  # an unknown id: the reports there are named
+    assert f"no health report 'nope' for job '{JOB_ID}'" in err and "dead-1" in err
     assert latest(paths) == "3\n"
 
 

@@ -188,9 +188,11 @@ def test_a_lazy_session_is_made_once_though_several_threads_use_it_first(
 def test_publish_writes_the_rows_it_wrote_as_dicts_as_columns(assignment: dict[str, str],
                                                                version: int) -> None:
     """publish's `assignments` rows as Arrow columns are the rows it wrote one dict per row."""
-    from jobs.publish.stage import _assignment_rows
+    from jobs.publish.version import assignment_rows
     from schemas.tables import ASSIGNMENTS
 
     rows = [{"job_id": JOB_ID, "version": version, "keygroup": k, "node": v}
             for k, v in sorted(assignment.items())]
-    assert _assignment_rows(JOB_ID, version, assignment).equals(records_table(rows, ASSIGNMENTS))
+    keys = sorted(assignment)
+    assert assignment_rows(JOB_ID, version, keys, [assignment[k] for k in keys]).equals(
+        records_table(rows, ASSIGNMENTS))

@@ -9,7 +9,8 @@ import pytest
 
 from placement.albic import calc_scores, maintain_collocation
 from placement.albic.contract import solve_constrained
-from placement.albic.params import AlbicParams
+from placement.albic.core import level_cost
+from placement.albic.params import DEFAULT_LEVEL_WORK, LEVEL_OVERHEAD, AlbicParams
 from placement.metrics import collocation_factor
 from placement.model import Budget, ClusterState, Edge, KeyGroup, Node, SolverStatus
 from placement.registry import get_spec, get_strategy
@@ -161,7 +162,9 @@ def test_edges_naming_unknown_keygroups_or_negative_rates_are_rejected() -> None
      ({"max_pl": 0.0}, r"maxPL.*greater than 0"), ({"max_pl": -5.0}, "maxPL"),
      ({"max_pl": 100.5}, "maxPL"), ({"max_pl": math.inf}, "maxPL"),
      ({"step_pl": 0.0}, "stepPL"), ({"max_ld": -1.0}, "maxLD"),
-     ({"time_limit_s": 0.0}, "time_limit_s")],
+     ({"time_limit_s": 0.0}, "time_limit_s"),
+     ({"level_work": 0}, r"level_work.*greater than or equal to 1"),
+     ({"level_work": 2.5}, "level_work")],
 )
 @pytest.mark.parametrize("name", ["albic", "albic_many"])
 def test_bad_parameters_raise_value_error(name: str, params: dict[str, float],
@@ -186,21 +189,69 @@ def test_no_edges_is_the_plain_milp_under_another_name() -> None:
     assert plan.after.load_distance == pytest.approx(0.0)  # {1,4} / {2,3}: 5 and 5
 
 
-def test_levels_stop_at_the_time_limit_and_the_cut_is_recorded() -> None:
-    """Levels that cannot all run in the time limit: the levels stop once theirs is used up
-    (the plain MILP's reserve left), the plan still comes, and it says a clock cut it."""
+@pytest.mark.parametrize("level_work", [1, 503, 5_000, 25_000])
+def test_levels_stop_on_their_work_budget_not_on_the_clock(level_work: int) -> None:
+    """maxLD 1 is met by no level and stepPL 0.01 makes 2,500 of them: the levels that run are
+    the ones `level_work` pays for (|K| + LEVEL_OVERHEAD each), with a net far off, and the
+    plan is deterministic, saying where the budget stopped the levels."""
+    state = _pair_state()
+    plan = plan_albic(state, Budget(max_migrations=0), max_ld=1.0, step_pl=0.01,
+                      time_limit_s=60.0, level_work=level_work)
+    levels = [p.name for p in plan.phases if p.name.startswith("maxPL")]
+    paid = level_work // level_cost(state)
+    assert level_cost(state) == 3 + LEVEL_OVERHEAD
+    assert levels == [f"maxPL {25 - 0.01 * i:g}" for i in range(paid)]
+    assert plan.phases[-1].name == "plain MILP"
+    stop = round(25 - 0.01 * paid, 2)
+    assert (f"maxPL {stop:g} and below: not tried, the levels' work budget is spent "
+            f"(level_work {level_work:,} key-group levels, a level costs 503 here)"
+            in plan.message), plan.message
+    assert plan.determinism.startswith("deterministic: "), plan.determinism
+
+
+def test_a_budget_paying_for_no_level_is_the_plain_milp_and_skips_step_1() -> None:
+    """At 32,768 key groups the default budget pays for no level: ALBIC is then the paper's
+    maxPL 0, the plain MILP, and step 1 (which serves the levels only) is not run."""
+    w = comm_workload(6, 60, 6, 60.0, 2)
+    state, budget = w.state(w.initial), Budget(max_migrations=4)
+    plan = plan_albic(state, budget, level_work=level_cost(state) - 1, time_limit_s=60.0)
+    milp = get_strategy("milp")(state, budget, time_limit_s=60.0)
+    assert dict(plan.assignment) == dict(milp.assignment) and plan.moves == milp.moves
+    assert (plan.before, plan.after, plan.status) == (milp.before, milp.after, milp.status)
+    assert plan.message.startswith("maxPL 25 and below: not tried, the levels' work budget "
+                                   "is spent"), plan.message
+    assert "to-be-collocated" not in plan.message
+    assert [p.name for p in plan.phases] == ["plain MILP"]
+    assert plan.determinism.startswith("deterministic: "), plan.determinism
+    one = plan_albic(state, budget, level_work=level_cost(state), time_limit_s=60.0)
+    assert one.phases[0].name == "maxPL 25" and "to-be-collocated" in one.message
+
+
+def test_the_paper_s_five_levels_run_up_to_4500_key_groups_and_none_at_32k() -> None:
+    """The default budget's reach (placement/albic/params.py), in levels per instance size."""
+    def runs(keygroups: int) -> int:
+        return min(5, DEFAULT_LEVEL_WORK // (keygroups + LEVEL_OVERHEAD))
+    assert [runs(k) for k in (64, 1_200, 4_500, 4_501, 10_000, 24_500, 24_501, 32_768)] == [
+        5, 5, 5, 4, 2, 1, 0, 0]
+
+
+def test_the_clock_is_the_levels_safety_net_and_its_cut_is_recorded() -> None:
+    """Levels the work budget pays for but the time limit cannot hold: the net stops them (the
+    plain MILP's reserve left), the plan still comes, and it says a clock cut it; the same
+    without a work budget (the benchmarks' clock-limited comparison: the first level always
+    runs, then the clock)."""
     import time
 
     state = _pair_state()
-    t0 = time.perf_counter()
-    # maxLD 1 is met by no level, stepPL 0.01: 2,500 levels, far more than 1 s holds
-    plan = plan_albic(state, Budget(max_migrations=0), max_ld=1.0, step_pl=0.01,
-                      time_limit_s=1.0)
-    wall = time.perf_counter() - t0
-    levels = [p for p in plan.phases if p.name.startswith("maxPL")]
-    assert 1 <= len(levels) < 2500
-    assert plan.phases[-1].name == "plain MILP"
-    assert "not tried, the levels' time" in plan.message
-    assert "ALBIC's maxPL levels" in plan.determinism
-    assert plan.determinism.startswith("clock-limited")
-    assert wall < 10.0, wall
+    for extra in ({"level_work": 10**9}, {"work_limit": None, "node_limit": None}):
+        t0 = time.perf_counter()
+        plan = plan_albic(state, Budget(max_migrations=0), max_ld=1.0, step_pl=0.01,
+                          time_limit_s=1.0, **extra)
+        wall = time.perf_counter() - t0
+        levels = [p for p in plan.phases if p.name.startswith("maxPL")]
+        assert 1 <= len(levels) < 2500, extra
+        assert plan.phases[-1].name == "plain MILP"
+        assert "not tried, the levels' time" in plan.message
+        assert "ALBIC's maxPL levels" in plan.determinism
+        assert plan.determinism.startswith("clock-limited")
+        assert wall < 10.0, wall

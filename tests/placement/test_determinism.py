@@ -4,7 +4,8 @@ For every registered strategy on random states with its facets (verifier_lib.sta
 twice gives identical moves and assignment, and the plan records what made it deterministic
 (placement/determinism.py). The MILP's default work budget (HiGHS interrupt checkpoints and
 mip_max_nodes, no clock) gives identical plans on repeated solves of random states, also while
-another process keeps a core busy; a plan the clock cut says so, naming the fix.
+another process keeps a core busy, and so does ALBIC, whose maxPL levels stop on their own work
+budget; a plan the clock cut says so, naming the fix.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from verifier_lib import Case, call_params, states
 
+from placement.albic.core import level_cost
 from placement.determinism import DEFAULT_NODE_LIMIT, DEFAULT_WORK_LIMIT
 from placement.model import Budget, ClusterState, Plan
 from placement.params import ParamsError
 from placement.registry import build_strategy_params, get_spec, get_strategy, strategy_names
+from placement.workloads.comm import comm_workload
 from placement.workloads.synthetic import heterogeneous, synthetic_state
 
 NAMES = strategy_names()
@@ -219,3 +222,34 @@ def test_reconf_plan_prints_the_alarm_of_a_clock_cut_plan(capsys) -> None:
                                     mlflow_run_id=None, published_as=None), show_moves=False)
         out = capsys.readouterr().out
         assert ("  CLOCK-LIMITED: the time limit (the safety net) cut this plan" in out) is loud
+        # a work-budgeted plan says why its dry run binds, as `reconf audit` does
+        assert ("\n  reproducible: deterministic: seed 0, work budget" in out) is not loud
+
+
+def test_albic_s_levels_stop_on_work_so_its_plan_is_the_same_on_a_busy_machine() -> None:
+    """A mid-size ALBIC instance (3,000 key groups, 30 nodes, stepPL 0.25: 100 maxPL levels)
+    whose levels the clock cuts (on the clock, with a 3 s limit, as the levels were before
+    their work budget): on the work budget the levels that run are the ones `level_work` pays
+    for, so the plan is the same with a core busy and says it is deterministic (the 30 s limit
+    is only the safety net, as in the MILP's test above)."""
+    w = comm_workload(30, 3000, 30, 90.0, 3)
+    state, budget = w.state(w.initial), Budget(max_migrations=20)
+    albic = get_strategy("albic")
+    params = {"max_ld": 1.0, "step_pl": 0.25}
+    paid = {**params, "time_limit_s": 30.0, "level_work": 3 * level_cost(state)}
+
+    def levels(plan: Plan) -> list[str]:
+        return [p.name for p in plan.phases]
+
+    quiet = albic(state, budget, **paid)
+    with busy_core():
+        busy = albic(state, budget, **paid)
+    assert _fingerprint(quiet) == _fingerprint(busy), (quiet.determinism, busy.determinism)
+    assert levels(quiet) == levels(busy) == ["maxPL 25", "maxPL 24.75", "maxPL 24.5",
+                                             "plain MILP"]
+    assert quiet.determinism.startswith("deterministic: "), quiet.determinism
+    assert "the levels' work budget is spent" in quiet.message
+    clocked = albic(state, budget, **params, time_limit_s=3.0, work_limit=None,
+                    node_limit=None)
+    assert "ALBIC's maxPL levels" in clocked.determinism, clocked.determinism
+    assert 2 <= len(levels(clocked)) < 101, levels(clocked)  # the first level, then the clock

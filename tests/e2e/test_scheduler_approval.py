@@ -1,10 +1,12 @@
 """A job with `approval = true`, through the real scheduler: approve, reject, time out.
 
-One Airflow for the module, started as `make up` starts it (reconf.services: api-server,
-scheduler, dag-processor; SQLite; free ports; the triggerer is not needed: each period is landed
+The Airflow of tests/e2e/test_scheduler.py, shared (tests/e2e/scheduler_kit.py SharedAirflow:
+api-server, scheduler, dag-processor, triggerer; SQLite; free ports): each period is landed
 before its run, and on Airflow 3.3 a human-in-the-loop task waits in *awaiting_input*, resumed by
-the API server or the scheduler's timeout sweep). One job, `gate` (SPL 1 h from 2026-01-01,
-no scheduled runs in the test's minutes; approval_timeout 45 s; one what-if shadow), whose runs
+the API server or the scheduler's timeout sweep, holding no trigger (the tests check that the
+waiting task has none). One job, `gate` (SPL 1 day on a grid with no period end within hours of
+the Airflow's start, scheduler_kit.quiet_start: no scheduled run between the tests' steps;
+approval_timeout 45 s; one what-if shadow), whose runs
 are triggered the way docs/operations.md says, and answered the way an operator answers without
 the UI: the docs' commands (the REST endpoint the UI's "Required actions" form calls) in bash.
 
@@ -18,44 +20,46 @@ states, the published manifests, the plans table, the MLflow run's tags and `rec
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import pytest
 
-from reconf.procs import free_port
-from reconf.services import Ports, down, up
 from reconf.settings import make_source
-from schemas.config import PROJECT_ROOT, Paths, resolve_job
+from schemas.config import PROJECT_ROOT, resolve_job
 from schemas.landing import format_period_end
 from schemas.manifest import read_latest_version, read_manifest
 from schemas.tables import PLANS
 from schemas.tracking import Tag
-from tests.e2e.test_scheduler import Airflow, Runtime
+
+from .scheduler_kit import DAY, SHARED, Airflow, Runtime, Share, SharedAirflow, _stamp, quiet_start
 
 pytestmark = [pytest.mark.e2e]
 
 JOB, DAG_ID = "gate", "reconfigure_gate"
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TIMEOUT_S = 45
-CONFIG = f"""\
+# Every setting of the shared jobs.toml's [defaults] (tests/e2e/test_scheduler.py) is set here:
+# the job is the same alone or beside the scheduler module's.
+CONFIG = """\
 [jobs.gate]
-spl = "1h"
-start_date = 2026-01-01T00:00:00Z
+spl = "1d"
+start_date = {quiet}
 catchup_periods = 0
 landing_timeout = "10s"
 strategy = "milp"
 max_migrations = 3
 solver_time_limit_s = 2
+alpha = 1e-6
 shadow_strategies = ["greedy"]
 shadow_time_budget_s = 30
 approval = true
-approval_timeout = "{TIMEOUT_S}s"
+approval_timeout = "{timeout}s"
 source = {{ kind = "synthetic", operators = 2, keygroups_per_operator = 4, nodes = 3, seed = 7, varies = 30 }}
 """
+
+
 def _docs_commands() -> dict[str, str]:
     """docs/operations.md, "Approval", its command-line block as printed, for job `gate`: the
     token lines, the plans waiting for an answer, approve, reject (each a bash snippet)."""
@@ -83,40 +87,26 @@ ANSWER = DOCS["approve"].replace("<run id>", "{run_id}").replace(
 REASON = "too many moves during the nightly batch"
 
 
-def _period(k: int) -> datetime:
-    return T0 + timedelta(hours=k)
+def _period(airflow: Airflow, k: int) -> datetime:
+    """Period k of `gate`, all ended before the tests began."""
+    return quiet_start(airflow.started) + k * DAY
+
+
+SHARED.register(Share(
+    __name__, lambda start: CONFIG.format(quiet=_stamp(quiet_start(start)), timeout=TIMEOUT_S),
+    # the scheduler's sweep of answers that timed out: every 5 s, not 15
+    env={"AIRFLOW__SCHEDULER__TRIGGER_TIMEOUT_CHECK_INTERVAL": "5"}))
 
 
 @pytest.fixture(scope="module")
-def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
-    root = tmp_path_factory.mktemp("approval")
-    config = root / "jobs.toml"
-    config.write_text(CONFIG)
-    ports = Ports(airflow=free_port(), mlflow=free_port(), spark_connect=free_port())
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AIRFLOW", "RECONF_SPARK", "PYTHONPATH"))}
-    env.update({"RECONF_HOME": str(root / "home"), "RECONF_CONFIG": str(config),
-                "RECONF_AIRFLOW_PORT": str(ports.airflow), "PATH": "/usr/bin:/bin",
-                "AIRFLOW__CORE__PARALLELISM": "3",
-                # the scheduler's sweep of answers that timed out: every 5 s, not 15
-                "AIRFLOW__SCHEDULER__TRIGGER_TIMEOUT_CHECK_INTERVAL": "5"})
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)  # what `make up` would see in that shell
-    paths = Paths.from_env()
-    try:
-        up(paths, ports, names=("api-server", "scheduler", "dag-processor"), timeout_s=600)
-        handle = Airflow(paths, dict(env), Runtime(paths, T0))  # no runtime thread: periods are
-        deadline = time.monotonic() + 300                       # landed by the tests
-        while not handle.query("SELECT dag_id FROM dag WHERE dag_id = ?", DAG_ID):
-            assert time.monotonic() < deadline, "the dag-processor never parsed the DAG"
-            time.sleep(2)
-        handle.shell("airflow dags unpause reconfigure_gate")
-        yield handle
-    finally:
-        down(paths, grace_s=30)
-        os.environ.clear()
-        os.environ.update(saved)
+def airflow(shared_airflow: SharedAirflow, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[Airflow]:
+    paths, env, start = shared_airflow.acquire(__name__, tmp_path_factory.mktemp("approval"))
+    # no runtime thread: periods are landed by the tests
+    handle = Airflow(paths, env, Runtime(paths, quiet_start(start)), start)
+    handle.wait_for_dags([DAG_ID])
+    handle.shell("airflow dags unpause reconfigure_gate")
+    yield handle
 
 
 def _asking(airflow: Airflow, k: int) -> str:
@@ -124,14 +114,18 @@ def _asking(airflow: Airflow, k: int) -> str:
     do, and wait until its approve task waits for an answer; its run id."""
     source = make_source(resolve_job(JOB), airflow.paths)
     source.apply_latest(airflow.paths.published)
-    source.land_period(airflow.paths.landing, _period(k))
-    airflow.shell(f"airflow dags trigger reconfigure_gate --logical-date {_period(k).isoformat()}")
+    source.land_period(airflow.paths.landing, _period(airflow, k))
+    airflow.shell(f"airflow dags trigger reconfigure_gate --logical-date {_period(airflow, k).isoformat()}")
     deadline = time.monotonic() + 420
     while True:
-        run = airflow.run_of(DAG_ID, _period(k))
+        run = airflow.run_of(DAG_ID, _period(airflow, k))
         if run is not None:
             states = airflow.task_states(DAG_ID, run[3])
             if states.get("approve") == "awaiting_input" and _parked(airflow, run[3]):
+                # it holds no trigger (docs/operations.md, "Approval"): no triggerer needed
+                assert airflow.query("SELECT trigger_id FROM task_instance WHERE dag_id = ? AND "
+                                     "run_id = ? AND task_id = 'approve'", DAG_ID, run[3]) == [
+                    (None,)], "the approve task waits in the triggerer"
                 return run[3]
             assert run[2] not in ("success", "failed"), (run, states, airflow.log_tails(DAG_ID, run[3]))
         assert time.monotonic() < deadline, (run, airflow.log_tails(DAG_ID, run[3] if run else ""))
@@ -157,7 +151,7 @@ def _answer(airflow: Airflow, run_id: str, payload: dict[str, Any]) -> Any:
 def _plan_row(airflow: Airflow, k: int) -> dict[str, Any]:
     from jobs.lake import open_lake
 
-    (row,) = open_lake(airflow.paths).period_rows(PLANS, JOB, _period(k))
+    (row,) = open_lake(airflow.paths).period_rows(PLANS, JOB, _period(airflow, k))
     return dict(row)
 
 
@@ -168,7 +162,7 @@ def _tags(airflow: Airflow, run_id: str) -> dict[str, str]:
 
 
 def _finished(airflow: Airflow, k: int) -> tuple[str, dict[str, str]]:
-    run = airflow.wait_for_run(DAG_ID, _period(k), ("success", "failed"))
+    run = airflow.wait_for_run(DAG_ID, _period(airflow, k), ("success", "failed"))
     states = airflow.task_states(DAG_ID, run[3])
     assert run[2] == "success", (states, airflow.log_tails(DAG_ID, run[3]))
     return run[3], states
@@ -180,7 +174,7 @@ def test_the_request_shows_the_plan_and_rejecting_it_publishes_nothing(airflow: 
     assert waiting["task_instance"]["dag_run_id"] == run_id
     assert waiting["options"] == ["Approve", "Reject"] and waiting["defaults"] == ["Reject"]
     body, mlflow_run = waiting["body"], _plan_row(airflow, 1)["mlflow_run_id"]
-    assert f"plan {JOB}@{format_period_end(_period(1))}: milp" in body  # the plan's summary line
+    assert f"plan {JOB}@{format_period_end(_period(airflow, 1))}: milp" in body  # the plan's summary line
     assert "load distance" in body and "greedy" in body and "milp" in body  # the what-if ranking
     assert f"[{mlflow_run}](http://" in body and f"/runs/{mlflow_run}" in body  # its MLflow run
     assert f"within 0:00:{TIMEOUT_S}" in body
@@ -199,13 +193,13 @@ def test_the_request_shows_the_plan_and_rejecting_it_publishes_nothing(airflow: 
         "rejected", REASON, "admin")
     assert tags[Tag.PUBLISH_STATUS] == "rejected"
     audit = airflow.shell(f".venv/bin/reconf audit --job gate --period-end "
-                          f"{format_period_end(_period(1))}")
+                          f"{format_period_end(_period(airflow, 1))}")
     assert "  approval: rejected by admin at " in audit and f": {REASON}" in audit, audit
     assert "published: no, rejected at approval" in audit, audit
     assert "approval of plan" in airflow.log(DAG_ID, run_id, "approve")
     # a rejected plan is never published, not even by hand
     out = airflow.shell(f".venv/bin/reconf publish --job gate --period-end "
-                        f"{format_period_end(_period(1))} 2>&1 || true")
+                        f"{format_period_end(_period(airflow, 1))} 2>&1 || true")
     assert "was rejected at approval" in out and "fix:" in out, out
     assert read_latest_version(airflow.paths.published, JOB) is None
 
@@ -222,7 +216,7 @@ def test_approving_the_next_period_publishes_it(airflow: Airflow) -> None:
     assert states["approve"] == states["publish"] == "success", states
     assert read_latest_version(airflow.paths.published, JOB) == 1
     manifest = read_manifest(airflow.paths.published, JOB, 1)
-    assert manifest.period_end == format_period_end(_period(2))
+    assert manifest.period_end == format_period_end(_period(airflow, 2))
     row = _plan_row(airflow, 2)
     assert row["status"] == "published" and manifest.plan_id == row["plan_id"]
     tags = _tags(airflow, row["mlflow_run_id"])
@@ -243,10 +237,11 @@ def test_no_answer_within_the_timeout_rejects_the_plan_as_timed_out(airflow: Air
     assert tags[Tag.APPROVAL] == "timed_out" and tags[Tag.APPROVAL_BY] == ""
     assert tags[Tag.APPROVAL_REASON] == f"no answer within 0:00:{TIMEOUT_S}, rejected by default"
     audit = airflow.shell(f".venv/bin/reconf audit --job gate --period-end "
-                          f"{format_period_end(_period(3))}")
+                          f"{format_period_end(_period(airflow, 3))}")
     assert "  approval: timed out at " in audit, audit
     assert f": no answer within 0:00:{TIMEOUT_S}, rejected by default" in audit, audit
     assert "published: no, timed out at approval" in audit, audit
+    airflow.assert_quiet(DAG_ID)  # unpaused throughout, yet only the tests' runs
 
 
 def test_the_docs_commands_are_the_ones_these_tests_run() -> None:
