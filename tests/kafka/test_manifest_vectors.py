@@ -58,3 +58,17 @@ def test_java_checksum_is_pythons_for_any_assignment(batch: list[dict[str, str]]
     out = subprocess.run(java_argv("dev.reconf.kstreams.VectorCheck", "--checksums", str(path)),
                          capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(out.stdout) == [assignment_checksum(a) for a in batch]
+
+
+@pytest.mark.kafka
+def test_java_checksum_of_a_large_assignment_is_pythons(tmp_path: Path) -> None:
+    """Past one hashing block (65,536 characters of canonical JSON; `Manifest.checksumOf` hashes
+    a block at a time): 30,000 units, ids with quotes, non-ASCII and astral code points."""
+    marks = ("", "é", "😀", '"', "\\")
+    big = {f"op{i % 7}-kg{i:06d}" + marks[i % 5]: f"node-{i % 97:03d}" for i in range(30_000)}
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps([big, dict(sorted(big.items()))], ensure_ascii=False),
+                    encoding="utf-8")
+    out = subprocess.run(java_argv("dev.reconf.kstreams.VectorCheck", "--checksums", str(path)),
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(out.stdout) == [assignment_checksum(big)] * 2

@@ -114,10 +114,24 @@ public record Manifest(String jobId, long version, String periodEnd, String plan
             java.util.Collections.unmodifiableMap(assignment), add, mark, term, reason, schedule);
     }
 
-    /** {@code "sha256:" + hex(sha256(canonical bytes))}, as schemas/manifest.py computes it. */
+    /**
+     * {@code "sha256:" + hex(sha256(canonical bytes))}, as schemas/manifest.py computes it. The
+     * bytes are hashed as they are made, a block of entries at a time (no canonical string of the
+     * whole assignment), and a map already in code-point order (what {@link #parse} returns) is
+     * walked as it is, not copied and sorted again.
+     */
     public static String checksumOf(Map<String, String> assignment) {
-        TreeMap<String, String> sorted = new TreeMap<>(Manifest::byCodePoint);
-        sorted.putAll(assignment);
+        Map<String, String> sorted = inCodePointOrder(assignment) ? assignment
+            : new TreeMap<>(Manifest::byCodePoint);
+        if (sorted != assignment) {
+            sorted.putAll(assignment);
+        }
+        MessageDigest digest;
+        try {
+            digest = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException exc) {
+            throw new IllegalStateException("SHA-256 is missing from this JVM", exc);
+        }
         StringBuilder out = new StringBuilder("{");
         boolean first = true;
         for (Map.Entry<String, String> e : sorted.entrySet()) {
@@ -128,19 +142,32 @@ public record Manifest(String jobId, long version, String periodEnd, String plan
             quote(out, e.getKey());
             out.append(':');
             quote(out, e.getValue());
+            if (out.length() >= BLOCK) {  // whole entries only: no code point split across blocks
+                digest.update(out.toString().getBytes(StandardCharsets.UTF_8));
+                out.setLength(0);
+            }
         }
         out.append('}');
-        try {
-            byte[] digest = MessageDigest.getInstance("SHA-256")
-                .digest(out.toString().getBytes(StandardCharsets.UTF_8));
-            StringBuilder hex = new StringBuilder("sha256:");
-            for (byte b : digest) {
-                hex.append(String.format("%02x", b));
-            }
-            return hex.toString();
-        } catch (NoSuchAlgorithmException exc) {
-            throw new IllegalStateException("SHA-256 is missing from this JVM", exc);
+        digest.update(out.toString().getBytes(StandardCharsets.UTF_8));
+        StringBuilder hex = new StringBuilder("sha256:");
+        for (byte b : digest.digest()) {
+            hex.append(String.format("%02x", b));
         }
+        return hex.toString();
+    }
+
+    /** Characters of canonical JSON hashed at a time by {@link #checksumOf}. */
+    private static final int BLOCK = 1 << 16;
+
+    private static boolean inCodePointOrder(Map<String, String> assignment) {
+        String last = null;
+        for (String key : assignment.keySet()) {
+            if (last != null && byCodePoint(last, key) >= 0) {
+                return false;
+            }
+            last = key;
+        }
+        return true;
     }
 
     /** The nodes the runtime may use under this manifest besides its own: {@code nodes_to_add}. */
