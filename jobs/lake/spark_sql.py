@@ -57,8 +57,8 @@ class SparkLake(Lake):
     def period_rows(self, table: Table | str, job_id: str, period_end: datetime,
                     columns: Sequence[str] | None = None, *, ordered: bool = False
                     ) -> list[dict[str, Any]]:
-        if ordered and columns is None:  # sorted in the driver (`period_arrow`)
-            return self.period_arrow(table, job_id, period_end, ordered=True).to_pylist()
+        if ordered and _sorts_in_driver(table, columns):  # (`period_arrow`)
+            return self.period_arrow(table, job_id, period_end, columns, ordered=True).to_pylist()
         return super().period_rows(table, job_id, period_end, columns, ordered=ordered)
 
     def period_arrow(self, table: Table | str, job_id: str, period_end: datetime,
@@ -66,12 +66,13 @@ class SparkLake(Lake):
         """The period's rows; in key order sorted by the driver, which receives them whole
         anyway: Spark's ORDER BY costs a range-partitioning sample and a shuffle, two more jobs
         per read (docs/benchmarks.md, "Spark work per stage"). Binary string order and nulls
-        first, as Spark's ORDER BY ... ASC."""
+        first, as Spark's ORDER BY ... ASC; a period's job_id and period_end are one value each,
+        so its order is that of its other key columns, which must be among `columns`."""
         table = table if isinstance(table, Table) else TABLES[table]
-        if not ordered or columns is not None:
+        if not ordered or not _sorts_in_driver(table, columns):
             return super().period_arrow(table, job_id, period_end, columns, ordered=ordered)
-        rows = self.arrow(self._select(table, Scope(job_id, period_end).sql, None, False))
-        return rows.sort_by([(key, "ascending", "at_start") for key in table.key])
+        rows = self.arrow(self._select(table, Scope(job_id, period_end).sql, columns, False))
+        return rows.sort_by([(key, "ascending", "at_start") for key in _period_key(table)])
 
     def table(self, name: str) -> DataFrame:
         """The whole table as a Spark DataFrame (for tests and tools that want Spark's API)."""
@@ -101,3 +102,14 @@ class SparkLake(Lake):
         sets = ", ".join(f"{column} = {value}" for column, value in values.items())
         self.spark.sql(f"UPDATE {delta_path(self.paths.table(table.name))} SET {sets} "
                        f"WHERE {where}").collect()
+
+
+def _period_key(table: Table | str) -> list[str]:
+    """The table's key columns that vary within one period of one job."""
+    table = table if isinstance(table, Table) else TABLES[table]
+    return [key for key in table.key if key not in ("job_id", "period_end")]
+
+
+def _sorts_in_driver(table: Table | str, columns: Sequence[str] | None) -> bool:
+    """A period read the driver can order: its varying key columns are selected."""
+    return columns is None or set(_period_key(table)) <= set(columns)

@@ -33,4 +33,11 @@ def test_ordered_reads_give_spark_order_by_s_rows_in_fewer_jobs(home: Paths, spa
                                                  "ä", "é"]
     assert rows == by_spark
     assert lake.period_arrow(KEYGROUP_STATS, JOB_ID, P1, ordered=True).to_pylist() == by_spark
+    # the plan's read: some columns, the key among them (a period's job_id and period_end are
+    # one value each)
+    some = ["load_pct", "keygroup"]
+    assert lake.period_arrow(KEYGROUP_STATS, JOB_ID, P1, some, ordered=True).to_pylist() == [
+        {c: r[c] for c in some} for r in by_spark]
+    assert lake.period_rows(KEYGROUP_STATS, JOB_ID, P1, ["load_pct"], ordered=True) == [
+        {"load_pct": r["load_pct"]} for r in by_spark]  # without the key: Spark's ORDER BY
     assert jobs < order_by_jobs, (jobs, order_by_jobs)
