@@ -154,34 +154,39 @@ def print_growth(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
 
 
 def print_targets(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The targets' rows: the cycle and its steps, the layers within them, the gap, the peak
-    memory and the verdicts; a target not run is listed as such. Returned for the JSON."""
-    by_job = {r["job"]: r for r in rows if r.get("jobs_at_once") == 1}
+    """The targets' rows, one per mode a target ran in: the cycle and its steps, the layers
+    within them, the gap, the peak memory and the verdicts; a target not run is listed as
+    such. Returned for the JSON."""
+    by_job: dict[str, list[Mapping[str, Any]]] = {}  # a target's rows, one per mode run
+    for r in rows:
+        if r.get("jobs_at_once") == 1:
+            by_job.setdefault(r["job"], []).append(r)
     print("\ntargets (seconds; whole cycle land -> applied; read/ge/mlflow/solver: within the "
           "stages; gap: LD vs the certified bound; peak: largest resident set of a step)\n"
-          f"{'target':>36} {'land':>6} {'collect':>7} {'valid.':>6} {'plan':>6} {'publish':>7}"
-          f" {'cycle':>6} {'read':>6} {'ge':>5} {'mlflow':>6} {'solver':>6} {'gap%':>6}"
-          f" {'peak MiB':>8}  verdicts")
+          f"{'target':>36} {'mode':>15} {'land':>6} {'collect':>7} {'valid.':>6} {'plan':>6}"
+          f" {'publish':>7} {'cycle':>6} {'read':>6} {'ge':>5} {'mlflow':>6} {'solver':>6}"
+          f" {'gap%':>6} {'peak MiB':>8}  verdicts")
     out: list[dict[str, Any]] = []
     for target in TARGETS:
-        row = by_job.get(target.name)
         limits = f"cycle <= {target.cycle_s:g} s" + (
             f", gap <= {target.gap_pct:g} %" if target.gap_pct is not None else "") + (
             f", peak <= {target.memory_gib:g} GiB" if target.memory_gib is not None else "")
-        if row is None:
+        if target.name not in by_job:
             print(f"{target.label:>36}  not run ({limits})")
             out.append({"target": target.name, "label": target.label, "run": False})
             continue
-        layers = row.get("layers") or {}
-        judged = verdicts(target, row)
-        gap = row.get("gap_pct")
-        print(f"{target.label:>36} {row['land']:6.1f} {row['collect']:7.1f} {row['validate']:6.1f}"
-              f" {row['plan']:6.1f} {row['publish']:7.1f} {row['total']:6.1f}"
-              f" {layers.get('read', 0.0):6.1f} {layers.get('ge', 0.0):5.1f}"
-              f" {layers.get('mlflow', 0.0):6.1f} {layers.get('solver', 0.0):6.1f}"
-              f" {gap if gap is None else f'{gap:6.2f}':>6} {row.get('peak_mib', 0.0):8.0f}  "
-              + ", ".join(f"{k} {v}" for k, v in judged.items()) + f"  ({limits})")
-        out.append({"target": target.name, "label": target.label, "run": True,
-                    "mode": row["mode"], "verdicts": judged, "total": row["total"],
-                    "gap_pct": gap, "peak_mib": row.get("peak_mib")})
+        for row in by_job[target.name]:
+            layers = row.get("layers") or {}
+            judged = verdicts(target, row)
+            gap = row.get("gap_pct")
+            print(f"{target.label:>36} {row['mode']:>15} {row['land']:6.1f}"
+                  f" {row['collect']:7.1f} {row['validate']:6.1f}"
+                  f" {row['plan']:6.1f} {row['publish']:7.1f} {row['total']:6.1f}"
+                  f" {layers.get('read', 0.0):6.1f} {layers.get('ge', 0.0):5.1f}"
+                  f" {layers.get('mlflow', 0.0):6.1f} {layers.get('solver', 0.0):6.1f}"
+                  f" {'-' if gap is None else f'{gap:6.2f}':>6} {row.get('peak_mib', 0.0):8.0f}  "
+                  + ", ".join(f"{k} {v}" for k, v in judged.items()) + f"  ({limits})")
+            out.append({"target": target.name, "label": target.label, "run": True,
+                        "mode": row["mode"], "verdicts": judged, "total": row["total"],
+                        "gap_pct": gap, "peak_mib": row.get("peak_mib")})
     return out

@@ -54,6 +54,17 @@ def test_each_limit_of_a_target_gets_its_verdict(capsys: pytest.CaptureFixture[s
     assert [o["run"] for o in out] == [True] + [False] * (len(TARGETS) - 1)
 
 
+def test_a_target_run_in_two_modes_is_judged_in_each(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--modes worker+connect worker+cluster --targets t10k`: one row per mode, each judged."""
+    rows = [{**_row("t10k", 10000, 19.6), "mode": "worker+connect"},
+            {**_row("t10k", 10000, 8.0), "mode": "worker+cluster"}]
+    out = [o for o in print_targets(rows) if o["run"]]
+    text = capsys.readouterr().out
+    assert [(o["mode"], o["verdicts"]["cycle"]) for o in out] == [
+        ("worker+connect", "miss"), ("worker+cluster", "beat")]
+    assert "worker+connect" in text and "worker+cluster" in text
+
+
 def test_the_targets_and_growth_jobs_are_valid_jobs_of_their_sizes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
