@@ -461,8 +461,9 @@ def _parser() -> argparse.ArgumentParser:
                        "published plan, else its newest attempt; the report lists the others)")
     audit.add_argument("--dry-run", action="store_true",
                        help="audit the period's dry run instead of its real cycle")
-    from reconf import services
+    from reconf import periods, services
 
+    periods.add_parser(sub)
     for action, text in (("up", "start the local Airflow services and MLflow server (make up)"),
                          ("down", "stop exactly the services `up` started, by pid (make down)"),
                          ("status", "which local services run and answer (make status)")):
@@ -480,7 +481,7 @@ def _parser() -> argparse.ArgumentParser:
 
 #: Commands that write the stores under RECONF_HOME (checked, and created, before they start).
 _USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle", "fleet", "demo",
-              "whatif", "stop", "rollback", "heal"}
+              "whatif", "stop", "rollback", "heal", "period"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

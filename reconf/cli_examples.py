@@ -32,6 +32,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "cycle": (f"reconf cycle --job demo --period-end {_T}",),
     "whatif": (f"reconf whatif --job demo --period-end {_T}",
                f"reconf whatif --job demo --period-end {_T} --force"),
+    "period": ("reconf period show --job demo                # the newest 20 periods' outcomes",
+               "reconf period lost --job demo --period-end 2026-01-01T00:15:00Z "
+               "--reason 'runtime lost its metrics'"),
     "bench": ("reconf bench balance --quick     # MILP vs Flux, paper Figures 2-4",
               "reconf bench execution --quick   # a plan at once vs in waves",
               "reconf bench closed-loop --quick # ALBIC on real data, paper Figure 12"),
