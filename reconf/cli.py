@@ -33,6 +33,8 @@ why the plan of a period moved what it moved (from its MLflow run):
 how other strategies would have planned (shadow plans after each publish, compared over time):
   reconf whatif --job J --period-end T      # by hand; the DAG runs it after every publish
   reconf compare --job J --since T [--plot PATH]
+what became of each period's DAG cycle (published, failed at which stage, held, lost):
+  reconf period show --job J                # and `reconf period lost` to give a failed one up
 every job's plan for a period at once, on Spark:
   reconf fleet --period-end T [--jobs J1,J2]
 """

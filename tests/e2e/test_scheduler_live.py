@@ -237,7 +237,10 @@ def test_approval_turned_on_mid_life_asks_and_publishes_nothing_without_an_answe
     time.sleep(SPL.total_seconds() * 1.5)  # later periods end and land meanwhile
     assert read_latest_version(airflow.paths.published, JOB) == latest  # nothing without an answer
     assert airflow.run_of(DAG_ID, at)[2] == "running"  # type: ignore[index]
-    airflow.shell(TOKEN + ANSWER.format(run_id=run_id, payload='{"chosen_options": ["Approve"]}'))
+    answer = ANSWER.replace("reconfigure_gate", DAG_ID)  # the docs' command, for this job
+    out = airflow.shell(TOKEN + answer.format(run_id=run_id,
+                                              payload='{"chosen_options": ["Approve"]}'))
+    assert '"chosen_options":["Approve"]' in out.replace(" ", ""), out
     done = airflow.wait_for_run(DAG_ID, at, ("success", "failed"))
     assert done[2] == "success", airflow.log_tails(DAG_ID, run_id)
     assert read_latest_version(airflow.paths.published, JOB) == (latest or 0) + 1
