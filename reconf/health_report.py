@@ -83,6 +83,7 @@ def write_by_hand(job: JobConfig, paths: Paths, *, dead: Sequence[str],
     if both:
         raise StageError(f"node(s) {', '.join(both)} reported both dead and over capacity",
                          where=where, fix="a dead node has no load: give it with --dead only")
+    at = at.astimezone(UTC).replace(microsecond=0)  # the report's `at` has whole seconds
     nodes, read_from = known_nodes(job, paths)
     unknown = sorted({*dead, *(n for n, _ in over)} - set(nodes))
     if unknown:

@@ -204,7 +204,7 @@ class LiveRuntime:
                  f"(running {'v' + str(running) if running else 'the initial allocation'})")
         if s.kill_node is not None and len(self._landed) == s.kill_after:
             self.report(HealthReport(s.job_id, f"{s.kill_node}-dead-{_id_stamp(period_end)}",
-                                     datetime.now(UTC), (s.kill_node,)), "dead")
+                                     _now(), (s.kill_node,)), "dead")
         if s.over_capacity is not None:
             self.check_capacity(where, period_end)
 
@@ -216,7 +216,7 @@ class LiveRuntime:
         over = {n for n, u in util.items() if u > threshold}
         for node in sorted(over - self._over):
             self.report(HealthReport(self.settings.job_id,
-                                     f"{node}-over-{_id_stamp(period_end)}", datetime.now(UTC),
+                                     f"{node}-over-{_id_stamp(period_end)}", _now(),
                                      (), {node: round(util[node], 4)}), "over capacity")
         self._over = over
 
@@ -270,6 +270,11 @@ class LiveRuntime:
     def _running(self) -> str:
         version = self.source.state.version
         return f"v{version}" if version else "the initial allocation"
+
+
+def _now() -> datetime:
+    """Now in whole seconds, as a health report's `at` is written (and read back)."""
+    return datetime.now(UTC).replace(microsecond=0)
 
 
 def _id_stamp(at: datetime) -> str:
