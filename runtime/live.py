@@ -265,7 +265,9 @@ class LiveRuntime:
                          + (f", {len(run.failed)} failed" if run.failed else ""))
         if result.version is not None and result.status == "applied":
             self._applied.append(result.version)
-        self.say(f"{result.status} in {seconds:.2f} s: {result.reason}")
+            self.say(f"{result.reason}; took {seconds:.2f} s")
+        else:
+            self.say(f"{result.status} after {seconds:.2f} s: {result.reason}")
 
     def _running(self) -> str:
         version = self.source.state.version
