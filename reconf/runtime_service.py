@@ -19,8 +19,8 @@ from reconf.procs import PidRecord
 from reconf.settings import prepend_path
 from schemas.config import PROJECT_ROOT, ConfigError
 
-__all__ = ["DEFAULT_JOBS", "ENV", "PREFIX", "READY_LINE", "argv", "env", "is_runtime",
-           "job_of", "live_jobs", "name", "ready"]
+__all__ = ["DEFAULT_JOBS", "ENV", "PREFIX", "READY_LINE", "argv", "broker_line", "env",
+           "is_runtime", "job_of", "live_jobs", "name", "names", "ready", "status_line"]
 
 PREFIX = "runtime-"
 ENV = "RECONF_LIVE_JOBS"
@@ -89,13 +89,24 @@ def ready(record: PidRecord) -> bool:
     return READY_LINE in text.rsplit("\n==== ", 1)[-1]
 
 
-def last_line(record: PidRecord) -> str:
-    """The runtime's newest event, for `status`."""
+def status_line(record: PidRecord) -> str:
+    """The runtime's line in `status`: its pid and newest event."""
     try:
         lines = Path(record.log).read_text(errors="replace").rstrip().splitlines()
     except OSError:
-        return ""
-    return lines[-1][:160] if lines else ""
+        lines = []
+    return f"{record.name:13} running, pid {record.pid}, last: " + \
+        (lines[-1][:160] if lines else "(nothing yet)")
+
+
+def broker_line(home: Path) -> str:
+    """The Kafka broker's line in `status`: `make up` starts it after the services, with its own
+    pid file (runtime/kafka_streams/broker.py), so it is read from there."""
+    from runtime.kafka_streams.broker import running
+
+    record = running(home / "kafka" / "run")
+    return f"{'kafka':13} " + (f"running, pid {record.pid}  {record.url}" if record is not None
+                               else "stopped")
 
 
 def names(jobs: Sequence[str]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Local services on localhost: a Spark Connect server, the Airflow components, an MLflow server.
+"""Local services on localhost: a Spark Connect server, the Airflow components, an MLflow server,
+and the live runtimes of the jobs `make up` runs one for (reconf/runtime_service.py).
 
 `up` starts what is not already running (one pid file per service in `<RECONF_HOME>/run/`, logs
 in `<RECONF_HOME>/logs/services/`), waits until each answers its health check and prints the
@@ -357,20 +358,9 @@ def status(paths: Paths, ports: Ports) -> int:
             health = "not answering"
         print(f"{name:13} running, pid {record.pid}, {health}{'  ' + record.url if record.url else ''}")
     for name in sorted(n for n in running if runtime_service.is_runtime(n)):
-        record = running[name]
-        print(f"{name:13} running, pid {record.pid}, last: "
-              f"{runtime_service.last_line(record) or '(nothing yet)'}")
-    _broker_status(paths)
+        print(runtime_service.status_line(running[name]))
+    print(runtime_service.broker_line(paths.home))
     return 0 if all(name in running for name in SERVICES) else 3
-
-
-def _broker_status(paths: Paths) -> None:
-    """The Kafka broker `make up` starts after these services (its own pid file)."""
-    from runtime.kafka_streams.broker import running as broker
-
-    record = broker(paths.home / "kafka" / "run")
-    print(f"{'kafka':13} " + (f"running, pid {record.pid}  {record.url}" if record is not None
-                              else "stopped"))
 
 
 def print_env(paths: Paths, ports: Ports) -> int:
