@@ -13,7 +13,8 @@ scheduled DAG runs find their periods landed and publish on their own:
   say the period did not land), as for a real engine that was down. Once running, the runtime
   lands every period in order, catching up at once if it fell behind (a busy machine, a
   suspended laptop). A period whose ``_SUCCESS`` marker exists is never landed again, whoever
-  landed it (`reconf land`, an earlier run of this runtime).
+  landed it (`reconf land`, an earlier run of this runtime). A landing that fails on the file
+  system (OSError: a full disk) is tried again at the next poll; any other error ends the run.
 - **Applying.** LATEST is polled every `poll_s`; a new version is applied at once through the
   source's own apply path (runtime/execution.py: wave by wave, stop flag, progress file), and
   once more right before each landing, so a period reports the newest version it could run.
@@ -185,7 +186,13 @@ class LiveRuntime:
                     self.say(f"period {_stamp(nxt)} is already landed; not landing it again")
                 else:
                     self.poll_latest()
-                    self.land(nxt)
+                    try:
+                        self.land(nxt)
+                    except OSError as exc:  # a full disk, a lost mount: the period is not lost
+                        self.say(f"could not land period {_stamp(nxt)} ({exc}); trying again "
+                                 f"in {s.poll_s:g} s")
+                        stop.wait(s.poll_s)
+                        continue
                 nxt += s.spl
                 continue
             self.poll_latest()

@@ -256,3 +256,21 @@ def test_bad_input_is_one_message_exit_2(paths: Paths, capsys: pytest.CaptureFix
     assert words in err and "where:" in err and "fix:" in err, err
     assert "Traceback" not in err
     assert landed(paths) == []
+
+
+def test_a_landing_the_file_system_refuses_is_tried_again_not_skipped(paths: Paths) -> None:
+    """The job's landing folder is a file (as a lost mount or a full disk, an OSError): the
+    runtime says so and lands that same period once the folder can be made."""
+    blocker = paths.landing / "tick"
+    blocker.parent.mkdir(parents=True)
+    blocker.write_text("not a folder")
+    source = make_source(resolve_job("tick"), paths)
+    assert isinstance(source, SyntheticJob)
+    with Loop(settings(paths), source) as loop:
+        wait_for("a refused landing", lambda: any("could not land period" in ln
+                                                  for ln in loop.lines))
+        refused = next(ln for ln in loop.lines if "could not land period" in ln)
+        period = refused.split("could not land period ", 1)[1].split()[0]
+        blocker.unlink()
+        wait_for("a landing", lambda: len(landed(paths)) >= 1)
+    assert landed(paths)[0] == period  # the refused period itself, not the next one
