@@ -80,10 +80,13 @@ def _cmd_land(args: argparse.Namespace) -> int:
 
 def _cmd_apply(args: argparse.Namespace) -> int:
     from reconf.settings import make_source
+    from runtime.live import runtime_lock
     from schemas.config import Paths, resolve_job
 
     paths = Paths.from_env()
-    result = make_source(resolve_job(args.job), paths).apply_latest(paths.published)
+    job = resolve_job(args.job)
+    with runtime_lock(paths.runtime, job.job_id):  # a live runtime applies each version itself
+        result = make_source(job, paths).apply_latest(paths.published)
     print(f"{result.status}: {result.reason}")
     return 1 if result.status == "refused" else 0
 

@@ -29,7 +29,8 @@ scheduled DAG runs find their periods landed and publish on their own:
   leaves a half-landed period.
 
 One runtime per job: a lock on ``<state_root>/<job_id>/live.lock`` (released by the kernel
-when the process dies) refuses a second one, which would land and apply twice.
+when the process dies) refuses a second one, which would land and apply twice; `reconf demo` and
+`reconf apply` of the job hold it too, so they never land or apply beside a live runtime.
 """
 
 from __future__ import annotations
@@ -130,10 +131,12 @@ def runtime_lock(state_root: Path, job_id: str) -> Iterator[Path]:
         except BlockingIOError:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
             raise LiveRuntimeError(
-                f"a live runtime of job {job_id!r} already runs (pid {holder}); two would land "
-                "and apply every period twice", where=str(path),
+                f"a live runtime of job {job_id!r} already runs (pid {holder}: `reconf runtime "
+                "run`, `make up`'s, or a `reconf demo` / `reconf apply` of the job); side by "
+                "side they would land and apply the job's periods twice", where=str(path),
                 fix="stop that one first (`make down`, or SIGTERM to its pid), or leave it "
-                "running: `make status` lists it") from None
+                "running: it applies each published version itself; `make status` lists it"
+                ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield path

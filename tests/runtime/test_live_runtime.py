@@ -237,10 +237,13 @@ def test_a_second_runtime_of_the_job_is_refused(paths: Paths,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     with runtime_lock(paths.runtime, "tick"):
         assert main(["runtime", "run", "--job", "tick"]) == 2
-    err = capsys.readouterr().err
-    assert "a live runtime of job 'tick' already runs" in err
+        err = capsys.readouterr().err
+        assert main(["apply", "--job", "tick"]) == 2  # it would apply behind the runtime's back
+        apply_err = capsys.readouterr().err
+    assert f"a live runtime of job 'tick' already runs (pid {os.getpid()}" in err
     assert "where:" in err and "fix:" in err and "Traceback" not in err
-    assert landed(paths) == []
+    assert "a live runtime of job 'tick' already runs" in apply_err
+    assert landed(paths) == [] and load_state(paths.runtime, "tick") is None
 
 
 @pytest.mark.parametrize(("argv", "words"), [
