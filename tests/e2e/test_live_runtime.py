@@ -2,11 +2,11 @@
 
 Its own Airflow (api-server, scheduler, dag-processor, triggerer; SQLite; free ports:
 scheduler_kit.started_airflow) and one synthetic job, `live`, SPL 30 s on a grid that starts at
-the fixture's clock. The runtime (a subprocess, as an operator starts it) starts first, so it
-lands every period from the first one at its end while Airflow comes up; the job's DAG is then
-unpaused and its scheduled runs (catch-up wide enough that no period is skipped when cycles lag
-behind the 30 s periods on two busy cores) publish on their own: v1, v2, v3 from periods 1, 2,
-3, in order, each applied by the runtime as soon as it appears.
+the 30 s boundary after the fixture's clock. The runtime (a subprocess, as an operator starts
+it) starts first, so it lands every period from the first one at its end while Airflow comes
+up; the job's DAG is then unpaused and its scheduled runs (catch-up wide enough that no period
+is skipped when cycles lag behind the 30 s periods on two busy cores) publish on their own: v1,
+v2, v3 from periods 1, 2, 3, in order, each applied by the runtime as soon as it appears.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ class Live:
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     root = tmp_path_factory.mktemp("live")
     now = datetime.now(UTC).replace(microsecond=0)
-    start = now - timedelta(seconds=now.second % 30)  # on a 30 s boundary: period 1 ends next
+    # the next 30 s boundary: period 1 ends 30 to 60 s from now, after the runtime is up
+    start = now - timedelta(seconds=now.second % 30) + SPL
     config = CONFIG.format(start=_stamp(start))
     (root / "jobs.toml").write_text(config)
     # the home and config started_airflow gives its shell (it writes the same jobs.toml)
