@@ -27,6 +27,8 @@ a cycle by hand, for period ending T of job J:
   reconf plan --job J --period-end T        # the job's strategy plans -> Delta + MLflow run
   reconf publish --job J --period-end T     # next assignment version + manifest + LATEST
   reconf apply --job J                      # the runtime applies the newest version
+or the runtime live, landing each period at its end and applying each version as it appears:
+  reconf runtime run --job J                # (make up runs it for the demo job)
 or all four pipeline stages at once: reconf cycle --job J --period-end T
 why the plan of a period moved what it moved (from its MLflow run):
   reconf audit --job J --period-end T [--key-group K] [--compare]
@@ -80,10 +82,13 @@ def _cmd_land(args: argparse.Namespace) -> int:
 
 def _cmd_apply(args: argparse.Namespace) -> int:
     from reconf.settings import make_source
+    from runtime.live import runtime_lock
     from schemas.config import Paths, resolve_job
 
     paths = Paths.from_env()
-    result = make_source(resolve_job(args.job), paths).apply_latest(paths.published)
+    job = resolve_job(args.job)
+    with runtime_lock(paths.runtime, job.job_id):  # a live runtime applies each version itself
+        result = make_source(job, paths).apply_latest(paths.published)
     print(f"{result.status}: {result.reason}")
     return 1 if result.status == "refused" else 0
 
@@ -393,6 +398,9 @@ def _parser() -> argparse.ArgumentParser:
     mend.add_argument("--job", required=True, help=_JOB_HELP)
     mend.add_argument("--report-id", required=True, metavar="ID",
                       help="the report's id (landing/<job>/_health/<ID>.json)")
+    from reconf.live_cli import add_parsers
+
+    add_parsers(sub)  # reconf runtime run, reconf health report
     _job_period(add("collect", _cmd_collect, "collect one landed period into the Delta stats tables"))
     _job_period(add("validate", _cmd_validate, "check one collected period with the GE suites"))
     plan = add("plan", _cmd_plan, "plan a new assignment for one period: a new attempt with its "
@@ -483,7 +491,7 @@ def _parser() -> argparse.ArgumentParser:
 
 #: Commands that write the stores under RECONF_HOME (checked, and created, before they start).
 _USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle", "fleet", "demo",
-              "whatif", "stop", "rollback", "heal", "period"}
+              "whatif", "stop", "rollback", "heal", "period", "runtime", "health"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
