@@ -2,11 +2,11 @@
 period's run already exists, a period given up, and approval turned on mid-life, with periods
 landing as wall-clock time passes and no REST surgery.
 
-The Airflow of tests/e2e/test_scheduler.py, shared (tests/e2e/scheduler_kit.py SharedAirflow:
-api-server, scheduler, dag-processor, triggerer; SQLite; free ports), with one job of its own,
-`mid` (SPL 30 s on the grid of the Airflow's start; a catch-up policy wide enough that no
-period is skipped when a cycle lags behind on 2 busy cores): a runtime stand-in thread lands
-each period once it has ended (the newest ended one first, when it starts), applying the newest
+Its own Airflow, started as `make up` starts it (tests/e2e/scheduler_kit.py `started_airflow`:
+api-server, scheduler, dag-processor, triggerer; SQLite; free ports; its own xdist group, so it
+runs beside the modules that share one), with one job, `mid` (SPL 30 s on the grid of the
+Airflow's start; a catch-up policy wide enough that no period is skipped when a cycle lags
+behind on 2 busy cores): a runtime stand-in thread lands each period once it has ended (the newest ended one first, when it starts), applying the newest
 published version before each landing, as a runtime polls; a period the test marks broken is
 landed without one key group, so its validation fails.
 
@@ -30,21 +30,11 @@ from schemas.config import Paths, resolve_job
 from schemas.landing import format_period_end
 from schemas.manifest import read_latest_version, read_manifest
 
-from .scheduler_kit import (
-    SHARED,
-    SPL,
-    Airflow,
-    Runtime,
-    Share,
-    SharedAirflow,
-    _stamp,
-    land_broken,
-)
+from .scheduler_kit import SPL, Airflow, Runtime, _stamp, land_broken, started_airflow
 
 pytestmark = [pytest.mark.e2e]
 
 JOB, DAG_ID = "mid", "reconfigure_mid"
-# Every setting of the shared jobs.toml's [defaults] (tests/e2e/test_scheduler.py) is set here.
 CONFIG = """\
 [jobs.mid]
 spl = "30s"
@@ -59,7 +49,6 @@ shadow_strategies = []
 shadow_time_budget_s = 0
 source = {{ kind = "synthetic", operators = 2, keygroups_per_operator = 4, nodes = 3, seed = 7, varies = 30 }}
 """
-SHARED.register(Share(__name__, lambda start: CONFIG.format(start=_stamp(start))))
 
 
 class LiveRuntime(threading.Thread):
@@ -102,19 +91,19 @@ class LiveRuntime(threading.Thread):
 
 
 @pytest.fixture(scope="module")
-def live(shared_airflow: SharedAirflow, tmp_path_factory: pytest.TempPathFactory
-         ) -> Iterator[tuple[Airflow, LiveRuntime]]:
-    paths, env, start = shared_airflow.acquire(__name__, tmp_path_factory.mktemp("live"))
-    runtime = LiveRuntime(paths, start)
-    handle = Airflow(paths, env, Runtime(paths, start), start)  # its own thread stays unused
-    handle.wait_for_dags([DAG_ID])
-    runtime.start()
-    handle.shell(f"airflow dags unpause {DAG_ID}")
-    try:
-        yield handle, runtime
-    finally:
-        runtime.stop.set()
-        handle.shell(f"airflow dags pause {DAG_ID}")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Airflow, LiveRuntime]]:
+    start = datetime.now(UTC).replace(second=0, microsecond=0)
+    root = tmp_path_factory.mktemp("live")
+    with started_airflow(root, CONFIG.format(start=_stamp(start))) as (paths, env):
+        runtime = LiveRuntime(paths, start)
+        handle = Airflow(paths, env, Runtime(paths, start), start)  # its own thread stays unused
+        handle.wait_for_dags([DAG_ID])
+        runtime.start()
+        handle.shell(f"airflow dags unpause {DAG_ID}")
+        try:
+            yield handle, runtime
+        finally:
+            runtime.stop.set()
 
 
 def _ended(airflow: Airflow, at: datetime, runtime: LiveRuntime, timeout_s: float = 600
