@@ -134,7 +134,7 @@ class Lander(threading.Thread):
             now = datetime.now(UTC)
             end = grid_floor(self.start_date, self.spl, now) or grid_ceil(self.start_date, self.spl, now)
             while not self.stop.wait(max(0.0, end.timestamp() - time.time())):
-                self.loads[end] = os.getloadavg()
+                self.loads[end] = tuple(round(x, 2) for x in os.getloadavg())
                 self.landed[end] = self.land(source, self.paths, end)
                 end += self.spl
         except BaseException as exc:  # surfaced by the bench
