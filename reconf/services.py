@@ -31,7 +31,7 @@ from typing import TextIO
 from jobs.errors import StageError
 from reconf.ports import Ports, running_ports
 from reconf.procs import PidRecord, alive, read_record, spawn, stop
-from reconf.settings import airflow_bin, airflow_env, prepend_path
+from reconf.settings import airflow_bin, airflow_env, latency_settings, prepend_path
 from schemas.config import PROJECT_ROOT, ConfigError, Paths
 
 __all__ = ["SERVICES", "Ports", "Service", "down", "main", "print_env", "spark_connect_for", "status",
@@ -98,24 +98,6 @@ def service_env(paths: Paths, ports: Ports, spark_connect: bool = False) -> dict
         **latency_settings(),
     }
 
-
-#: The scheduler settings that bring a scheduled cycle's publish close to its period end
-#: (docs/operations.md, "Services"; `reconf bench live` measures them), each overridable.
-LATENCY_DEFAULTS = {
-    # Task processes start with the stages' libraries loaded: the LocalExecutor's workers fork
-    # from a server that imported reconf/task_preload.py once (GE, MLflow, pandas, delta-rs, the
-    # DAG file's imports) instead of each task importing them again (4-6 s a cycle).
-    "AIRFLOW__SCHEDULER__MP_START_METHOD": "forkserver",
-    "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": "reconf.task_preload",
-    # An idle scheduler looks again after 0.25 s (default 1 s): each of a cycle's five hand-overs
-    # (run created, a task done -> the next queued) waited up to a second for it.
-    "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.25",
-}
-
-
-def latency_settings() -> dict[str, str]:
-    """LATENCY_DEFAULTS, where the environment does not set them already."""
-    return {key: os.environ.get(key, value) for key, value in LATENCY_DEFAULTS.items()}
 
 
 def service_specs(paths: Paths, ports: Ports, spark_connect: bool = False) -> dict[str, Service]:

@@ -25,13 +25,11 @@ from typing import Any
 
 from schemas.config import PROJECT_ROOT, Paths
 
-__all__ = ["JOB", "TASKS", "Lander", "cpu_seconds", "job_config", "land_now", "read_records",
+__all__ = ["JOB", "Lander", "cpu_seconds", "job_config", "land_now", "read_records",
            "scheduled_runs", "started_airflow"]
 
 JOB = "demo"
 DAG_ID = f"reconfigure_{JOB}"
-#: the cycle's tasks up to publish, in order (the what-if after it is a teardown)
-TASKS = ("wait_for_landing", "collect", "validate", "plan", "publish")
 
 
 def _toml(value: Any) -> str:
@@ -221,8 +219,7 @@ def read_records(paths: Paths, landed: Mapping[datetime, float],
     manifests = _manifests(paths)
     records = []
     for logical, run_id, state in scheduled_runs(paths):
-        end = datetime.fromisoformat(logical).replace(tzinfo=UTC) if "+" not in logical \
-            else datetime.fromisoformat(logical).astimezone(UTC)
+        end = datetime.fromtimestamp(_epoch(logical) or 0.0, UTC)
         (run,) = query(paths, "SELECT queued_at, start_date, end_date FROM dag_run WHERE "
                        "dag_id = ? AND run_id = ?", DAG_ID, run_id) or [(None, None, None)]
         tasks: dict[str, dict[str, Any]] = {}
