@@ -43,6 +43,7 @@ BENCHMARKS: dict[str, str] = {
     "topk": "bench.topk",
     "whatif": "bench.whatif",
     "publish": "bench.publish",
+    "live": "bench.live",
 }
 
 

@@ -2,7 +2,15 @@
 
 `WaitForLanding` checks the landing's `_SUCCESS` marker once; if it is there the task ends at
 once. If not, the task *defers* to `LandingTrigger`, which polls the marker in the triggerer's
-event loop (no worker slot, no process per poke) until the marker appears or the deadline passes:
+event loop (no worker slot, no process per poke) until the marker appears or the deadline passes.
+The poll backs off from 0.25 s to at most 1 s (`poll_interval`), so a landing is noticed within
+a second of its `_SUCCESS` whatever the SPL, for one `stat` a second per waiting task: a
+triggerer with a thousand waiting jobs spends a few per cent of a core on them. A file-system
+watch (inotify) would notice sooner but is not worth it here: the marker's directory does not
+exist yet when the wait starts (the watch would follow the job's landing folder and re-arm),
+each watch counts against the per-user inotify limits (128 instances by default) that a
+triggerer full of deferred tasks would share, and it tells nothing on the network file systems
+and object-store mounts a landing zone may live on, where a poll still works. The deadline is
 **the period end + the job's `landing_timeout`** (default one SPL), measured from the period end,
 not from when the run started, so a late run never waits longer and a backfill of a period that
 never landed gives up at once.
@@ -30,7 +38,7 @@ between the previous run's period and this one; reconf/timetable.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -39,15 +47,32 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from airflow.triggers.base import BaseTrigger, TaskSkippedEvent, TaskSuccessEvent, TriggerEvent
 
-__all__ = ["LandingTrigger", "WaitForLanding", "missed_message", "poll_interval"]
+__all__ = ["LandingTrigger", "WaitForLanding", "missed_message", "poll_delays", "poll_interval"]
 
 #: how long the triggerer's deferral may outlive the trigger's own deadline (a backstop only)
 _DEFER_GRACE = timedelta(minutes=2)
+#: the trigger's first look after it starts; each later one waits twice as long, up to its cap
+FIRST_POLL_S = 0.25
+#: the longest wait between two looks: a landing is noticed within this (plus the triggerer's
+#: own loop, up to a second more) whatever the SPL or the cap an older release serialized
+MAX_POLL_S = 1.0
 
 
 def poll_interval(spl: timedelta) -> float:
-    """Seconds between two looks at the marker: SPL/20, within [1, 15] s."""
-    return min(15.0, max(1.0, spl.total_seconds() / 20))
+    """The cap of the trigger's back-off: SPL/20 within [FIRST_POLL_S, MAX_POLL_S] (1 s for any
+    SPL of 20 s or more; shorter periods, as the tests run, look more often)."""
+    return min(MAX_POLL_S, max(FIRST_POLL_S, spl.total_seconds() / 20))
+
+
+def poll_delays(cap: float) -> Iterator[float]:
+    """The waits between two looks at the marker: FIRST_POLL_S, doubling up to `cap` (at most
+    MAX_POLL_S). A run starts at its period end, when the landing is due any moment: the first
+    looks are close together, a late landing is polled once a second."""
+    cap = min(cap, MAX_POLL_S)
+    delay = min(FIRST_POLL_S, cap)
+    while True:
+        yield delay
+        delay = min(2 * delay, cap)
 
 
 def missed_message(job_id: str, period_end: datetime, marker: Path, wait: timedelta) -> str:
@@ -66,7 +91,8 @@ def missed_message(job_id: str, period_end: datetime, marker: Path, wait: timede
 
 class LandingTrigger(BaseTrigger):
     """Ends the task once `marker` exists (success), or at `deadline` (ISO-8601, UTC) skips it
-    after logging `missed` (the land message) to the task's log (the module docstring)."""
+    after logging `missed` (the land message) to the task's log (the module docstring).
+    `poll_s`: the cap of the poll's back-off (`poll_delays`)."""
 
     def __init__(self, marker: str, deadline: str, poll_s: float, missed: str = "") -> None:
         super().__init__()
@@ -80,6 +106,7 @@ class LandingTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         deadline = datetime.fromisoformat(self.deadline)
         marker = Path(self.marker)
+        delays = poll_delays(self.poll_s)
         while True:
             if marker.is_file():
                 self.log.info("landed: %s", marker)
@@ -90,7 +117,7 @@ class LandingTrigger(BaseTrigger):
                 self.log.warning("%s", self.missed or f"no {marker} by {self.deadline}")
                 yield TaskSkippedEvent()
                 return
-            await asyncio.sleep(min(self.poll_s, left))
+            await asyncio.sleep(min(next(delays), left))
 
 
 class WaitForLanding(BaseOperator):

@@ -129,8 +129,17 @@ def _gone(pid: int) -> bool:
         return True
 
 
+#: how long what a service leaves behind may outlive its leader once that has exited
+ORPHAN_GRACE_S = 3.0
+
+
 def stop(record: PidRecord, grace_s: float) -> str:
-    """SIGTERM the service's processes, SIGKILL what is left after `grace_s`; how it ended."""
+    """SIGTERM the service's processes, SIGKILL what is left after `grace_s`; how it ended.
+
+    Once the leader has exited, what is left of its processes are orphans that nothing will
+    stop: they get ORPHAN_GRACE_S, not the whole grace. (A scheduler whose LocalExecutor workers
+    fork from a forkserver exits at once, while a worker that was running a task when the
+    SIGTERM came waits for its next task for ever.)"""
     members = _members(record)
     if not members:
         return "was not running"
@@ -141,10 +150,15 @@ def stop(record: PidRecord, grace_s: float) -> str:
         _reap(record.pid)
         if not (left := {p for p in members if not _gone(p)}):
             return "stopped"
+        if record.pid not in left:  # the leader has exited: the rest are its orphans
+            deadline = min(deadline, time.monotonic() + ORPHAN_GRACE_S)
         time.sleep(0.2)
+    leader_gone = record.pid not in left
     _signal(left | _members(record), signal.SIGKILL)
     time.sleep(0.2)
     _reap(record.pid)
+    if leader_gone:
+        return f"stopped; killed {len(left)} process(es) it left behind"
     return f"killed after {grace_s:.0f} s"
 
 

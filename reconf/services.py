@@ -33,7 +33,7 @@ from jobs.errors import StageError
 from reconf import runtime_service
 from reconf.ports import Ports, running_ports
 from reconf.procs import PidRecord, alive, read_record, spawn, stop
-from reconf.settings import airflow_bin, airflow_env, prepend_path
+from reconf.settings import airflow_bin, airflow_env, latency_settings, prepend_path
 from schemas.config import PROJECT_ROOT, ConfigError, Paths
 
 __all__ = ["SERVICES", "Ports", "Service", "down", "main", "print_env", "spark_connect_for", "status",
@@ -97,7 +97,9 @@ def service_env(paths: Paths, ports: Ports, spark_connect: bool = False) -> dict
         # A laptop or a 2-core VM, not a cluster: one API worker, a few task slots (default 32).
         "AIRFLOW__API__WORKERS": os.environ.get("AIRFLOW__API__WORKERS", "1"),
         "AIRFLOW__CORE__PARALLELISM": os.environ.get("AIRFLOW__CORE__PARALLELISM", "4"),
+        **latency_settings(),
     }
+
 
 
 def service_specs(paths: Paths, ports: Ports, spark_connect: bool = False) -> dict[str, Service]:

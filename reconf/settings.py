@@ -13,7 +13,8 @@ from runtime.synthetic import SyntheticJob, SyntheticSpec
 from runtime.wan_links import LinkFeed, link_feed
 from schemas.config import PROJECT_ROOT, ConfigError, JobConfig, Paths
 
-__all__ = ["airflow_bin", "airflow_env", "make_source", "prepend_path"]
+__all__ = ["LATENCY_DEFAULTS", "airflow_bin", "airflow_env", "latency_settings", "make_source",
+           "prepend_path"]
 
 
 def make_source(job: JobConfig, paths: Paths) -> MetricsSource:
@@ -111,6 +112,26 @@ def airflow_env(paths: Paths) -> dict[str, str]:
         "RECONF_HOME": str(paths.home),
         "PYTHONPATH": prepend_path(str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")),
     }
+
+
+#: The scheduler settings that bring a scheduled cycle's publish close to its period end
+#: (docs/operations.md, "Services"; `reconf bench live` measures them), each overridable;
+#: reconf/services.py `service_env` gives them to the services `make up` starts.
+LATENCY_DEFAULTS = {
+    # Task processes start with the stages' libraries loaded: the LocalExecutor's workers fork
+    # from a server that imported reconf/task_preload.py once (GE, MLflow, pandas, delta-rs, the
+    # DAG file's imports) instead of each task importing them again (4-6 s a cycle).
+    "AIRFLOW__SCHEDULER__MP_START_METHOD": "forkserver",
+    "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": "reconf.task_preload",
+    # An idle scheduler looks again after 0.25 s (default 1 s): each of a cycle's five hand-overs
+    # (run created, a task done -> the next queued) waited up to a second for it.
+    "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.25",
+}
+
+
+def latency_settings() -> dict[str, str]:
+    """LATENCY_DEFAULTS, where the environment does not set them already."""
+    return {key: os.environ.get(key, value) for key, value in LATENCY_DEFAULTS.items()}
 
 
 def prepend_path(entry: str, search_path: str) -> str:
