@@ -164,6 +164,7 @@ def test_the_async_arguments_do_the_same_through_aiosqlite(tmp_path: Path) -> No
     assert waited > HOLD_S / 2
 
 
+@pytest.mark.e2e  # `airflow db migrate` first (15 s): not for `make test-fast`
 def test_the_shells_airflow_after_the_env_line_connects_with_them(tmp_path: Path) -> None:
     """`eval "$(python -m reconf.services env)"`, then a process that loads Airflow as its CLI
     does: its sync and async engines open connections of this module's class, with its timeout."""
