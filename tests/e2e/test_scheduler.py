@@ -34,6 +34,7 @@ import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pyarrow.compute as pc
@@ -457,6 +458,21 @@ def _newest_run(airflow: Airflow, dag_id: str, after: int, timeout_s: float = 30
         time.sleep(2)
 
 
+def _messages(log: str) -> str:
+    """A task log's JSON lines as an operator reads them: each line's event, and the failure's
+    message (what / where / fix) unescaped."""
+    out = []
+    for line in log.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            out.append(line)
+            continue
+        out.append(str(entry.get("event", "")))
+        out += [str(e.get("exc_value", "")) for e in entry.get("error_detail") or []]
+    return "\n".join(out)
+
+
 def _last_run_id(airflow: Airflow, dag_id: str) -> int:
     return int(airflow.query("SELECT coalesce(max(id), 0) FROM dag_run WHERE dag_id = ?",
                              dag_id)[0][0])
@@ -466,9 +482,10 @@ def test_the_docs_rollback_triggers_publish_and_a_broken_budget_names_the_dags_p
         airflow: Airflow) -> None:
     """docs/operations.md, "Rollback through Airflow": its two triggers, verbatim, on the
     history a runtime makes (v1..v4, each planned from the one before, under a budget of 2
-    moves): one version back publishes v5 = v3; v1 without the override breaks the budget and
-    the run's fix is the trigger with this DAG's `override_budget`; the docs' trigger with it
-    publishes v6 = v1. Bad input fails the run and publishes nothing."""
+    moves): one version back publishes v5 = v3 within the budget; v1 without the override,
+    over the budget, is refused and the run's fix is the trigger with this DAG's
+    `override_budget`; the docs' trigger with it publishes v6 = v1. Bad input fails the run
+    and publishes nothing."""
     from jobs.run import run_collect, run_plan, run_publish, run_validate
 
     paths, dag = airflow.paths, "rollback_demo"
@@ -499,15 +516,26 @@ def test_the_docs_rollback_triggers_publish_and_a_broken_budget_names_the_dags_p
     assert "rollback to v3: v4 overloads node-01" in shown and "schedule:" in shown
     assert f"run {run_id}" in shown  # the audit names the Airflow run that made it
 
-    # the docs' second trigger without its override: over the budget, refused; the fix is the
-    # trigger with this DAG's param, never the CLI's flag
+    # the docs' second trigger without its override, under a budget it breaks (v1 is 1 to 4
+    # moves from v5 = v3 here, by the data: the job's budget is lowered to 0 moves for this
+    # run, in the job config the task reads when it runs): refused; the fix is the trigger with
+    # this DAG's param, never the CLI's flag
+    assert sum(v1.assignment[k] != v3.assignment[k] for k in v1.assignment) > 0
     bare = further.replace(further[further.index(', "override_budget"'):further.index("}'")], "")
     assert bare.endswith('--conf \'{"to_version": 1, "reason": "v4 overloads node-01"}\'\n'), bare
-    before = _last_run_id(airflow, dag)
-    airflow.shell(bare)
-    _, run_id, state = _newest_run(airflow, dag, before)
-    log = airflow.log(dag, run_id, "rollback")
-    assert state == "failed" and "over the job's budget (2 moves" in log, log[-3000:]
+    config = Path(airflow.env["RECONF_CONFIG"])
+    jobs_toml = config.read_text()
+    budget = "catchup_periods = 0\nmax_migrations = 2\n"
+    assert jobs_toml.count(budget) == 1, jobs_toml  # the demo job's, nothing else's
+    config.write_text(jobs_toml.replace(budget, "catchup_periods = 0\nmax_migrations = 0\n"))
+    try:
+        before = _last_run_id(airflow, dag)
+        airflow.shell(bare)
+        _, run_id, state = _newest_run(airflow, dag, before)
+    finally:
+        config.write_text(jobs_toml)
+    log = _messages(airflow.log(dag, run_id, "rollback"))
+    assert state == "failed" and "over the job's budget (0 moves" in log, log[-3000:]
     assert ("fix:   publish it anyway with a reason for breaking the budget (kept on its MLflow "
             "run): airflow dags trigger rollback_demo --conf '{\"to_version\": 1, \"reason\": "
             "\"<why>\", \"override_budget\": \"<why the budget may break>\"}'") in log, log[-3000:]
