@@ -16,7 +16,7 @@ help:
 	@echo "make test-fast  the inner loop: the tests that need no JVM, Airflow run or browser"
 	@echo "make lint       ruff and mypy"
 	@echo "make mlflow-ui  open the MLflow UI on the project's tracking store (port 5000, or MLFLOW_PORT / RECONF_MLFLOW_PORT)"
-	@echo "make up         start Spark Connect (sc://127.0.0.1:15002), Airflow (http://127.0.0.1:8080), MLflow (:5000) and a Kafka broker"
+	@echo "make up         start Spark Connect (sc://127.0.0.1:15002), Airflow (http://127.0.0.1:8080), MLflow (:5000), a Kafka broker and the demo job's live runtime (LIVE_JOBS=...)"
 	@echo "make down       stop what 'make up' started; make status: what runs"
 	@echo "make clean      remove the stores under .reconf/ (keeps the virtualenv and the jars)"
 
@@ -81,9 +81,11 @@ lint: setup
 # single-node KRaft Kafka broker on free loopback ports (runtime/kafka_streams/broker.py; `down`
 # also stops the jobs' Kafka Streams instances); pids in
 # .reconf/run, logs in .reconf/logs/services. AIRFLOW_PORT / MLFLOW_PORT / SPARK_CONNECT_PORT
-# (or RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT / RECONF_SPARK_CONNECT_PORT) move them.
+# (or RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT / RECONF_SPARK_CONNECT_PORT) move them. It also
+# runs the live runtime (`reconf runtime run`) of the jobs LIVE_JOBS (or RECONF_LIVE_JOBS) names,
+# comma-separated, default demo; LIVE_JOBS= (empty) runs none.
 up: setup
-	$(BIN)/python -m reconf.services up $(if $(AIRFLOW_PORT),--airflow-port $(AIRFLOW_PORT)) $(if $(MLFLOW_PORT),--mlflow-port $(MLFLOW_PORT)) $(if $(SPARK_CONNECT_PORT),--spark-connect-port $(SPARK_CONNECT_PORT))
+	$(BIN)/python -m reconf.services up $(if $(AIRFLOW_PORT),--airflow-port $(AIRFLOW_PORT)) $(if $(MLFLOW_PORT),--mlflow-port $(MLFLOW_PORT)) $(if $(SPARK_CONNECT_PORT),--spark-connect-port $(SPARK_CONNECT_PORT)) $(if $(filter-out undefined,$(origin LIVE_JOBS)),--runtime-jobs "$(LIVE_JOBS)")
 	$(BIN)/python -m runtime.kafka_streams.broker up
 
 down:

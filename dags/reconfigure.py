@@ -8,10 +8,12 @@ that period.
 
 Semantics (docs/operations.md, "Airflow DAGs"): runs on the job's period grid with logical date =
 period end and the job's catch-up policy (reconf/timetable.py), one run at a time; the first task
-waits (deferred) for the period's landing and, if it never lands, skips the stages so that
-`missed_period` fails the run without holding the next (reconf/landing_wait.py); the four stage
-tasks `depends_on_past` (a plan starts from the assignment the previous cycle published, so a cycle
-waits for the previous one to succeed); Spark stages retry with exponential back-off, but bad
+passes the cycle gate (a cycle whose previous period failed is held: it ends at once, failed, so
+the failed period's re-run finds the run slot free; reconf/cycle_gate.py, jobs/cycles.py; no task
+`depends_on_past`, so no task added to the DAG can wait on a run that never had it), then waits
+(deferred) for the period's landing and, if it never lands, skips the stages so that
+`missed_period` fails the run and records the period as lost (reconf/landing_wait.py); each task
+records the cycle's outcome for the next one's gate; Spark stages retry with exponential back-off, but bad
 input (a ReconfError: StageError, ConfigError, PeriodError…, e.g. a failed Great Expectations
 check) fails at once; manual runs take validated params (strategy, budget, solver time limit,
 dry_run); publish emits the Asset `reconf://<job_id>/assignment`; `whatif` (shadow strategies
@@ -35,6 +37,7 @@ from airflow.sdk import DAG, Asset, Param, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from reconf.assets import assignment_asset
+from reconf.cycle_gate import record_cycle
 from reconf.landing_wait import WaitForLanding, missed_message
 from reconf.mlflow_link import MlflowRunLink
 from reconf.timetable import PeriodGridTimetable
@@ -68,9 +71,11 @@ def _period_end(context: dict[str, Any]) -> str:
 
 
 @contextlib.contextmanager
-def _fail_fast(stage: str) -> Iterator[None]:
+def _fail_fast(stage: str, job_id: str = "", context: dict[str, Any] | None = None
+               ) -> Iterator[None]:
     """Bad input fails the task at once (no retries: rerunning cannot fix it), its what / where /
-    fix as the log's last lines; any other error propagates and is retried with back-off."""
+    fix as the log's last lines, recorded as the period's outcome; any other error propagates
+    and is retried with back-off."""
     import time
 
     # Progress markers `reconf demo` relays as they come (one line per stage, with its time).
@@ -82,13 +87,15 @@ def _fail_fast(stage: str) -> Iterator[None]:
         print(f"{stage} refused to run: bad input, not retried; nothing was published "
               "(LATEST is unchanged)", flush=True)
         print(f"reconf-stage {stage} failed {time.monotonic() - started:.2f} s", flush=True)
+        if context is not None:
+            record_cycle(job_id, context, "failed", str(exc).splitlines()[0], stage=stage)
         raise AirflowFailException(str(exc)) from None
     print(f"reconf-stage {stage} done {time.monotonic() - started:.2f} s", flush=True)
 
 
 @task(task_id="collect")
 def collect(job_id: str, **context: Any) -> str:
-    with _fail_fast("collect"):
+    with _fail_fast("collect", job_id, context):
         from jobs.run import run_collect
 
         summary = run_collect(job_id, _period_end(context))
@@ -98,7 +105,7 @@ def collect(job_id: str, **context: Any) -> str:
 
 @task(task_id="validate")
 def validate(job_id: str, **context: Any) -> str:
-    with _fail_fast("validate"):
+    with _fail_fast("validate", job_id, context):
         from jobs.run import run_validate
 
         summary = run_validate(job_id, _period_end(context))
@@ -109,7 +116,7 @@ def validate(job_id: str, **context: Any) -> str:
 @task(task_id="plan")
 def plan(job_id: str, **context: Any) -> dict[str, Any]:
     params = context["params"]
-    with _fail_fast("plan"):
+    with _fail_fast("plan", job_id, context):
         from jobs.run import run_plan
 
         result = run_plan(
@@ -139,17 +146,23 @@ def _publish(job_id: str, asset: Asset) -> Any:
             print(f"dry run: plan {planned['plan_id']} is in MLflow run {planned['mlflow_run_id']} "
                   f"(tag reconf.dry_run=true) and is NOT published; LATEST stays at "
                   f"{'v' + str(latest) if latest else 'no version'}", flush=True)
+            record_cycle(job_id, context, "not_published", "dry run")
             raise AirflowSkipException("dry run: publish skipped")
-        with _fail_fast("publish"):
+        with _fail_fast("publish", job_id, context):
             from jobs.run import run_publish
 
             result = run_publish(job_id, _period_end(context))
         if result.status == "stale":
             # Another publish overtook this plan; the next cycle plans from it. Skipped, not
-            # failed, so depends_on_past does not stop the job's later cycles.
+            # failed: the cycle did its job.
             print(f"publish {job_id}@{result.period_end}: stale plan, not published: "
                   f"{result.reason}", flush=True)
+            record_cycle(job_id, context, "not_published", f"stale plan: {result.reason}")
             raise AirflowSkipException(f"stale plan: {result.reason}")
+        if result.version is None:  # historical: older than the newest published period
+            record_cycle(job_id, context, "not_published", f"{result.status}: not published")
+        else:
+            record_cycle(job_id, context, "published", f"v{result.version} ({result.status})")
         _log.info("publish %s@%s: %s, version %s; MLflow run %s", job_id, result.period_end,
                   result.status, result.version, planned["mlflow_run_id"])
         context["outlet_events"][asset].extra = {
@@ -165,7 +178,7 @@ def _publish(job_id: str, asset: Asset) -> Any:
     return publish
 
 
-@task(task_id="whatif", retries=0, depends_on_past=False)
+@task(task_id="whatif", retries=0)
 def whatif(job_id: str, **context: Any) -> str:
     """After publish: other strategies plan the same state, compared in MLflow. A teardown:
     it never delays publish, and its failure never fails the run (docs/operations.md)."""
@@ -250,10 +263,11 @@ def run_params(job: JobConfig) -> dict[str, Param]:
     }
 
 
-@task(task_id="missed_period", trigger_rule="all_skipped", retries=0, depends_on_past=False)
+@task(task_id="missed_period", trigger_rule="all_skipped", retries=0)
 def missed_period(job_id: str, **context: Any) -> None:
     """Runs only when the landing wait gave up (it skips, so the cycle's tasks skip): fails the
-    run with the land message, while the next period's run still goes ahead."""
+    run with the land message and records the period as lost, so the next period's run goes
+    ahead."""
     from datetime import UTC, datetime
 
     from schemas.config import Paths, resolve_job
@@ -262,6 +276,7 @@ def missed_period(job_id: str, **context: Any) -> None:
     job = resolve_job(job_id)
     end = datetime.fromisoformat(_period_end(context)).astimezone(UTC)
     marker = period_dir(Paths.from_env().landing, job_id, end) / SUCCESS_MARKER
+    record_cycle(job_id, context, "lost", f"did not land within {job.landing_wait} of its end")
     raise AirflowFailException(missed_message(job_id, end, marker, job.landing_wait))
 
 
@@ -277,7 +292,10 @@ def build_dag(job: JobConfig) -> DAG:
         max_active_runs=1,
         params=run_params(job),
         default_args={
-            "depends_on_past": True,
+            # No task waits on the previous run's: the first task's cycle gate orders the
+            # cycles (reconf/cycle_gate.py), and a task new to the DAG never waits on a run
+            # that did not have it.
+            "depends_on_past": False,
             "retries": RETRIES,
             "retry_delay": RETRY_DELAY,
             "retry_exponential_backoff": RETRY_BACKOFF,
@@ -286,9 +304,8 @@ def build_dag(job: JobConfig) -> DAG:
         },
         tags=["reconf", job.job_id],
     ) as dag:
-        # No depends_on_past and no retries: a period that never lands must not hold the next.
-        landed = WaitForLanding(task_id="wait_for_landing", job_id=job.job_id,
-                                depends_on_past=False, retries=0,
+        # No retries: a held cycle or a period that never lands must end at once.
+        landed = WaitForLanding(task_id="wait_for_landing", job_id=job.job_id, retries=0,
                                 execution_timeout=job.landing_wait + timedelta(minutes=5))
         first = (_cluster_collect(job) if _cluster_mode()
                  else collect.override(execution_timeout=timeouts["collect"])(job.job_id))

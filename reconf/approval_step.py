@@ -43,7 +43,7 @@ def _period_end(context: Any) -> str:
     return str(context["logical_date"].isoformat())  # plan already refused a run without one
 
 
-@task(task_id="whatif", retries=0, depends_on_past=False)
+@task(task_id="whatif", retries=0)
 def whatif_before_approval(job_id: str, **context: Any) -> str:
     """The shadows plan the period's state before the approver decides (the plan is not
     published yet, hence `force`); any failure is reported in the request, never raised."""
@@ -129,3 +129,7 @@ class ApprovePlan(ApprovalOperator):
             Decision(outcome, reason, user.get("name") or user.get("id") or None,
                      at.isoformat() if isinstance(at, datetime) else str(at or "")))
         print(line, flush=True)
+        if outcome != APPROVED:  # publish is skipped: the record says why, for the next cycle
+            from reconf.cycle_gate import record_cycle
+
+            record_cycle(self.job_id, context, "not_published", f"{outcome}: {reason}")

@@ -27,12 +27,16 @@ a cycle by hand, for period ending T of job J:
   reconf plan --job J --period-end T        # the job's strategy plans -> Delta + MLflow run
   reconf publish --job J --period-end T     # next assignment version + manifest + LATEST
   reconf apply --job J                      # the runtime applies the newest version
+or the runtime live, landing each period at its end and applying each version as it appears:
+  reconf runtime run --job J                # (make up runs it for the demo job)
 or all four pipeline stages at once: reconf cycle --job J --period-end T
 why the plan of a period moved what it moved (from its MLflow run):
   reconf audit --job J --period-end T [--key-group K] [--compare]
 how other strategies would have planned (shadow plans after each publish, compared over time):
   reconf whatif --job J --period-end T      # by hand; the DAG runs it after every publish
   reconf compare --job J --since T [--plot PATH]
+what became of each period's DAG cycle (published, failed at which stage, held, lost):
+  reconf period show --job J                # and `reconf period lost` to give a failed one up
 every job's plan for a period at once, on Spark:
   reconf fleet --period-end T [--jobs J1,J2]
 """
@@ -78,10 +82,13 @@ def _cmd_land(args: argparse.Namespace) -> int:
 
 def _cmd_apply(args: argparse.Namespace) -> int:
     from reconf.settings import make_source
+    from runtime.live import runtime_lock
     from schemas.config import Paths, resolve_job
 
     paths = Paths.from_env()
-    result = make_source(resolve_job(args.job), paths).apply_latest(paths.published)
+    job = resolve_job(args.job)
+    with runtime_lock(paths.runtime, job.job_id):  # a live runtime applies each version itself
+        result = make_source(job, paths).apply_latest(paths.published)
     print(f"{result.status}: {result.reason}")
     return 1 if result.status == "refused" else 0
 
@@ -391,6 +398,9 @@ def _parser() -> argparse.ArgumentParser:
     mend.add_argument("--job", required=True, help=_JOB_HELP)
     mend.add_argument("--report-id", required=True, metavar="ID",
                       help="the report's id (landing/<job>/_health/<ID>.json)")
+    from reconf.live_cli import add_parsers
+
+    add_parsers(sub)  # reconf runtime run, reconf health report
     _job_period(add("collect", _cmd_collect, "collect one landed period into the Delta stats tables"))
     _job_period(add("validate", _cmd_validate, "check one collected period with the GE suites"))
     plan = add("plan", _cmd_plan, "plan a new assignment for one period: a new attempt with its "
@@ -461,8 +471,9 @@ def _parser() -> argparse.ArgumentParser:
                        "published plan, else its newest attempt; the report lists the others)")
     audit.add_argument("--dry-run", action="store_true",
                        help="audit the period's dry run instead of its real cycle")
-    from reconf import services
+    from reconf import periods, services
 
+    periods.add_parser(sub)
     for action, text in (("up", "start the local Airflow services and MLflow server (make up)"),
                          ("down", "stop exactly the services `up` started, by pid (make down)"),
                          ("status", "which local services run and answer (make status)")):
@@ -480,7 +491,7 @@ def _parser() -> argparse.ArgumentParser:
 
 #: Commands that write the stores under RECONF_HOME (checked, and created, before they start).
 _USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle", "fleet", "demo",
-              "whatif", "stop", "rollback", "heal"}
+              "whatif", "stop", "rollback", "heal", "period", "runtime", "health"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

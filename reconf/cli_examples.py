@@ -21,6 +21,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                  'reconf rollback --job demo --to-version 1 --reason "v3 overloads node-01" '
                  '--override-budget "incident 42"'),
     "heal": ("reconf heal --job demo --report-id node-03-dead-20261126T040320Z",),
+    "runtime": ("reconf runtime run --job demo                    # until Ctrl-C / SIGTERM",
+                "reconf runtime run --job demo --kill-node node-03 --kill-after 2"),
+    "health": ('reconf health report --job demo --dead node-03 --reason "host lost power"',
+               "reconf health report --job demo --over-capacity node-02=1.8"),
     "collect": (f"reconf collect --job demo --period-end {_T}",),
     "validate": (f"reconf validate --job demo --period-end {_T}",),
     "plan": (f"reconf plan --job demo --period-end {_T} --dry-run   # preview: nothing written",
@@ -32,6 +36,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "cycle": (f"reconf cycle --job demo --period-end {_T}",),
     "whatif": (f"reconf whatif --job demo --period-end {_T}",
                f"reconf whatif --job demo --period-end {_T} --force"),
+    "period": ("reconf period show --job demo                # the newest 20 periods' outcomes",
+               "reconf period lost --job demo --period-end 2026-01-01T00:15:00Z "
+               "--reason 'runtime lost its metrics'"),
     "bench": ("reconf bench balance --quick     # MILP vs Flux, paper Figures 2-4",
               "reconf bench execution --quick   # a plan at once vs in waves",
               "reconf bench closed-loop --quick # ALBIC on real data, paper Figure 12"),

@@ -181,12 +181,22 @@ def open_the_ui(paths: Paths, job_id: str) -> str:
 
 
 def run_demo(job_id: str, periods: int) -> int:
-    from reconf.services import Ports, spark_connect_for, stop_service
+    """The demo lands and applies the job's periods itself: it holds the job's runtime lock, so
+    a live runtime of the job (`make up`'s) and the demo never land and apply side by side."""
+    from runtime.live import runtime_lock
 
     if periods < 1:
         raise ValueError(f"--periods must be >= 1, got {periods}")
-    job = resolve_job(job_id)
     paths = Paths.from_env()
+    job = resolve_job(job_id)
+    with runtime_lock(paths.runtime, job.job_id):
+        return _run_demo(job_id, periods, paths)
+
+
+def _run_demo(job_id: str, periods: int, paths: Paths) -> int:
+    from reconf.services import Ports, spark_connect_for, stop_service
+
+    job = resolve_job(job_id)
     source = make_source(job, paths)
     ensure_airflow(paths)
     spl_s = job.spl.total_seconds()

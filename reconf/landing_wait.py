@@ -18,9 +18,10 @@ is safe (tests/e2e/test_deferral_race.py).
 
 On the deadline the task is *skipped* with the land message, so collect … publish are skipped
 too; the DAG's `missed_period` task (trigger rule `all_skipped`) then fails the run with the same
-message. Skipped, not failed, is what keeps the job going: the next run's tasks depend on the
-past (`depends_on_past`), and a skipped task counts as done, while a failed one would hold every
-later period (docs/operations.md, "Airflow DAGs").
+message and records the period as lost, so the next cycle goes on (jobs/cycles.py).
+
+Before any of this the task passes the cycle gate (reconf/cycle_gate.py): a cycle whose previous
+period failed is held, and ends here (docs/operations.md, "Airflow DAGs").
 
 The first task of a scheduled run also records the periods the catch-up policy skipped (no run
 between the previous run's period and this one; reconf/timetable.py).
@@ -121,6 +122,9 @@ class WaitForLanding(BaseOperator):
 
     def execute(self, context: Any) -> None:
         job, end, marker = self._period(context)
+        from reconf.cycle_gate import pass_gate
+
+        self.log.info("previous cycle: %s", pass_gate(context, job.job_id, end))
         self._note_skipped_periods(context, job, end)
         if marker.is_file():
             self.log.info("period %s of job %s has landed (%s)", end.isoformat(), job.job_id, marker)

@@ -1,4 +1,5 @@
-"""Local services on localhost: a Spark Connect server, the Airflow components, an MLflow server.
+"""Local services on localhost: a Spark Connect server, the Airflow components, an MLflow server,
+and the live runtimes of the jobs `make up` runs one for (reconf/runtime_service.py).
 
 `up` starts what is not already running (one pid file per service in `<RECONF_HOME>/run/`, logs
 in `<RECONF_HOME>/logs/services/`), waits until each answers its health check and prints the
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import TextIO
 
 from jobs.errors import StageError
+from reconf import runtime_service
 from reconf.ports import Ports, port_exports, running_ports
 from reconf.procs import PidRecord, alive, read_record, spawn, stop
 from reconf.settings import airflow_bin, airflow_env, prepend_path
@@ -216,11 +218,17 @@ def _admin_login(paths: Paths) -> str | None:
     return ", ".join(f"{user} / {password}" for user, password in sorted(users.items())) or None
 
 
-def up(paths: Paths, ports: Ports, names: Sequence[str] = SERVICES, timeout_s: float = 240.0) -> int:
-    """Start the named services that are not running; wait until all answer; print the URLs."""
+def up(paths: Paths, ports: Ports, names: Sequence[str] = SERVICES, timeout_s: float = 240.0,
+       runtime_jobs: Sequence[str] = ()) -> int:
+    """Start the named services that are not running, and the live runtimes of `runtime_jobs`
+    (reconf/runtime_service.py; none unless asked); wait until all answer; print the URLs."""
     running = _records(paths)
-    wanted = [n for n in SERVICES if n in names]
+    wanted = [n for n in SERVICES if n in names] + runtime_service.names(runtime_jobs)
     specs = service_specs(paths, ports, "spark-connect" in running or "spark-connect" in wanted)
+    for job_id in runtime_jobs:
+        specs[runtime_service.name(job_id)] = Service(
+            runtime_service.name(job_id), runtime_service.argv(job_id),
+            runtime_service.env(paths.home), None, None)
     for name in wanted:
         if name in running:
             print(f"{name:13} already running (pid {running[name].pid}); not starting another")
@@ -232,7 +240,7 @@ def up(paths: Paths, ports: Ports, names: Sequence[str] = SERVICES, timeout_s: f
             raise StageError(f"make up: port {port} (for {name}) is in use by another program",
                              where=f"127.0.0.1:{port}",
                              fix=f"stop that program, or choose another port: make up {knob}=<port>")
-    airflow_parts = any(n not in ("mlflow", "spark-connect") for n in todo)
+    airflow_parts = any(n in SERVICES and n not in ("mlflow", "spark-connect") for n in todo)
     keep_private(paths, airflow=airflow_parts)
     if airflow_parts:
         _migrate(paths)
@@ -247,7 +255,8 @@ def up(paths: Paths, ports: Ports, names: Sequence[str] = SERVICES, timeout_s: f
         for name, record in list(waiting.items()):
             if not alive(record):
                 _abort(paths, started, f"{name} exited during start-up", record)
-            if _ready(name, specs[name], api_health):
+            if (runtime_service.ready(record) if runtime_service.is_runtime(name)
+                    else _ready(name, specs[name], api_health)):
                 print(f"{name:13} ready (pid {record.pid}){'  ' + record.url if record.url else ''}")
                 del waiting[name]
         if waiting and time.monotonic() > deadline:
@@ -282,6 +291,10 @@ def _print_summary(paths: Paths, records: dict[str, PidRecord]) -> None:
     if "spark-connect" in records:
         print(f"Spark Connect server: {records['spark-connect'].url}  (stages: "
               f"RECONF_SPARK_REMOTE={records['spark-connect'].url})")
+    for name, record in sorted(records.items()):
+        if runtime_service.is_runtime(name):
+            print(f"live runtime of job {runtime_service.job_of(name)}: pid {record.pid}, lands "
+                  f"each period at its end, one line per event in {record.log}")
     print(f"pids in {run_dir(paths)}, logs in {log_dir(paths)}; stop with `make down`")
 
 
@@ -322,7 +335,8 @@ def down(paths: Paths, grace_s: float = 20.0) -> int:
         print("nothing was running (no live pid files in "
               f"{run_dir(paths)}); nothing to stop")
         return 0
-    for name in reversed(SERVICES):  # clients first, the api-server and MLflow last
+    runtimes = sorted(n for n in running if runtime_service.is_runtime(n))
+    for name in [*runtimes, *reversed(SERVICES)]:  # clients first, the api-server and MLflow last
         if (record := running.get(name)) is not None:
             print(f"{name:13} pid {record.pid}: {stop(record, grace_s)}")
             (run_dir(paths) / f"{name}.pid").unlink(missing_ok=True)
@@ -343,7 +357,10 @@ def status(paths: Paths, ports: Ports) -> int:
         if health == "healthy" and not _ready(name, specs[name], api_health):
             health = "not answering"
         print(f"{name:13} running, pid {record.pid}, {health}{'  ' + record.url if record.url else ''}")
-    return 0 if len(running) == len(SERVICES) else 3
+    for name in sorted(n for n in running if runtime_service.is_runtime(n)):
+        print(runtime_service.status_line(running[name]))
+    print(runtime_service.broker_line(paths.home))
+    return 0 if all(name in running for name in SERVICES) else 3
 
 
 def print_env(paths: Paths, ports: Ports) -> int:
@@ -368,6 +385,8 @@ EPILOG = """examples:
                                            # Spark Connect on :15002
   python -m reconf.services up --only mlflow --mlflow-port 5001
   RECONF_DB_URI=postgresql+psycopg2://reconf@127.0.0.1:5432 make up   # both stores on PostgreSQL
+  make up LIVE_JOBS=demo,orders            # the live runtimes of these jobs (default: demo;
+                                           # RECONF_LIVE_JOBS too; LIVE_JOBS= runs none)
   make status                              # what runs, and whether it answers
   make down                                # stop exactly what `up` started (by pid)
   eval "$(python -m reconf.services env)"  # then `airflow ...` uses the project's Airflow
@@ -378,8 +397,13 @@ Ports also come from RECONF_AIRFLOW_PORT / RECONF_MLFLOW_PORT / RECONF_SPARK_CON
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of up/down/status (shared by `python -m reconf.services` and `reconf`)."""
-    parser.add_argument("--only", nargs="+", choices=SERVICES, default=list(SERVICES), metavar="NAME",
-                        help=f"up: start only these services (of: {', '.join(SERVICES)})")
+    parser.add_argument("--only", nargs="+", choices=(*SERVICES, "runtime"),
+                        default=[*SERVICES, "runtime"], metavar="NAME",
+                        help=f"up: start only these services (of: {', '.join(SERVICES)}, and "
+                        "runtime: the live runtimes of --runtime-jobs)")
+    parser.add_argument("--runtime-jobs", metavar="J1,J2",
+                        help=f"up: the jobs to run a live runtime for (default: ${runtime_service.ENV}"
+                        f", else {','.join(runtime_service.DEFAULT_JOBS)}; empty: none)")
     parser.add_argument("--airflow-port", type=int, default=None, help="Airflow UI/API port (8080)")
     parser.add_argument("--mlflow-port", type=int, default=None, help="MLflow server port (5000)")
     parser.add_argument("--spark-connect-port", type=int, default=None,
@@ -402,7 +426,9 @@ def run(args: argparse.Namespace) -> int:
         ports = running_ports(ports, _records(paths, sys.stderr if args.action == "env" else None),
                               given)
     if args.action == "up":
-        return up(paths, ports, args.only, args.timeout)
+        jobs = runtime_service.live_jobs(args.runtime_jobs, os.environ) \
+            if "runtime" in args.only else ()
+        return up(paths, ports, args.only, args.timeout, jobs)
     if args.action == "down":
         return down(paths, args.grace)
     if args.action == "env":

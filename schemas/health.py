@@ -11,7 +11,9 @@ on gets an out-of-schedule cycle for it (jobs/heal/, dags/healing.py). Contract:
 
 `report_id` names the finding (letters, digits, '.', '_', '-'; it is the file's name): the same
 finding reported twice under one id is one healing. `dead` lists nodes the runtime lost;
-`utilisation` is each reported node's measured load over its capacity (1.0 = full). The folder's
+`utilisation` is each reported node's measured load over its capacity (1.0 = full); an optional
+`"reason"` (text) says why, when an operator wrote the report (`reconf health report --reason`);
+a report without one is written as before. The folder's
 leading underscore keeps it out of the period collectors' and Spark's listings. A report is
 written atomically and never changed; a reader refuses a malformed one with what, where, fix.
 """
@@ -52,6 +54,7 @@ class HealthReport:
     at: datetime
     dead: tuple[str, ...] = ()
     utilisation: Mapping[str, float] = field(default_factory=dict)
+    reason: str = ""
 
     def __post_init__(self) -> None:
         if not _ID.match(self.report_id):
@@ -74,9 +77,13 @@ class HealthReport:
                             if u > threshold and n not in self.dead))
 
     def to_json(self) -> str:
-        return json.dumps({"format": _FORMAT, "job_id": self.job_id, "report_id": self.report_id,
-                           "at": format_period_end(self.at), "dead": list(self.dead),
-                           "utilisation": dict(sorted(self.utilisation.items()))}, indent=1) + "\n"
+        body: dict[str, Any] = {"format": _FORMAT, "job_id": self.job_id,
+                                "report_id": self.report_id, "at": format_period_end(self.at),
+                                "dead": list(self.dead),
+                                "utilisation": dict(sorted(self.utilisation.items()))}
+        if self.reason:
+            body["reason"] = self.reason
+        return json.dumps(body, indent=1) + "\n"
 
 
 def health_dir(landing_root: Path, job_id: str) -> Path:
@@ -104,9 +111,13 @@ def read_report(path: Path) -> HealthReport:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise HealthReportError(f"{path}: not a readable JSON report ({exc})") from None
     keys = {"format", "job_id", "report_id", "at", "dead", "utilisation"}
-    if not isinstance(data, dict) or set(data) != keys or data["format"] != _FORMAT:
-        raise HealthReportError(f"{path}: expected an object of exactly {sorted(keys)} with "
-                                f"format {_FORMAT}")
+    if not isinstance(data, dict) or set(data) - {"reason"} != keys or \
+            data["format"] != _FORMAT:
+        raise HealthReportError(f"{path}: expected an object of exactly {sorted(keys)} (and "
+                                f"optionally reason) with format {_FORMAT}")
+    reason = data.get("reason", "")
+    if not isinstance(reason, str):
+        raise HealthReportError(f"{path}: reason must be a string, got {reason!r}")
     dead, util = data["dead"], data["utilisation"]
     if not isinstance(dead, list) or not all(isinstance(n, str) and n for n in dead):
         raise HealthReportError(f"{path}: dead must be a list of node ids, got {dead!r}")
@@ -120,7 +131,7 @@ def read_report(path: Path) -> HealthReport:
                                 f"{data['report_id']!r}; rename one of them")
     try:
         return HealthReport(data["job_id"], data["report_id"], parse_period_end(data["at"]),
-                            tuple(dead), util)
+                            tuple(dead), util, reason)
     except (HealthReportError, ValueError) as exc:
         raise HealthReportError(f"{path}: {exc}") from None
 

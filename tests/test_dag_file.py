@@ -133,14 +133,16 @@ def test_one_dag_per_job_with_schedule_and_order(two_jobs: Path) -> None:
     assert whatif.trigger_rule == "all_done_setup_success"
 
 
-def test_each_cycle_depends_on_the_previous_and_retries_with_backoff(two_jobs: Path) -> None:
+def test_no_task_waits_on_the_previous_run_and_stages_retry_with_backoff(two_jobs: Path) -> None:
+    """The cycle gate (reconf/cycle_gate.py) orders the cycles: no task depends on the past, so
+    a cleared run never waits on a run holding the slot, nor a new task on a run without it."""
     beta = _bag(DAG_FILE).dags["reconfigure_beta"]
     for t in beta.tasks:
-        # shadows, the landing wait and its verdict: no retry, and never block the next period
+        assert t.depends_on_past is False and t.wait_for_downstream is False, t.task_id
+        # shadows, the landing wait (and the gate) and its verdict: no retry, end at once
         if t.task_id in ("whatif", "wait_for_landing", "missed_period"):
-            assert t.depends_on_past is False and t.retries == 0
+            assert t.retries == 0
             continue
-        assert t.depends_on_past is True, t.task_id
         assert t.retries == 3 and t.retry_delay == timedelta(seconds=30)
         assert t.retry_exponential_backoff == 2.0 and t.max_retry_delay == timedelta(minutes=10)
     timeouts = {t.task_id: t.execution_timeout for t in beta.tasks}
@@ -267,7 +269,7 @@ def test_cluster_mode_collects_with_spark_submit(two_jobs: Path, monkeypatch: py
     assert collect.application == str(ROOT / "jobs" / "submit.py")
     assert collect.application_args == ["collect", "--job", "alpha", "--period-end", "{{ ts }}"]
     assert collect._conn_id == "reconf_spark" and ".jar" in collect.jars
-    assert collect.retries == 3 and collect.depends_on_past is True
+    assert collect.retries == 3 and collect.depends_on_past is False
     assert sorted(collect.downstream_task_ids) == ["validate"]
 
     module = _dag_module()
@@ -354,6 +356,10 @@ def test_a_job_with_approval_asks_a_human_between_plan_and_publish(
     # a job without approval keeps its shape: publish, then the what-if teardown
     assert {t.task_id: sorted(t.downstream_task_ids) for t in alpha.tasks}["publish"] == ["whatif"]
     assert "approve" not in alpha.task_ids
+    # turning approval on for a job with history adds a task: none may wait on a previous run
+    # that never had it (the cycle gate orders the cycles instead), in any DAG of ours
+    assert [(d, t.task_id) for d, dag in bag.dags.items() for t in dag.tasks
+            if t.depends_on_past or t.wait_for_downstream] == []
     probe = ("import runpy, sys\nrunpy.run_path(sys.argv[1])\n"
              "print(','.join(m for m in sys.modules if m.split('.')[0] in "
              "('jobs', 'mlflow', 'pyspark', 'pandas', 'numpy')))")

@@ -108,6 +108,19 @@ class Runtime(threading.Thread):
             self.error = exc
 
 
+def land_broken(paths: Paths, job_id: str, at: datetime) -> None:
+    """The runtime lands the period without one key group's samples: validation fails."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from schemas.landing import KEYGROUPS
+
+    where = make_source(resolve_job(job_id), paths).land_period(paths.landing, at)
+    kg = pq.read_table(where / KEYGROUPS / "part-0.parquet")
+    pq.write_table(kg.filter(pc.not_equal(kg["keygroup"], kg["keygroup"][0])),
+                   where / KEYGROUPS / "part-0.parquet")
+
+
 class Airflow:
     """The module's Airflow: its home, and how the tests and the docs' commands reach it.
     `started`: the moment its jobs.toml was written (the grids of its jobs count from it)."""

@@ -181,8 +181,8 @@ def test_backfill_twice_is_idempotent_historical_and_never_moves_latest(
     before = _counts(spark, paths)
     assert before["keygroup_stats"] == ROWS_PER_PERIOD["keygroup_stats"]
 
-    # depends_on_past: Airflow refuses reprocess "none"; "failed" fills the range (new runs for
-    # missing dates, reruns of failed ones), "completed" redoes every date of it.
+    # "failed" fills the range (new runs for missing dates, reruns of failed ones), "completed"
+    # redoes every date of it.
     first = _backfill(paths, P1, P1, "failed")
 
     assert sorted(first) == [_key(P1)]

@@ -10,8 +10,8 @@ Delta, GE, MLflow and Airflow's metadata DB), in one Airflow home for the module
 3. a dry run with params plans and logs to MLflow tagged dry_run, and publishes nothing;
 4. a period whose stats fail validation fails the run at once (no retries), publish never runs,
    LATEST stays, and the log's last lines say what, where and how to fix;
-5. the next cycle, although its data is good, waits on the failed one (`depends_on_past`):
-   collect runs, validate does not, nothing is published;
+5. the next cycle, although its data is good, is held behind the failed one (the cycle gate,
+   reconf/cycle_gate.py): it ends at once, saying how to re-run or give up the failed period;
 6. a manual run with an invalid param is refused before any task runs;
 7. a dynamic job (herding) and the heterogeneous replay job of config/jobs.toml (Consistent
    Grouping, `cg`) each run through the DAG.
@@ -22,11 +22,8 @@ The tests run in file order and build on each other (one home: one `db migrate`)
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -323,30 +320,22 @@ def test_a_failed_validation_fails_fast_and_keeps_latest(ops_home) -> None:
     assert "fix:" in tail
 
 
-def test_the_next_cycle_waits_on_the_failed_one(ops_home) -> None:
+def test_the_next_cycle_is_held_behind_the_failed_one(ops_home) -> None:
+    """Its data is good, but a cycle never plans past a failed one: it ends at once (so a re-run
+    of the failed period finds the run slot free), saying which period it waits for and the two
+    ways on, with this run's dates."""
     paths, env = ops_home
     make_source(resolve_job(JOB), paths).land_period(paths.landing, P5)
-    # `airflow dags test` waits for ever on a task whose past failed (it logs "No tasks to run.
-    # unrunnable tasks: ..." each second; a scheduler would leave it waiting too): watch for
-    # that line, then stop the process group we started.
-    log = paths.home / "logs" / "0025.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([airflow_bin(), "dags", "test", DAG_ID, P5.isoformat()], env=env,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 900  # a ceiling against a hang, not a speed check
-            while "No tasks to run. unrunnable tasks" not in log.read_text(errors="replace"):
-                assert proc.poll() is None, log.read_text()[-3000:]
-                assert time.monotonic() < deadline, log.read_text()[-3000:]
-                time.sleep(2)
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    code, log = _dags_test(paths, env, P5)
+    assert code != 0
     states = _task_states(paths, P5)
-    assert states["collect"][0] == "success"  # collect of P5 succeeded
-    assert states["validate"][0] == "None", states  # never scheduled: depends on past
-    assert states["publish"][0] != "success"
+    assert states["wait_for_landing"] == ("failed", 1), states  # held: failed at once, no retry
+    assert states["collect"][0] == "upstream_failed" and states["publish"][0] != "success"
     assert read_latest_version(paths.published, JOB) == 2
+    assert "held: period 2026-03-01T00:25:00Z of job 'ops' is not run because period " \
+        "2026-03-01T00:20:00Z: validate failed" in log
+    assert (f"airflow tasks clear {DAG_ID} -s {P4.isoformat()} -e {P5.isoformat()} -y" in log
+            and "reconf period lost --job ops --period-end 2026-03-01T00:20:00Z" in log), log[-3000:]
 
 
 def test_an_invalid_param_is_refused_before_any_task(ops_home) -> None:

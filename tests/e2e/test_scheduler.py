@@ -37,14 +37,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
 
 from reconf.settings import make_source
 from runtime.synthetic import SyntheticJob
 from schemas.config import Paths, resolve_job
-from schemas.landing import KEYGROUPS, format_period_end
+from schemas.landing import format_period_end
 from schemas.manifest import read_latest_version, read_manifest
 
 from .docs_recipes import recipe, steps
@@ -62,6 +60,7 @@ from .scheduler_kit import (
     Share,
     SharedAirflow,
     _stamp,
+    land_broken,
     quiet_start,
 )
 
@@ -258,62 +257,38 @@ def test_the_docs_recovery_recipe_clears_and_reruns_a_failed_cycle(airflow: Airf
     assert read_manifest(paths.published, FILL, 4).period_end == format_period_end(at)
 
 
-MARK_LOST = """\
-AIRFLOW=http://127.0.0.1:${{RECONF_AIRFLOW_PORT:-8080}}
-PASSWORD=$(.venv/bin/python -c 'import json, os; print(json.load(open(os.environ.get("RECONF_HOME", ".reconf") + "/airflow/simple_auth_manager_passwords.json.generated"))["admin"])')
-TOKEN=$(curl -s -X POST "$AIRFLOW/auth/token" -H 'Content-Type: application/json' \\
-    -d "{{\\"username\\": \\"admin\\", \\"password\\": \\"$PASSWORD\\"}}" | .venv/bin/python -c 'import json, sys; print(json.load(sys.stdin)["access_token"])')
-curl -s -X PATCH "$AIRFLOW/api/v2/dags/reconfigure_fill/dagRuns/{run_id}/taskInstances/wait_for_landing" \\
-    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\
-    -d '{{"new_state": "skipped", "include_downstream": true}}'
-curl -s -X PATCH "$AIRFLOW/api/v2/dags/reconfigure_fill/dagRuns/{run_id}" \\
-    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"state": "success"}}'
-"""
-
-
-def _json_objects(text: str) -> list[Any]:
-    """The JSON documents printed one after another in `text`."""
-    decoder, found, at = json.JSONDecoder(), [], 0
-    while (at := text.find("{", at)) != -1:
-        value, at = decoder.raw_decode(text, at)
-        found.append(value)
-    return found
-
-
 def _land_broken(paths: Paths, at: datetime) -> None:
-    """The runtime lands the period without one key group's samples: validation fails."""
-    where = make_source(resolve_job(FILL), paths).land_period(paths.landing, at)
-    kg = pq.read_table(where / KEYGROUPS / "part-0.parquet")
-    pq.write_table(kg.filter(pc.not_equal(kg["keygroup"], kg["keygroup"][0])),
-                   where / KEYGROUPS / "part-0.parquet")
+    land_broken(paths, FILL, at)
 
 
-def test_the_docs_recipe_for_a_lost_period_skips_it_and_the_next_cycle_runs(airflow: Airflow) -> None:
-    at = _fill_period(airflow, 5)
+def test_the_docs_recipe_for_a_lost_period_gives_it_up_and_the_next_cycle_runs(
+        airflow: Airflow) -> None:
+    """docs/operations.md, "When a cycle fails", step 2: `reconf period lost`; the failed run
+    stays failed (visibly not published) and the next cycle goes on, with no REST call."""
+    at, nxt = _fill_period(airflow, 5), _fill_period(airflow, 6)
     before = read_latest_version(airflow.paths.published, FILL) or 0
     _land_broken(airflow.paths, at)
     airflow.shell("airflow dags unpause reconfigure_fill\n"
                   f"airflow dags trigger reconfigure_fill --logical-date {at.isoformat()}")
     run = airflow.wait_for_run("reconfigure_fill", at, ("success", "failed"))
     assert run[2] == "failed"
-    out = airflow.shell(MARK_LOST.format(run_id=run[3]))
-    answers = _json_objects(out)  # the two PATCH answers (curl prints them back to back)
-    assert {ti["task_id"]: ti["state"] for ti in answers[0]["task_instances"]}.get(
-        "wait_for_landing") == "skipped", out
-    assert answers[1]["state"] == "success", out
-    assert airflow.wait_for_run("reconfigure_fill", at, ("success",), timeout_s=120)
-    states = airflow.task_states("reconfigure_fill", run[3])
-    assert states["validate"] == states["publish"] == "skipped", states
+    out = airflow.shell(f".venv/bin/reconf period lost --job {FILL} --period-end {_stamp(at)} "
+                        "--reason 'the runtime lost its metrics'\n"
+                        f".venv/bin/reconf period show --job {FILL}")
+    assert f"period {_stamp(at)} of job {FILL} recorded as lost (was failed)" in out
+    assert f"{_stamp(at)}  lost" in out and "the runtime lost its metrics" in out
     # the next cycle does not wait on the lost one
     runtime = make_source(resolve_job(FILL), airflow.paths)
     runtime.apply_latest(airflow.paths.published)  # runs the newest version, as a runtime would
-    runtime.land_period(airflow.paths.landing, _fill_period(airflow, 6))
-    airflow.shell(f"airflow dags trigger reconfigure_fill --logical-date {_fill_period(airflow, 6).isoformat()}")
-    after = airflow.wait_for_run("reconfigure_fill", _fill_period(airflow, 6), ("success", "failed"))
+    runtime.land_period(airflow.paths.landing, nxt)
+    airflow.shell(f"airflow dags trigger reconfigure_fill --logical-date {nxt.isoformat()}")
+    after = airflow.wait_for_run("reconfigure_fill", nxt, ("success", "failed"))
     assert after[2] == "success", airflow.log_tails("reconfigure_fill", after[3])
+    assert "is lost: given up by" in airflow.log("reconfigure_fill", after[3], "wait_for_landing")
     assert read_latest_version(airflow.paths.published, FILL) == before + 1
     assert read_manifest(airflow.paths.published, FILL, before + 1).period_end == \
-        format_period_end(_fill_period(airflow, 6))  # nothing was published for the lost period
+        format_period_end(nxt)  # nothing was published for the lost period
+    assert airflow.run_of("reconfigure_fill", at)[2] == "failed"  # type: ignore[index]
     airflow.assert_quiet("reconfigure_fill")
 
 

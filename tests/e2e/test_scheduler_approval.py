@@ -257,6 +257,11 @@ def test_no_answer_within_the_timeout_rejects_the_plan_as_timed_out(airflow: Air
     assert "  approval: timed out at " in audit, audit
     assert f": no answer within 0:00:{TIMEOUT_S}, rejected by default" in audit, audit
     assert "published: no, timed out at approval" in audit, audit
+    # each period's cycle as `reconf period show` lists it (jobs/cycles.py)
+    shown = airflow.shell(".venv/bin/reconf period show --job gate")
+    for k, said in ((1, f"not_published  rejected: {REASON}"), (2, "published      v1 (published)"),
+                    (3, f"not_published  timed_out: no answer within 0:00:{TIMEOUT_S}")):
+        assert f"{format_period_end(_period(airflow, k))}  {said}" in shown, shown
     airflow.assert_quiet(DAG_ID)  # unpaused throughout, yet only the tests' runs
 
 

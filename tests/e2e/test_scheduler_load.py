@@ -1,4 +1,4 @@
-"""The README's backfill, verbatim, while the scheduler is busy, on the default SQLite store:
+"""The docs' backfill (docs/operations.md, "Backfills", the recipe's step 2), verbatim, while the scheduler is busy, on the default SQLite store:
 created the first time, every time.
 
 `airflow backfill create` used to fail about one time in two on 2 busy cores with
@@ -8,8 +8,8 @@ upgrade without waiting while the scheduler holds the write lock (reconf/airflow
 why, and how the connections now take the lock first). Here, in the Airflow of the
 test_scheduler* modules (tests/e2e/scheduler_kit.py SharedAirflow: SQLite, free ports), job
 `churn` backfills eight landed periods, one run after another, so the scheduler, its task
-processes and the api-server write the store throughout; meanwhile the README's command (from
-its "Operating it" block, the job and the dates put in) creates the backfill of four landed
+processes and the api-server write the store throughout; meanwhile the docs' command (the job
+and the dates put in) creates the backfill of four landed
 periods of each of five jobs, after the env line, in bash: each must succeed on its first try.
 The jobs' grids (SPL 1 day, scheduler_kit.quiet_start) get no scheduled run meanwhile.
 """
@@ -25,7 +25,7 @@ import pytest
 from reconf.settings import make_source
 from schemas.config import resolve_job
 
-from .docs_recipes import README, command, recipe
+from .docs_recipes import recipe, steps
 from .scheduler_kit import DAY, SHARED, Airflow, Runtime, Share, SharedAirflow, _stamp, quiet_start
 
 pytestmark = [pytest.mark.e2e]
@@ -51,9 +51,10 @@ source = {{ kind = "synthetic", operators = 2, keygroups_per_operator = 4, nodes
 SHARED.register(Share(__name__, lambda start: "".join(
     JOB.format(job=job, quiet=_stamp(quiet_start(start))) for job in (BUSY, *JOBS))))
 
-#: README, "Operating it": the backfill command, as printed (job `demo`, four 5-minute periods)
-README_BACKFILL = command(recipe("operating", README), "airflow backfill create")
-README_RANGE = ("2026-01-01T00:05:00+00:00", "2026-01-01T00:20:00+00:00")
+#: docs/operations.md, "Backfills": the recipe's step 2, as printed (job `demo`, four periods)
+DOCS_BACKFILL = dict(steps(recipe("backfill")))[
+    "2. Create it; the scheduler works through the dates, oldest first."]
+DOCS_RANGE = ("2026-01-01T00:05:00+00:00", "2026-01-01T00:20:00+00:00")
 
 
 def _period(airflow: Airflow, k: int) -> datetime:
@@ -61,11 +62,11 @@ def _period(airflow: Airflow, k: int) -> datetime:
 
 
 def _backfill(job: str, first: datetime, last: datetime) -> str:
-    """The README's command for `job` and the range [first, last], nothing else changed."""
-    assert "--dag-id reconfigure_demo " in README_BACKFILL and all(
-        f" {d}" in README_BACKFILL for d in README_RANGE), README_BACKFILL
-    return (README_BACKFILL.replace("reconfigure_demo", f"reconfigure_{job}")
-            .replace(README_RANGE[0], first.isoformat()).replace(README_RANGE[1], last.isoformat()))
+    """The docs' command for `job` and the range [first, last], nothing else changed."""
+    assert "--dag-id reconfigure_demo " in DOCS_BACKFILL and all(
+        f" {d}" in DOCS_BACKFILL for d in DOCS_RANGE), DOCS_BACKFILL
+    return (DOCS_BACKFILL.replace("reconfigure_demo", f"reconfigure_{job}")
+            .replace(DOCS_RANGE[0], first.isoformat()).replace(DOCS_RANGE[1], last.isoformat()))
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +88,7 @@ def _busy(airflow: Airflow) -> list[tuple[str, str, str]]:
         "('running', 'queued', 'scheduled', 'deferred')")]
 
 
-def test_the_readme_backfill_succeeds_first_time_while_the_scheduler_is_busy(
+def test_the_docs_backfill_succeeds_first_time_while_the_scheduler_is_busy(
         airflow: Airflow) -> None:
     for job, periods in ((BUSY, range(1, 9)), *((job, range(1, 5)) for job in JOBS)):
         source = make_source(resolve_job(job), airflow.paths)
@@ -121,12 +122,12 @@ def test_the_readme_backfill_succeeds_first_time_while_the_scheduler_is_busy(
     airflow.assert_quiet(f"reconfigure_{JOBS[0]}")  # no scheduled run came between
 
 
-def test_the_readme_command_is_the_one_this_module_runs() -> None:
-    assert README_BACKFILL == (
-        "airflow backfill create --dag-id reconfigure_demo --reprocess-behavior failed "
-        "--max-active-runs 1 \\\n"
-        "    --from-date 2026-01-01T00:05:00+00:00 --to-date 2026-01-01T00:20:00+00:00   "
-        "# 4 periods, in order\n")
+def test_the_docs_command_is_the_one_this_module_runs() -> None:
+    assert DOCS_BACKFILL == (
+        "airflow backfill create --dag-id reconfigure_demo \\\n"
+        "    --from-date 2026-01-01T00:05:00+00:00 --to-date 2026-01-01T00:20:00+00:00 \\\n"
+        "    --reprocess-behavior failed --max-active-runs 1\n")
     assert _backfill("x", datetime.fromisoformat("2026-02-01T00:00:00+00:00"),
                      datetime.fromisoformat("2026-02-04T00:00:00+00:00")).startswith(
-        "airflow backfill create --dag-id reconfigure_x --reprocess-behavior failed")
+        "airflow backfill create --dag-id reconfigure_x \\\n"
+        "    --from-date 2026-02-01T00:00:00+00:00 --to-date 2026-02-04T00:00:00+00:00")
