@@ -15,7 +15,7 @@ help:
 	@echo "make test       install (also chromium, chromium-driver, postgresql via apt-get), then run the test suite"
 	@echo "make test-fast  the inner loop: the tests that need no JVM, Airflow run or browser"
 	@echo "make lint       ruff and mypy"
-	@echo "make mlflow-ui  open the MLflow UI on the project's tracking store (port 5000)"
+	@echo "make mlflow-ui  open the MLflow UI on the project's tracking store (port 5000, or MLFLOW_PORT / RECONF_MLFLOW_PORT)"
 	@echo "make up         start Spark Connect (sc://127.0.0.1:15002), Airflow (http://127.0.0.1:8080), MLflow (:5000), a Kafka broker and the demo job's live runtime (LIVE_JOBS=...)"
 	@echo "make down       stop what 'make up' started; make status: what runs"
 	@echo "make clean      remove the stores under .reconf/ (keeps the virtualenv and the jars)"
@@ -99,7 +99,7 @@ status:
 
 # The project's tracking store: SQLite under $RECONF_HOME, or database `mlflow` on $RECONF_DB_URI.
 mlflow-ui: setup
-	$(BIN)/mlflow ui --backend-store-uri "$$($(BIN)/python -c 'from schemas.config import Paths; print(Paths.from_env().mlflow_uri)')" --host 127.0.0.1 --port 5000
+	$(BIN)/mlflow ui --backend-store-uri "$$($(BIN)/python -c 'from schemas.config import Paths; print(Paths.from_env().mlflow_uri)')" --host 127.0.0.1 --port $(or $(MLFLOW_PORT),$${RECONF_MLFLOW_PORT:-5000})
 
 constraints: $(STAMP)
 	( echo "# Every package of the tested environment, exact (pip freeze). Regenerate with: make constraints"; \

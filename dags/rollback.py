@@ -54,12 +54,15 @@ def _rollback_task(job_id: str, asset: Asset) -> Any:
         print("reconf-stage rollback start", flush=True)
         try:
             from jobs.publish.rollback import rollback as publish_rollback
+            from jobs.publish.rollback import trigger_spelling
             from schemas.config import Paths, resolve_job
 
+            # the fixes name this DAG's params (its trigger's --conf keys), not the CLI's flags
             result = publish_rollback(
                 resolve_job(job_id), int(params["to_version"]), paths=Paths.from_env(),
                 reason=str(params["reason"] or ""),
-                override_budget=params.get("override_budget") or None)
+                override_budget=params.get("override_budget") or None,
+                asked=trigger_spelling(f"rollback_{job_id}"))
         except ReconfError as exc:  # bad input: the CLI's message, nothing published, no retry
             print("rollback refused: bad input, not retried; nothing was published (LATEST is "
                   "unchanged)", flush=True)

@@ -38,8 +38,11 @@ class AuditError(ReconfError, ValueError):
 
 
 def mlflow_ui_base() -> str:
-    """Where operators open the MLflow UI: `RECONF_MLFLOW_URL`, else `make mlflow-ui`'s port."""
-    return os.environ.get("RECONF_MLFLOW_URL", "http://127.0.0.1:5000").rstrip("/")
+    """Where operators open the MLflow UI: `RECONF_MLFLOW_URL`, else the MLflow server `make up`
+    runs, else `make mlflow-ui`'s port (reconf.ports.mlflow_ui_url)."""
+    from reconf.ports import mlflow_ui_url
+
+    return mlflow_ui_url(Paths.from_env().home)
 
 
 def open_store(paths: Paths) -> Any:

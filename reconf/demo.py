@@ -152,15 +152,32 @@ def _relay(stage: str, event: str, seconds: float | None) -> None:
 
 
 def experiment_link(paths: Paths, job_id: str) -> str:
-    """The job's runs table in the MLflow UI (classic view, its key-metrics columns), at
-    `make mlflow-ui`'s address."""
+    """The job's runs table in the MLflow UI (classic view, its key-metrics columns), at the
+    address every link of reconf uses (reconf.audit.mlflow_ui_base: the MLflow server `make up`
+    runs, else `make mlflow-ui`'s)."""
     from mlflow import MlflowClient
 
     from jobs.tracking.ui_links import experiment_url
+    from reconf.audit import mlflow_ui_base
 
     experiment = MlflowClient(tracking_uri=paths.mlflow_uri).get_experiment_by_name(job_id)
-    base = "http://127.0.0.1:5000"
+    base = mlflow_ui_base()
     return base if experiment is None else experiment_url(base, experiment.experiment_id)
+
+
+def open_the_ui(paths: Paths, job_id: str) -> str:
+    """The demo's last lines: where to browse the job's runs. With an MLflow server running
+    (`make up`'s, or `RECONF_MLFLOW_URL`), its link; else the `mlflow ui` command to start one on
+    the port the link names (a second server on `make up`'s port would not start)."""
+    from reconf.ports import Ports, recorded_url
+
+    link = experiment_link(paths, job_id)
+    where = f"(experiment '{job_id}', one run per period, named by its period end)"
+    if os.environ.get("RECONF_MLFLOW_URL") or recorded_url(paths.home / "run", "mlflow"):
+        return f"\nopen the plans in the MLflow UI (its server runs):\n  browse {link} {where}"
+    return (f"\nopen the plans in the MLflow UI:\n"
+            f"  {Path(sys.executable).with_name('mlflow')} ui --backend-store-uri {paths.mlflow_uri} "
+            f"--port {Ports.from_env().mlflow}\n  then browse {link} {where}")
 
 
 def run_demo(job_id: str, periods: int) -> int:
@@ -205,10 +222,5 @@ def _run_demo(job_id: str, periods: int, paths: Paths) -> int:
         close = getattr(source, "close", None)  # a source that started processes stops them
         if callable(close):
             close()
-    print(
-        "\nopen the plans in the MLflow UI:\n"
-        f"  {Path(sys.executable).with_name('mlflow')} ui --backend-store-uri {paths.mlflow_uri} "
-        f"--port 5000\n  then browse {experiment_link(paths, job_id)} (experiment "
-        f"'{job_id}', one run per period, named by its period end)"
-    )
+    print(open_the_ui(paths, job_id))
     return 0

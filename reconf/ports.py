@@ -10,15 +10,17 @@ line still wins: the operator asked for that port.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from urllib.parse import urlsplit
 
-from reconf.procs import PidRecord
+from reconf.procs import PidRecord, alive
 from schemas.config import ConfigError
 
-__all__ = ["Ports", "running_ports"]
+__all__ = ["Ports", "mlflow_ui_url", "port_exports", "recorded_url", "running_ports"]
 
 
 @dataclass(frozen=True)
@@ -64,3 +66,31 @@ def running_ports(ports: Ports, running: Mapping[str, PidRecord],
         if port is not None:
             found[field] = port
     return replace(ports, **found)
+
+
+def port_exports(ports: Ports) -> dict[str, str]:
+    """The ports as the environment names them: what the env line exports, so that a command
+    the docs give after it (`${RECONF_AIRFLOW_PORT}` in the REST recipes, a later `make up` or
+    `make status`) uses the ports the services run on, never the defaults."""
+    return {"RECONF_AIRFLOW_PORT": str(ports.airflow), "RECONF_MLFLOW_PORT": str(ports.mlflow),
+            "RECONF_SPARK_CONNECT_PORT": str(ports.spark_connect)}
+
+
+def recorded_url(run_dir: Path, service: str) -> str | None:
+    """The URL `<run_dir>/<service>.pid` records while that process runs, else None. Only
+    reads: a stale or unreadable file is left for `make status` / `make up` to remove (and say
+    so), since a link printer should not change what runs."""
+    try:
+        data = json.loads((run_dir / f"{service}.pid").read_text())
+        record = PidRecord(**{**data, "argv": tuple(data["argv"])})
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    return record.url if alive(record) else None
+
+
+def mlflow_ui_url(home: Path) -> str:
+    """Where an operator opens the MLflow UI, for every link reconf prints: `RECONF_MLFLOW_URL`
+    (the env line sets it), else the MLflow server `make up` runs under `home` (its pid file),
+    else `make mlflow-ui`'s address (`RECONF_MLFLOW_PORT`, default 5000)."""
+    url = os.environ.get("RECONF_MLFLOW_URL") or recorded_url(home / "run", "mlflow")
+    return (url or f"http://127.0.0.1:{Ports.from_env().mlflow}").rstrip("/")

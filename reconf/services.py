@@ -31,7 +31,7 @@ from typing import TextIO
 
 from jobs.errors import StageError
 from reconf import runtime_service
-from reconf.ports import Ports, running_ports
+from reconf.ports import Ports, port_exports, running_ports
 from reconf.procs import PidRecord, alive, read_record, spawn, stop
 from reconf.settings import airflow_bin, airflow_env, latency_settings, prepend_path
 from schemas.config import PROJECT_ROOT, ConfigError, Paths
@@ -366,12 +366,16 @@ def status(paths: Paths, ports: Ports) -> int:
 
 
 def print_env(paths: Paths, ports: Ports) -> int:
-    """`export` lines that point a shell's `airflow` command at the project's Airflow."""
+    """`export` lines that point a shell's `airflow` command at the project's Airflow, and the
+    docs' other commands at the services that run: `ports` are those they were started on
+    (`run`: reconf.ports.running_ports), exported as RECONF_AIRFLOW_PORT & co. (the REST
+    recipes' address), with RECONF_HOME (where the recipes read the admin password)."""
     import shlex
 
     env = service_env(paths, ports, "spark-connect" in _records(paths, sys.stderr))
     # The shell's own `airflow` commands stay quiet (the services log their tasks at INFO).
     env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = airflow_env(paths)["AIRFLOW__LOGGING__LOGGING_LEVEL"]
+    env.update(port_exports(ports))
     for key, value in sorted(env.items()):
         if os.environ.get(key) != value:
             print(f"export {key}={shlex.quote(value)}")

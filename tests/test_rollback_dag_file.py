@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,4 +85,16 @@ def test_bad_input_fails_the_task_at_once_with_the_clis_message(bag, tmp_path: P
         with pytest.raises(AirflowFailException) as failed:
             task.python_callable(params=params)
         assert message in str(failed.value) and "fix:" in str(failed.value)
+        assert "--reason" not in str(failed.value)  # a DAG run is fixed with its params
+    assert ('fix:   say why in the param "reason" (the trigger\'s --conf \'{"to_version": 1, '
+            '"reason": "<why>"}\'' in _refusal(task, {"to_version": 1, "reason": "",
+                                                       "override_budget": None}))
     assert not (tmp_path / "home" / "published").exists()  # nothing written
+
+
+def _refusal(task: Any, params: dict[str, object]) -> str:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    with pytest.raises(AirflowFailException) as failed:
+        task.python_callable(params=params)
+    return str(failed.value)

@@ -44,7 +44,42 @@ from schemas.tracking import Tag
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["RollbackResult", "rollback"]
+__all__ = ["CLI", "Asked", "RollbackResult", "rollback", "trigger_spelling"]
+
+
+@dataclass(frozen=True)
+class Asked:
+    """How the operator passes a rollback's options where it was asked for, so each refusal's
+    fix names what to type there: the CLI's flags, or the rollback DAG's params (its trigger's
+    --conf keys; `trigger_spelling`). `{job}` and `{version}` are filled in."""
+
+    reason: str  # how to give a reason
+    override: str  # the override's name, in "... needs a reason"
+    override_example: str  # how to give one
+    retry_with_override: str  # the same rollback again, with an override
+
+
+CLI = Asked(
+    reason="say why with --reason",
+    override="--override-budget",
+    override_example="--override-budget 'incident 42'",
+    retry_with_override="reconf rollback --job {job} --to-version {version} --reason '<why>' "
+                        "--override-budget '<why the budget may break>'",
+)
+
+
+def trigger_spelling(dag_id: str) -> Asked:
+    """The rollback DAG's params, as `airflow dags trigger <dag_id> --conf` takes them (the UI's
+    trigger form shows the same params)."""
+    conf = ('airflow dags trigger ' + dag_id + ' --conf \'{{"to_version": {version}, '
+            '"reason": "<why>", "override_budget": "<why the budget may break>"}}\'')
+    return Asked(
+        reason='say why in the param "reason" (the trigger\'s --conf \'{{"to_version": '
+               '{version}, "reason": "<why>"}}\', or the form\'s Reason)',
+        override='the param "override_budget"',
+        override_example='"override_budget": "incident 42" in the trigger\'s --conf',
+        retry_with_override=conf,
+    )
 
 
 @dataclass(frozen=True)
@@ -86,14 +121,16 @@ def _earlier_fix(job_id: str, newest: int) -> str:
 
 def rollback(job: JobConfig, to_version: int, *, paths: Paths, reason: str,
              override_budget: str | None = None,
-             spark: SparkSession | None = None) -> RollbackResult:
-    """Publish v(N+1) = v`to_version`'s assignment as an auditable plan (the module docstring)."""
+             spark: SparkSession | None = None, asked: Asked = CLI) -> RollbackResult:
+    """Publish v(N+1) = v`to_version`'s assignment as an auditable plan (the module docstring).
+    `asked`: how the caller's operator passes the options (the fixes name it)."""
     if not reason.strip():
         raise _refuse("a rollback needs a reason", job.job_id,
-                      "say why with --reason (it is kept on the plan's MLflow run)")
+                      asked.reason.format(job=job.job_id, version=to_version)
+                      + " (it is kept on the plan's MLflow run)")
     if override_budget is not None and not override_budget.strip():
-        raise _refuse("--override-budget needs a reason", job.job_id,
-                      "say why the budget may be broken, e.g. --override-budget 'incident 42'")
+        raise _refuse(f"{asked.override} needs a reason", job.job_id,
+                      f"say why the budget may be broken, e.g. {asked.override_example}")
     lake = open_lake(paths, spark)
     lake.ensure_tables()
     newest = lake.newest_version(job.job_id)
@@ -115,11 +152,11 @@ def rollback(job: JobConfig, to_version: int, *, paths: Paths, reason: str,
         return done
     ctx = stage_context(job, end, paths, spark)
     return run_stage(ctx, "rollback", lambda c: _rollback(c, newest, to_version, reason,
-                                                          override_budget))
+                                                          override_budget, asked))
 
 
 def _rollback(ctx: StageContext, newest: int, to_version: int, reason: str,
-              override: str | None) -> RollbackResult:
+              override: str | None, asked: Asked) -> RollbackResult:
     job, lake = ctx.job, ctx.lake
     if lake.newest_version(job.job_id) != newest:
         raise _refuse("another version was published meanwhile", job.job_id,
@@ -143,7 +180,7 @@ def _rollback(ctx: StageContext, newest: int, to_version: int, reason: str,
     plan = replace(make_plan(state, target, status=SolverStatus.HEURISTIC, lower_bound=None,
                              message=f"rollback to v{to_version}: {reason}"),
                    strategy="rollback")
-    _check_budget(job, plan, to_version, override)
+    _check_budget(job, plan, to_version, override, asked)
     schedule = plan_waves(state, plan.moves, job.execution.limits, target)
     tags = {Tag.ROLLBACK_TO: str(to_version), Tag.ROLLBACK_REASON: reason,
             Tag.SCHEDULE_WAVES: str(len(schedule.waves))}
@@ -195,7 +232,8 @@ def _state(ctx: StageContext, current: dict[str, str]) -> ClusterState:
     return build_state(ctx.job, rows[0], rows[1], rows[2], current)
 
 
-def _check_budget(job: JobConfig, plan: Plan, to_version: int, override: str | None) -> None:
+def _check_budget(job: JobConfig, plan: Plan, to_version: int, override: str | None,
+                  asked: Asked) -> None:
     budget = job_budget(job)
     over = ((budget.max_migrations is not None and plan.migrations > budget.max_migrations)
             or (budget.max_migration_cost is not None
@@ -205,5 +243,6 @@ def _check_budget(job: JobConfig, plan: Plan, to_version: int, override: str | N
             f"the rollback to v{to_version} moves {plan.migrations} unit(s) of cost "
             f"{plan.migration_cost:.6g}, over the job's budget ({budget.max_migrations} moves, "
             f"cost {budget.max_migration_cost})", job.job_id,
-            "give --override-budget REASON to publish it anyway (kept on its MLflow run), or "
-            "roll back to a nearer version")
+            f"publish it anyway with a reason for breaking the budget (kept on its MLflow "
+            f"run): {asked.retry_with_override.format(job=job.job_id, version=to_version)}; "
+            f"or roll back to a nearer version")

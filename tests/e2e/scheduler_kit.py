@@ -60,9 +60,11 @@ def started_airflow(root: Path, config: str, extra_env: Mapping[str, str] | None
     ports = Ports(airflow=free_port(), mlflow=free_port(), spark_connect=free_port())
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("AIRFLOW", "RECONF_SPARK", "PYTHONPATH"))}
+    # No RECONF_*_PORT: the shell learns the ports from the env line, as an operator's does
+    # after `make up` (the docs' recipes must reach this Airflow, never :8080, through it alone).
+    env = {k: v for k, v in env.items() if not (k.startswith("RECONF_") and k.endswith("_PORT"))}
     env.update({"RECONF_HOME": str(root / "home"), "RECONF_CONFIG": str(path),
-                "RECONF_AIRFLOW_PORT": str(ports.airflow), "PATH": "/usr/bin:/bin",
-                "AIRFLOW__CORE__PARALLELISM": "3", **(extra_env or {})})
+                "PATH": "/usr/bin:/bin", "AIRFLOW__CORE__PARALLELISM": "3", **(extra_env or {})})
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)  # what `make up` would see in that shell
@@ -147,12 +149,20 @@ class Airflow:
             conn.close()
 
     def shell(self, commands: str, timeout: float = 300) -> str:
-        """`commands` in bash after the docs' env line, with no `airflow` on PATH before it."""
-        script = f'set -e\neval "$(.venv/bin/python -m reconf.services env)"\n{commands}\n'
-        done = subprocess.run(["bash", "-c", script], env=self.env, cwd=PROJECT_ROOT,
-                              capture_output=True, text=True, timeout=timeout, check=False)
+        """`commands` in bash after the docs' env line, with no `airflow` on PATH before it.
+        Airflow's CLI connects to the SQLite store as the services do (the env line's
+        `[database] sql_alchemy_connect_args`, reconf/airflow_sqlite.py): a write waits for the
+        scheduler's lock rather than failing with "database is locked"."""
+        done = self.bash(f'set -e\neval "$(.venv/bin/python -m reconf.services env)"\n{commands}\n',
+                         timeout)
         assert done.returncode == 0, f"{commands}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         return done.stdout
+
+    def bash(self, script: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """`script` as printed (no env line added), in the project, in the operator's shell
+        before the env line: no `airflow` on PATH and no RECONF_*_PORT."""
+        return subprocess.run(["bash", "-c", script], env=self.env, cwd=PROJECT_ROOT,
+                              capture_output=True, text=True, timeout=timeout, check=False)
 
     def runs(self, dag_id: str) -> list[tuple[str, str, str, str]]:
         """(logical date, run type, state, run id) of the DAG's runs, oldest period first."""

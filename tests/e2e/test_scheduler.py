@@ -19,8 +19,9 @@ dag-processor, triggerer; SQLite; free ports), shared with tests/e2e/test_schedu
 - `mend`, SPL 1 min with healing on (min_gap 90 s): the last tests land its periods by hand and
   kill its nodes in the runtime stand-in; its healing DAG `heal_mend` runs on the health
   reports' asset events (dags/healing.py).
-- `demo`, like `fill`: v1..v3 published by the stages in-process, then its manual rollback DAG
-  `rollback_demo` triggered with params (the docs' command), through the scheduler.
+- `demo`, like `fill` with a budget of 2 moves: v1..v4 published by the stages in-process, then
+  its manual rollback DAG `rollback_demo` triggered with params (the docs' commands), through
+  the scheduler.
 
 The tests run in file order and build on each other (one Airflow, one history: the fill tests
 count on the backfill's versions). Every check reads what an operator would: the metadata DB's
@@ -33,6 +34,7 @@ import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,6 +45,7 @@ from schemas.config import Paths, resolve_job
 from schemas.landing import format_period_end
 from schemas.manifest import read_latest_version, read_manifest
 
+from .docs_recipes import recipe, steps
 from .scheduler_kit import (
     BACK,
     DAY,
@@ -106,7 +109,7 @@ max_nodes_at_once = 1
 spl = "1d"
 start_date = {quiet}
 catchup_periods = 0
-max_migrations = 8
+max_migrations = 2
 """
 MEND, GAP = "mend", timedelta(seconds=90)
 
@@ -430,42 +433,97 @@ def _newest_run(airflow: Airflow, dag_id: str, after: int, timeout_s: float = 30
         time.sleep(2)
 
 
+def _messages(log: str) -> str:
+    """A task log's JSON lines as an operator reads them: each line's event, and the failure's
+    message (what / where / fix) unescaped."""
+    out = []
+    for line in log.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            out.append(line)
+            continue
+        out.append(str(entry.get("event", "")))
+        out += [str(e.get("exc_value", "")) for e in entry.get("error_detail") or []]
+    return "\n".join(out)
+
+
 def _last_run_id(airflow: Airflow, dag_id: str) -> int:
     return int(airflow.query("SELECT coalesce(max(id), 0) FROM dag_run WHERE dag_id = ?",
                              dag_id)[0][0])
 
 
-def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input(
+def test_the_docs_rollback_triggers_publish_and_a_broken_budget_names_the_dags_param(
         airflow: Airflow) -> None:
+    """docs/operations.md, "Rollback through Airflow": its two triggers, verbatim, on the
+    history a runtime makes (v1..v4, each planned from the one before, under a budget of 2
+    moves): one version back publishes v5 = v3 within the budget; v1 without the override,
+    over the budget, is refused and the run's fix is the trigger with this DAG's
+    `override_budget`; the docs' trigger with it publishes v6 = v1. Bad input fails the run
+    and publishes nothing."""
     from jobs.run import run_collect, run_plan, run_publish, run_validate
 
     paths, dag = airflow.paths, "rollback_demo"
     source = make_source(resolve_job(BACK), paths)
-    for k in (1, 2, 3):  # v1..v3, by the stages in this process (the DAG is the rollback's)
+    for k in (1, 2, 3, 4):  # v1..v4, by the stages in this process (the DAG is the rollback's)
         source.land_period(paths.landing, _fill_period(airflow, k))
         for stage in (run_collect, run_validate, run_plan, run_publish):
             stage(BACK, _fill_period(airflow, k))
         source.apply_latest(paths.published)
-    assert read_latest_version(paths.published, BACK) == 3
-    v1 = read_manifest(paths.published, BACK, 1)
-    # docs/operations.md, "Rollback through Airflow": the operator's trigger, verbatim
+    assert read_latest_version(paths.published, BACK) == 4
+    v1, v3 = (read_manifest(paths.published, BACK, v) for v in (1, 3))
+    unpause, back_one, further = [c for _, c in steps(recipe("rollback-dag"))]
+    assert unpause == "airflow dags unpause rollback_demo\n"
+    assert '"to_version": 3' in back_one and '"override_budget"' in further
+
     before = _last_run_id(airflow, dag)
-    airflow.shell("airflow dags unpause rollback_demo\n"
-                  "airflow dags trigger rollback_demo --conf '{\"to_version\": 1, \"reason\": "
-                  "\"v3 overloads node-01\"}'")
+    airflow.shell(unpause + back_one)
     _, run_id, state = _newest_run(airflow, dag, before)
     assert state == "success", airflow.log_tails(dag, run_id)
-    assert read_latest_version(paths.published, BACK) == 4
-    v4 = read_manifest(paths.published, BACK, 4)
-    assert dict(v4.assignment) == dict(v1.assignment) and v4.schedule is not None
-    assert "published v4 = v1's assignment" in airflow.log(dag, run_id, "rollback")
+    v5 = read_manifest(paths.published, BACK, 5)
+    assert dict(v5.assignment) == dict(v3.assignment) and v5.schedule is not None
+    assert "published v5 = v3's assignment" in airflow.log(dag, run_id, "rollback")
     (event,) = [json.loads(e) for (e,) in airflow.query(
         "SELECT extra FROM asset_event WHERE source_run_id = ?", run_id)]
-    assert event["version"] == 4 and event["rollback_to"] == 1
+    assert event["version"] == 5 and event["rollback_to"] == 3
     shown = airflow.shell(f".venv/bin/reconf audit --job {BACK} --period-end "
-                          f"{_stamp(_fill_period(airflow, 3))} --plan-id {v4.plan_id}")
-    assert "rollback to v1: v3 overloads node-01" in shown and "schedule:" in shown
+                          f"{_stamp(_fill_period(airflow, 4))} --plan-id {v5.plan_id}")
+    assert "rollback to v3: v4 overloads node-01" in shown and "schedule:" in shown
     assert f"run {run_id}" in shown  # the audit names the Airflow run that made it
+
+    # the docs' second trigger without its override, under a budget it breaks (v1 is 1 to 4
+    # moves from v5 = v3 here, by the data: the job's budget is lowered to 0 moves for this
+    # run, in the job config the task reads when it runs): refused; the fix is the trigger with
+    # this DAG's param, never the CLI's flag
+    assert sum(v1.assignment[k] != v3.assignment[k] for k in v1.assignment) > 0
+    bare = further.replace(further[further.index(', "override_budget"'):further.index("}'")], "")
+    assert bare.endswith('--conf \'{"to_version": 1, "reason": "v4 overloads node-01"}\'\n'), bare
+    config = Path(airflow.env["RECONF_CONFIG"])
+    jobs_toml = config.read_text()
+    budget = "catchup_periods = 0\nmax_migrations = 2\n"
+    assert jobs_toml.count(budget) == 1, jobs_toml  # the demo job's, nothing else's
+    config.write_text(jobs_toml.replace(budget, "catchup_periods = 0\nmax_migrations = 0\n"))
+    try:
+        before = _last_run_id(airflow, dag)
+        airflow.shell(bare)
+        _, run_id, state = _newest_run(airflow, dag, before)
+    finally:
+        config.write_text(jobs_toml)
+    log = _messages(airflow.log(dag, run_id, "rollback"))
+    assert state == "failed" and "over the job's budget (0 moves" in log, log[-3000:]
+    assert ("fix:   publish it anyway with a reason for breaking the budget (kept on its MLflow "
+            "run): airflow dags trigger rollback_demo --conf '{\"to_version\": 1, \"reason\": "
+            "\"<why>\", \"override_budget\": \"<why the budget may break>\"}'") in log, log[-3000:]
+    assert "--override-budget" not in log
+    assert read_latest_version(paths.published, BACK) == 5
+
+    before = _last_run_id(airflow, dag)
+    airflow.shell(further)  # as printed: with the override
+    _, run_id, state = _newest_run(airflow, dag, before)
+    assert state == "success", airflow.log_tails(dag, run_id)
+    assert dict(read_manifest(paths.published, BACK, 6).assignment) == dict(v1.assignment)
+    assert "budget overridden: back to v1, the last good one" in airflow.log(dag, run_id, "rollback")
+
     # bad input fails the run with the CLI's message and publishes nothing (a missing reason
     # takes the same path: tests/test_rollback_dag_file.py)
     before = _last_run_id(airflow, dag)
@@ -474,8 +532,8 @@ def test_a_rollback_dag_run_with_params_publishes_v4_as_v1_and_refuses_bad_input
     _, run_id, state = _newest_run(airflow, dag, before)
     log = airflow.log(dag, run_id, "rollback")
     assert state == "failed" and "fix:" in log, log[-3000:]
-    assert "v9 is not an earlier version: the newest is v4" in log
+    assert "v9 is not an earlier version: the newest is v6" in log
     assert airflow.task_states(dag, run_id)["rollback"] == "failed"
-    assert read_latest_version(paths.published, BACK) == 4
-    assert not (paths.published / BACK / "v5.json").exists()
+    assert read_latest_version(paths.published, BACK) == 6
+    assert not (paths.published / BACK / "v7.json").exists()
     airflow.shell("airflow dags pause rollback_demo")

@@ -34,6 +34,7 @@ from schemas.manifest import read_latest_version, read_manifest
 from schemas.tables import PLANS
 from schemas.tracking import Tag
 
+from .docs_recipes import recipe, steps
 from .scheduler_kit import DAY, SHARED, Airflow, Runtime, Share, SharedAirflow, _stamp, quiet_start
 
 pytestmark = [pytest.mark.e2e]
@@ -61,22 +62,14 @@ source = {{ kind = "synthetic", operators = 2, keygroups_per_operator = 4, nodes
 
 
 def _docs_commands() -> dict[str, str]:
-    """docs/operations.md, "Approval", its command-line block as printed, for job `gate`: the
-    token lines, the plans waiting for an answer, approve, reject (each a bash snippet)."""
-    text = (PROJECT_ROOT / "docs" / "operations.md").read_text()
-    section = text[text.index("### Approval: a human between plan and publish"):
-                   text.index("### When a cycle fails")]
-    start = section.index("```bash\n", section.index("**From the command line**")) + 8
-    block = section[start:section.index("```\n", start)].replace("reconfigure_demo",
-                                                                  "reconfigure_gate")
-    parts = block.split("\n# ")
-    assert [p.split("\n", 1)[0] for p in parts[1:]] == [
-        "the plans waiting for an answer: subject, body (summary, what-if, MLflow link), run id",
+    """docs/operations.md, "Approval", its command-line block as printed (the recipe
+    `approval-rest`), for job `gate`: the env and token lines, the plans waiting for an answer,
+    approve, reject (each a bash snippet ending its last line: one may follow another)."""
+    parts = steps(recipe("approval-rest").replace("reconfigure_demo", "reconfigure_gate"))
+    assert [name for name, _ in parts] == [
+        "", "the plans waiting for an answer: subject, body (summary, what-if, MLflow link), run id",
         "approve ...", "... or reject, with the reason"], parts
-    # each a whole bash snippet, ending its last line (the tests append one to another)
-    return {name: (part.split("\n", 1)[1] if i else part).rstrip("\n") + "\n"
-            for i, (name, part) in enumerate(zip(("token", "waiting", "approve", "reject"),
-                                                 parts, strict=True))}
+    return dict(zip(("token", "waiting", "approve", "reject"), (c for _, c in parts), strict=True))
 
 
 DOCS = _docs_commands()
@@ -204,6 +197,29 @@ def test_the_request_shows_the_plan_and_rejecting_it_publishes_nothing(airflow: 
     assert read_latest_version(airflow.paths.published, JOB) is None
 
 
+def test_the_docs_rest_recipe_reaches_this_airflow_through_the_env_line_alone(
+        airflow: Airflow) -> None:
+    """The recipe as printed, in a shell that knows no port (the kit's: the operator's before
+    the env line), against an Airflow on a free port that is not :8080: its own env line gives
+    it this Airflow's port, the token is this Airflow's (the list answers), and without the env
+    line it stops before it reads the password, rather than sending it to :8080."""
+    from reconf.ports import recorded_url
+
+    url = recorded_url(airflow.paths.home / "run", "api-server")
+    assert url is not None and not url.endswith(":8080"), url
+    assert not [k for k in airflow.env if k.startswith("RECONF_") and k.endswith("_PORT")]
+    done = airflow.bash("set -e\n" + TOKEN + 'echo "$AIRFLOW"\n' + WAITING)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, rest = done.stdout.split("\n", 1)
+    assert first == url  # this Airflow, from the env line
+    assert "total_entries" in json.loads(rest)  # it accepted the token: its admin's password
+    bare = TOKEN.split("\n", 1)[1]  # the recipe without its env line
+    assert bare.startswith("AIRFLOW=")
+    done = airflow.bash(bare + 'echo "sent to $AIRFLOW"\n')
+    assert done.returncode != 0 and "sent to" not in done.stdout, done.stdout
+    assert "RECONF_AIRFLOW_PORT: first the env line, docs/operations.md Services" in done.stderr
+
+
 def test_approving_the_next_period_publishes_it(airflow: Airflow) -> None:
     """After a rejected period (its publish skipped), the next cycle runs, and its approved plan
     is the job's first version."""
@@ -253,7 +269,8 @@ def test_the_docs_commands_are_the_ones_these_tests_run() -> None:
     """What the tests above run is the docs' block (job `gate` for `demo`), not a copy: the
     token lines, the list of waiting plans, an approve with `{payload}` in place of the docs'
     payload, the docs' reject with its reason; the documented default outcome is this one."""
-    assert TOKEN.startswith("AIRFLOW=http://127.0.0.1:${RECONF_AIRFLOW_PORT:-8080}\n")
+    assert TOKEN.startswith('eval "$(.venv/bin/python -m reconf.services env)"\n'
+                            "AIRFLOW=http://127.0.0.1:${RECONF_AIRFLOW_PORT:?")  # never :8080
     assert all(c.endswith("')\n") or c.endswith('"\n') or c.endswith("}'\n")
                for c in DOCS.values()), DOCS  # whole lines: one snippet may follow another
     assert "TOKEN=$(curl -s -X POST \"$AIRFLOW/auth/token\"" in TOKEN

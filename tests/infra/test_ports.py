@@ -3,6 +3,10 @@ files' URLs), unless given on the command line; the environment's only for what 
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from reconf.ports import Ports, running_ports
 from reconf.procs import PidRecord
 
@@ -68,3 +72,80 @@ def test_the_shells_airflow_dags_commands_do_not_warn_about_graphviz(tmp_path) -
     # it ran past the import that warns: the fresh home has no database yet
     assert "airflow db migrate" in done.stdout + done.stderr, done.stdout + done.stderr
     assert "graphviz" not in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+def _running_here(run: Path, service: str, url: str) -> None:
+    """A pid file for `service` that names this live test process: it counts as running."""
+    import json
+    import os
+
+    from reconf.procs import _stat
+
+    stat = _stat(os.getpid())
+    assert stat is not None
+    run.mkdir(parents=True, exist_ok=True)
+    (run / f"{service}.pid").write_text(json.dumps({
+        "name": service, "pid": os.getpid(), "start_ticks": stat[3], "url": url,
+        "log": str(run / "x.log"), "argv": ["x"], "started_at": 0.0}))
+
+
+def test_the_env_line_exports_the_ports_the_services_run_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """After `make up AIRFLOW_PORT=8081 MLFLOW_PORT=5001`, a shell whose environment names other
+    ports (or none) gets the running ones: the REST recipes' `$RECONF_AIRFLOW_PORT` is :8081."""
+    from reconf.services import main
+
+    home = tmp_path / "home"
+    _running_here(home / "run", "api-server", "http://127.0.0.1:8081")
+    _running_here(home / "run", "mlflow", "http://127.0.0.1:5001")
+    monkeypatch.setenv("RECONF_HOME", str(home))
+    monkeypatch.setenv("RECONF_AIRFLOW_PORT", "9999")  # a stale value in the shell
+    monkeypatch.delenv("RECONF_MLFLOW_PORT", raising=False)
+    monkeypatch.delenv("RECONF_MLFLOW_URL", raising=False)
+    monkeypatch.delenv("RECONF_SPARK_CONNECT_PORT", raising=False)
+    assert main(["env"]) == 0
+    out = capsys.readouterr().out
+    assert "export RECONF_AIRFLOW_PORT=8081\n" in out
+    assert "export RECONF_MLFLOW_PORT=5001\n" in out
+    assert "export RECONF_SPARK_CONNECT_PORT=15002\n" in out  # not running: the default
+    assert "export AIRFLOW__API__BASE_URL=http://127.0.0.1:8081\n" in out
+    assert "export RECONF_MLFLOW_URL=http://127.0.0.1:5001\n" in out
+    assert f"export RECONF_HOME={home}\n" not in out  # already the shell's: printed only if not
+    monkeypatch.delenv("RECONF_HOME")
+    monkeypatch.chdir(tmp_path)  # the default home, `.reconf` of the project, is absolute
+    assert main(["env"]) == 0
+    assert "export RECONF_HOME=/" in capsys.readouterr().out
+
+
+def test_every_mlflow_link_follows_the_running_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reconf.demo import open_the_ui
+    from reconf.ports import mlflow_ui_url, recorded_url
+    from schemas.config import Paths
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("RECONF_HOME", str(home))
+    monkeypatch.delenv("RECONF_MLFLOW_URL", raising=False)
+    monkeypatch.delenv("RECONF_MLFLOW_PORT", raising=False)
+    assert mlflow_ui_url(home) == "http://127.0.0.1:5000"  # nothing runs: `make mlflow-ui`'s
+    last = open_the_ui(Paths(home), "nope")
+    assert "ui --backend-store-uri" in last and "--port 5000\n" in last
+    assert "then browse http://127.0.0.1:5000 (experiment 'nope'" in last
+    monkeypatch.setenv("RECONF_MLFLOW_PORT", "5003")
+    assert mlflow_ui_url(home) == "http://127.0.0.1:5003"
+    assert "--port 5003\n" in open_the_ui(Paths(home), "nope")
+
+    _running_here(home / "run", "mlflow", "http://127.0.0.1:5001")  # `make up MLFLOW_PORT=5001`
+    assert mlflow_ui_url(home) == "http://127.0.0.1:5001"
+    last = open_the_ui(Paths(home), "nope")
+    assert "browse http://127.0.0.1:5001 (experiment 'nope'" in last
+    assert "ui --backend-store-uri" not in last  # no second server to start
+    monkeypatch.setenv("RECONF_MLFLOW_URL", "http://mlflow.example:80/")
+    assert mlflow_ui_url(home) == "http://mlflow.example:80"  # the env line's value wins
+
+    monkeypatch.delenv("RECONF_MLFLOW_URL")
+    stale = home / "run" / "mlflow.pid"
+    stale.write_text(stale.read_text().replace('"start_ticks": ', '"start_ticks": 1'))
+    assert recorded_url(home / "run", "mlflow") is None  # not the process it names
+    assert mlflow_ui_url(home) == "http://127.0.0.1:5003"
+    assert stale.exists()  # left for `make status` to remove, saying so

@@ -106,6 +106,7 @@ def test_up_twice_starts_one_set_and_down_stops_exactly_it(tmp_path: Path) -> No
     assert f"mlflow        running, pid {record.pid}, healthy  http://127.0.0.1:{port}" in plain.stdout
     exports = _services(home, "env")
     assert f"export RECONF_MLFLOW_URL=http://127.0.0.1:{port}\n" in exports.stdout, exports.stdout
+    assert f"export RECONF_MLFLOW_PORT={port}\n" in exports.stdout, exports.stdout
 
     down = _services(home, "down", "--grace", "20")
     assert down.returncode == 0, down.stdout + down.stderr

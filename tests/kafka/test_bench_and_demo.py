@@ -37,7 +37,8 @@ def _own_jvms(home: Path) -> set[int]:
 
 def _reconf(home: Path, *args: str, timeout: float = 540) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "RECONF_HOME": str(home), "PYTHONPATH": str(PROJECT_ROOT)}
-    env.pop("RECONF_KAFKA_BOOTSTRAP", None)
+    for name in ("RECONF_KAFKA_BOOTSTRAP", "RECONF_MLFLOW_URL", "RECONF_MLFLOW_PORT"):
+        env.pop(name, None)
     return subprocess.run([sys.executable, "-m", "reconf.cli", *args], env=env, cwd=PROJECT_ROOT,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -63,8 +64,21 @@ def test_bench_kafka_streams_small(tmp_path: Path) -> None:
 
 @pytest.mark.e2e
 def test_demo_kstreams_one_period(tmp_path: Path) -> None:
-    done = _reconf(tmp_path, "demo", "--job", "kstreams", "--periods", "1")
+    """With `make up`'s MLflow server on a port that is not :5000 (started as `make up
+    MLFLOW_PORT=…` starts it), the demo ends with the link to that server."""
+    from reconf.procs import free_port
+
+    port = free_port()
+    up = _reconf(tmp_path, "up", "--only", "mlflow", "--mlflow-port", str(port))
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        done = _reconf(tmp_path, "demo", "--job", "kstreams", "--periods", "1")
+    finally:
+        down = _reconf(tmp_path, "down")
+    assert down.returncode == 0 and "mlflow" in down.stdout, down.stdout + down.stderr
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"browse http://127.0.0.1:{port}/#/experiments/" in done.stdout, done.stdout[-1000:]
+    assert ":5000" not in done.stdout and " ui --backend-store-uri" not in done.stdout
     assert "kafka streams: load % per instance" in done.stdout
     assert "runs v1" in done.stdout and "applied" in done.stdout
     landed = list((tmp_path / "landing" / "kstreams").glob("period_end=*/_RUNTIME.json"))
