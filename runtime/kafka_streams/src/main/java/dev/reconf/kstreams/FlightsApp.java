@@ -40,7 +40,9 @@ import org.slf4j.LoggerFactory;
  * --published-root --job --applied-file [--followup-ms 10000] [--stats-ms 500] [--default-assignor]
  * [--state-root DIR] [--wave-poll-ms 1000] [--wave-timeout-ms 120000] (ReconfTaskAssignor's move
  * schedule: where {@code <job>/execution.json} and {@code <job>/STOP} are, how often a running
- * wave is checked, how long its tasks may take to run)
+ * wave is checked, how long its tasks may take to run) [--cost-us US] [--cost-table FILE] (a known
+ * capacity: each record waits its key's cost / --capacity, ServiceCost) [--commit-ms 500]
+ * [--linger-ms L] (the Streams producer's linger; Kafka Streams' default 100 ms when absent)
  */
 public final class FlightsApp {
     private static final Logger LOG = LoggerFactory.getLogger(FlightsApp.class);
@@ -52,12 +54,15 @@ public final class FlightsApp {
     public static void main(String[] argv) throws Exception {
         Map<String, String> a = Args.parse(argv);
         TaskStats stats = new TaskStats();
+        // one stream thread: the instance's capacity is that thread's, and the cost model's
+        // debt is that thread's alone
+        ServiceCost cost = ServiceCost.fromArgs(a);
         StreamsBuilder builder = new StreamsBuilder();
         builder.addStateStore(Stores.keyValueStoreBuilder(
             Stores.persistentKeyValueStore(RouteAggregator.STORE), Serdes.String(),
             Serdes.ByteArray()));
         builder.stream(a.get("input"), Consumed.with(Serdes.String(), Serdes.String()))
-            .process(() -> new RouteAggregator(stats), RouteAggregator.STORE)
+            .process(() -> new RouteAggregator(stats, cost), RouteAggregator.STORE)
             .to(a.get("output"), Produced.with(Serdes.String(), Serdes.String()));
 
         Properties p = new Properties();
@@ -65,7 +70,10 @@ public final class FlightsApp {
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, a.get("bootstrap"));
         p.put(StreamsConfig.STATE_DIR_CONFIG, a.get("state-dir"));
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 500);
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, Integer.parseInt(a.getOrDefault("commit-ms", "500")));
+        if (a.containsKey("linger-ms")) {
+            p.put(StreamsConfig.producerPrefix("linger.ms"), Integer.parseInt(a.get("linger-ms")));
+        }
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         p.put(StreamsConfig.CLIENT_TAG_PREFIX + "reconf.node", a.get("node"));
@@ -96,6 +104,7 @@ public final class FlightsApp {
         streams.start();
         LOG.info("instance {} (capacity {}) started", a.get("node"), a.get("capacity"));
         Path out = Path.of(a.get("stats"));
+        stats.cost = cost;
         long every = Long.parseLong(a.getOrDefault("stats-ms", "500"));
         while (!done.await(every, java.util.concurrent.TimeUnit.MILLISECONDS)) {
             try {
@@ -111,6 +120,8 @@ public final class FlightsApp {
         r.put("format", 1);
         r.put("node", a.get("node"));
         r.put("capacity", Double.parseDouble(a.getOrDefault("capacity", "1.0")));
+        r.put("cost_us", Double.parseDouble(a.getOrDefault("cost-us", "0")));
+        r.put("waited_ns", stats.cost == null ? 0L : stats.cost.waitedNs());
         r.put("pid", ProcessHandle.current().pid());
         r.put("ts_ms", System.currentTimeMillis());
         r.put("state", streams.state().name());
