@@ -16,7 +16,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -70,6 +70,13 @@ class AppSpec:
     default_assignor: bool = False  # Kafka's own assignor (no task.assignor.class): the baseline
     wave_poll_ms: int = 1000  # while a wave runs: how often the assignor checks it is complete
     wave_timeout_ms: int = 120_000  # a wave whose tasks do not all run by then fails
+    # a known capacity (ServiceCost.java): µs a record waits at capacity 1.0 (0: no cost), and
+    # an optional JSON key -> weight table; the Streams commit interval and producer linger
+    cost_us: float = 0.0
+    cost_table: Path | None = None
+    commit_ms: int = 500
+    linger_ms: int | None = None  # None: Kafka Streams' default (100 ms)
+    full_jit: bool = False  # C2 too (build.java_argv): for long runs under load
 
     @property
     def app_id(self) -> str:
@@ -119,9 +126,12 @@ class Cluster:
             raise NotReached(f"the flights producer failed against {self.bootstrap}:\n{tail}")
         return out.stdout
 
-    def create_topics(self) -> None:
+    def create_topics(self, also: Sequence[str] = ()) -> None:
+        """The app's input and output topics, and `also` (``name:partitions`` each: other apps'
+        topics, created by the same JVM); existing topics are left as they are."""
         n = self.spec.partitions
-        self._producer("--topics", f"{self.spec.input_topic}:{n},{self.spec.output_topic}:{n}")
+        self._producer("--topics", ",".join([f"{self.spec.input_topic}:{n}",
+                                             f"{self.spec.output_topic}:{n}", *also]))
 
     def produce(self, count: int) -> int:
         """Write the next `count` flights (in date order) to the input topic; how many were written."""
@@ -150,7 +160,16 @@ class Cluster:
                 "--wave-timeout-ms", str(self.spec.wave_timeout_ms)]
         if self.spec.default_assignor:
             args.append("--default-assignor")
-        return spawn(node, java_argv("dev.reconf.kstreams.FlightsApp", *args, heap_mb=192),
+        if self.spec.cost_us > 0:
+            args += ["--cost-us", repr(float(self.spec.cost_us))]
+        if self.spec.cost_table is not None:
+            args += ["--cost-table", str(self.spec.cost_table)]
+        if self.spec.commit_ms != 500:
+            args += ["--commit-ms", str(self.spec.commit_ms)]
+        if self.spec.linger_ms is not None:
+            args += ["--linger-ms", str(self.spec.linger_ms)]
+        return spawn(node, java_argv("dev.reconf.kstreams.FlightsApp", *args, heap_mb=192,
+                                         full_jit=self.spec.full_jit),
                      env={"PATH": "/usr/bin:/bin"}, cwd=self.home, run_dir=self._run(),
                      log=self.home / "logs" / f"{node}.log", url=None)
 

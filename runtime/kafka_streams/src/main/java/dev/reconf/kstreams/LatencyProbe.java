@@ -41,8 +41,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * commits every {@code commit.interval.ms}), summed over partitions.
  *
  * <p>Every {@code --every-ms} (1000) it appends one JSON line per arm to {@code --out}:
- * {@code {"ts_ms", "arm", "out": records read, "lat": {"<ms>": count, …}, "end": Σ end
- * offsets, "committed": Σ committed, "lag": end − committed}} — the exact latency histogram in
+ * {@code {"ts_ms", "arm", "out": records read, "out_total": since the start, "lat": {"<ms>":
+ * count, …}, "end": Σ end offsets, "committed": Σ committed, "lag": end − committed}} — the
+ * exact latency histogram in
  * whole milliseconds, so any window's percentiles are exact (runtime/kafka_streams/latency.py).
  * Stops when {@code --stop FILE} exists.
  *
@@ -84,6 +85,7 @@ public final class LatencyProbe {
         arms.forEach(arm -> byOutput.put(arm.output(), arm));
         Map<String, TreeMap<Long, Long>> hist = new LinkedHashMap<>();
         Map<String, Long> count = new HashMap<>();
+        Map<String, Long> total = new HashMap<>();
         arms.forEach(arm -> hist.put(arm.name(), new TreeMap<>()));
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(cp);
              Admin admin = Admin.create(ap);
@@ -103,6 +105,7 @@ public final class LatencyProbe {
                     Arm arm = byOutput.get(r.topic());
                     hist.get(arm.name()).merge(Math.max(0L, now - r.timestamp()), 1L, Long::sum);
                     count.merge(arm.name(), 1L, Long::sum);
+                    total.merge(arm.name(), 1L, Long::sum);
                 }
                 long now = System.currentTimeMillis();
                 if (now >= next) {
@@ -111,6 +114,7 @@ public final class LatencyProbe {
                         ObjectNode line = lag(admin, arm, inputs.get(arm.name()));
                         line.put("ts_ms", now);
                         line.put("out", count.getOrDefault(arm.name(), 0L));
+                        line.put("out_total", total.getOrDefault(arm.name(), 0L));
                         ObjectNode lat = line.putObject("lat");
                         hist.get(arm.name()).forEach((ms, n) -> lat.put(Long.toString(ms), n));
                         w.write(JSON.writeValueAsString(line));
