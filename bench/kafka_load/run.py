@@ -43,7 +43,7 @@ class Settings:
     capacities: tuple[float, ...]
     arms: tuple[str, ...] = ("default", "milp", "greedy")
     partitions: int = 12
-    cost_us: float = 5000.0
+    cost_us: float = 8000.0
     budget: int = 3
     period_s: float = 12.0
     warm_periods: int = 3
@@ -64,6 +64,16 @@ class Settings:
         return sum(self.capacities) * 1e6 / self.cost_us
 
 
+def _proc_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used; 0 if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    f = raw[raw.rfind(")") + 2:].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _cpu() -> tuple[int, int]:
     """(busy, total) jiffies of the machine (/proc/stat)."""
     f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
@@ -78,6 +88,7 @@ class _Run:
     gen: LoadGenerator
     probe: Probe
     say: Callable[[str], None]
+    helpers: dict[str, int] = field(default_factory=dict)  # broker, producer, probe: name -> pid
     n: int = 0
     last_assign: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -88,12 +99,15 @@ class _Run:
         if shift != self.gen.hot_spot:
             self.gen.shift(shift)
         c0, t0 = _cpu(), self.probe.now_ms()
+        h0 = {name: _proc_cpu_s(pid) for name, pid in self.helpers.items()}
         for arm in self.arms:
             if not arm.snap:
                 arm.mark()
         befores = {arm.name: dict(arm.snap) for arm in self.arms}
         time.sleep(self.s.period_s)
         t1, c1 = self.probe.now_ms(), _cpu()
+        helper_cpu = {name: (_proc_cpu_s(pid) - h0[name]) / max(1e-3, (t1 - t0) / 1000)
+                      for name, pid in self.helpers.items()}
         lines = read_probe(self.probe.out)
         machine = 100.0 * (c1[0] - c0[0]) / max(1, c1[1] - c0[1]) * (os.cpu_count() or 1)
         settle = t0 + int(self.s.period_s * 1000 / 3)
@@ -117,7 +131,8 @@ class _Run:
                    "phase": phase, "period": self.n, "rate": rate, "hot_spot": shift,
                    "held": ok, "why": why, "tail": tail, **full,
                    "utilisation": util, "instance_cpu": cpu, "moved": moved,
-                   "machine_cpu_pct": machine, "loadavg": os.getloadavg()[0], **fields}
+                   "machine_cpu_pct": machine, "helper_cpu": helper_cpu,
+                   "loadavg": os.getloadavg()[0], **fields}
             rows.append(row)
             p99 = "-" if full["p99"] is None else f"{full['p99']:.0f}"
             self.say(f"  {self.s.tag} {phase:5} p{self.n:02d} {arm.name:7} rate {rate:6.0f}/s "
@@ -126,8 +141,35 @@ class _Run:
                      f"{' '.join(f'{u:.2f}' for _, u in sorted(util.items()))}  moved "
                      f"{len(moved)}{' published v' + str(fields['published']) if fields['published'] else ''}"
                      f"  {'' if ok else 'FAIL: ' + why}")
-        self.say(f"  machine CPU {machine:.0f} % of one core, load average {os.getloadavg()[0]:.1f}")
+        ours = 100 * (sum(helper_cpu.values()) + sum(sum(r["instance_cpu"].values()) for r in rows))
+        self.say(f"  CPU: machine {machine:.0f} % of one core, this benchmark's JVMs {ours:.0f} % "
+                 f"(broker {100 * helper_cpu.get('broker', 0):.0f} %), load average "
+                 f"{os.getloadavg()[0]:.1f}")
         return rows
+
+    def settle(self, rate: float, timeout_s: float = 240.0) -> bool:
+        """Run at `rate` until every arm keeps up (its last 5 s: p99 within the bound, backlog
+        under a second of input): the JVMs' start-up (class loading, JIT compilation) is over.
+        Then every arm's period starts afresh, so no plan is made on start-up measurements."""
+        self.gen.set_rate(rate)
+
+        def calm() -> bool:
+            now = self.probe.now_ms()
+            lines = read_probe(self.probe.out)
+            for arm in self.arms:
+                w = window(lines, arm.name, now - 5000, now + 1)
+                if w.samples < 4 or w.p99 is None or w.p99 > self.s.criteria.p99_ms \
+                        or w.backlog_max > rate:
+                    return False
+            return True
+        try:
+            wait_for(calm, timeout_s, "every arm keeping up after start-up", every_s=1.0)
+            ok = True
+        except NotReached:
+            ok = False
+        for arm in self.arms:
+            arm.mark()
+        return ok
 
     def drain(self, timeout_s: float = 240.0) -> bool:
         """Pause the load until every arm's backlog is 0; False if one is not within the time."""
@@ -160,8 +202,8 @@ def _fixed_windows(rows: list[dict[str, Any]], lines: list[Any], arms: list[str]
     return out
 
 
-def run_config(s: Settings, bootstrap: str, work: Path, say: Callable[[str], None]
-               ) -> dict[str, Any]:
+def run_config(s: Settings, bootstrap: str, work: Path, say: Callable[[str], None],
+               broker_pid: int | None = None) -> dict[str, Any]:
     """Start the arms, run the phases, stop everything (also on failure); the rows and the
     per-arm maxima."""
     home = work / s.tag
@@ -182,7 +224,12 @@ def run_config(s: Settings, bootstrap: str, work: Path, say: Callable[[str], Non
                      logs=arm.cluster.home / "logs")
         probe.start()
         gen.start()
-        run = _Run(s, arms, gen, probe, say)
+        helpers = {"producer": gen.pid, "probe": probe.pid}
+        if broker_pid is not None:
+            helpers["broker"] = broker_pid
+        run = _Run(s, arms, gen, probe, say, {k: v for k, v in helpers.items() if v})
+        settled = run.settle(s.warm_frac * s.ideal)
+        say(f"  {s.tag}: start-up {'settled' if settled else 'NOT settled in 240 s'}")
         for _ in range(s.warm_periods):
             rows += run.period("warm", s.warm_frac * s.ideal)
         drained = [run.drain()]
@@ -201,7 +248,7 @@ def run_config(s: Settings, bootstrap: str, work: Path, say: Callable[[str], Non
             "config": s.tag, "capacities": list(s.capacities), "ideal": s.ideal,
             "max_rate": {a: m[0] for a, m in maxima.items()},
             "censored": {a: m[1] for a, m in maxima.items()}, "fixed_rate": None,
-            "drained": drained, "stable_after_shift": {}}
+            "settled": settled, "drained": drained, "stable_after_shift": {}}
         base = result["max_rate"].get("default")
         if s.fixed and base:
             drained.append(run.drain())

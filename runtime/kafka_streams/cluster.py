@@ -77,6 +77,7 @@ class AppSpec:
     commit_ms: int = 500
     linger_ms: int | None = None  # None: Kafka Streams' default (100 ms)
     full_jit: bool = False  # C2 too (build.java_argv): for long runs under load
+    fetch_wait_ms: int | None = None  # fetch 64 KiB or wait this long: fewer poll iterations
 
     @property
     def app_id(self) -> str:
@@ -168,6 +169,8 @@ class Cluster:
             args += ["--commit-ms", str(self.spec.commit_ms)]
         if self.spec.linger_ms is not None:
             args += ["--linger-ms", str(self.spec.linger_ms)]
+        if self.spec.fetch_wait_ms is not None:
+            args += ["--fetch-wait-ms", str(self.spec.fetch_wait_ms)]
         return spawn(node, java_argv("dev.reconf.kstreams.FlightsApp", *args, heap_mb=192,
                                          full_jit=self.spec.full_jit),
                      env={"PATH": "/usr/bin:/bin"}, cwd=self.home, run_dir=self._run(),

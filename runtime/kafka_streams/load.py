@@ -98,6 +98,10 @@ class LoadGenerator:
                  logs=self.home)
         return self
 
+    @property
+    def pid(self) -> int | None:
+        return self._record.pid if self._record is not None else None
+
     def set_rate(self, rate: float) -> None:
         """Records per second from now on (to each topic); 0 pauses."""
         if rate < 0:
@@ -196,6 +200,10 @@ class Probe:
         wait_for(lambda: bool(self.lines()) or None, 60, "the latency probe's first second",
                  logs=self.home)
         return self
+
+    @property
+    def pid(self) -> int | None:
+        return self._record.pid if self._record is not None else None
 
     def lines(self) -> list[ProbeLine]:
         return read_probe(self.out)

@@ -43,6 +43,8 @@ import org.slf4j.LoggerFactory;
  * wave is checked, how long its tasks may take to run) [--cost-us US] [--cost-table FILE] (a known
  * capacity: each record waits its key's cost / --capacity, ServiceCost) [--commit-ms 500]
  * [--linger-ms L] (the Streams producer's linger; Kafka Streams' default 100 ms when absent)
+ * [--fetch-wait-ms W] (the consumer waits up to W ms for 64 KiB: fewer poll-loop iterations, each
+ * costing CPU whatever it brings, at up to W ms of latency)
  */
 public final class FlightsApp {
     private static final Logger LOG = LoggerFactory.getLogger(FlightsApp.class);
@@ -71,6 +73,10 @@ public final class FlightsApp {
         p.put(StreamsConfig.STATE_DIR_CONFIG, a.get("state-dir"));
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, Integer.parseInt(a.getOrDefault("commit-ms", "500")));
+        if (a.containsKey("fetch-wait-ms")) { // fewer, larger fetches: the poll loop's cost per record
+            p.put(StreamsConfig.consumerPrefix("fetch.min.bytes"), 65536);
+            p.put(StreamsConfig.consumerPrefix("fetch.max.wait.ms"), Integer.parseInt(a.get("fetch-wait-ms")));
+        }
         if (a.containsKey("linger-ms")) {
             p.put(StreamsConfig.producerPrefix("linger.ms"), Integer.parseInt(a.get("linger-ms")));
         }

@@ -78,7 +78,7 @@ public final class LatencyProbe {
         cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         cp.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
-        cp.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 10);
+        cp.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 50);
         Properties ap = new Properties();
         ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, a.get("bootstrap"));
         Map<String, Arm> byOutput = new HashMap<>();

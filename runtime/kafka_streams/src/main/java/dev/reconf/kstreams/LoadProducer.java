@@ -153,7 +153,7 @@ public final class LoadProducer {
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, a.get("bootstrap"));
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 10);
         p.put(ProducerConfig.ACKS_CONFIG, "1");
         double rate = 0;
         int shift = 0;
