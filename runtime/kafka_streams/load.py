@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from reconf.procs import PidRecord, alive, spawn, stop
+from reconf.procs import PidRecord, alive, read_record, spawn, stop
 from runtime.kafka_streams.build import java_argv
 from runtime.kafka_streams.cluster import NotReached, flights_csv, wait_for
 from runtime.kafka_streams.latency import ProbeLine, read_probe
@@ -50,6 +50,12 @@ class KeySpec:
             return ["--keys", "routes", "--csv", str(flights_csv()), "--seed", str(self.seed)]
         return ["--keys", "zipf", "--zipf-keys", str(self.zipf_keys), "--zipf-s",
                 repr(self.zipf_s), "--seed", str(self.seed)]
+
+
+def _running(path: Path) -> PidRecord | None:
+    """The process a pid file names, if it still runs (a previous reconf process started it)."""
+    record = read_record(path) if path.is_file() else None
+    return record if record is not None and alive(record) else None
 
 
 def _end(record: PidRecord, what: str) -> None:
@@ -83,6 +89,20 @@ class LoadGenerator:
     def _write(self, stop_now: bool = False) -> None:
         atomic_write_bytes(self.control, json.dumps(
             {"rate": self.rate, "shift": self.hot_spot, "stop": stop_now}).encode("utf-8"))
+
+    def adopt(self) -> bool:
+        """Take over the producer a previous process started here, at its control's rate."""
+        if self._record is not None and alive(self._record):
+            return True
+        self._record = _running(self.home / "run" / "load-producer.pid")
+        if self._record is None:
+            return False
+        try:
+            control = json.loads(self.control.read_text(encoding="utf-8"))
+            self.rate, self.hot_spot = float(control["rate"]), int(control["shift"])
+        except (OSError, ValueError, KeyError):
+            self._write()
+        return True
 
     def start(self) -> LoadGenerator:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -186,6 +206,12 @@ class Probe:
     @property
     def stop_flag(self) -> Path:
         return self.home / "probe.stop"
+
+    def adopt(self) -> bool:
+        """Take over the probe a previous process started here."""
+        if self._record is None or not alive(self._record):
+            self._record = _running(self.home / "run" / "latency-probe.pid")
+        return self._record is not None
 
     def start(self) -> Probe:
         self.home.mkdir(parents=True, exist_ok=True)

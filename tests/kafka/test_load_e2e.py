@@ -1,6 +1,7 @@
 """The open-loop producer and the latency probe on the real broker, at a low rate: two instances
-of the flights application with a known capacity (a per-record cost waited out), fed routes'
-keys; every record produced gets a result the probe reads, its latency and the lag recorded."""
+of the flights application (in one JVM, as the load benchmark runs them) with a known capacity
+(a per-record cost waited out), fed routes' keys; every record produced gets a result the probe
+reads, its latency and the lag recorded."""
 
 from __future__ import annotations
 
@@ -28,8 +29,7 @@ def test_open_loop_load_latency_and_lag(broker: Broker, tmp_path: Path) -> None:
     probe = Probe(broker.bootstrap, [app], tmp_path / "probe")
     try:
         cluster.create_topics()
-        cluster.start("node-00", 1.0)
-        cluster.start("node-01", 2.0)
+        cluster.start_shared({"node-00": 1.0, "node-01": 2.0})
         wait_for(cluster.reported_assignment, 120, "both instances running",
                  logs=cluster.home / "logs")
         probe.start()
@@ -74,3 +74,6 @@ def test_open_loop_load_latency_and_lag(broker: Broker, tmp_path: Path) -> None:
     assert charged == sent
     util = utilisation(before, after)
     assert set(util) == {"node-00", "node-01"} and all(0 < u < 1 for u in util.values())
+    assert {s["capacity"] for s in after.values()} == {1.0, 2.0}
+    assert len({s["pid"] for s in after.values()}) == 1  # one JVM, two instances
+    assert not cluster.nodes()
