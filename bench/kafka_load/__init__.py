@@ -44,8 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds per period / rate step (12; --quick 10)")
     parser.add_argument("--step-pct", type=float, default=None, help="ramp step (5 %%; --quick 7)")
     parser.add_argument("--budget", type=int, default=3, help="migrations per period (3)")
-    parser.add_argument("--p99-ms", type=float, default=500.0,
-                        help="p99 bound of a sustained rate (500 ms)")
+    parser.add_argument("--p99-ms", type=float, default=1000.0,
+                        help="p99 bound of a sustained rate (1000 ms)")
     parser.add_argument("--plot", type=Path, default=None,
                         help="PNG path (default: beside the JSON, .png)")
 

@@ -7,7 +7,8 @@ Planning here is in-process on the statistics the instances write (what `KafkaSt
 without the Delta round trip): a task's load is its processing time over the period (the service
 cost it waited plus its measured compute: runtime/kafka_streams/stats.py, `processing_time`), in
 % of the period; a node's capacity is the instance's. A plan is published only when it lowers
-the most loaded instance's load/capacity by at least `min_gain` (3 %): a plan of equal balance
+the most loaded instance's load/capacity by at least `min_gain` (10 %, about twice the
+noise of a node's load over a period): a plan of equal balance
 but other tasks would cost restores for nothing. The loads planned on are an exponentially
 weighted mean over the periods (weight `smoothing` on the newest): a task's period is a few
 hundred records, whose count alone varies by several per cent from one period to the next, and
@@ -51,7 +52,7 @@ class LoadArm:
     cluster: Cluster
     capacities: dict[str, float]
     budget: int
-    min_gain: float = 0.05
+    min_gain: float = 0.10
     smoothing: float = 0.5
     estimate: dict[str, float] = field(default_factory=dict)  # task -> smoothed load %
     version: int = 0

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.kafka_load.arms import LoadArm
-from bench.kafka_load.series import Criteria, held, max_sustainable, periods_to_stable
+from bench.kafka_load.series import (
+    Criteria,
+    confirmed_failure,
+    held,
+    max_sustainable,
+    periods_to_stable,
+)
 from runtime.kafka_streams.cluster import NotReached, wait_for
 from runtime.kafka_streams.latency import read_probe, utilisation, window
 from runtime.kafka_streams.load import KeySpec, LoadGenerator, Probe
@@ -121,7 +127,8 @@ class _Run:
             after = arm.snap
             before = befores[arm.name]
             util = utilisation(before, after)
-            cpu = {n: (int(a["process_cpu_ns"]) - int(before[n]["process_cpu_ns"]))
+            # the JVM's CPU (its instances share it), once per process
+            cpu = {str(a["pid"]): (int(a["process_cpu_ns"]) - int(before[n]["process_cpu_ns"]))
                    / max(1, (int(a["ts_ms"]) - int(before[n]["ts_ms"])) * 1e6)
                    for n, a in after.items() if n in before and before[n]["pid"] == a["pid"]}
             prev = self.last_assign.get(arm.name, fields["assignment"])
@@ -130,7 +137,7 @@ class _Run:
             row = {"config": self.s.tag, "capacities": list(self.s.capacities), "arm": arm.name,
                    "phase": phase, "period": self.n, "rate": rate, "hot_spot": shift,
                    "held": ok, "why": why, "tail": tail, **full,
-                   "utilisation": util, "instance_cpu": cpu, "moved": moved,
+                   "utilisation": util, "jvm_cpu": cpu, "moved": moved,
                    "machine_cpu_pct": machine, "helper_cpu": helper_cpu,
                    "loadavg": os.getloadavg()[0], **fields}
             rows.append(row)
@@ -141,7 +148,7 @@ class _Run:
                      f"{' '.join(f'{u:.2f}' for _, u in sorted(util.items()))}  moved "
                      f"{len(moved)}{' published v' + str(fields['published']) if fields['published'] else ''}"
                      f"  {'' if ok else 'FAIL: ' + why}")
-        ours = 100 * (sum(helper_cpu.values()) + sum(sum(r["instance_cpu"].values()) for r in rows))
+        ours = 100 * (sum(helper_cpu.values()) + sum(sum(r["jvm_cpu"].values()) for r in rows))
         self.say(f"  CPU: machine {machine:.0f} % of one core, this benchmark's JVMs {ours:.0f} % "
                  f"(broker {100 * helper_cpu.get('broker', 0):.0f} %), load average "
                  f"{os.getloadavg()[0]:.1f}")
@@ -240,7 +247,7 @@ def run_config(s: Settings, bootstrap: str, work: Path, say: Callable[[str], Non
             rows += got
             for r in got:
                 steps[r["arm"]].append((rate, bool(r["held"])))
-            if all(not all(ok for _, ok in v) for v in steps.values()):
+            if all(confirmed_failure(v) for v in steps.values()):
                 break
             rate *= 1 + s.step_pct / 100
         maxima = {a: max_sustainable(v) for a, v in steps.items()}

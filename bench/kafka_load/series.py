@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Criteria", "Target", "held", "max_sustainable", "periods_to_stable", "ratio_target"]
+__all__ = ["Criteria", "Target", "confirmed_failure", "held", "max_sustainable", "periods_to_stable",
+           "ratio_target"]
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class Criteria:
     otherwise — and its p99 latency stays under `p99_ms`."""
 
     slope_frac: float = 0.03
-    p99_ms: float = 500.0
+    p99_ms: float = 1000.0
 
     def __post_init__(self) -> None:
         if not 0 < self.slope_frac < 1:
@@ -42,15 +43,26 @@ def held(window: Mapping[str, Any], rate: float, criteria: Criteria) -> tuple[bo
     return True, "held"
 
 
-def max_sustainable(steps: Sequence[tuple[float, bool]]) -> tuple[float | None, bool]:
-    """(the highest rate held before the first step that was not, whether the ramp ended
-    without a failure: then the maximum is at least that rate, censored). Steps ascend."""
+def max_sustainable(steps: Sequence[tuple[float, bool]], confirm: int = 2
+                    ) -> tuple[float | None, bool]:
+    """(the highest rate held before the first confirmed failure, whether the ramp ended
+    without one: then the maximum is at least that rate, censored). Steps ascend. A failure is
+    confirmed when the `confirm` − 1 steps after it fail too (or the ramp ends there): a step
+    lost to a noisy neighbour and followed by a held one is the machine's, not the arm's."""
     best: float | None = None
-    for rate, ok in steps:
-        if not ok:
+    for i, (rate, ok) in enumerate(steps):
+        if ok:
+            best = rate
+            continue
+        after = steps[i + 1:i + confirm]
+        if all(not later for _, later in after):
             return best, False
-        best = rate
     return best, True
+
+
+def confirmed_failure(steps: Sequence[tuple[float, bool]], confirm: int = 2) -> bool:
+    """The arm has failed a step and every step since (at least `confirm` in a row)."""
+    return len(steps) >= confirm and not any(ok for _, ok in steps[-confirm:])
 
 
 def periods_to_stable(verdicts: Sequence[bool]) -> int | None:

@@ -12,6 +12,7 @@ import pytest
 from bench.kafka_load.report import targets
 from bench.kafka_load.series import (
     Criteria,
+    confirmed_failure,
     held,
     max_sustainable,
     periods_to_stable,
@@ -94,9 +95,14 @@ def test_saturation_of_a_recorded_instance_is_judged_where_expected() -> None:
 
 
 def test_max_sustainable_rate_and_recovery() -> None:
-    assert max_sustainable([(100, True), (110, True), (121, False), (133, True)]) == (110, False)
-    assert max_sustainable([(100, False)]) == (None, False)
+    assert max_sustainable([(100, True), (110, True), (121, False), (133, False)]) == (110, False)
+    # one step lost and the next held: noise, not the arm's limit
+    assert max_sustainable([(100, True), (110, False), (121, True), (133, False),
+                            (146, False)]) == (121, False)
+    assert max_sustainable([(100, False)]) == (None, False)  # the ramp ended on a failure
     assert max_sustainable([(100, True), (110, True)]) == (110, True)  # censored
+    assert confirmed_failure([(100, True), (110, False), (121, False)])
+    assert not confirmed_failure([(100, False), (110, True), (121, False)])
     assert periods_to_stable([True, True]) == 0
     assert periods_to_stable([False, False, True, True]) == 2
     assert periods_to_stable([False, True, False]) is None
