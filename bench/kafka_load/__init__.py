@@ -74,7 +74,7 @@ def _settings(args: argparse.Namespace) -> list[Any]:
     crit = Criteria(p99_ms=args.p99_ms)
     common: dict[str, Any] = {"arms": arms, "cost_us": args.cost_us, "budget": args.budget,
                               "period_s": period, "step_pct": step, "keys": keys,
-                              "criteria": crit, "fixed_periods": 5 if args.quick else 8}
+                              "criteria": crit, "fixed_periods": 6 if args.quick else 8}
     out = []
     if "equal" in configs:
         out.append(Settings("equal", (1.0, 1.0, 1.0), start_frac=0.6, **common))

@@ -20,7 +20,7 @@ class Criteria:
     yet) does not grow faster than `slope_frac` × the rate — the lag grows without bound
     otherwise — and its p99 latency stays under `p99_ms`."""
 
-    slope_frac: float = 0.03
+    slope_frac: float = 0.05
     p99_ms: float = 1000.0
 
     def __post_init__(self) -> None:
