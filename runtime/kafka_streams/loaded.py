@@ -10,7 +10,6 @@ long as the instances do (pid files under `<app>/load/run`, stopped by `close` o
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from runtime.kafka_streams.latency import utilisation, window
 from runtime.kafka_streams.load import KeySpec, LoadGenerator, Probe, ProbedApp
 from runtime.kafka_streams.spec import KStreamsSpec
 
-__all__ = ["OpenLoop", "log_period_metrics", "period_line"]
+__all__ = ["OpenLoop", "loaded_metrics", "log_period_metrics", "period_line"]
 
 
 @dataclass
@@ -126,10 +125,3 @@ def loaded_metrics(record: dict[str, Any]) -> dict[str, float]:
         out["kstreams_utilisation_max"] = max(util)
     return {k: float(v) for k, v in out.items()}
 
-
-def read_record(path: Path) -> dict[str, Any]:
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data

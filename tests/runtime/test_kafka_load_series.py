@@ -130,3 +130,20 @@ def test_targets_match_beat_miss() -> None:
                      "p99 at 90 % of default's max": "match",
                      "lag stable after the hot-spot shift": "miss",
                      "migrations within the budget every period": "miss"}
+
+
+def test_a_loaded_periods_line_and_mlflow_metrics() -> None:
+    from runtime.kafka_streams.loaded import loaded_metrics, period_line
+
+    record = {"open_loop": {"rate": 400.0, "hot_spot": 0, "seconds": 15.0},
+              "latency_ms": {"p50": 40.0, "p95": 120.0, "p99": 310.0, "max": None},
+              "lag": {"max": 900.0, "mean": 120.5, "samples": 15},
+              "backlog": {"max": 80.0, "mean": 20.0, "slope_per_s": 0.1},
+              "out_per_s": 399.0, "utilisation": {"node-01": 0.7, "node-00": 0.55}}
+    assert period_line(record) == (
+        "  under load: 400 records/s in, 399/s out; latency p50 40 ms, p99 310 ms; "
+        "lag mean 120, max 900; utilisation [0.55 0.70]")
+    metrics = loaded_metrics(record)
+    assert metrics["kstreams_p99_ms"] == 310.0 and "kstreams_max_ms" not in metrics
+    assert metrics["kstreams_utilisation_max"] == 0.7 and metrics["kstreams_rate"] == 400.0
+    assert period_line({"produced": 10}) == "" and loaded_metrics({"produced": 10}) == {}
