@@ -66,7 +66,7 @@ class LoadArm:
         spec = AppSpec(job, partitions=partitions, input_topic=f"{job}-in",
                        output_topic=f"{job}-out", followup_ms=followup_ms,
                        default_assignor=strategy is None, cost_us=cost_us, linger_ms=20,
-                       commit_ms=1000, full_jit=True, fetch_wait_ms=25)
+                       commit_ms=1000, full_jit=True, fetch_wait_ms=25, stats_ms=1000)
         cluster = Cluster(spec, bootstrap, home / job, home / "published")
         caps = dict(zip(node_names(len(capacities)), capacities, strict=True))
         return cls(name, strategy, cluster, caps, budget)
