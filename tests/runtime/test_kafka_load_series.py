@@ -147,3 +147,17 @@ def test_a_loaded_periods_line_and_mlflow_metrics() -> None:
     assert metrics["kstreams_p99_ms"] == 310.0 and "kstreams_max_ms" not in metrics
     assert metrics["kstreams_utilisation_max"] == 0.7 and metrics["kstreams_rate"] == 400.0
     assert period_line({"produced": 10}) == "" and loaded_metrics({"produced": 10}) == {}
+
+
+def test_task_times_are_in_reference_nanoseconds() -> None:
+    # the same task, the same records: half the time measured on an instance of capacity 2, the
+    # same load for the planner (% of a reference node) as on one of capacity 1
+    from runtime.kafka_streams.stats import period_figures
+
+    def snap(capacity: float, ns: int) -> dict[str, object]:
+        return {"pid": 1, "ts_ms": 1000, "capacity": capacity, "process_cpu_ns": 0,
+                "tasks": {"0_0": {"in": 100, "out": 100, "proc_ns": ns, "state_bytes": 0}}}
+    slow = period_figures({}, {"n0": snap(1.0, 800_000_000)}, {"0_0": "n0"})
+    fast = period_figures({}, {"n1": snap(2.0, 400_000_000)}, {"0_0": "n1"})
+    assert slow.tasks["0_0"][2] == fast.tasks["0_0"][2] == 800_000_000
+    assert fast.node_proc_ns() == {"n1": 800_000_000}
