@@ -145,8 +145,10 @@ def stop_broker(record: PidRecord, run_dir: Path | None = None, grace_s: float =
 
 
 def _stop_instances(reconf_home: Path) -> None:
-    """Every Kafka Streams instance a job started under `<RECONF_HOME>/runtime/*/kafka-streams`."""
-    for pid_file in sorted(reconf_home.glob("runtime/*/kafka-streams/run/*.pid")):
+    """Every Kafka Streams instance a job started under `<RECONF_HOME>/runtime/*/kafka-streams`,
+    and the load producer and latency probe of a job under load (`load/run`)."""
+    for pid_file in sorted([*reconf_home.glob("runtime/*/kafka-streams/run/*.pid"),
+                            *reconf_home.glob("runtime/*/kafka-streams/load/run/*.pid")]):
         record = read_record(pid_file)
         if record is not None and alive(record):
             print(f"kafka-streams {pid_file.parent.parent.parent.name}/{record.name}: "
