@@ -32,7 +32,7 @@ from typing import Any
 from runtime.client import next_state
 from runtime.kafka_streams.broker import Broker, running, start, stop_broker
 from runtime.kafka_streams.cluster import AppSpec, Cluster, wait_for
-from runtime.kafka_streams.lag import LagSampler
+from runtime.kafka_streams.lag import run_slice
 from runtime.kafka_streams.loaded import OpenLoop, loaded_metrics, log_period_metrics, period_line
 from runtime.kafka_streams.spec import KStreamsSpec
 from runtime.kafka_streams.stats import calibration, period_figures, tables
@@ -145,7 +145,7 @@ class KafkaStreamsJob:
         if self.spec.rate > 0:
             after, extra = self._loaded_span(cluster, state, before)
         else:
-            after, extra = self._slice(cluster)
+            after, extra = run_slice(cluster, self.spec.records_per_period, self.spec.job_id)
         running_now = self.running_state(cluster)
         figures = period_figures(before, after, running_now.assignment)
         metric = self.spec.load_metric
@@ -186,48 +186,6 @@ class KafkaStreamsJob:
         after = cluster.stats()
         state["landed_ms"] = until
         return after, self._load.figures(since, until, before, after)
-
-    def _slice(self, cluster: Cluster) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Produce the period's slice of flights and wait until the instances processed it."""
-        # per instance: a task's counters only grow on the instance that ran it, so an instance
-        # killed during the period takes its counts with it and must not hold back the sum
-        base_in = {n: sum(t["in"] for t in s["tasks"].values())
-                   for n, s in cluster.stats().items()}
-        last_done: list[int] = []
-
-        def processed(snaps: dict[str, dict[str, Any]]) -> int:
-            return sum(sum(t["in"] for t in s["tasks"].values()) - base_in.get(n, 0)
-                       for n, s in snaps.items())
-
-        sampler = LagSampler(lambda: processed(cluster.stats()))
-        with sampler:  # the end-to-end lag once the slice is written, until it is processed
-            t0 = time.monotonic()
-            produced = cluster.produce(self.spec.records_per_period)
-            if produced < self.spec.records_per_period:  # the year is over: the next round starts
-                cluster.produced = 0
-                produced += cluster.produce(self.spec.records_per_period - produced)
-            sampler.produced(produced)
-
-            def caught_up() -> dict[str, Any] | None:
-                snaps = cluster.stats()
-                done = processed(snaps)
-                lag = sum(float(s.get("input_lag", 0.0)) for s in snaps.values())
-                if done >= produced and lag == 0:
-                    return snaps
-                # an instance lost mid-period may have committed records it processed (they are
-                # not processed again): then every task running on the others, no lag, and no
-                # progress over three polls is the period's end
-                last_done[:] = [*last_done[-2:], done]
-                if (set(base_in) - set(snaps) and lag == 0 and len(last_done) == 3
-                        and len(set(last_done)) == 1 and cluster.reported_assignment() is not None):
-                    return snaps
-                return None
-
-            after = wait_for(caught_up, 300, f"job {self.spec.job_id}: the period's {produced} "
-                             "flights processed", every_s=0.5, logs=cluster.home / "logs")
-            drain_s = time.monotonic() - t0  # produce and process the slice: the makespan
-        return after, {"produced": produced, "drain_s": round(drain_s, 3),
-                       "lag": sampler.summary()}
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
         cluster = self.cluster()
