@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, str] = {
     "collect-native": "bench.collect_native",
     "collect-spark": "bench.collect_spark",
     "kafka-streams": "bench.kafka_streams",
+    "kafka-load": "bench.kafka_load",
     "execution": "bench.execution",
     "stability": "bench.stability",
     "topk": "bench.topk",

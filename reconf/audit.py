@@ -298,6 +298,9 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
         "execution": _json_artifact(client, rid, Artifact.EXECUTION_JSON),
         # how the runtime applied this run's own version, once reported (jobs/plan/applied.py)
         "applied": _json_artifact(client, rid, Artifact.APPLIED_JSON),
+        # what a Kafka Streams job measured: the period's latency and lag under load, the
+        # migration of this run's version (runtime/kafka_streams/source.py)
+        "kafka_streams": {k: v for k, v in metrics.items() if k.startswith("kstreams_")} or None,
     }
     if compare:
         from jobs.whatif.stage import read_comparison

@@ -39,6 +39,10 @@ def execution_lines(r: Mapping[str, Any]) -> list[str]:
                   + ("" if w.get("expected_s") is None else f", at least {w['expected_s']:.2f} s")
                   + (" (OVER the ceiling: the plan's target breaks it)" if w["over_ceiling"]
                      else "") for w in sched["per_wave"]]
+    ks = r.get("kafka_streams")
+    if ks:  # what Kafka Streams measured (runtime/kafka_streams/source.py, loaded.py)
+        lines.append("  kafka streams (measured): " + ", ".join(
+            f"{k.removeprefix('kstreams_')} {v:.6g}" for k, v in sorted(ks.items())))
     for key, title in (("applied", "applied by the runtime"),
                        ("execution", "the runtime's last schedule")):
         ex = r.get(key)

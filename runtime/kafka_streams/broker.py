@@ -102,7 +102,7 @@ def running(run_dir: Path, name: str = "kafka") -> PidRecord | None:
 
 
 def start(home: Path, run_dir: Path, *, name: str = "kafka", timeout_s: float = 90.0,
-          heap_mb: int = 512) -> Broker:
+          heap_mb: int = 512, full_jit: bool = False) -> Broker:
     """Format a fresh KRaft log directory under `home` and start the broker; wait until it
     serves. An existing `home/data` is formatted only once (a restart keeps the topics)."""
     home.mkdir(parents=True, exist_ok=True)
@@ -120,7 +120,7 @@ def start(home: Path, run_dir: Path, *, name: str = "kafka", timeout_s: float = 
         if formatted.returncode != 0:
             raise BrokerFailed(f"{props}: formatting the KRaft log directory failed: "
                                f"{formatted.stdout}{formatted.stderr}".strip())
-    argv = java_argv("kafka.Kafka", str(props), heap_mb=heap_mb)
+    argv = java_argv("kafka.Kafka", str(props), heap_mb=heap_mb, full_jit=full_jit)
     env = {**os.environ, "LOG_DIR": str(home)}
     record = spawn(name, argv, env=env, cwd=home, run_dir=run_dir, log=log,
                    url=f"127.0.0.1:{port}")
@@ -145,8 +145,10 @@ def stop_broker(record: PidRecord, run_dir: Path | None = None, grace_s: float =
 
 
 def _stop_instances(reconf_home: Path) -> None:
-    """Every Kafka Streams instance a job started under `<RECONF_HOME>/runtime/*/kafka-streams`."""
-    for pid_file in sorted(reconf_home.glob("runtime/*/kafka-streams/run/*.pid")):
+    """Every Kafka Streams instance a job started under `<RECONF_HOME>/runtime/*/kafka-streams`,
+    and the load producer and latency probe of a job under load (`load/run`)."""
+    for pid_file in sorted([*reconf_home.glob("runtime/*/kafka-streams/run/*.pid"),
+                            *reconf_home.glob("runtime/*/kafka-streams/load/run/*.pid")]):
         record = read_record(pid_file)
         if record is not None and alive(record):
             print(f"kafka-streams {pid_file.parent.parent.parent.name}/{record.name}: "

@@ -46,12 +46,15 @@ def _classpath_argfile() -> Path:
     return argfile
 
 
-def java_argv(main: str, *args: str, heap_mb: int = 256) -> list[str]:
-    """`java … <main> <args>` on the module's classpath; small heaps (2 cores, shared machine)."""
+def java_argv(main: str, *args: str, heap_mb: int = 256, full_jit: bool = False) -> list[str]:
+    """`java … <main> <args>` on the module's classpath; small heaps (2 cores, shared machine).
+    C1 only by default (a JVM that runs for seconds starts faster); `full_jit` keeps C2 for the
+    long runs under load, where C1's code costs several times the CPU per record."""
     java = shutil.which("java")
     if java is None:
         raise BuildMissing("java: not found on PATH; install a JDK 17 (e.g. apt-get install "
                            "openjdk-17-jdk-headless)")
-    return [java, f"-Xmx{heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+    jit = [] if full_jit else ["-XX:TieredStopAtLevel=1"]
+    return [java, f"-Xmx{heap_mb}m", "-XX:+UseSerialGC", *jit,
             "-Djava.net.preferIPv4Stack=true", "-Dfile.encoding=UTF-8", "-Dstdout.encoding=UTF-8",
             f"@{_classpath_argfile()}", main, *args]

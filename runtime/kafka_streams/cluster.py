@@ -16,7 +16,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -70,6 +70,14 @@ class AppSpec:
     default_assignor: bool = False  # Kafka's own assignor (no task.assignor.class): the baseline
     wave_poll_ms: int = 1000  # while a wave runs: how often the assignor checks it is complete
     wave_timeout_ms: int = 120_000  # a wave whose tasks do not all run by then fails
+    # a known capacity (ServiceCost.java): µs a record waits at capacity 1.0 (0: no cost), and
+    # an optional JSON key -> weight table; the Streams commit interval and producer linger
+    cost_us: float = 0.0
+    cost_table: Path | None = None
+    commit_ms: int = 500
+    linger_ms: int | None = None  # None: Kafka Streams' default (100 ms)
+    full_jit: bool = False  # C2 too (build.java_argv): for long runs under load
+    fetch_wait_ms: int | None = None  # fetch 64 KiB or wait this long: fewer poll iterations
 
     @property
     def app_id(self) -> str:
@@ -119,9 +127,12 @@ class Cluster:
             raise NotReached(f"the flights producer failed against {self.bootstrap}:\n{tail}")
         return out.stdout
 
-    def create_topics(self) -> None:
+    def create_topics(self, also: Sequence[str] = ()) -> None:
+        """The app's input and output topics, and `also` (``name:partitions`` each: other apps'
+        topics, created by the same JVM); existing topics are left as they are."""
         n = self.spec.partitions
-        self._producer("--topics", f"{self.spec.input_topic}:{n},{self.spec.output_topic}:{n}")
+        self._producer("--topics", ",".join([f"{self.spec.input_topic}:{n}",
+                                             f"{self.spec.output_topic}:{n}", *also]))
 
     def produce(self, count: int) -> int:
         """Write the next `count` flights (in date order) to the input topic; how many were written."""
@@ -137,22 +148,58 @@ class Cluster:
         if record is not None:
             return record
         self.capacities[node] = capacity
-        for sub in ("state", "stats", "logs"):
+        args = ["--node", node, "--capacity", str(capacity),
+                "--state-dir", str(self.home / "state" / node), "--stats", str(self.stats_path(node))]
+        return spawn(node, self._argv(args, heap_mb=192), env={"PATH": "/usr/bin:/bin"},
+                     cwd=self.home, run_dir=self._run(), log=self.home / "logs" / f"{node}.log",
+                     url=None)
+
+    def start_shared(self, capacities: Mapping[str, float]) -> PidRecord:
+        """Every instance of `capacities` (node -> capacity) in one JVM (FlightsApp
+        `--instances`): each its own Kafka Streams client, group member, stream thread and state
+        directory, sharing the JVM's start-up, JIT and GC — so that several applications fit on
+        two cores. Each node gets a pid file naming the JVM: stopping one stops them all."""
+        running = [n for n in capacities if self.record(n) is not None]
+        if running:
+            raise ValueError(f"{self.home}: instances {running} already run; stop them first")
+        self.capacities.update(capacities)
+        args = ["--instances", ",".join(f"{n}:{c}" for n, c in capacities.items()),
+                "--state-dir", str(self.home / "state"), "--stats-dir", str(self.home / "stats")]
+        record = spawn("instances", self._argv(args, heap_mb=128 + 96 * len(capacities)),
+                       env={"PATH": "/usr/bin:/bin"}, cwd=self.home, run_dir=self.home / "jvm",
+                       log=self.home / "logs" / "instances.log", url=None)
+        for node in capacities:
+            (self._run() / f"{node}.pid").write_bytes(
+                (self.home / "jvm" / "instances.pid").read_bytes())
+        return record
+
+    def _argv(self, instance: list[str], heap_mb: int) -> list[str]:
+        """FlightsApp's command line: the application's arguments, then the instance's."""
+        for sub in ("state", "stats", "logs", "run"):
             (self.home / sub).mkdir(parents=True, exist_ok=True)
-        args = ["--bootstrap", self.bootstrap, "--app-id", self.spec.app_id, "--node", node,
-                "--capacity", str(capacity), "--input", self.spec.input_topic,
-                "--output", self.spec.output_topic, "--state-dir", str(self.home / "state" / node),
-                "--stats", str(self.stats_path(node)), "--published-root", str(self.published_root),
-                "--job", self.spec.job, "--applied-file", str(self.applied_file),
-                "--followup-ms", str(self.spec.followup_ms), "--stats-ms", str(self.spec.stats_ms),
+        spec = self.spec
+        args = ["--bootstrap", self.bootstrap, "--app-id", spec.app_id,
+                "--input", spec.input_topic, "--output", spec.output_topic,
+                "--published-root", str(self.published_root),
+                "--job", spec.job, "--applied-file", str(self.applied_file),
+                "--followup-ms", str(spec.followup_ms), "--stats-ms", str(spec.stats_ms),
                 "--state-root", str(self.execution_root),
-                "--wave-poll-ms", str(self.spec.wave_poll_ms),
-                "--wave-timeout-ms", str(self.spec.wave_timeout_ms)]
-        if self.spec.default_assignor:
+                "--wave-poll-ms", str(spec.wave_poll_ms),
+                "--wave-timeout-ms", str(spec.wave_timeout_ms), *instance]
+        if spec.default_assignor:
             args.append("--default-assignor")
-        return spawn(node, java_argv("dev.reconf.kstreams.FlightsApp", *args, heap_mb=192),
-                     env={"PATH": "/usr/bin:/bin"}, cwd=self.home, run_dir=self._run(),
-                     log=self.home / "logs" / f"{node}.log", url=None)
+        if spec.cost_us > 0:
+            args += ["--cost-us", repr(float(spec.cost_us))]
+        if spec.cost_table is not None:
+            args += ["--cost-table", str(spec.cost_table)]
+        if spec.commit_ms != 500:
+            args += ["--commit-ms", str(spec.commit_ms)]
+        if spec.linger_ms is not None:
+            args += ["--linger-ms", str(spec.linger_ms)]
+        if spec.fetch_wait_ms is not None:
+            args += ["--fetch-wait-ms", str(spec.fetch_wait_ms)]
+        return java_argv("dev.reconf.kstreams.FlightsApp", *args, heap_mb=heap_mb,
+                         full_jit=spec.full_jit)
 
     def record(self, node: str) -> PidRecord | None:
         path = self._run() / f"{node}.pid"

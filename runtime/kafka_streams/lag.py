@@ -19,8 +19,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Any
 
-__all__ = ["LagSampler"]
+from runtime.kafka_streams.cluster import Cluster, wait_for
+
+__all__ = ["LagSampler", "run_slice"]
 
 
 @dataclass
@@ -70,3 +73,47 @@ class LagSampler:
         if not lags:
             return {"max": 0.0, "mean": 0.0, "samples": 0.0}
         return {"max": float(max(lags)), "mean": sum(lags) / len(lags), "samples": float(len(lags))}
+
+
+def run_slice(cluster: Cluster, count: int, job_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Produce the period's slice of `count` flights and wait until the instances processed it:
+    their snapshots then, and the period's produced count, produce + drain time and lag."""
+    # per instance: a task's counters only grow on the instance that ran it, so an instance
+    # killed during the period takes its counts with it and must not hold back the sum
+    base_in = {n: sum(t["in"] for t in s["tasks"].values())
+               for n, s in cluster.stats().items()}
+    last_done: list[int] = []
+
+    def processed(snaps: dict[str, dict[str, Any]]) -> int:
+        return sum(sum(t["in"] for t in s["tasks"].values()) - base_in.get(n, 0)
+                   for n, s in snaps.items())
+
+    sampler = LagSampler(lambda: processed(cluster.stats()))
+    with sampler:  # the end-to-end lag once the slice is written, until it is processed
+        t0 = time.monotonic()
+        produced = cluster.produce(count)
+        if produced < count:  # the year is over: the next round starts
+            cluster.produced = 0
+            produced += cluster.produce(count - produced)
+        sampler.produced(produced)
+
+        def caught_up() -> dict[str, Any] | None:
+            snaps = cluster.stats()
+            done = processed(snaps)
+            lag = sum(float(s.get("input_lag", 0.0)) for s in snaps.values())
+            if done >= produced and lag == 0:
+                return snaps
+            # an instance lost mid-period may have committed records it processed (they are
+            # not processed again): then every task running on the others, no lag, and no
+            # progress over three polls is the period's end
+            last_done[:] = [*last_done[-2:], done]
+            if (set(base_in) - set(snaps) and lag == 0 and len(last_done) == 3
+                    and len(set(last_done)) == 1 and cluster.reported_assignment() is not None):
+                return snaps
+            return None
+
+        after = wait_for(caught_up, 300, f"job {job_id}: the period's {produced} "
+                         "flights processed", every_s=0.5, logs=cluster.home / "logs")
+        drain_s = time.monotonic() - t0  # produce and process the slice: the makespan
+    return after, {"produced": produced, "drain_s": round(drain_s, 3),
+                   "lag": sampler.summary()}

@@ -32,7 +32,8 @@ from typing import Any
 from runtime.client import next_state
 from runtime.kafka_streams.broker import Broker, running, start, stop_broker
 from runtime.kafka_streams.cluster import AppSpec, Cluster, wait_for
-from runtime.kafka_streams.lag import LagSampler
+from runtime.kafka_streams.lag import run_slice
+from runtime.kafka_streams.loaded import OpenLoop, loaded_metrics, log_period_metrics, period_line
 from runtime.kafka_streams.spec import KStreamsSpec
 from runtime.kafka_streams.stats import calibration, period_figures, tables
 from runtime.kafka_streams.waves import await_waves, partial, report, started_ms
@@ -71,6 +72,7 @@ class KafkaStreamsJob:
     _cluster: Cluster | None = field(default=None, repr=False)
     _started_broker: bool = field(default=False, repr=False)
     _last: dict[str, Any] = field(default_factory=dict, repr=False)
+    _load: OpenLoop | None = field(default=None, repr=False)
 
     @property
     def app_dir(self) -> Path:
@@ -103,7 +105,9 @@ class KafkaStreamsJob:
                           followup_ms=self.spec.followup_ms,
                           default_assignor=self.spec.default_assignor,
                           wave_poll_ms=self.spec.wave_poll_ms,
-                          wave_timeout_ms=self.spec.wave_timeout_ms)
+                          wave_timeout_ms=self.spec.wave_timeout_ms, cost_us=self.spec.cost_us,
+                          full_jit=self.spec.rate > 0, fetch_wait_ms=25 if self.spec.rate else None,
+                          linger_ms=20 if self.spec.rate else None)
             self._cluster = Cluster(app, bootstrap, self.app_dir, self.published_root,
                                     produced=int(self._state()["produced"]),
                                     state_root=self.state_root)
@@ -138,43 +142,10 @@ class KafkaStreamsJob:
         cluster = self.cluster()
         state = self._state()
         before = state["snapshot"] or cluster.stats()
-        # per instance: a task's counters only grow on the instance that ran it, so an instance
-        # killed during the period takes its counts with it and must not hold back the sum
-        base_in = {n: sum(t["in"] for t in s["tasks"].values())
-                   for n, s in cluster.stats().items()}
-        last_done: list[int] = []
-
-        def processed(snaps: dict[str, dict[str, Any]]) -> int:
-            return sum(sum(t["in"] for t in s["tasks"].values()) - base_in.get(n, 0)
-                       for n, s in snaps.items())
-
-        sampler = LagSampler(lambda: processed(cluster.stats()))
-        with sampler:  # the end-to-end lag once the slice is written, until it is processed
-            t0 = time.monotonic()
-            produced = cluster.produce(self.spec.records_per_period)
-            if produced < self.spec.records_per_period:  # the year is over: the next round starts
-                cluster.produced = 0
-                produced += cluster.produce(self.spec.records_per_period - produced)
-            sampler.produced(produced)
-
-            def caught_up() -> dict[str, Any] | None:
-                snaps = cluster.stats()
-                done = processed(snaps)
-                lag = sum(float(s.get("input_lag", 0.0)) for s in snaps.values())
-                if done >= produced and lag == 0:
-                    return snaps
-                # an instance lost mid-period may have committed records it processed (they are
-                # not processed again): then every task running on the others, no lag, and no
-                # progress over three polls is the period's end
-                last_done[:] = [*last_done[-2:], done]
-                if (set(base_in) - set(snaps) and lag == 0 and len(last_done) == 3
-                        and len(set(last_done)) == 1 and cluster.reported_assignment() is not None):
-                    return snaps
-                return None
-
-            after = wait_for(caught_up, 300, f"job {self.spec.job_id}: the period's {produced} "
-                             "flights processed", every_s=0.5, logs=cluster.home / "logs")
-            drain_s = time.monotonic() - t0  # produce and process the slice: the makespan
+        if self.spec.rate > 0:
+            after, extra = self._loaded_span(cluster, state, before)
+        else:
+            after, extra = run_slice(cluster, self.spec.records_per_period, self.spec.job_id)
         running_now = self.running_state(cluster)
         figures = period_figures(before, after, running_now.assignment)
         metric = self.spec.load_metric
@@ -185,15 +156,15 @@ class KafkaStreamsJob:
                               tables(figures, period_end, self.spec.period_s, state["ms_per_ns"],
                                      metric), running_now, execution=execution,
                               partial=partial(cluster) is not None)
-        self._record(period_end, {"produced": produced, "drain_s": round(drain_s, 3),
-                                  "wall_ms": figures.wall_ms,
+        self._record(period_end, {**extra, "wall_ms": figures.wall_ms,
                                   "node_proc_ns": figures.node_proc_ns(),
                                   "node_records": figures.node_sums("records"),
                                   "node_process_cpu_ns": {n: v[1] for n, v in figures.nodes.items()},
                                   "input_lag": {n: s.get("input_lag") for n, s in after.items()},
-                                  "lag": sampler.summary(),
                                   "version": running_now.version})
         state.update(produced=cluster.produced, snapshot=after,
+                     periods=int(state.get("periods", 0)) + 1,
+                     last_period_end=format_period_end(period_end),
                      landed={"version": running_now.version,
                              "assignment": dict(running_now.assignment)})
         self._save(state)
@@ -201,11 +172,24 @@ class KafkaStreamsJob:
         basis = figures.task_basis(metric)
         self._last = {"tasks": {t: (basis[t] * ms, v[3]) for t, v in figures.tasks.items()},
                       "capacity": {n: v[2] for n, v in figures.nodes.items()},
-                      "assignment": dict(running_now.assignment)}
+                      "assignment": dict(running_now.assignment), "period_end": period_end}
         return landed
+
+    def _loaded_span(self, cluster: Cluster, state: dict[str, Any], before: dict[str, Any]
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Under the open-loop load: the span since the last landing (at least period_wall_s)."""
+        if self._load is None:
+            self._load = OpenLoop(self.spec, cluster, self.app_dir / "load")
+        self._load.ensure(int(state.get("periods", 0)) + 1)
+        since = int(state.get("landed_ms") or self._load.probe.now_ms())
+        until = self._load.wait_until(since + int(self.spec.period_wall_s * 1000))
+        after = cluster.stats()
+        state["landed_ms"] = until
+        return after, self._load.figures(since, until, before, after)
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
         cluster = self.cluster()
+        self._log_loaded()
         now = self.running_state(cluster)
         # The assignor may have applied the version already (its follow-up rebalance runs on its
         # own clock): judge the manifest against what ran when the period was landed.
@@ -271,7 +255,18 @@ class KafkaStreamsJob:
                 f"{_spread(load_b):.1f}) -> {_fmt(load_a)} (spread {_spread(load_a):.1f}); "
                 f"{len(result.moved)} task(s) moved, {moved_bytes} state bytes, "
                 f"{restore.get('restored_records', 0)} records restored in "
-                f"{restore.get('restore_ms', 0)} ms; runs v{result.version or '-'}")
+                f"{restore.get('restore_ms', 0)} ms; runs v{result.version or '-'}"
+                + self._loaded_line())
+
+    def _loaded_line(self) -> str:
+        """Under load, a second line: the landed period's latency, lag and utilisation."""
+        end = self._last.get("period_end")
+        if end is None or self.spec.rate <= 0:
+            return ""
+        path = self._periods_dir() / f"{format_period_end(end)}.json"
+        record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        line = period_line(record)
+        return "\n" + line if line else ""
 
     def _read_applied_assignment(self, result: ApplyResult) -> dict[str, str]:
         applied = self._cluster.applied() if self._cluster is not None else None
@@ -288,7 +283,10 @@ class KafkaStreamsJob:
                 for n, v in sorted(out.items())}
 
     def close(self) -> None:
-        """Stop the instances, and the broker if this object started it (the demo's end)."""
+        """Stop the load, the instances, and the broker if this object started it (the demo's
+        end)."""
+        if self._load is not None:
+            self._load.close()
         if self._cluster is not None:
             self._cluster.stop_all()
         if self._started_broker:
@@ -317,29 +315,27 @@ class KafkaStreamsJob:
         (tag reconf.assignment_version): tasks moved, their state bytes (the store's key + value
         bytes at the last landed period), records restored from the changelogs, the restores'
         summed time, and how long after the check Kafka Streams ran the version."""
-        if self.mlflow_uri is None:
-            return
-        from mlflow import MlflowClient
-
-        client = MlflowClient(tracking_uri=self.mlflow_uri)
-        experiment = client.get_experiment_by_name(self.spec.job_id)
-        if experiment is None:
-            return
-        runs = client.search_runs(
-            [experiment.experiment_id], max_results=1,
-            filter_string=f"tags.`reconf.assignment_version` = '{version}' AND "
-                          "tags.`reconf.dry_run` = 'false'")
-        if not runs:
-            return
         state = self._last.get("tasks", {})
-        run_id = runs[0].info.run_id
-        for key, value in (
-                ("kstreams_tasks_moved", len(moved)),
-                ("kstreams_moved_state_bytes", sum(int(state.get(t, (0, 0))[1]) for t in moved)),
-                ("kstreams_restored_records", sum(int(r["records"]) for r in restores.values())),
-                ("kstreams_restore_ms", sum(int(r["ms"]) for r in restores.values())),
-                ("kstreams_applied_after_s", round(took_s, 3))):
-            client.log_metric(run_id, key, float(value))
+        log_period_metrics(self.mlflow_uri, self.spec.job_id, "reconf.assignment_version",
+                           str(version), {
+                               "kstreams_tasks_moved": len(moved),
+                               "kstreams_moved_state_bytes": sum(int(state.get(t, (0, 0))[1])
+                                                                 for t in moved),
+                               "kstreams_restored_records": sum(int(r["records"])
+                                                                for r in restores.values()),
+                               "kstreams_restore_ms": sum(int(r["ms"]) for r in restores.values()),
+                               "kstreams_applied_after_s": round(took_s, 3)})
+
+    def _log_loaded(self) -> None:
+        """Under load, the last landed period's latency, lag and results/s on the MLflow run that
+        planned from it (tag reconf.period_end), whether or not it published a version."""
+        end = self._state().get("last_period_end")
+        if self.spec.rate <= 0 or not end:
+            return
+        path = self._periods_dir() / f"{end}.json"
+        record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        log_period_metrics(self.mlflow_uri, self.spec.job_id, "reconf.period_end", end,
+                           loaded_metrics(record))
 
     def _periods_dir(self) -> Path:
         return self.app_dir / "periods"

@@ -25,7 +25,13 @@ class KStreamsSpec:
     what a task's load is measured by (stats.py): its records in, or its measured processing
     time. `wave_poll_ms`: while a wave of a move schedule runs, how often the assignor checks that
     its tasks run (a follow-up rebalance each time, at most every `followup_ms`); `wave_timeout_ms`: a wave whose tasks do not
-    all run by then fails (runtime/kafka_streams/waves.py)."""
+    all run by then fails (runtime/kafka_streams/waves.py).
+
+    Under load (runtime/kafka_streams/loaded.py): `cost_us` > 0 gives each instance a known
+    capacity (µs a record waits at capacity 1.0, divided by the node's capacity); `rate` > 0
+    feeds the job an open-loop stream of that many records/s (`keys`: "routes" or "zipf") instead
+    of a slice per period, and a landed period is `period_wall_s` of wall time since the last;
+    `hot_spot_period` n > 0 shifts the heaviest keys from the job's n-th landed period on."""
 
     job_id: str
     period_s: int = 300
@@ -40,6 +46,11 @@ class KStreamsSpec:
     load_metric: str = "records"
     wave_poll_ms: int = 1000
     wave_timeout_ms: int = 120_000
+    cost_us: float = 0.0
+    rate: float = 0.0
+    keys: str = "routes"
+    period_wall_s: float = 20.0
+    hot_spot_period: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.nodes <= 16:
@@ -64,6 +75,13 @@ class KStreamsSpec:
             raise ValueError(f"wave_poll_ms must be >= 200, got {self.wave_poll_ms}")
         if self.wave_timeout_ms < 1:
             raise ValueError(f"wave_timeout_ms must be >= 1, got {self.wave_timeout_ms}")
+        if self.cost_us < 0 or self.rate < 0 or self.hot_spot_period < 0:
+            raise ValueError(f"cost_us, rate and hot_spot_period must be >= 0, got "
+                             f"{self.cost_us}, {self.rate}, {self.hot_spot_period}")
+        if self.rate > 0 and self.period_wall_s < 5:
+            raise ValueError(f"period_wall_s must be >= 5 under load, got {self.period_wall_s}")
+        if self.keys not in ("routes", "zipf"):
+            raise ValueError(f'keys must be "routes" or "zipf", got {self.keys!r}')
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any], *, job_id: str) -> KStreamsSpec:

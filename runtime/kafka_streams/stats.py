@@ -10,7 +10,8 @@ it; a counter that went down is read as restarting from zero.
 What lands, per task (`keygroups/`): records in and out, `cpu_ms` = the task's load basis × one
 calibration factor (below), `state_bytes` = the store's key + value bytes now. The basis
 (`load_metric`) is either the nanoseconds FlightsApp measured inside the task's processor
-(`processing_time`) or the task's records in (`records`, the default: the aggregate costs the same
+(`processing_time`, in reference nanoseconds: the time measured on an instance of capacity c, × c)
+or the task's records in (`records`, the default: the aggregate costs the same
 per record, and at a few thousand records per task and period the measured times are dominated by
 JIT, garbage collection, RocksDB flushes and other tenants of the machine — one task's time per
 record varied 3-65 µs from one period to the next; docs/runtime.md). Per node (`nodes/`): its
@@ -75,9 +76,14 @@ def period_figures(before: Snapshot, after: Snapshot, owners: Mapping[str, str])
         prior = before.get(node, {})
         prior_tasks = prior.get("tasks", {}) if prior.get("pid") == snap.get("pid") else {}
         node_ns = 0
+        # a processing nanosecond on an instance of capacity c is c reference nanoseconds: the
+        # planner's loads are in % of a reference node (capacity 1.0), its nodes' capacities
+        # divide them back (placement/metrics.py); a task measured on a fast instance is not light
+        speed = float(snap.get("capacity", 1.0))
         for task, c in snap["tasks"].items():
             p = prior_tasks.get(task, {})
             d = [_delta(c[k], p.get(k, 0)) for k in ("in", "out", "proc_ns")]
+            d[2] = round(d[2] * speed)
             node_ns += d[2]
             acc = sums.setdefault(task, [0, 0, 0])
             for i in range(3):

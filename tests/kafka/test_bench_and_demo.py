@@ -81,6 +81,8 @@ def test_demo_kstreams_one_period(tmp_path: Path) -> None:
     assert ":5000" not in done.stdout and " ui --backend-store-uri" not in done.stdout
     assert "kafka streams: load % per instance" in done.stdout
     assert "runs v1" in done.stdout and "applied" in done.stdout
+    # under the open-loop load: the period's latency and lag beside the load spread
+    assert "under load: 400 records/s in" in done.stdout and "p99" in done.stdout
     landed = list((tmp_path / "landing" / "kstreams").glob("period_end=*/_RUNTIME.json"))
     assert len(landed) == 1
     assert not _own_jvms(tmp_path)
@@ -94,3 +96,10 @@ def test_demo_kstreams_one_period(tmp_path: Path) -> None:
     metrics = runs[0].data.metrics
     assert metrics["kstreams_tasks_moved"] == metrics["migrations"] > 0
     assert metrics["kstreams_restored_records"] > 0 and metrics["kstreams_moved_state_bytes"] > 0
+    # the period the plan was made from, as the job lived it: on the same run
+    assert metrics["kstreams_p99_ms"] >= metrics["kstreams_p50_ms"] >= 0
+    assert metrics["kstreams_rate"] == 400 and metrics["kstreams_lag_max"] >= 0
+    audit = _reconf(tmp_path, "audit", "--job", "kstreams", "--period-end",
+                    runs[0].data.tags["reconf.period_end"])
+    assert audit.returncode == 0, audit.stderr[-2000:]
+    assert "kafka streams (measured): " in audit.stdout and "p99_ms " in audit.stdout

@@ -28,6 +28,9 @@ source = {{ kind = "kafka-streams", {fields} }}
     ("nodes = 2, capacities = [1.0]", "capacities must list 2 positive numbers"),
     ("load_metric = \"cpu\"", 'load_metric must be "records" or "processing_time"'),
     ("replicas = 2", "unknown kafka-streams source key(s) ['replicas']"),
+    ("rate = -1", "cost_us, rate and hot_spot_period must be >= 0"),
+    ("rate = 100, period_wall_s = 1", "period_wall_s must be >= 5 under load"),
+    ('keys = "uniform"', 'keys must be "routes" or "zipf"'),
     ("wave_poll_ms = 50", "wave_poll_ms must be >= 200"),
 ])
 def test_bad_source_table(tmp_path: Path, fields: str, message: str) -> None:

@@ -8,11 +8,15 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
@@ -40,7 +44,11 @@ import org.slf4j.LoggerFactory;
  * --published-root --job --applied-file [--followup-ms 10000] [--stats-ms 500] [--default-assignor]
  * [--state-root DIR] [--wave-poll-ms 1000] [--wave-timeout-ms 120000] (ReconfTaskAssignor's move
  * schedule: where {@code <job>/execution.json} and {@code <job>/STOP} are, how often a running
- * wave is checked, how long its tasks may take to run)
+ * wave is checked, how long its tasks may take to run) [--cost-us US] [--cost-table FILE] (a known
+ * capacity: each record waits its key's cost / --capacity, ServiceCost) [--commit-ms 500]
+ * [--linger-ms L] (the Streams producer's linger; Kafka Streams' default 100 ms when absent)
+ * [--fetch-wait-ms W] (the consumer waits up to W ms for 64 KiB: fewer poll-loop iterations, each
+ * costing CPU whatever it brings, at up to W ms of latency)
  */
 public final class FlightsApp {
     private static final Logger LOG = LoggerFactory.getLogger(FlightsApp.class);
@@ -49,15 +57,74 @@ public final class FlightsApp {
     private FlightsApp() {
     }
 
+    /** One running instance: its Streams client, its counters, its arguments, its stats file. */
+    private record Instance(KafkaStreams streams, TaskStats stats, Map<String, String> a, Path out) {
+    }
+
     public static void main(String[] argv) throws Exception {
-        Map<String, String> a = Args.parse(argv);
+        Map<String, String> base = Args.parse(argv);
+        List<Instance> running = new CopyOnWriteArrayList<>();
+        CountDownLatch done = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            running.parallelStream().forEach(i -> i.streams().close(java.time.Duration.ofSeconds(10)));
+            done.countDown();
+        }));
+        for (Map<String, String> a : instances(base)) {
+            running.add(start(a));
+        }
+        long every = Long.parseLong(base.getOrDefault("stats-ms", "500"));
+        while (!done.await(every, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+            for (Instance i : running) {
+                try {
+                    write(i.out(), report(i.streams(), i.stats(), i.a()));
+                } catch (Exception exc) {
+                    LOG.warn("stats of {} not written: {}", i.a().get("node"), exc.toString());
+                }
+            }
+        }
+    }
+
+    /**
+     * The instances this JVM runs: the one its arguments describe, or with {@code --instances
+     * node:capacity,...} one per entry, each its own Kafka Streams client (group member, stream
+     * thread, client tag, state directory {@code <state-dir>/<node>}, statistics file
+     * {@code <stats-dir>/<node>.json}). Several instances in one JVM share its start-up, JIT
+     * compilation and garbage collection: a machine of two cores hosts three applications of
+     * three instances each. With the waiting cost model an instance's capacity is its own
+     * stream thread's, whichever JVM it is in.
+     */
+    static List<Map<String, String>> instances(Map<String, String> a) {
+        if (!a.containsKey("instances")) {
+            return List.of(a);
+        }
+        List<Map<String, String>> out = new ArrayList<>();
+        for (String item : a.get("instances").split(",")) {
+            String[] f = item.split(":");
+            if (f.length != 2 || !a.containsKey("stats-dir") || !a.containsKey("state-dir")) {
+                throw new IllegalArgumentException("--instances: expected node:capacity,... with "
+                    + "--state-dir and --stats-dir, got '" + item + "'");
+            }
+            Map<String, String> one = new HashMap<>(a);
+            one.put("node", f[0]);
+            one.put("capacity", f[1]);
+            one.put("state-dir", a.get("state-dir") + "/" + f[0]);
+            one.put("stats", a.get("stats-dir") + "/" + f[0] + ".json");
+            out.add(one);
+        }
+        return out;
+    }
+
+    private static Instance start(Map<String, String> a) throws Exception {
         TaskStats stats = new TaskStats();
+        // one stream thread: the instance's capacity is that thread's, and the cost model's
+        // debt is that thread's alone
+        ServiceCost cost = ServiceCost.fromArgs(a);
         StreamsBuilder builder = new StreamsBuilder();
         builder.addStateStore(Stores.keyValueStoreBuilder(
             Stores.persistentKeyValueStore(RouteAggregator.STORE), Serdes.String(),
             Serdes.ByteArray()));
         builder.stream(a.get("input"), Consumed.with(Serdes.String(), Serdes.String()))
-            .process(() -> new RouteAggregator(stats), RouteAggregator.STORE)
+            .process(() -> new RouteAggregator(stats, cost), RouteAggregator.STORE)
             .to(a.get("output"), Produced.with(Serdes.String(), Serdes.String()));
 
         Properties p = new Properties();
@@ -65,7 +132,14 @@ public final class FlightsApp {
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, a.get("bootstrap"));
         p.put(StreamsConfig.STATE_DIR_CONFIG, a.get("state-dir"));
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 500);
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, Integer.parseInt(a.getOrDefault("commit-ms", "500")));
+        if (a.containsKey("fetch-wait-ms")) { // fewer, larger fetches: the poll loop's cost per record
+            p.put(StreamsConfig.consumerPrefix("fetch.min.bytes"), 65536);
+            p.put(StreamsConfig.consumerPrefix("fetch.max.wait.ms"), Integer.parseInt(a.get("fetch-wait-ms")));
+        }
+        if (a.containsKey("linger-ms")) {
+            p.put(StreamsConfig.producerPrefix("linger.ms"), Integer.parseInt(a.get("linger-ms")));
+        }
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         p.put(StreamsConfig.CLIENT_TAG_PREFIX + "reconf.node", a.get("node"));
@@ -88,22 +162,10 @@ public final class FlightsApp {
         KafkaStreams streams = new KafkaStreams(builder.build(), p);
         String changelog = a.get("app-id") + "-" + RouteAggregator.STORE + "-changelog";
         streams.setGlobalStateRestoreListener(new Restores(stats, changelog));
-        CountDownLatch done = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            streams.close(java.time.Duration.ofSeconds(10));
-            done.countDown();
-        }));
+        stats.cost = cost;
         streams.start();
         LOG.info("instance {} (capacity {}) started", a.get("node"), a.get("capacity"));
-        Path out = Path.of(a.get("stats"));
-        long every = Long.parseLong(a.getOrDefault("stats-ms", "500"));
-        while (!done.await(every, java.util.concurrent.TimeUnit.MILLISECONDS)) {
-            try {
-                write(out, report(streams, stats, a));
-            } catch (Exception exc) {
-                LOG.warn("stats not written: {}", exc.toString());
-            }
-        }
+        return new Instance(streams, stats, a, Path.of(a.get("stats")));
     }
 
     private static ObjectNode report(KafkaStreams streams, TaskStats stats, Map<String, String> a) {
@@ -111,6 +173,8 @@ public final class FlightsApp {
         r.put("format", 1);
         r.put("node", a.get("node"));
         r.put("capacity", Double.parseDouble(a.getOrDefault("capacity", "1.0")));
+        r.put("cost_us", Double.parseDouble(a.getOrDefault("cost-us", "0")));
+        r.put("waited_ns", stats.cost == null ? 0L : stats.cost.waitedNs());
         r.put("pid", ProcessHandle.current().pid());
         r.put("ts_ms", System.currentTimeMillis());
         r.put("state", streams.state().name());

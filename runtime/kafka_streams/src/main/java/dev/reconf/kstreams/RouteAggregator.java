@@ -13,18 +13,26 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * of arrival delays, the sum of distances and a 24-bucket histogram of arrival delays (15-minute
  * buckets from -60 min). Emits the route's updated mean delay per input record. The time spent in
  * {@link #process} is this task's measured processing time.
+ *
+ * <p>With a service cost (ServiceCost: the instance's known capacity) each record also owes its
+ * key's cost, waited out in batches. The task is charged its own records' costs plus the time
+ * it measured computing; a park is not charged to the record that happened to trigger it (it
+ * pays for the batch's records, of whichever task), so the per-task processing times add up to
+ * the instance's busy time and each task's share is its own.
  */
 final class RouteAggregator implements Processor<String, String, String, String> {
     static final String STORE = "route-stats";
     private static final int BUCKETS = 24;
     private static final int SIZE = 8 * 3 + 8 * BUCKETS;
     private final TaskStats stats;
+    private final ServiceCost cost;
     private KeyValueStore<String, byte[]> store;
     private ProcessorContext<String, String> context;
     private TaskStats.Counters counters;
 
-    RouteAggregator(TaskStats stats) {
+    RouteAggregator(TaskStats stats, ServiceCost cost) {
         this.stats = stats;
+        this.cost = cost;
     }
 
     @Override
@@ -48,10 +56,12 @@ final class RouteAggregator implements Processor<String, String, String, String>
     @Override
     public void process(Record<String, String> record) {
         long t0 = System.nanoTime();
+        long waited0 = cost.waitedNs();
+        long owed = cost.serve(record.key());
         counters.in.incrementAndGet();
         String[] f = record.value().split(",", -1);
         if (record.key() == null || f.length < 4 || f[2].isEmpty()) {
-            counters.procNs.addAndGet(System.nanoTime() - t0);
+            charge(t0, waited0, owed);
             return; // cancelled or diverted flight: no arrival delay
         }
         double delay = Double.parseDouble(f[2]);
@@ -74,6 +84,12 @@ final class RouteAggregator implements Processor<String, String, String, String>
         }
         context.forward(record.withValue(String.format("%d,%.2f", n, sumDelay / n)));
         counters.out.incrementAndGet();
-        counters.procNs.addAndGet(System.nanoTime() - t0);
+        charge(t0, waited0, owed);
+    }
+
+    /** The record's processing time: measured compute (without a park) + its own service cost. */
+    private void charge(long t0, long waited0, long owed) {
+        long parked = cost.waitedNs() - waited0;
+        counters.procNs.addAndGet(System.nanoTime() - t0 - parked + owed);
     }
 }

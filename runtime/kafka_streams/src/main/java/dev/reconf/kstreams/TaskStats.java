@@ -24,6 +24,7 @@ final class TaskStats {
     }
 
     final Map<String, Counters> tasks = new ConcurrentHashMap<>();
+    volatile ServiceCost cost; // the instance's cost model, for its waited time (null: none)
     final java.util.List<Restore> restores = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     Counters of(String task) {
