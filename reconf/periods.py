@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 from typing import Any
 
 __all__ = ["add_parser"]
@@ -61,8 +62,6 @@ def _show(args: argparse.Namespace) -> int:
     root = Paths.from_env().reports / job.job_id
     found: list[Outcome] = []
     for path in sorted(root.glob("*/cycle.json"))[-args.last:]:
-        import json
-
         try:
             outcome = Outcome.from_json(json.loads(path.read_text()).get("current"))
         except (OSError, ValueError, AttributeError):
