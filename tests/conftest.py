@@ -23,12 +23,13 @@ tests/jobs/pipeline_kit.py.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import settings as hypothesis_settings
@@ -95,16 +96,73 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return ByGroup(config, log)
 
 
+#: seconds each group took in a `make test` run (the run writes them to
+#: .reconf/test-durations.json; copy that file here when the suite's shape changes)
+_MEASURED = ROOT / "tests" / "durations.json"
+
+
+def _measured() -> dict[str, float]:
+    try:
+        return {str(k): float(v) for k, v in json.loads(_MEASURED.read_text())["groups"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In an xdist worker: heaviest groups first (stable: each group keeps its tests' order)."""
+    """In an xdist worker: heaviest groups first (stable: each group keeps its tests' order), by
+    the measured seconds of tests/durations.json, else by the markers' rough weights."""
     if not hasattr(config, "workerinput"):
         return
+    measured = _measured()
     weight: dict[str, float] = {}
     for item in items:
         group = _group(item.nodeid)
         weight[group] = weight.get(group, 0.0) + next(
             (w for name, w in _WEIGHTS if item.get_closest_marker(name)), 0.3)
+    weight.update({group: seconds for group, seconds in measured.items() if group in weight})
     items.sort(key=lambda item: -weight[_group(item.nodeid)])
+
+
+class _Timing:
+    """Where the suite's time went, measured by the controller: seconds per group (setup, call
+    and teardown of its tests) and per xdist worker; printed at the end and written to
+    .reconf/test-durations.json, the input of the next run's order (tests/durations.json)."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, float] = {}
+        self.workers: dict[str, float] = {}
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        group = _group(report.nodeid)
+        self.groups[group] = self.groups.get(group, 0.0) + report.duration
+        worker = getattr(getattr(report, "node", None), "gateway", None)
+        name = getattr(worker, "id", "main")
+        self.workers[name] = self.workers.get(name, 0.0) + report.duration
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.groups:
+            return
+        top = sorted(self.groups.items(), key=lambda kv: -kv[1])
+        terminalreporter.section("time per test group")
+        for group, seconds in top[:15]:
+            terminalreporter.write_line(f"{seconds:8.1f} s  {group}")
+        terminalreporter.write_line("per worker: " + ", ".join(
+            f"{name} {seconds:.0f} s" for name, seconds in sorted(self.workers.items())))
+        out = ROOT / ".reconf" / "test-durations.json"
+        try:
+            out.parent.mkdir(exist_ok=True)
+            out.write_text(json.dumps({"groups": {g: round(s, 1) for g, s in top},
+                                       "workers": {w: round(s, 1) for w, s in
+                                                   sorted(self.workers.items())}}, indent=1) + "\n")
+        except OSError as exc:
+            terminalreporter.write_line(f"(not written: {out}: {exc})")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
+        config.pluginmanager.register(_Timing(), "reconf-timing")
 
 
 @pytest.fixture(scope="session")
