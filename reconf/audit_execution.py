@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from schemas.reasons import shown_reason
 from schemas.schedule import OVER_IN_FLIGHT, OVER_TARGET
 
 __all__ = ["execution_lines"]
@@ -22,8 +23,9 @@ def execution_lines(r: Mapping[str, Any]) -> list[str]:
     lines: list[str] = []
     rb = r.get("rollback")
     if rb:
-        lines.append(f"  rollback to v{rb['to_version']}: {rb['reason']}" + (
-            f" (budget overridden: {rb['budget_override']})" if rb["budget_override"] else ""))
+        lines.append(f"  rollback to v{rb['to_version']}: {shown_reason(rb['reason'], '    ')}"
+                     + (f" (budget overridden: {shown_reason(rb['budget_override'], '    ')})"
+                        if rb["budget_override"] else ""))
     sched = r.get("schedule")
     if sched:
         lim = sched["limits"]
