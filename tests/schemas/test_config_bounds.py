@@ -113,7 +113,7 @@ def _toml(value: int | float | str) -> str:
 NUMBERS = st.one_of(
     st.integers(), st.integers(min_value=-(10**400), max_value=10**400),
     st.sampled_from([10**18, 10**18 + 1, 2**31, 2**63, 10**400, -(10**400)]),
-    st.floats(), st.sampled_from([1e308, -1e308, 1e18, 1e19, 5e-324]),
+    st.floats(), st.sampled_from([1e308, -1e308, 1e18, 1e19, 5e-324, 1e-7]),
     st.builds(lambda n, u: f"{n}{u}", st.integers(0, 10**25), st.sampled_from("smhd")))
 
 
@@ -141,6 +141,7 @@ def test_any_number_in_any_field_is_a_valid_job_or_an_error_naming_the_field(
     assert job.landing_wait + timedelta(minutes=5) > timedelta(0)
     assert job.healing.min_gap + timedelta(minutes=10) > timedelta(0)
     assert job.start_date + 1000 * job.spl > job.start_date
+    assert (3 * job.spl) // job.spl == 3  # the period grid divides by it
     dag.run_params(job)
 
 
