@@ -496,30 +496,17 @@ _USES_HOME = {"land", "apply", "collect", "validate", "plan", "publish", "cycle"
               "whatif", "stop", "rollback", "heal", "period", "runtime", "health"}
 
 
-#: every option that takes an operator's reason, whatever the command (schemas/reasons.py)
-_REASON_OPTIONS = {"reason": "--reason", "override_budget": "--override-budget"}
-
-
-def _check_reasons(args: argparse.Namespace) -> None:
-    from schemas.reasons import check_reason
-
-    for attr, option in _REASON_OPTIONS.items():
-        value = getattr(args, attr, None)
-        if isinstance(value, str):
-            check_reason(value, option)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     import os
 
     from jobs.errors import check_home
-    from reconf.cli_errors import bad_input, closed_stdout, internal_error
+    from reconf.cli_errors import bad_input, check_reasons, closed_stdout, internal_error
     from schemas.config import Paths
     from schemas.errors import ReconfError
 
     try:
-        _check_reasons(args)  # before anything is written: one rule for every reason taken
+        check_reasons(args)  # before anything is written: one rule for every reason taken
         if args.command in _USES_HOME:
             check_home(Paths.from_env())
         code = int(args.func(args))

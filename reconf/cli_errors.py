@@ -8,7 +8,22 @@ import argparse
 import sys
 from pathlib import Path
 
-__all__ = ["STDOUT_CLOSED", "bad_input", "closed_stdout", "internal_error", "save_traceback"]
+__all__ = ["STDOUT_CLOSED", "bad_input", "check_reasons", "closed_stdout", "internal_error",
+           "save_traceback"]
+
+#: every option that takes an operator's reason, whatever the command (schemas/reasons.py)
+REASON_OPTIONS = {"reason": "--reason", "override_budget": "--override-budget"}
+
+
+def check_reasons(args: argparse.Namespace) -> None:
+    """Every reason option the command was given, held to the one rule (schemas/reasons.py):
+    a ReasonError naming the option, before the command writes anything."""
+    from schemas.reasons import check_reason
+
+    for attr, option in REASON_OPTIONS.items():
+        value = getattr(args, attr, None)
+        if isinstance(value, str):
+            check_reason(value, option)
 
 #: the exit status of a command whose stdout's reader went away: 128 + SIGPIPE (13), what a shell
 #: reports for `cat big | head -1`'s cat, so `set -o pipefail` scripts see reconf as any tool
