@@ -27,6 +27,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from reconf.assets import assignment_asset
 from schemas.config import JobConfig, valid_jobs
 from schemas.errors import ReconfError
+from schemas.reasons import REASON_MAX_CHARS
 
 _log = logging.getLogger("reconf.dag")
 
@@ -37,10 +38,11 @@ def rollback_params() -> dict[str, Param]:
         "to_version": Param(type="integer", minimum=1, title="Roll back to version",
                             description="the earlier published version whose assignment the new "
                             "version gets (see `reconf audit`; must be older than the newest)"),
-        "reason": Param("", type="string", title="Reason",
+        "reason": Param("", type="string", title="Reason", maxLength=REASON_MAX_CHARS,
                         description="required: why roll back (kept on the rollback's MLflow run "
-                        "and shown by `reconf audit`)"),
+                        f"and shown by `reconf audit`; at most {REASON_MAX_CHARS} characters)"),
         "override_budget": Param(None, type=["null", "string"], title="Override budget",
+                                 maxLength=REASON_MAX_CHARS,
                                  description="leave empty to keep the job's migration budget; "
                                  "a reason here publishes the rollback even if its moves break "
                                  "the budget (kept on the MLflow run)"),

@@ -1,7 +1,9 @@
 """One canonical order for a ClusterState, so a plan never depends on declaration order.
 
-Two files that list the same nodes, units, sources, streams, edges or sites in another order
-describe the same instance and must get the same plan. Every strategy breaks its ties by some
+Two files that list the same nodes, units, sources, streams, edges, sites or topology
+constraints (groups, the units inside a group, labels) in another order describe the same
+instance and must get the same plan: a MILP's rows follow the declared order, and a solver that
+meets rows in another order may settle a tie otherwise. Every strategy breaks its ties by some
 index (the lowest server, the first unit, the first type); the registry hands each strategy the
 state in this canonical order, so "the lowest index" always means "the smallest id". Ids sort
 naturally (digit runs as numbers: n2 before n10), then by the raw id, so a cluster named
@@ -21,6 +23,7 @@ from placement.comm import CommEdges
 from placement.facets import Network
 from placement.model import ClusterState
 from placement.subscriptions import Subscriptions
+from schemas.constraints import AntiAffinity, Constraints, Pin
 
 __all__ = ["canonical_state", "natural_key"]
 
@@ -72,6 +75,32 @@ def _sorted_subscriptions(subs: Mapping[str, frozenset[str]], rank: Mapping[str,
     return subs.reordered(sorted(range(len(subs.units)), key=lambda r: rank[subs.units[r]]))
 
 
+def _units_key(units: Iterable[str]) -> tuple[tuple[tuple[int, str], ...], ...]:
+    return tuple(natural_key(u) for u in units)
+
+
+def _canonical_constraints(cons: Constraints) -> Constraints:
+    """`cons` with every group's units, every group and every label table in canonical order.
+    A constraint may name units the state lacks (a dynamic job's), so units sort by their
+    natural key, not by the state's rank."""
+    if not cons and not cons.node_labels:
+        return cons
+
+    def units(us: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(sorted(us, key=natural_key))
+
+    spread = tuple(sorted((dataclasses.replace(s, units=units(s.units)) for s in cons.spread),
+                          key=lambda s: (s.label, s.operator or "", _units_key(s.units),
+                                         s.min_domains or 0, s.max_per_domain or 0)))
+    anti = tuple(sorted((AntiAffinity(units(a.units)) for a in cons.anti_affinity),
+                        key=lambda a: _units_key(a.units)))
+    pins = tuple(sorted((Pin(units(p.units), dict(sorted(p.labels.items()))) for p in cons.pin),
+                        key=lambda p: (_units_key(p.units), tuple(p.labels.items()))))
+    labels = {n: dict(sorted(ls.items())) for n, ls in _by_key(cons.node_labels).items()}
+    return dataclasses.replace(cons, node_labels=labels, spread=spread, anti_affinity=anti,
+                               pin=pins)
+
+
 def canonical_state(state: ClusterState) -> ClusterState:
     """`state` with every collection in canonical order (the same instance, re-listed)."""
     network = state.network
@@ -93,5 +122,6 @@ def canonical_state(state: ClusterState) -> ClusterState:
         load_model={u: _by_key(c) for u, c in _by_key(state.load_model, rank).items()},
         network=network,
         pinned=_by_key(state.pinned, rank),
+        constraints=_canonical_constraints(state.constraints),
     )
     return canon

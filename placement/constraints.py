@@ -22,13 +22,13 @@ that (`raised`); `MoveCheck` lets a move-by-move heuristic (greedy) ask before e
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from placement.model import ClusterState
 from schemas.constraints import AntiAffinity, Constraints, Pin, Spread
 
-__all__ = ["MoveCheck", "amounts", "broken", "raised"]
+__all__ = ["MoveCheck", "amounts", "broken", "held", "raised"]
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,20 @@ class MoveCheck:
                 return False
         return True
 
+    def blocking(self, assignment: Mapping[str, str], unit: str, dst: str,
+                 counts: Mapping[str, int]) -> list[str]:
+        """The names of the constraints that moving `unit` to `dst` would raise; `counts` is
+        each node's number of units under `assignment` (the per-node maximum's input)."""
+        after = _Moved(assignment, unit, dst)
+        out = []
+        for rule in self._touching(unit):
+            if isinstance(rule.spec, int):
+                if counts.get(dst, 0) + 1 > rule.spec:
+                    out.append(rule.name)
+            elif _amount(self.state, rule, after) > _amount(self.state, rule, assignment):
+                out.append(rule.name)
+        return out
+
     def total(self, assignment: Mapping[str, str]) -> int:
         """The summed violation amount of every constraint (0: all kept)."""
         return sum(_amount(self.state, r, assignment) for r in self.rules)
@@ -165,3 +179,31 @@ class MoveCheck:
                 return False
             lower = lower or then < now
         return lower
+
+
+def held(state: ClusterState, assignment: Mapping[str, str], units: Iterable[str]
+         ) -> dict[str, list[str]]:
+    """Of `units` (on nodes marked for removal), those no single move onto a node outside B
+    can take without raising a hard constraint, each with the names of the constraints that
+    block it (in declaration order). A plan that leaves such a unit on B says so by naming
+    them: the budget or the strategy's trade-off is not why it stays."""
+    check = MoveCheck(state)
+    if not check.active:
+        return {}
+    targets = [n.id for n in state.nodes if not n.marked_for_removal]
+    counts = Counter(assignment.values())
+    order = [r.name for r in check.rules]
+    out: dict[str, list[str]] = {}
+    for unit in units:
+        names: set[str] = set()
+        for dst in targets:
+            if dst == assignment[unit]:
+                continue
+            blocked = check.blocking(assignment, unit, dst, counts)
+            if not blocked:
+                break
+            names.update(blocked)
+        else:
+            if names:
+                out[unit] = [n for n in order if n in names]
+    return out

@@ -266,7 +266,7 @@ class ClusterState:
 
 class SolverStatus(str, Enum):  # noqa: UP042 (str() kept as jobs/ expect)
     OPTIMAL = "optimal"
-    TIME_LIMITED = "time_limited"  # best incumbent when the time limit ran out
+    TIME_LIMITED = "time_limited"  # best incumbent, unproven: a work budget or the clock stopped
     INFEASIBLE = "infeasible"  # current assignment kept
     HEURISTIC = "heuristic"  # a baseline: no optimality claim
 

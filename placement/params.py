@@ -73,23 +73,28 @@ class ParamsError(ReconfError, ValueError, TypeError):
     as a call with a wrong keyword is); the message names the strategy, the field and the rule."""
 
 
+#: HiGHS takes its seed and its node limit as a C int; the work budget is counted against them
+HIGHS_INT_MAX = 2**31 - 1
+
+
 class StrategyParams(BaseModel):
     """Fields every strategy accepts: a strategy that has no use for one ignores it, so a sweep
     may pass `seed` or `time_limit_s` to every strategy alike."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
-    seed: int = Field(0, ge=0, description="seed of the strategy's random choices")
+    seed: int = Field(0, ge=0, le=HIGHS_INT_MAX,
+                      description="seed of the strategy's random choices")
     time_limit_s: float = Field(
         10.0, gt=0, description="wall-clock limit of one plan, model building included; set by "
         "the job's solver_time_limit_s")
     solver: Solver = Field("highs", description="MILP solver: HiGHS or CBC (through PuLP)")
     node_limit: int | None = Field(
-        DEFAULT_NODE_LIMIT, ge=1, description="HiGHS mip_max_nodes of every MILP solve: with "
+        DEFAULT_NODE_LIMIT, ge=1, le=HIGHS_INT_MAX, description="HiGHS mip_max_nodes of every MILP solve: with "
         "work_limit the deterministic work budget, so a plan stopped by it (not by the clock, "
         "which stays as the safety net) is reproducible (placement/determinism.py)")
     work_limit: int | None = Field(
-        DEFAULT_WORK_LIMIT, ge=1, description="HiGHS MIP interrupt checkpoints of every MILP "
+        DEFAULT_WORK_LIMIT, ge=1, le=HIGHS_INT_MAX, description="HiGHS MIP interrupt checkpoints of every MILP "
         "solve (root cut rounds, heuristics, nodes): the deterministic budget of the work "
         "mip_max_nodes does not bound; with node_limit None too (from Python only) a plan runs "
         "on the clock, as the benchmarks' comparison does")

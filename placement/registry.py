@@ -54,7 +54,7 @@ from typing import Any, Literal
 
 from placement.canonical import canonical_state, natural_key
 from placement.common import StrategyInputError, fits, present_state
-from placement.constraints import broken, raised
+from placement.constraints import broken, held, raised
 from placement.determinism import describe, watching
 from placement.metrics import check_assignment
 from placement.model import Budget, ClusterState, Plan, SolverStatus
@@ -172,15 +172,23 @@ def explain_constraints(state: ClusterState, plan: Plan) -> Plan:
 
 def explain_b(spec: Spec, state: ClusterState, budget: Budget, plan: Plan) -> Plan:
     """The plan, its message saying which units stay on B and why (when the strategy did not
-    say so itself): the budget cannot cover draining B, or the strategy's trade-off."""
+    say so itself): a hard constraint that no move off B keeps (named: neither the budget nor
+    the trade-off would free such a unit), the budget cannot cover draining B, or the
+    strategy's trade-off."""
     left = left_on_b(state, plan.assignment)
     if not left or B_NOTE in plan.message:
         return plan
     shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
-    why = (B_TRADE_OFF[spec.name] if spec.name in B_TRADE_OFF and can_drain(state, budget)
-           else f"the budget ({_budget_text(budget)}) does not cover draining them all this "
-                "round")
-    note = f"{len(left)} unit(s) stay on nodes marked for removal ({shown}): {why}"
+    kept = held(state, plan.assignment, left)
+    whys = [f"{u} is held by hard constraint(s) {'; '.join(names)}: no node outside B takes "
+            "it without breaking them" for u, names in list(kept.items())[:5]]
+    if len(kept) > 5:
+        whys.append(f"{len(kept) - 5} more are held likewise")
+    if len(kept) < len(left):
+        whys.append(B_TRADE_OFF[spec.name] if spec.name in B_TRADE_OFF and can_drain(state, budget)
+                    else f"the budget ({_budget_text(budget)}) does not cover draining them "
+                         "all this round")
+    note = f"{len(left)} unit(s) stay on nodes marked for removal ({shown}): {'; '.join(whys)}"
     return dataclasses.replace(plan, message=f"{plan.message}; {note}" if plan.message else note)
 
 

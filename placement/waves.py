@@ -39,16 +39,27 @@ When no remaining move fits even alone in an empty wave (the plan's target itsel
 over the ceiling, or two full nodes swap units), the planner still schedules every move — the
 plan is the target and the final assignment must be the plan's — but one move per wave, the one
 whose destination ends least over the ceiling, and marks that wave `over_ceiling`. The schedule
-says so (MLflow logs the count), so an operator sees that the plan, not the execution, is unsafe.
+says so (MLflow logs the count) and why (`Schedule.over_causes`: the target puts the node over
+the ceiling, or the target keeps it and only the move in flight breaks it, as in a swap), so an
+operator sees whether the plan or only its execution is unsafe.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 from placement.model import ClusterState, KeyGroup, Move
 from schemas.manifest import assignment_checksum
-from schemas.schedule import Schedule, ScheduledMove, Wave, WaveLimits, apply_waves
+from schemas.schedule import (
+    OVER_IN_FLIGHT,
+    OVER_TARGET,
+    Schedule,
+    ScheduledMove,
+    Wave,
+    WaveLimits,
+    apply_waves,
+)
 
 __all__ = ["WaveLimits", "plan_waves", "utilisation"]
 
@@ -109,7 +120,20 @@ def plan_waves(state: ClusterState, moves: Sequence[Move], limits: WaveLimits,
                                               unit[m.keygroup].state_bytes) for m in wave),
                           peak, over))
     final = dict(target) if target is not None else apply_waves(state.assignment, tuple(waves))
-    return Schedule.sealed(tuple(waves), limits, assignment_checksum(final))
+    sealed = Schedule.sealed(tuple(waves), limits, assignment_checksum(final))
+    return dataclasses.replace(sealed, over_causes=tuple(
+        _over_cause(w, load, cap, ceiling) if w.over_ceiling else None for w in waves))
+
+
+def _over_cause(wave: Wave, final: Mapping[str, float], cap: Mapping[str, float],
+                ceiling: float | None) -> str:
+    """Why an over-ceiling wave (one move) is over: its destination ends over the ceiling on
+    the plan's target, or only the moving unit, counted on both ends while it moves, takes it
+    over (two full nodes swapping units): an operator fixes the first in the plan, the second
+    by lowering load or raising the ceiling, so the audit must not blame the target for it."""
+    dst = wave.moves[0].dst
+    over = ceiling is not None and final[dst] > ceiling * cap[dst] + 1e-9
+    return OVER_TARGET if over else OVER_IN_FLIGHT
 
 
 def _priority(m: Move, marked: frozenset[str], util: Mapping[str, float], bar: float,

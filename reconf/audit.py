@@ -405,7 +405,7 @@ def format_report(r: dict[str, Any]) -> str:
     if ap:
         from schemas.approval import Decision
 
-        lines.append(f"  approval: {Decision(ap['outcome'], ap['reason'], ap['by'], ap['at']).line()}")
+        lines.append(f"  approval: {Decision(ap['outcome'], ap['reason'], ap['by'], ap['at']).shown()}")
     p = r["published"]
     if p:
         lines.append(f"  published: assignment v{p['assignment_version']} ({p['manifest']})")

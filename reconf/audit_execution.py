@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from schemas.reasons import shown_reason
+from schemas.schedule import OVER_IN_FLIGHT, OVER_TARGET
+
 __all__ = ["execution_lines"]
 
 
@@ -20,8 +23,9 @@ def execution_lines(r: Mapping[str, Any]) -> list[str]:
     lines: list[str] = []
     rb = r.get("rollback")
     if rb:
-        lines.append(f"  rollback to v{rb['to_version']}: {rb['reason']}" + (
-            f" (budget overridden: {rb['budget_override']})" if rb["budget_override"] else ""))
+        lines.append(f"  rollback to v{rb['to_version']}: {shown_reason(rb['reason'], '    ')}"
+                     + (f" (budget overridden: {shown_reason(rb['budget_override'], '    ')})"
+                        if rb["budget_override"] else ""))
     sched = r.get("schedule")
     if sched:
         lim = sched["limits"]
@@ -37,8 +41,8 @@ def execution_lines(r: Mapping[str, Any]) -> list[str]:
         lines += [f"    wave {w['wave']}: {w['moves']} move(s), {w['state_bytes']:.0f} B, at most "
                   f"{w['max_per_node']} per node, peak {w['peak_pct']:.1f} %"
                   + ("" if w.get("expected_s") is None else f", at least {w['expected_s']:.2f} s")
-                  + (" (OVER the ceiling: the plan's target breaks it)" if w["over_ceiling"]
-                     else "") for w in sched["per_wave"]]
+                  + (_over(w.get("over_cause")) if w["over_ceiling"] else "")
+                  for w in sched["per_wave"]]
     ks = r.get("kafka_streams")
     if ks:  # what Kafka Streams measured (runtime/kafka_streams/source.py, loaded.py)
         lines.append("  kafka streams (measured): " + ", ".join(
@@ -50,6 +54,20 @@ def execution_lines(r: Mapping[str, Any]) -> list[str]:
             lines.append(f"  {title}: {ex.get('summary', ex.get('status'))}")
             lines += [_wave(w) for w in ex.get("runs", ())]
     return lines
+
+
+#: why a wave is over the ceiling, in the words of docs/algorithms.md ("When the plan itself
+#: breaks the ceiling"); a run logged before the cause was recorded gets both
+_OVER = {OVER_TARGET: " (OVER the ceiling: the plan's target breaks it)",
+         OVER_IN_FLIGHT: " (OVER the ceiling while the wave runs: the plan's target keeps it, but "
+                         "the moving unit counts on both nodes and no order of the moves keeps "
+                         "it, as when two full nodes swap units)"}
+_OVER_UNKNOWN = (" (OVER the ceiling: the plan's target breaks it, or two full nodes swap "
+                 "units)")
+
+
+def _over(cause: Any) -> str:
+    return _OVER.get(cause, _OVER_UNKNOWN) if isinstance(cause, str) else _OVER_UNKNOWN
 
 
 def _limit(value: Any, unit: str = "") -> str:

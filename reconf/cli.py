@@ -244,6 +244,8 @@ def _cmd_cycle(args: argparse.Namespace) -> int:
     code = _cmd_publish(args)
     try:  # after publish: the what-if never changes the cycle's outcome
         print(run_whatif(args.job, args.period_end))
+    except BrokenPipeError:  # the reader went away: main ends quietly, not "what-if not run"
+        raise
     except Exception as exc:
         print(f"what-if {args.job}@{args.period_end}: not run ({type(exc).__name__}: {exc}); "
               "the cycle is unaffected", file=sys.stderr)
@@ -499,14 +501,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     import os
 
     from jobs.errors import check_home
-    from reconf.cli_errors import bad_input, internal_error
+    from reconf.cli_errors import bad_input, check_reasons, closed_stdout, internal_error
     from schemas.config import Paths
     from schemas.errors import ReconfError
 
     try:
+        check_reasons(args)  # before anything is written: one rule for every reason taken
         if args.command in _USES_HOME:
             check_home(Paths.from_env())
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # here, not at exit: a reader that went away is seen below
+        return code
+    except BrokenPipeError:  # `reconf audit … | head -1`: the reader stopped, reconf did not fail
+        return closed_stdout()
     # refused input, of every kind (schemas/errors.py); a bare ValueError is a value check of the
     # runtime stand-in or a planner that has not been given that type yet
     except (ReconfError, ValueError) as exc:

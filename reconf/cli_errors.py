@@ -1,5 +1,6 @@
 """How `reconf` ends on an error: bad input (a `ReconfError`, exit 2) with its what/where/fix
-lines, or an unexpected failure (exit 1) with its traceback in a private file."""
+lines, an unexpected failure (exit 1) with its traceback in a private file, or a reader that
+went away (`reconf audit … | head -1`): quietly, exit 141, as a standard tool that SIGPIPE ends."""
 
 from __future__ import annotations
 
@@ -7,7 +8,41 @@ import argparse
 import sys
 from pathlib import Path
 
-__all__ = ["bad_input", "internal_error", "save_traceback"]
+__all__ = ["STDOUT_CLOSED", "bad_input", "check_reasons", "closed_stdout", "internal_error",
+           "save_traceback"]
+
+#: every option that takes an operator's reason, whatever the command (schemas/reasons.py)
+REASON_OPTIONS = {"reason": "--reason", "override_budget": "--override-budget"}
+
+
+def check_reasons(args: argparse.Namespace) -> None:
+    """Every reason option the command was given, held to the one rule (schemas/reasons.py):
+    a ReasonError naming the option, before the command writes anything."""
+    from schemas.reasons import check_reason
+
+    for attr, option in REASON_OPTIONS.items():
+        value = getattr(args, attr, None)
+        if isinstance(value, str):
+            check_reason(value, option)
+
+#: the exit status of a command whose stdout's reader went away: 128 + SIGPIPE (13), what a shell
+#: reports for `cat big | head -1`'s cat, so `set -o pipefail` scripts see reconf as any tool
+STDOUT_CLOSED = 141
+
+
+def closed_stdout() -> int:
+    """End quietly after the reader of stdout went away: nothing on stderr (the reader chose to
+    stop; it is no failure of reconf), and stdout pointed at /dev/null so that the interpreter's
+    own flush at exit does not raise the same error again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor
+        pass
+    return STDOUT_CLOSED
 
 
 def bad_input(args: argparse.Namespace, exc: Exception) -> str:

@@ -15,6 +15,8 @@ import getpass
 import json
 from typing import Any
 
+from schemas.reasons import shown_reason
+
 __all__ = ["add_parser"]
 
 _NOTE = """\
@@ -75,7 +77,8 @@ def _show(args: argparse.Namespace) -> int:
     for o in found:
         detail = (f"behind {o.behind}: {o.detail}" if o.behind
                   else f"{o.stage}: {o.detail}" if o.stage else o.detail)
-        print(f"{o.period_end:21} {o.state:14} {detail}"
+        # a reason's later lines under the detail column (period end 21 + outcome 14 + 2)
+        print(f"{o.period_end:21} {o.state:14} {shown_reason(detail, ' ' * 37)}"
               + (f"  [{o.run_id}]" if o.run_id else ""))
     return 0
 

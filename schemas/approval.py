@@ -3,7 +3,10 @@ plan whose attempt a human rejected or nobody answered: jobs/publish/stage.py)."
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+
+from schemas.reasons import shown_reason
 
 __all__ = ["APPROVED", "NEVER_PUBLISHED", "REJECTED", "TIMED_OUT", "Decision"]
 
@@ -27,3 +30,8 @@ class Decision:
         when = f" at {self.at}" if self.at else ""
         word = self.outcome.replace("_", " ")
         return f"{word}{who}{when}" + (f": {self.reason}" if self.reason else "")
+
+    def shown(self, indent: str = "    ") -> str:
+        """`line()` for a terminal (`reconf audit`): the reason's later lines indented under
+        it, other control characters escaped; the records keep `line()`, the reason as given."""
+        return dataclasses.replace(self, reason=shown_reason(self.reason, indent)).line()

@@ -26,6 +26,9 @@ from typing import Any
 
 __all__ = ["KINDS", "AntiAffinity", "Constraints", "Pin", "Spread", "parse_constraints"]
 
+#: the largest count a constraint may give (min_domains, max_per_domain, max_units_per_node)
+MAX_COUNT = 1_000_000
+
 #: every kind of constraint, as the strategy table names them
 KINDS = ("spread", "anti_affinity", "pin", "max_units_per_node", "exclude_nodes")
 
@@ -111,6 +114,9 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
 def _int(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{where}: must be a whole number >= 1, got {value!r}")
+    if value > MAX_COUNT:  # the MILP's rows take it as a float: 400 digits have none
+        raise ValueError(f"{where}: must be at most {MAX_COUNT} (more units than any job has), "
+                         f"got a number of {len(str(value))} digits")
     return value
 
 

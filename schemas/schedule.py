@@ -23,7 +23,12 @@ from typing import Any
 
 from schemas.errors import ReconfError
 
-__all__ = ["Schedule", "ScheduleError", "ScheduledMove", "Wave", "WaveLimits", "apply_waves"]
+__all__ = ["OVER_IN_FLIGHT", "OVER_TARGET", "Schedule", "ScheduleError", "ScheduledMove", "Wave", "WaveLimits", "apply_waves"]
+
+
+#: why a wave is over the ceiling (`Schedule.over_causes`)
+OVER_TARGET = "target"
+OVER_IN_FLIGHT = "in_flight"
 
 
 class ScheduleError(ReconfError, ValueError):
@@ -152,6 +157,13 @@ class Schedule:
     waves: tuple[Wave, ...]
     limits: WaveLimits = field(default_factory=WaveLimits)
     checksum: str = ""
+    #: per wave, why an `over_ceiling` wave is over (OVER_TARGET: the plan's target puts its
+    #: node over the ceiling; OVER_IN_FLIGHT: the target keeps it, but the moving unit counts
+    #: on both nodes and no order of the moves keeps it, e.g. two full nodes swap units), None
+    #: for a wave under it. Known only where the schedule is planned (it needs the loads); not
+    #: in the manifest's JSON, whose shape every reader checks strictly, the Java one included,
+    #: so a schedule read back from a manifest has none.
+    over_causes: tuple[str | None, ...] = field(default=(), compare=False)
 
     @classmethod
     def sealed(cls, waves: tuple[Wave, ...], limits: WaveLimits,
@@ -171,7 +183,8 @@ class Schedule:
     def summary(self) -> dict[str, Any]:
         """What MLflow and `reconf audit` show: per wave its moves, state bytes, the most moves
         one node takes part in, the peak utilisation while it runs, whether it is over the
-        ceiling and, under a byte rate, its expected duration; plus the limits."""
+        ceiling and why (`over_causes`, None when unknown) and, under a byte rate, its expected
+        duration; plus the limits."""
         expected = self.expected_s()
         return {"waves": len(self.waves), "moves": self.moves, "state_bytes": self.state_bytes,
                 "over_ceiling": sum(w.over_ceiling for w in self.waves),
@@ -180,6 +193,8 @@ class Schedule:
                 "per_wave": [{"wave": i, "moves": len(w.moves), "state_bytes": w.state_bytes,
                               "max_per_node": max(w.per_node().values(), default=0),
                               "peak_pct": round(w.peak_pct, 3), "over_ceiling": w.over_ceiling,
+                              "over_cause": (self.over_causes[i - 1]
+                                             if i <= len(self.over_causes) else None),
                               "expected_s": None if expected is None else expected[i - 1]}
                              for i, w in enumerate(self.waves, start=1)]}
 

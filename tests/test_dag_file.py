@@ -197,6 +197,23 @@ def test_bad_jobs_get_no_dag_and_one_import_error_naming_file_and_fields(bad_job
     assert f"{bad_jobs}: jobs.good-2: duplicate job id" in message and "jobs.good_2" in message
 
 
+def test_huge_numbers_in_bad_jobs_keep_the_good_jobs_dags(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values past Python's timedelta and float (once OverflowError out of the loader, which
+    took every DAG of the file with it) are import errors of the bad jobs alone."""
+    config = _jobs_file('[jobs.good]\n[jobs.wait]\napproval_timeout = 1e308\n'
+                        '[jobs.land]\nlanding_timeout = "99999999999999999999s"\n'
+                        '[jobs.period]\nspl = "99999999999999d"\n'
+                        f'[jobs.budget]\nmax_migrations = {"9" * 400}\n', tmp_path, monkeypatch)
+    bag = _bag(DAG_DIR)
+    assert sorted(bag.dag_ids) == ["reconfigure_good", "rollback_good"]
+    (path, message), = bag.import_errors.items()
+    assert Path(path).name == CHECK_FILE.name
+    for field in ("wait.approval_timeout", "land.landing_timeout", "period.spl",
+                  "budget.max_migrations"):
+        assert f"{config}: jobs.{field}: " in message, message
+
+
 def test_an_unreadable_config_gives_no_dag_and_an_import_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,6 +32,7 @@ from placement.waves import plan_waves
 from schemas.config import JobConfig, Paths
 from schemas.landing import format_period_end
 from schemas.manifest import ScalingSection, manifest_path
+from schemas.reasons import check_reason
 from schemas.tables import (
     ASSIGNMENT_VERSIONS,
     COMM_STATS,
@@ -57,6 +58,8 @@ class Asked:
     override: str  # the override's name, in "... needs a reason"
     override_example: str  # how to give one
     retry_with_override: str  # the same rollback again, with an override
+    reason_name: str = "--reason"  # the reason's own name, in a refusal of its text
+    given_in: str = "the command line"  # where the operator typed them
 
 
 CLI = Asked(
@@ -78,6 +81,8 @@ def trigger_spelling(dag_id: str) -> Asked:
                '{version}, "reason": "<why>"}}\', or the form\'s Reason)',
         override='the param "override_budget"',
         override_example='"override_budget": "incident 42" in the trigger\'s --conf',
+        reason_name='the param "reason"',
+        given_in=f"the run's params (DAG {dag_id})",
         retry_with_override=conf,
     )
 
@@ -124,6 +129,9 @@ def rollback(job: JobConfig, to_version: int, *, paths: Paths, reason: str,
              spark: SparkSession | None = None, asked: Asked = CLI) -> RollbackResult:
     """Publish v(N+1) = v`to_version`'s assignment as an auditable plan (the module docstring).
     `asked`: how the caller's operator passes the options (the fixes name it)."""
+    check_reason(reason, asked.reason_name, where=asked.given_in)
+    if override_budget is not None:
+        check_reason(override_budget, asked.override, where=asked.given_in)
     if not reason.strip():
         raise _refuse("a rollback needs a reason", job.job_id,
                       asked.reason.format(job=job.job_id, version=to_version)

@@ -89,8 +89,9 @@ def plan_milp(state: ClusterState, budget: Budget, params: MilpParams) -> Plan:
     """Solve the MILP within `time_limit_s` (model building included) and return the plan.
 
     OPTIMAL: the full model proven optimal, or the plan's d meets the certified lower bound.
-    TIME_LIMITED: the best incumbent when time ran out; never worse (in the MILP's objective)
-    than the current allocation, greedy or Flux. INFEASIBLE: only when the current allocation
+    TIME_LIMITED: the best incumbent when the work budget, the size rule or (rarely, the
+    safety net) the clock stopped the search; never worse (in the MILP's objective) than the
+    current allocation, greedy or Flux. INFEASIBLE: only when the current allocation
     breaks a resource cap and no plan within the budget meets the caps; the current assignment
     is kept and `message` says why. `lower_bound` is a certified lower bound on the MILP's d
     (= LD unless a node of B sits above mean + LD) over every plan within the budget. The

@@ -199,7 +199,7 @@ class JobConfig:
     strategy: Annotated[str, _checked(rules.strategy)] = "milp"
     max_migrations: Annotated[int | None, _checked(rules.budget, optional=True)] = 8
     max_migration_cost: Annotated[float | None, _checked(rules.number, optional=True)] = None
-    solver_time_limit_s: Annotated[float, _checked(rules.positive)] = 10.0
+    solver_time_limit_s: Annotated[float, _checked(rules.solver_time_limit)] = 10.0
     alpha: Annotated[float, _checked(rules.number)] = 1e-6
     start_date: Annotated[datetime, _checked(rules.start_date)] = datetime(
         2026, 1, 1, tzinfo=UTC)

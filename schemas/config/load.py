@@ -119,6 +119,11 @@ def read_jobs(path: Path | None = None) -> JobsFile:
                                          **_merged_strategy_params(defaults, raw)}, str(path))
         except ConfigError as exc:
             errors[job_id] = exc
+        except Exception as exc:
+            errors[job_id] = ConfigError(
+                f"{path}: jobs.{job_id}: a value could not be read ({type(exc).__name__}: "
+                f"{str(exc)[:200]}); fix the job's values (docs/operations.md, \"Limits of "
+                "the job config\")")
     return JobsFile(path, good, errors)
 
 

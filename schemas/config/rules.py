@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from pydantic import ValidationInfo
 
@@ -21,8 +21,10 @@ from schemas.config.paths import PROJECT_ROOT
 from schemas.errors import ConfigError
 from schemas.strategies import PIPELINE_PARAMS, STRATEGIES
 
-__all__ = ["MAX_APPROVAL_TIMEOUT", "MAX_CATCHUP_PERIODS", "MAX_LANDING_WAIT_SPL", "MAX_MIGRATIONS", "STRATEGY_NAMES",
-           "UNIT_SETS", "Rule", "Scalar", "check_max_migrations", "parse_duration"]
+__all__ = ["MAX_APPROVAL_TIMEOUT", "MAX_CATCHUP_PERIODS", "MAX_CYCLES", "MAX_DURATION",
+           "MAX_LANDING_WAIT_SPL", "MAX_MIGRATIONS", "MAX_NUMBER", "MAX_SOLVER_TIME_LIMIT_S",
+           "STRATEGY_NAMES", "UNIT_SETS", "Rule", "Scalar", "check_max_migrations", "parse_duration",
+           "shown"]
 
 Scalar: TypeAlias = int | float | str | bool
 # The strategies' names, from their one table (schemas/strategies.py, which the registry reads).
@@ -38,9 +40,19 @@ MAX_CATCHUP_PERIODS, MAX_LANDING_WAIT_SPL = 1000, 10
 MAX_APPROVAL_TIMEOUT = timedelta(days=7)
 #: The highest utilisation ceiling (%) a job may set for its waves.
 MAX_CEILING_PCT = 1000.0
+#: Bounds that keep every value the config gives computable wherever it goes (a timedelta, a
+#: date on the job's grid, a float sum, a DAG's timeouts): a number field at most MAX_NUMBER
+#: (the lake's count bound, schemas/limits.py COUNT_MAX), a duration (spl, landing_timeout,
+#: healing.min_gap) at most MAX_DURATION, a count of periods or cycles at most MAX_CYCLES, the
+#: solver's safety net at most MAX_SOLVER_TIME_LIMIT_S. Past them Python raised OverflowError
+#: (a 400-digit integer, "99999999999999d", 1e308 seconds) instead of naming the field.
+MAX_NUMBER = 1e18
+MAX_DURATION = timedelta(days=366)
+MAX_CYCLES = 1_000_000
+MAX_SOLVER_TIME_LIMIT_S = 86_400.0
 _JOB_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d)\s*$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 
 
 class Rule(ValueError):
@@ -58,27 +70,41 @@ class Rule(ValueError):
         return error
 
 
+def shown(value: object) -> str:
+    """`value`'s repr for an error message, a long one cut in the middle (a 400-digit integer
+    would otherwise fill the operator's screen and the Airflow import error)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:12]}…{text[-6:]} ({len(text)} characters)"
+
+
 def job_id(value: object) -> str:
     if not isinstance(value, str) or not _JOB_ID.match(value):
         raise Rule("job id must be lower-case letters, digits, '-' or '_' (at most 63)")
     return value
 
 
-def duration(value: object) -> timedelta:
-    """'5m', '300s', '1h', '1d' or a number of seconds; must be positive."""
+def duration(value: object, most: timedelta = MAX_DURATION, too_long: str = "") -> timedelta:
+    """'5m', '300s', '1h', '1d' or a number of seconds; must be positive and at most `most`
+    (checked before a timedelta is built: past about 2.7 million years it cannot be)."""
+    seconds: int | float
     if isinstance(value, timedelta):
         seconds = value.total_seconds()
     elif isinstance(value, bool):
-        raise Rule(f"must be a duration like '5m' or '300s', got {value!r}")
+        raise Rule(f"must be a duration like '5m' or '300s', got {shown(value)}")
     elif isinstance(value, int | float):
-        seconds = float(value)
+        seconds = value  # an int stays exact: float() of 400 digits overflows
     elif isinstance(value, str) and (m := _DURATION.match(value)):
-        seconds = timedelta(**{_UNITS[m.group(2)]: int(m.group(1))}).total_seconds()
+        seconds = int(m.group(1)) * _SECONDS[m.group(2)]
     else:
-        raise Rule(f"must be a duration like '5m' or '300s', got {value!r}")
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise Rule(f"must be a positive duration, got {value!r}")
-    return timedelta(seconds=seconds)
+        raise Rule(f"must be a duration like '5m' or '300s', got {shown(value)}")
+    if (isinstance(seconds, float) and not math.isfinite(seconds)) or seconds <= 0:
+        raise Rule(f"must be a positive duration, got {shown(value)}")
+    if seconds > most.total_seconds():
+        raise Rule(too_long or f"must be at most {most.days} days, got {shown(value)}")
+    out = timedelta(seconds=seconds)
+    if not out:  # below a microsecond, a timedelta is 0: a period grid would divide by it
+        raise Rule(f"must be a positive duration (at least a microsecond), got {shown(value)}")
+    return out
 
 
 def parse_duration(value: object, where: str) -> timedelta:
@@ -93,11 +119,13 @@ def number(value: object, *, integer: bool = False) -> float:
     """A finite number >= 0 (a whole one if `integer`)."""
     ok = isinstance(value, int) if integer else isinstance(value, int | float)
     if isinstance(value, bool) or not ok:
-        raise Rule(f"must be {'a whole number' if integer else 'a number'}, got {value!r}")
-    out = float(value)  # type: ignore[arg-type]
-    if not math.isfinite(out) or out < 0:
-        raise Rule(f"must be >= 0, got {value!r}")
-    return out
+        raise Rule(f"must be {'a whole number' if integer else 'a number'}, got {shown(value)}")
+    value = cast(int | float, value)
+    if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
+        raise Rule(f"must be >= 0, got {shown(value)}")
+    if value > MAX_NUMBER:  # compared before float(): an int of 400 digits has none
+        raise Rule(f"must be at most {MAX_NUMBER:g}, got {shown(value)}")
+    return float(value)
 
 
 def whole(value: object) -> int:
@@ -145,12 +173,25 @@ def positive(value: object) -> float:
     return limit
 
 
+def solver_time_limit(value: object) -> float:
+    """The solver's safety net in seconds (a plan stops on its work budget first), at most
+    MAX_SOLVER_TIME_LIMIT_S: the plan task's timeout is derived from it."""
+    if (isinstance(value, int | float) and not isinstance(value, bool)
+            and value > MAX_SOLVER_TIME_LIMIT_S):
+        raise Rule(f"must be at most {MAX_SOLVER_TIME_LIMIT_S:g} s (one day), got {shown(value)}")
+    return positive(value)
+
+
 def budget(value: object) -> int:
     """A migration budget: a whole number in [0, MAX_MIGRATIONS]."""
-    count = number(value, integer=True)
+    if isinstance(value, int) and not isinstance(value, bool) and value > MAX_MIGRATIONS:
+        count: float | int = value  # beyond float's range possibly: compared as an int
+    else:
+        count = number(value, integer=True)
     if count != int(count) or not 0 <= count <= MAX_MIGRATIONS:
         raise Rule(f"must be a whole number from 0 to {MAX_MIGRATIONS} "
-                   f"(a budget above the job's key-group count moves any), got {count!r}")
+                   f"(a budget above the job's key-group count moves any), got "
+                   f"{shown(float(count) if count <= MAX_NUMBER else count)}")
     return int(count)
 
 
@@ -165,13 +206,15 @@ def check_max_migrations(value: float, where: str) -> int:
 def cycles(value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
         raise Rule(f"must be >= 0 cycles, got {value!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and value > MAX_CYCLES:
+        raise Rule(f"must be at most {MAX_CYCLES} periods, got {shown(value)}")
     return whole(value)
 
 
 def fraction(value: object) -> float:
     got = value if isinstance(value, int | float) and not isinstance(value, bool) else None
     if got is None or not (0 < got <= 1):
-        raise Rule(f"must be a fraction of capacity in (0, 1] (0.8 = 80 %), got {value!r}")
+        raise Rule(f"must be a fraction of capacity in (0, 1] (0.8 = 80 %), got {shown(value)}")
     return float(got)
 
 
@@ -250,7 +293,7 @@ def catchup_periods(value: object) -> int:
         raise Rule(
             f"must be a whole number of periods from 0 to {MAX_CATCHUP_PERIODS} (how many missed "
             "periods run when several are due at once; 0 = none, only periods that end from now "
-            f"on), got {value!r}")
+            f"on), got {shown(value)}")
     return value
 
 
@@ -263,12 +306,10 @@ def flag(value: object) -> bool:
 
 def approval_timeout(value: object) -> timedelta:
     """How long the approval step waits for a human (docs/operations.md, "Approval")."""
-    wait = duration(value)
-    if wait > MAX_APPROVAL_TIMEOUT:
-        raise Rule(f"{value!r} is more than {MAX_APPROVAL_TIMEOUT.days} days; the job's later "
-                   "periods queue behind a run that waits for approval: use at most that "
-                   "(default: '1h')")
-    return wait
+    too_long = (f"{shown(value)} is more than {MAX_APPROVAL_TIMEOUT.days} days; the job's "
+                "later periods queue behind a run that waits for approval: use at most that "
+                "(default: '1h')")
+    return duration(value, most=MAX_APPROVAL_TIMEOUT, too_long=too_long)
 
 
 def landing_timeout(value: object, info: ValidationInfo) -> timedelta | None:
@@ -279,7 +320,7 @@ def landing_timeout(value: object, info: ValidationInfo) -> timedelta | None:
     spl = _file_spl(info)
     if spl is not None and wait > MAX_LANDING_WAIT_SPL * spl:
         raise Rule(
-            f"{value!r} is more than {MAX_LANDING_WAIT_SPL} periods ({MAX_LANDING_WAIT_SPL * spl}); "
+            f"{shown(value)} is more than {MAX_LANDING_WAIT_SPL} periods ({MAX_LANDING_WAIT_SPL * spl}); "
             "runs go one at a time, so later periods would queue behind the wait: use at most "
             "that (default: one SPL)")
     return wait
@@ -302,7 +343,11 @@ def strategy_params(value: object, info: ValidationInfo) -> dict[str, dict[str, 
                        name)
         for key, given in params.items():
             if not isinstance(given, int | float | str | bool):
-                raise Rule(f"must be a number, string or boolean, got {given!r}", name, key)
+                raise Rule(f"must be a number, string or boolean, got {shown(given)}", name, key)
+            if (isinstance(given, int | float) and not isinstance(given, bool)
+                    and abs(given) > MAX_NUMBER):  # before the params class's float()
+                raise Rule(f"must be at most {MAX_NUMBER:g} in size, got {shown(given)}",
+                           name, key)
         if name not in STRATEGIES:
             raise Rule(f"unknown strategy {name!r}; known: {', '.join(sorted(STRATEGIES))}", name)
         for key in params:

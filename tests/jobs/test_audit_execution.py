@@ -3,6 +3,8 @@ schedule's byte rate and expected durations, read from the report dict the MLflo
 
 from __future__ import annotations
 
+from placement.model import ClusterState, KeyGroup, Move, Node
+from placement.waves import plan_waves
 from reconf.audit_execution import execution_lines
 from runtime.execution import Execution, WaveRun
 from schemas.schedule import Schedule, ScheduledMove, Wave, WaveLimits
@@ -42,3 +44,42 @@ def test_unset_schedule_limits_read_none_not_pythons_none() -> None:
     assert "per wave none, bytes none, ceiling none" in plain
     capped = Schedule.sealed(waves, WaveLimits(ceiling_pct=90.0), "sha256:x").summary()
     assert "ceiling 90.0 %" in execution_lines({"schedule": capped})[0]
+
+
+def _full_pair() -> ClusterState:
+    """n0 and n1 at 90 % each (two units of 45), n2 at 10 %."""
+    kgs = (*(KeyGroup(f"k{i}", "op", 45.0, state_bytes=100) for i in range(4)),
+           KeyGroup("k4", "op", 10.0, state_bytes=100))
+    return ClusterState((Node("n0"), Node("n1"), Node("n2")), kgs,
+                        {"k0": "n0", "k1": "n0", "k2": "n1", "k3": "n1", "k4": "n2"})
+
+
+def test_a_swap_between_two_full_nodes_is_over_the_ceiling_in_flight_not_by_its_target() -> None:
+    """Swapping k0 and k2 leaves both nodes at 90 % under a 95 % ceiling: the target keeps it,
+    only the moving unit counted on both nodes breaks it, and the audit says so."""
+    state = _full_pair()
+    swap = plan_waves(state, [Move("k0", "n0", "n1", 0.0), Move("k2", "n1", "n0", 0.0)],
+                      WaveLimits(ceiling_pct=95.0))
+    lines = execution_lines({"schedule": swap.summary()})
+    over = [line for line in lines[1:] if "OVER the ceiling" in line]
+    assert len(over) == 1 and lines[1] == over[0], lines  # the second move then fits
+    for line in over:
+        assert "the plan's target breaks it" not in line, line
+        assert "while the wave runs: the plan's target keeps it" in line, line
+        assert "two full nodes swap units" in line, line
+
+
+def test_a_target_over_the_ceiling_is_said_to_break_it() -> None:
+    state = _full_pair()
+    onto = plan_waves(state, [Move("k4", "n2", "n0", 0.0)], WaveLimits(ceiling_pct=95.0))
+    lines = execution_lines({"schedule": onto.summary()})
+    assert lines[1].endswith("(OVER the ceiling: the plan's target breaks it)"), lines
+
+
+def test_a_schedule_read_back_without_its_causes_names_both_possible_ones() -> None:
+    """A summary logged before the cause was recorded (or rebuilt from a manifest) says what
+    the docs say: the target breaks it, or full nodes swap units."""
+    waves = (Wave((ScheduledMove("k1", "a", "b", 300.0),), 99.0, True),)
+    summary = Schedule.sealed(waves, WaveLimits(ceiling_pct=95.0), "sha256:x").summary()
+    line = execution_lines({"schedule": summary})[1]
+    assert "the plan's target breaks it, or two full nodes swap units" in line, line

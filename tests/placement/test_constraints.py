@@ -23,7 +23,7 @@ from placement.constraints import MoveCheck, amounts, broken, raised
 from placement.model import Budget, ClusterState, KeyGroup, Node
 from placement.registry import StrategyInputError, get_spec, get_strategy, strategy_names
 from schemas.config import load_jobs
-from schemas.constraints import KINDS, Constraints, Spread, parse_constraints
+from schemas.constraints import KINDS, Constraints, Pin, Spread, parse_constraints
 from schemas.errors import ConfigError
 from schemas.strategies import STRATEGIES
 
@@ -202,3 +202,30 @@ def test_a_strategy_that_cannot_hold_a_kind_is_refused_naming_it(tmp_path: Path)
         load_jobs(path)
     assert set(KINDS) == set(STRATEGIES["milp"].constraints) == set(
         STRATEGIES["greedy"].constraints)
+
+
+def _held_on_b(cons: Constraints) -> ClusterState:
+    """k0 (load 40) on n0, marked for removal and alone in zone a; n1 and n2 in zone b."""
+    nodes = (Node("n0", labels=(("zone", "a"),), marked_for_removal=True),
+             Node("n1", labels=(("zone", "b"),)), Node("n2", labels=(("zone", "b"),)))
+    kgs = (KeyGroup("k0", "op", 40.0), KeyGroup("k1", "op", 10.0), KeyGroup("k2", "op", 10.0))
+    return ClusterState(nodes, kgs, {"k0": "n0", "k1": "n1", "k2": "n2"}, constraints=cons)
+
+
+@pytest.mark.parametrize("name", ["milp", "greedy"])
+@pytest.mark.parametrize("budget", [Budget(), Budget(max_migrations=1)])
+@pytest.mark.parametrize(("cons", "named"), [
+    (Constraints(node_labels={"n0": {"zone": "a"}, "n1": {"zone": "b"}, "n2": {"zone": "b"}},
+                 pin=(Pin(("k0",), {"zone": "a"}),)), "pin of ['k0'] to {'zone': 'a'}"),
+    (Constraints(max_units_per_node=1), "at most 1 units per node"),
+])
+def test_a_unit_a_hard_constraint_keeps_on_b_is_said_so_naming_the_constraint(
+        name: str, budget: Budget, cons: Constraints, named: str) -> None:
+    state = _held_on_b(cons)
+    plan = get_strategy(name)(state, budget)
+    assert plan.assignment["k0"] == "n0"
+    assert "1 unit(s) stay on nodes marked for removal (k0)" in plan.message, plan.message
+    assert f"k0 is held by hard constraint(s) {named}" in plan.message, plan.message
+    assert "weighs the load left on B" not in plan.message, plan.message
+    assert "moves only to lower d" not in plan.message, plan.message
+    assert "does not cover draining" not in plan.message, plan.message

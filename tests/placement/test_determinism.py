@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,6 +23,7 @@ from verifier_lib import Case, call_params, states
 
 from placement.albic.core import level_cost
 from placement.determinism import DEFAULT_NODE_LIMIT, DEFAULT_WORK_LIMIT
+from placement.milp.core import AUTO_MAX_VARS
 from placement.model import Budget, ClusterState, Plan
 from placement.params import ParamsError
 from placement.registry import build_strategy_params, get_spec, get_strategy, strategy_names
@@ -253,3 +255,17 @@ def test_albic_s_levels_stop_on_work_so_its_plan_is_the_same_on_a_busy_machine()
                     node_limit=None)
     assert "ALBIC's maxPL levels" in clocked.determinism, clocked.determinism
     assert 2 <= len(levels(clocked)) < 101, levels(clocked)  # the first level, then the clock
+
+
+def test_the_milp_status_paragraph_states_the_work_budget_rule() -> None:
+    """docs/algorithms.md's MILP "Status" says what the determinism section decided: a
+    TIME_LIMITED plan stopped on its work budget (reproducible) or, rarely, on the clock, and
+    the full model runs by a size rule, not by the time left."""
+    text = (Path(__file__).parents[2] / "docs" / "algorithms.md").read_text()
+    start = text.index("**Status.** OPTIMAL = the full model")
+    paragraph = " ".join(text[start:text.index("\n\n", start)].split())
+    for stale in ("when time ran out", "fits in the time left", "only attempted when"):
+        assert stale not in paragraph, stale
+    for rule in ("work_limit", "node_limit", "CLOCK-LIMITED", f"{AUTO_MAX_VARS:,}".replace(",", " "),
+                 '"Deterministic plans"'):
+        assert rule in paragraph, rule
