@@ -125,7 +125,8 @@ def _write_version(
         except ManifestError:
             existing = None  # torn or damaged: an orphan all the same
         if (existing is not None and existing.plan_id == head.plan_id
-                and existing.checksum == checksum == existing.actual_checksum):
+                and existing.assignment_digest == checksum and existing.schedule == head.schedule
+                and existing.checksum == existing.actual_checksum):
             return path
         del existing
         aside = path.parent / ".orphaned" / f"{path.stem}.{uuid.uuid4().hex[:8]}.json"
