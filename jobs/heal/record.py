@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from jobs.lake import Lake
     from schemas.config import Paths
 
-__all__ = ["last_healed", "record_outcome", "recorded"]
+__all__ = ["last_healed", "record_outcome", "recorded", "records_of_report"]
 
 _log = logging.getLogger(__name__)
 
@@ -37,6 +37,12 @@ def recorded(lake: Lake, job_id: str, heal_id: str) -> dict[str, Any] | None:
     """The finding's row, if it was handled before."""
     rows = lake.records(f"SELECT * FROM {{{HEALINGS.name}}} WHERE {_where(job_id, heal_id)}")
     return rows[0] if rows else None
+
+
+def records_of_report(lake: Lake, job_id: str, report_id: str) -> list[dict[str, Any]]:
+    """The rows of every finding recorded under a report id (one, unless it was rewritten)."""
+    return lake.records(f"SELECT heal_id, status, version, nodes FROM {{{HEALINGS.name}}} "
+                        f"WHERE job_id = {quote(job_id)} AND report_id = {quote(report_id)}")
 
 
 def last_healed(lake: Lake, job_id: str) -> datetime | None:
