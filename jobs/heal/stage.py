@@ -18,7 +18,8 @@
 4. A healing published less than `min_gap` ago: refused with the time it may run (the DAG waits
    for it in the triggerer before calling; nothing is recorded, so the finding heals later).
 5. The plan (placement/healing.py) starts from the newest published version on the newest
-   collected period's loads; it is recorded like any plan (an attempt of that period, strategy
+   collected period's loads; it is recorded like any plan, as a version of its own (plan id
+   `…#healing-v<N>`, never an attempt of that period; strategy
    `healing`, its MLflow run) and published at once as version N+1 (jobs/publish/version.py),
    terminating the dead nodes. The next scheduled period plans from it.
 """
@@ -196,20 +197,20 @@ def _heal(ctx: StageContext, report: HealthReport, now: datetime) -> HealResult:
         return outcome("nothing", "the reported nodes hold no unit to move now")
     tags = {Tag.HEALING_ID: key, Tag.HEALING_REPORT: report.report_id,
             Tag.HEALING_NODES: ",".join(nodes), Tag.HEALING_STATUS: "published"}
+    version = (newest or 0) + 1  # a version of its own, never an attempt of the period
     result = record_plan(ctx, Computed("healing", state, plan,
                                        Start(newest, current, newest,
                                              f"healing of report {report.report_id}")),
-                         Provenance(tags=tags))
+                         Provenance(tags=tags, own_version=version))
     schedule = plan_waves(state, plan.moves, job.execution.limits, dict(plan.assignment))
-    version = (newest or 0) + 1
     reason = (f"healing of report {report.report_id}: dead {', '.join(gone) or '-'}; over "
               f"capacity {', '.join(sorted(over)) or '-'}")
     publish_version(ctx, version, result.plan_id, dict(plan.assignment),
                     ScalingSection(nodes_to_terminate=tuple(gone), reason=reason), schedule,
                     result.mlflow_run_id, "heal.version")
-    if result.mlflow_run_id:  # record_plan names it as a period's late attempt; it is a healing
+    if result.mlflow_run_id:  # named by its version and the report it heals
         tag_run(ctx.paths, result.mlflow_run_id, {
-            Tag.RUN_NAME: f"{run_name(ctx.stamp)} healing {report.report_id}"})
+            Tag.RUN_NAME: f"{run_name(ctx.stamp)} healing v{version} {report.report_id}"})
     return outcome("published", plan.message, version=version, plan_id=result.plan_id,
                    moves=len(plan.moves), mlflow_run_id=result.mlflow_run_id)
 

@@ -60,7 +60,7 @@ def test_a_dead_node_heals_once_waits_for_the_gap_and_a_wide_failure_alerts(
     assert {k for k in v1.assignment if v1.assignment[k] != v2.assignment[k]} >= moved
     tags = MlflowClient(paths.mlflow_uri).get_run(str(first.mlflow_run_id)).data.tags
     assert tags[Tag.HEALING_STATUS] == "published" and tags[Tag.PUBLISHED_VERSION] == "2"
-    assert tags[Tag.HEALING_NODES] == dead and "healing dead-1" in tags["mlflow.runName"]
+    assert tags[Tag.HEALING_NODES] == dead and "healing v2 dead-1" in tags["mlflow.runName"]
 
     again = heal(job, report, paths=paths)  # the same finding: its recorded outcome, no v3
     assert again.again and again.version == 2 and again.heal_id == first.heal_id
