@@ -53,15 +53,24 @@ def last_healed(lake: Lake, job_id: str) -> datetime | None:
     return None if last is None else (last if last.tzinfo else last.replace(tzinfo=UTC))
 
 
+#: nodes an alert's MLflow tag and note list; the rest are counted (MLflow's values are bounded)
+_LISTED = 50
+
+
+def _listed(nodes: tuple[str, ...], sep: str) -> str:
+    more = len(nodes) - _LISTED
+    return sep.join(nodes[:_LISTED]) + (f"{sep}(+{more} more)" if more > 0 else "")
+
+
 def _alert_run(paths: Paths, report: HealthReport, heal_id: str, nodes: tuple[str, ...],
                message: str) -> str:
     client = open_store(paths)
     experiment = open_experiment(client, paths, report.job_id)
     run = client.create_run(experiment, run_name=f"healing alert {report.report_id}", tags={
         Tag.HEALING_ID: heal_id, Tag.HEALING_REPORT: report.report_id,
-        Tag.HEALING_NODES: ",".join(nodes), Tag.HEALING_STATUS: "alert",
+        Tag.HEALING_NODES: _listed(nodes, ","), Tag.HEALING_STATUS: "alert",
         Tag.NOTE: f"**Healing alert** for report `{report.report_id}` "
-                  f"(nodes {', '.join(nodes)}): nothing was done.\n\n{message}"})
+                  f"(nodes {_listed(nodes, ', ')}): nothing was done.\n\n{message}"})
     client.set_terminated(run.info.run_id, "FINISHED")
     return str(run.info.run_id)
 
@@ -74,7 +83,7 @@ def record_outcome(ctx: StageContext, report: HealthReport, heal_id: str, nodes:
     if status == "alert":
         mlflow_run_id = _alert_run(ctx.paths, report, heal_id, nodes, message)
         _log.error("healing ALERT, job %s, report %s, nodes %s: %s (MLflow run %s)",
-                   ctx.job_id, report.report_id, ", ".join(nodes), message, mlflow_run_id)
+                   ctx.job_id, report.report_id, _listed(nodes, ", "), message, mlflow_run_id)
     row = {"job_id": ctx.job_id, "heal_id": heal_id, "report_id": report.report_id,
            "reported_at": report.at, "nodes": ",".join(nodes), "status": status,
            "version": version, "plan_id": plan_id, "moves": moves,

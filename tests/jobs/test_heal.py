@@ -148,3 +148,20 @@ def test_one_report_id_is_one_finding_and_a_report_of_unknown_nodes_is_refused(
     rows = open_lake(paths, spark).records(
         f"SELECT report_id FROM {{{HEALINGS.name}}} WHERE job_id = '{JOB_ID}'")
     assert sorted(r["report_id"] for r in rows) == ["finding"]
+
+
+def test_an_alert_naming_many_nodes_fits_its_mlflow_run(tmp_path: Path) -> None:
+    """An alert for a report naming thousands of nodes (within the report's bound) is logged:
+    its run's tag and note list the first nodes and count the rest, within MLflow's limits."""
+    from jobs.heal.record import _alert_run
+    from schemas.config import Paths
+    from schemas.health import MAX_REPORT_NODES
+
+    paths = Paths(tmp_path / "home")
+    nodes = tuple(f"node-{i:05d}" for i in range(MAX_REPORT_NODES))
+    report = HealthReport(JOB_ID, "many", datetime.now(UTC), nodes)
+    run_id = _alert_run(paths, report, "h1", nodes, "too many nodes at once")
+    tags = MlflowClient(paths.mlflow_uri).get_run(run_id).data.tags
+    assert tags[Tag.HEALING_NODES].startswith("node-00000,node-00001")
+    assert f"+{MAX_REPORT_NODES - 50} more" in tags[Tag.HEALING_NODES]
+    assert len(tags[Tag.HEALING_NODES]) < 8000 and len(tags[Tag.NOTE]) < 8000
