@@ -235,8 +235,8 @@ def _check_scheduled(client: AssignmentClient, manifest: Manifest, current: Runt
             client.path_of(manifest.version),
             f"v{manifest.version} has no move schedule but moves {len(moved)} unit(s) "
             f"({_ids(moved)}); job {client.job_id!r} applies plans in waves under its execution "
-            "limits, never all at once — publish the plan again so that its manifest carries "
-            "its schedule (the current assignment stays in place meanwhile)")
+            "limits, never all at once — plan and publish again (a new plan's manifest "
+            "carries its schedule; the current assignment stays in place meanwhile)")
 
 
 def next_state(published_root: Path, current: RuntimeState, known_keygroups: Iterable[str],
