@@ -86,10 +86,9 @@ def _run_of(client: Any, experiment_id: str, job_id: str, when: datetime, stamp:
     """The run to report (the period's record, or the attempt `plan_id`), and every attempt's."""
     from jobs.tracking.store import find_runs
 
-    runs = find_runs(client, experiment_id, job_id, stamp, dry_run=dry_run, attempts=True)
-    if plan_id is not None:  # any plan of the period: an attempt or a version of its own
-        runs = find_runs(client, experiment_id, job_id, stamp, dry_run=dry_run, attempts=True,
-                         own=True)
+    # with a plan id, any plan of the period: an attempt or a version of its own
+    runs = find_runs(client, experiment_id, job_id, stamp, dry_run=dry_run, attempts=True,
+                     own=plan_id is not None)
     if runs and plan_id is not None:
         chosen = next((r for r in runs if r.data.tags.get(Tag.PLAN_ID, f"{job_id}@{stamp}")
                        == plan_id), None)
