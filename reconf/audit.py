@@ -20,6 +20,7 @@ from typing import Any
 from jobs.tracking.ui_links import experiment_url, run_url
 from placement.determinism import alarm
 from reconf.audit_execution import execution_lines
+from reconf.audit_versions import own_version_entries, own_version_lines, version_target
 from schemas.config import Paths
 from schemas.errors import ReconfError
 from schemas.headline import bound_of, headline, objective_for, values_of
@@ -85,7 +86,9 @@ def _run_of(client: Any, experiment_id: str, job_id: str, when: datetime, stamp:
     """The run to report (the period's record, or the attempt `plan_id`), and every attempt's."""
     from jobs.tracking.store import find_runs
 
-    runs = find_runs(client, experiment_id, job_id, stamp, dry_run=dry_run, attempts=True)
+    # with a plan id, any plan of the period: an attempt or a version of its own
+    runs = find_runs(client, experiment_id, job_id, stamp, dry_run=dry_run, attempts=True,
+                     own=plan_id is not None)
     if runs and plan_id is not None:
         chosen = next((r for r in runs if r.data.tags.get(Tag.PLAN_ID, f"{job_id}@{stamp}")
                        == plan_id), None)
@@ -203,21 +206,30 @@ def _attempt(run: Any, job_id: str, stamp: str) -> dict[str, Any]:
             "load_distance_after": metrics.get("load_distance_after")}
 
 
-def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
+def audit(job_id: str, period_end: str | None, keygroup: str | None = None, *,
           paths: Paths | None = None, dry_run: bool = False, compare: bool = False,
-          plan_id: str | None = None) -> dict[str, Any]:
+          plan_id: str | None = None, version: int | None = None) -> dict[str, Any]:
     """The audit report of one cycle, as plain JSON-able data, from its MLflow run only; with
     `compare`, also its what-if comparison (the rows of `whatif/comparison.csv`).
 
     The run is the period's record (its published plan, else the newest attempt that may still
     be published: jobs/tracking/store.py `find_runs`), or the attempt `plan_id`; the period's other
-    attempts are listed as attempts (plan id, run, status, migrations), never mixed in."""
+    attempts are listed as attempts (plan id, run, status, migrations), never mixed in, and the
+    rollbacks and healings planned on its statistics as versions of their own. `version`: the
+    plan published as that version, whatever the period (`period_end` is then not needed)."""
+    from jobs.tracking.runs import is_own_version_run
     from jobs.tracking.store import read_csv_artifact
 
     paths = paths or Paths.from_env()
-    when, stamp = _period(period_end)
     client = open_store(paths)
     experiment_id = job_experiment(client, job_id)
+    if version is not None:
+        period_end, plan_id = version_target(client, experiment_id, job_id, version,
+                                             AuditError)
+    if period_end is None:
+        raise AuditError("say which plan to audit: --period-end T (a period's plan) or "
+                         "--version N (the plan published as version N)")
+    when, stamp = _period(period_end)
     run, runs = _run_of(client, experiment_id, job_id, when, stamp, dry_run, plan_id)
     rid, tags, metrics = run.info.run_id, run.data.tags, run.data.metrics
     param = strip_prefix(tags, Tag.PARAM_PREFIX)
@@ -278,7 +290,12 @@ def audit(job_id: str, period_end: str, keygroup: str | None = None, *,
                           "plan_id": tags.get(Tag.PUBLISHED_PLAN_ID)}
                          if tags.get(Tag.PUBLISHED_VERSION, "").isdigit() else None),
         "other_attempts": [_attempt(r, job_id, stamp) for r in sorted(
-            runs, key=lambda r: r.info.start_time or 0) if r.info.run_id != rid],
+            runs, key=lambda r: r.info.start_time or 0)
+            if r.info.run_id != rid and not is_own_version_run(r)],
+        # rollbacks and healings planned on this period's statistics: versions of their own
+        "own_versions": [] if dry_run else [
+            v for v in own_version_entries(client, experiment_id, job_id, stamp)
+            if v["run_id"] != rid],
         "base_version": tags.get(Tag.BASE_VERSION),
         "artifacts": sorted(a.path for a in client.list_artifacts(rid)),
         "dry_run": dry_run,
@@ -425,6 +442,7 @@ def format_report(r: dict[str, Any]) -> str:
               f"{a['status'].replace('_', ' ')}, {a['migrations']} migration(s), load distance "
               f"after {_f(a['load_distance_after'])} (`--plan-id {a['plan_id']}` audits it)"
               for a in r.get("other_attempts", ())]
+    lines += own_version_lines(r)
     w = r.get("whatif")
     if w is not None:
         lines += _whatif_lines(w)

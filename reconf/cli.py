@@ -305,7 +305,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from reconf.audit import audit, format_report
 
     report = audit(args.job, args.period_end, args.key_group, dry_run=args.dry_run,
-                   compare=args.compare, plan_id=args.plan_id)
+                   compare=args.compare, plan_id=args.plan_id, version=args.version)
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else format_report(report))
     return 0
 
@@ -321,6 +321,7 @@ examples:
   reconf audit --job flights2 --period-end 2026-01-01T00:10:00Z
   reconf audit --job flights2 --period-end 2026-01-01T00:10:00Z --key-group 17
   reconf audit --job flights2 --period-end 2026-01-01T00:10:00Z --json | jq .moves
+  reconf audit --job flights2 --version 6      # the plan published as v6 (e.g. a rollback)
 """
 
 
@@ -460,7 +461,12 @@ def _parser() -> argparse.ArgumentParser:
                            description=_AUDIT_HELP,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     audit.set_defaults(func=_cmd_audit)
-    _job_period(audit)
+    audit.add_argument("--job", required=True, help=_JOB_HELP)
+    audit.add_argument("--period-end", metavar="T", help="end of the statistics period, ISO-8601 "
+                       "with a zone (e.g. 2026-01-01T00:05:00Z); or give --version")
+    audit.add_argument("--version", type=int, metavar="N",
+                       help="audit the plan published as version N (a period's plan, a rollback "
+                       "or a healing: each is a version of its own)")
     audit.add_argument("--key-group", metavar="K",
                        help="also say whether key group K moved, from/to, its load, state size "
                        "and why (full id, or its number when unambiguous, e.g. 17)")

@@ -25,12 +25,13 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
 from jobs.errors import StageError
 from reconf import runtime_service
+from reconf.mlflow_auth import ADMIN, ensure_mlflow_auth, password_path
 from reconf.ports import Ports, port_exports, running_ports
 from reconf.procs import PidRecord, alive, read_record, spawn, stop
 from reconf.settings import airflow_bin, airflow_env, latency_settings, prepend_path
@@ -117,7 +118,8 @@ def service_specs(paths: Paths, ports: Ports, spark_connect: bool = False) -> di
             "mlflow",
             (mlflow, "server", "--backend-store-uri", paths.mlflow_uri,
              "--default-artifact-root", (paths.mlflow / "artifacts").as_uri(),
-             "--host", "127.0.0.1", "--port", str(ports.mlflow), "--workers", "1"),
+             "--host", "127.0.0.1", "--port", str(ports.mlflow), "--workers", "1",
+             "--app-name", "basic-auth"),  # a login for every request (reconf/mlflow_auth.py)
             # No GenAI job runner: it forks ten idle consumers we never use.
             {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
             f"http://127.0.0.1:{ports.mlflow}", f"http://127.0.0.1:{ports.mlflow}/health"),
@@ -248,6 +250,9 @@ def up(paths: Paths, ports: Ports, names: Sequence[str] = SERVICES, timeout_s: f
         _migrate(paths)
     if any(n == "mlflow" for n in todo):
         paths.mlflow.mkdir(parents=True, exist_ok=True)
+        mlflow_spec = specs["mlflow"]  # its login: the admin password, generated once, 0600
+        specs["mlflow"] = replace(mlflow_spec, env={**mlflow_spec.env,
+                                                     **ensure_mlflow_auth(paths)})
     started = [spawn(n, specs[n].argv, env=specs[n].env, cwd=PROJECT_ROOT, run_dir=run_dir(paths),
                      log=log_dir(paths) / f"{n}.log", url=specs[n].url) for n in todo]
     api_health = specs["api-server"].health or ""
@@ -290,6 +295,7 @@ def _print_summary(paths: Paths, records: dict[str, PidRecord]) -> None:
         print(f"  login: {login}" if login else "  login: see `[core] simple_auth_manager_users`")
     if "mlflow" in records:
         print(f"MLflow tracking server: {records['mlflow'].url}  (store {paths.mlflow_uri})")
+        print(f"  login: {ADMIN}, password in {password_path(paths)} (readable by you only)")
     if "spark-connect" in records:
         print(f"Spark Connect server: {records['spark-connect'].url}  (stages: "
               f"RECONF_SPARK_REMOTE={records['spark-connect'].url})")

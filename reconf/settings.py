@@ -20,8 +20,18 @@ __all__ = ["LATENCY_DEFAULTS", "airflow_bin", "airflow_env", "latency_settings",
 def make_source(job: JobConfig, paths: Paths) -> MetricsSource:
     """The runtime stand-in the job's `source` table names (default: the synthetic job).
 
-    kind = "replay": the replay engine on real data (runtime/replay/), imported only then.
+    kind = "replay": the replay engine on real data (runtime/replay/), imported only then. A job
+    with execution limits (every job by default: 5 moves per node and wave) gets a runtime that
+    refuses a manifest moving units without its move schedule, so no edit of `published/` can
+    turn its waves into one.
     """
+    source = _make_source(job, paths)
+    if any(v is not None for v in job.execution.limits.to_dict().values()):
+        setattr(source, "schedule_required", True)  # noqa: B010 (a protocol without the field)
+    return source
+
+
+def _make_source(job: JobConfig, paths: Paths) -> MetricsSource:
     kind = job.source.get("kind", "synthetic")
     if kind == "queries":  # the query platform (runtime/replay/queries.py), a dynamic job's
         from runtime.replay.queries import QueryPlatform, QuerySpec

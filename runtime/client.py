@@ -35,6 +35,7 @@ __all__ = [
     "TerminatedNodeInUse",
     "UnknownKeygroups",
     "UnknownNodes",
+    "UnscheduledManifest",
     "next_state",
 ]
 
@@ -77,6 +78,10 @@ class UnknownNodes(AssignmentRefused):
 
 class TerminatedNodeInUse(AssignmentRefused):
     """The scaling section terminates a node that the assignment still places key groups on."""
+
+
+class UnscheduledManifest(AssignmentRefused):
+    """A manifest without a move schedule that would move units of a job applied in waves."""
 
 
 def _ids(ids: Iterable[str]) -> str:
@@ -216,14 +221,35 @@ class AssignmentClient:
         return True
 
 
+def _check_scheduled(client: AssignmentClient, manifest: Manifest, current: RuntimeState
+                     ) -> None:
+    """A job applied in waves never applies moves at once: a manifest that would move a unit
+    and carries no schedule is refused (an unscheduled manifest that moves nothing is fine)."""
+    if manifest.schedule is not None:
+        return
+    running = current.assignment
+    moved = [kg for kg, node in manifest.assignment.items()
+             if kg in running and running[kg] != node]
+    if moved:
+        raise UnscheduledManifest(
+            client.path_of(manifest.version),
+            f"v{manifest.version} has no move schedule but moves {len(moved)} unit(s) "
+            f"({_ids(moved)}); job {client.job_id!r} applies plans in waves under its execution "
+            "limits, never all at once — plan and publish again (a new plan's manifest "
+            "carries its schedule; the current assignment stays in place meanwhile)")
+
+
 def next_state(published_root: Path, current: RuntimeState, known_keygroups: Iterable[str],
-               *, dynamic: bool = False) -> tuple[Manifest, RuntimeState] | ApplyResult:
+               *, dynamic: bool = False, require_schedule: bool = False
+               ) -> tuple[Manifest, RuntimeState] | ApplyResult:
     """What a runtime should run next: the accepted newest manifest and the state it leads to
     (nodes it and every skipped version add joined, nodes they terminate gone), or, when there is nothing to
     apply, the `unchanged`/`refused` result to return (a refusal is logged; the runtime keeps
     its current assignment). Saving the state and moving the key groups are the caller's.
     `dynamic`: the state's assignment is the manifest's, whatever units it lists (see
-    `AssignmentClient.accept`); a runtime reconciles it with the units it runs."""
+    `AssignmentClient.accept`); a runtime reconciles it with the units it runs.
+    `require_schedule`: the job has execution limits, so a manifest that moves units without a
+    schedule is refused (`UnscheduledManifest`)."""
     client = AssignmentClient(Path(published_root), current.job_id)
     try:
         manifest = client.fetch_latest()
@@ -236,6 +262,8 @@ def next_state(published_root: Path, current: RuntimeState, known_keygroups: Ite
         fresh = client.accept(manifest, current_version=current.version,
                               known_keygroups=set(known_keygroups), known_nodes=known,
                               dynamic=dynamic)
+        if fresh and require_schedule:
+            _check_scheduled(client, manifest, current)
     except AssignmentRefused as exc:
         log.warning("job %s keeps v%s: %s", current.job_id, current.version, exc)
         return ApplyResult("refused", current.version, str(exc))

@@ -17,6 +17,14 @@ for the stop flag ``<state_root>/<job_id>/STOP`` that `reconf stop` writes.
   wave, and the runtime keeps what it runs (the units that moved stay moved).
 In both cases the period report says what runs (`Execution.summary`), and the next plan starts
 from it.
+- Write-ahead: before a wave is handed to the runtime, its intent (its number, its moves, the
+  wall-clock instant it starts) is saved as the record's `pending` wave. A runtime killed after
+  the wave moved its units (its state saved) but before the wave's progress was recorded finds
+  the intent on restart and reconciles it with what runs: the pending moves whose unit sits on
+  its destination are recorded as that wave (the runtime's own time of it is unknown:
+  `transfer_s` null, its duration the byte rate's least), and a wall-clock runtime waits out
+  what is left of its pause before the next wave. So `execution.json`, the period report and
+  the per-wave MLflow metrics keep every wave, and a kill never lets a wave go faster than R.
 
 Byte rate (`max_bytes_per_second` R in the schedule's limits): waves are paced so that no wave
 moves state faster than R. A wave of B bytes lasts max(t, B / R), t being what the runtime took
@@ -34,8 +42,9 @@ import json
 import math
 import os
 import signal
+import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +58,7 @@ __all__ = [
     "STOP_FILE",
     "ApplyWave",
     "Execution",
+    "PendingWave",
     "WaveRun",
     "clear_stop",
     "execute",
@@ -94,6 +104,27 @@ class WaveRun:
 
 
 @dataclass(frozen=True)
+class PendingWave:
+    """A wave handed to the runtime whose progress is not recorded yet (the write-ahead intent):
+    its number, its moves as handed over, and the wall-clock instant (epoch seconds) it began."""
+
+    wave: int
+    moves: tuple[ScheduledMove, ...]
+    started: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"wave": self.wave, "moves": [m.to_dict() for m in self.moves],
+                "started": self.started}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PendingWave:
+        return cls(int(data["wave"]), tuple(
+            ScheduledMove(str(m["keygroup"]), str(m["src"]), str(m["dst"]),
+                          float(m["state_bytes"])) for m in data["moves"]),
+            float(data["started"]))
+
+
+@dataclass(frozen=True)
 class Execution:
     """The progress of applying one manifest version (`waves` = how many it has to run)."""
 
@@ -104,6 +135,7 @@ class Execution:
     status: Status = "running"
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     max_bytes_per_second: float | None = None
+    pending: PendingWave | None = None  # the wave being applied, recorded before it runs
 
     @property
     def moved(self) -> int:
@@ -134,12 +166,15 @@ class Execution:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": 1, "job_id": self.job_id, "version": self.version,
-                "waves": self.waves, "status": self.status, "started_at": self.started_at,
-                "moved": self.moved, "state_bytes": self.state_bytes,
-                "seconds": round(self.seconds, 6),
-                "max_bytes_per_second": self.max_bytes_per_second,
-                "runs": [r.to_dict() for r in self.runs]}
+        out = {"format": 1, "job_id": self.job_id, "version": self.version,
+               "waves": self.waves, "status": self.status, "started_at": self.started_at,
+               "moved": self.moved, "state_bytes": self.state_bytes,
+               "seconds": round(self.seconds, 6),
+               "max_bytes_per_second": self.max_bytes_per_second,
+               "runs": [r.to_dict() for r in self.runs]}
+        if self.pending is not None:  # only while a wave is being applied
+            out["pending"] = self.pending.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Execution:
@@ -149,9 +184,11 @@ class Execution:
                              None if r.get("transfer_s") is None else float(r["transfer_s"]))
                      for r in data["runs"])
         rate = data.get("max_bytes_per_second")
+        pending = data.get("pending")
         return cls(str(data["job_id"]), int(data["version"]), int(data["waves"]), runs,
                    data["status"], str(data["started_at"]),
-                   None if rate is None else float(rate))
+                   None if rate is None else float(rate),
+                   None if pending is None else PendingWave.from_dict(pending))
 
 
 def _dir(state_root: Path, job_id: str) -> Path:
@@ -242,6 +279,21 @@ def paced_seconds(transfer_s: float, state_bytes: float, rate: float | None) -> 
     return max(transfer_s, math.nextafter(state_bytes / rate, math.inf) if state_bytes else 0.0)
 
 
+def _reconcile(pending: PendingWave, running: Mapping[str, str], rate: float | None
+               ) -> tuple[WaveRun | None, float]:
+    """The pending wave as it ended, read from what runs (its moves whose unit sits on its
+    destination), and the wall-clock seconds left of its pause under the byte rate; (None, 0)
+    when none of its moves landed (the wave is run again, rebased)."""
+    landed = tuple(m for m in pending.moves if running.get(m.keygroup) == m.dst)
+    if not landed:
+        return None, 0.0
+    nbytes = sum(m.state_bytes for m in landed)
+    seconds = paced_seconds(0.0, nbytes, rate)
+    left = max(0.0, pending.started + seconds - time.time())
+    return WaveRun(pending.wave, tuple(m.keygroup for m in landed), nbytes, seconds, (),
+                   None), left
+
+
 def execute(manifest: Manifest, running: Mapping[str, str], apply_wave: ApplyWave,
             state_root: Path, job_id: str, sleep: Callable[[float], None] | None = None
             ) -> Execution:
@@ -250,19 +302,26 @@ def execute(manifest: Manifest, running: Mapping[str, str], apply_wave: ApplyWav
     `apply_wave` moves one wave's units in the runtime and saves the runtime's state (so a kill
     after it loses nothing); this function paces the waves under the schedule's byte rate (the
     module docstring: `sleep` for a runtime on wall-clock time, None for a simulated clock),
-    records the progress after each wave and honours the stop flag before each one.
+    records each wave's intent before it and its progress after it (the module docstring,
+    "Write-ahead") and honours the stop flag before each one.
     """
     rate = None if manifest.schedule is None else manifest.schedule.limits.max_bytes_per_second
-    waves = waves_to_run(manifest, running)
     previous = load_execution(state_root, job_id)
     runs: tuple[WaveRun, ...] = ()
     started = datetime.now(UTC).isoformat()
+    pause_left = 0.0
     if previous is not None and previous.version == manifest.version \
             and previous.status == "running":
         runs, started = previous.runs, previous.started_at  # resumed after a restart
+        if previous.pending is not None:  # killed between a wave and its record
+            landed, pause_left = _reconcile(previous.pending, running, rate)
+            runs = runs if landed is None else (*runs, landed)
+    waves = waves_to_run(manifest, running)
     total = len(runs) + len(waves)
     done = Execution(job_id, manifest.version, total, runs, "running", started, rate)
     save_execution(state_root, done)
+    if sleep is not None and pause_left > 0:
+        sleep(pause_left)  # the rest of the reconciled wave's pause
     for moves in waves:
         if stop_requested(state_root, job_id):
             clear_stop(state_root, job_id)
@@ -270,6 +329,8 @@ def execute(manifest: Manifest, running: Mapping[str, str], apply_wave: ApplyWav
                              rate)
             save_execution(state_root, done)
             return done
+        save_execution(state_root, replace(done, pending=PendingWave(
+            len(done.runs) + 1, moves, time.time())))  # write-ahead: the wave's intent
         moved, nbytes, seconds, failed = apply_wave(moves)
         _failpoint("runtime.wave")
         duration = paced_seconds(seconds, nbytes, rate)

@@ -243,6 +243,10 @@ class SyntheticJob:
     restarted runtime lands the placement it was running.
     """
 
+    #: the job has execution limits (make_source sets it): a manifest that would move units
+    #: without a move schedule is refused, never applied at once (runtime/client.py)
+    schedule_required = False
+
     def __init__(self, spec: SyntheticSpec, state_root: Path,
                  links: LinkFeed | None = None) -> None:
         self.spec = spec
@@ -311,7 +315,8 @@ class SyntheticJob:
         """Apply the newest version wave by wave (runtime/execution.py); the state is saved after
         each wave, and a stop request or a unit that cannot move ends the schedule there."""
         current = self._state
-        outcome = next_state(published_root, current, self.spec.keygroups)
+        outcome = next_state(published_root, current, self.spec.keygroups,
+                             require_schedule=self.schedule_required)
         if isinstance(outcome, ApplyResult):
             return outcome
         manifest, new = outcome

@@ -16,6 +16,14 @@ finding reported twice under one id is one healing. `dead` lists nodes the runti
 a report without one is written as before. The folder's
 leading underscore keeps it out of the period collectors' and Spark's listings. A report is
 written atomically and never changed; a reader refuses a malformed one with what, where, fix.
+
+A report is input anyone with write access to the landing zone can put there, so it is read as
+`published/` is (schemas/safe_read.py): a regular file only, never through a symbolic link (a
+link could make the healing read any file the scheduler can), at most `MAX_REPORT_BYTES`, each
+of `dead` and `utilisation` at most `MAX_REPORT_NODES` nodes (a finding names a few nodes; a
+cluster has far fewer than that), and `at` no later than `MAX_CLOCK_SKEW` from now (a report
+from the future would hold its finding's healing gap open for years). Every refusal names the
+limit and counts ids rather than printing them.
 """
 
 from __future__ import annotations
@@ -25,19 +33,26 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from schemas.landing import format_period_end, parse_period_end
 from schemas.manifest import atomic_write_bytes
+from schemas.safe_read import read_regular
 
-__all__ = ["HEALTH_DIR", "HealthReport", "HealthReportError", "health_dir", "is_report_id",
+__all__ = ["HEALTH_DIR", "MAX_CLOCK_SKEW", "MAX_REPORT_BYTES", "MAX_REPORT_NODES", "HealthReport", "HealthReportError", "health_dir", "is_report_id",
            "list_reports", "read_report", "write_report"]
 
 HEALTH_DIR = "_health"
 _FORMAT = 1
+#: the largest report file read (1 MiB: thousands of nodes with their loads and a long reason)
+MAX_REPORT_BYTES = 1 << 20
+#: the most nodes `dead`, and `utilisation`, may each name
+MAX_REPORT_NODES = 4096
+#: how far in the future `at` may be (a runtime's clock a little ahead of this one)
+MAX_CLOCK_SKEW = timedelta(minutes=1)
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -103,13 +118,15 @@ def write_report(landing_root: Path, report: HealthReport) -> Path:
     return path
 
 
-def read_report(path: Path) -> HealthReport:
+def read_report(path: Path, now: datetime | None = None) -> HealthReport:
     """The report in `path`, or HealthReportError naming the file and what is wrong."""
     path = Path(path)
+    raw = read_regular(path, MAX_REPORT_BYTES, HealthReportError)  # no link, bounded
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise HealthReportError(f"{path}: not a readable JSON report ({exc})") from None
+        data: Any = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise HealthReportError(f"{path}: not a readable JSON report "
+                                f"({type(exc).__name__}: {str(exc)[:120]})") from None
     keys = {"format", "job_id", "report_id", "at", "dead", "utilisation"}
     if not isinstance(data, dict) or set(data) - {"reason"} != keys or \
             data["format"] != _FORMAT:
@@ -123,6 +140,12 @@ def read_report(path: Path) -> HealthReport:
         raise HealthReportError(f"{path}: dead must be a list of node ids, got {dead!r}")
     if not isinstance(util, dict):
         raise HealthReportError(f"{path}: utilisation must be an object node -> fraction")
+    for name, value in (("dead", dead), ("utilisation", util)):
+        if len(value) > MAX_REPORT_NODES:
+            raise HealthReportError(
+                f"{path}: {name} names {len(value)} nodes, at most {MAX_REPORT_NODES} are read; "
+                "a report is one finding about a few nodes: split it, or report the nodes "
+                "that failed")
     if not isinstance(data["job_id"], str) or not isinstance(data["report_id"], str) or \
             not isinstance(data["at"], str):
         raise HealthReportError(f"{path}: job_id, report_id and at must be strings")
@@ -130,10 +153,17 @@ def read_report(path: Path) -> HealthReport:
         raise HealthReportError(f"{path}: the file is named after report_id "
                                 f"{data['report_id']!r}; rename one of them")
     try:
-        return HealthReport(data["job_id"], data["report_id"], parse_period_end(data["at"]),
-                            tuple(dead), util, reason)
+        report = HealthReport(data["job_id"], data["report_id"], parse_period_end(data["at"]),
+                              tuple(dead), util, reason)
     except (HealthReportError, ValueError) as exc:
         raise HealthReportError(f"{path}: {exc}") from None
+    latest = (now or datetime.now(UTC)) + MAX_CLOCK_SKEW
+    if report.at > latest:
+        raise HealthReportError(
+            f"{path}: `at` {data['at']} is in the future (more than {MAX_CLOCK_SKEW} after "
+            "now); a finding is reported after it happened: fix the reporter's clock and "
+            "write the report again under a new id")
+    return report
 
 
 def is_report_id(text: str) -> bool:

@@ -5,16 +5,19 @@ Layout under the published root::
     published/<job_id>/v<version>.json   one immutable manifest per version
     published/<job_id>/LATEST            the newest version number as text plus a newline
 
-Checksum: ``"sha256:" + hex(sha256(canonical_assignment_bytes(assignment)))`` — the algorithm is
-spelled out in the value so a later change of algorithm is detectable, not silently mismatched.
-The canonical bytes are the assignment as JSON, keys sorted, no whitespace, UTF-8.
+Checksum: the assignment's, ``A = "sha256:" + hex(sha256(canonical_assignment_bytes(assignment)))``
+(the algorithm is spelled out in the value so a later change of algorithm is detectable, not
+silently mismatched; the canonical bytes are the assignment as JSON, keys sorted, no whitespace,
+UTF-8) for a manifest without a schedule, and for one with a schedule
+
+    "sha256:" + hex(sha256(A + "\n" + schedule.checksum))
 
 Schedule (optional, schemas/schedule.py): the plan's moves in ordered waves. It carries its own
-checksum, which covers the waves, their limits and the assignment checksum above, so neither the
-schedule nor the assignment can change without a mismatch; `checksum` itself stays the
-assignment's, so a reader that applies only the final assignment (and ignores `schedule`) checks
-exactly what it checked before. A manifest without `schedule` is written byte for byte as before
-schedules existed, and loads as a schedule of no waves given (the runtime applies it at once).
+checksum, which covers the waves, their limits and A, so neither the schedule nor the assignment
+can change without a mismatch. The manifest's `checksum` covers the schedule's in turn, so
+*deleting* the schedule (the one edit its own checksum cannot see: it goes with it) is a
+mismatch too, and a runtime never applies a scheduled plan's moves at once. A manifest without
+`schedule` is written byte for byte as before schedules existed and loads as no waves given.
 
 Versions are immutable: writing a version that exists with other content is an error, writing it
 again with identical content is a no-op (idempotent reruns). ``LATEST`` only moves forward and only
@@ -25,6 +28,7 @@ the field, because a runtime must never guess at a placement.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -58,6 +62,7 @@ __all__ = [
     "atomic_write_bytes",
     "canonical_assignment_bytes",
     "latest_path",
+    "manifest_checksum",
     "manifest_path",
     "read_latest_version",
     "read_manifest",
@@ -104,6 +109,15 @@ def _assignment_digest(assignment: Mapping[str, str], source: str) -> str:
         _str(kg, source, "assignment (key)")
         _str(node, source, f"assignment[{kg!r}]")
     return assignment_checksum(assignment)
+
+
+def manifest_checksum(assignment_digest: str, schedule: Schedule | None) -> str:
+    """The manifest's `checksum`: the assignment's digest, bound to the schedule's checksum when
+    there is one (the module docstring), so that removing the schedule cannot go unseen."""
+    if schedule is None:
+        return assignment_digest
+    data = f"{assignment_digest}\n{schedule.checksum}".encode()
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _fail(source: str, what: str, problem: str) -> ManifestError:
@@ -171,8 +185,14 @@ class Manifest:
 
     @property
     def actual_checksum(self) -> str:
-        """The checksum of the assignment as held, taken in the validating pass over it; the
-        runtime compares it with `checksum` (a mismatch: the file was altered or torn)."""
+        """The checksum `checksum` must hold, from the assignment as held (taken in the
+        validating pass over it) and the schedule; the runtime compares the two (a mismatch:
+        the file was altered or torn, or its schedule removed)."""
+        return manifest_checksum(self.assignment_digest, self.schedule)
+
+    @property
+    def assignment_digest(self) -> str:
+        """The checksum of the assignment alone (what a plan records and the lake keeps)."""
         return str(self.__dict__["_digest"])
 
     @classmethod
@@ -197,7 +217,7 @@ class Manifest:
             period_end=format_period_end(end),
             plan_id=plan_id,
             created_at=format_period_end(made),
-            checksum=assignment_checksum(assignment),
+            checksum=manifest_checksum(assignment_checksum(assignment), schedule),
             assignment=assignment,
             scaling=scaling or ScalingSection(),
             schedule=schedule,
@@ -230,7 +250,7 @@ class Manifest:
             if not isinstance(self.schedule, Schedule):
                 raise _fail(source, "schedule", "must be a Schedule")
             try:
-                self.schedule.verify(checksum, source)
+                self.schedule.verify(self.assignment_digest, source)
                 self.schedule.check_leads_to(self.assignment, source)
             except ScheduleError as exc:
                 raise ManifestError(str(exc)) from None
@@ -443,3 +463,4 @@ def read_manifest(root: Path, job_id: str, version: int) -> Manifest:
             str(path), "version", f"is {manifest.version} but the file name says v{version}"
         )
     return manifest
+

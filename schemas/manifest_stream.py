@@ -4,7 +4,8 @@ the caller's arrays, and is never one dict or one string in memory.
 The bytes on disk are exactly `Manifest.to_json()`'s (property-tested in
 tests/schemas/test_manifest_stream.py), so readers, checksums and the immutability check see no
 difference. The manifest's ``checksum`` field comes before ``assignment``, but the checksum is
-only known once the assignment has been written; the writer puts a placeholder of the same length
+only known once the assignment has been written (it is the assignment's, bound to the schedule's
+checksum when there is one: schemas/manifest.py); the writer puts a placeholder of the same length
 there (``sha256:`` + 64 zeros) and overwrites it in place (`os.pwrite`) after the last chunk, hashed
 over the canonical bytes of `canonical_assignment_bytes` as each chunk is encoded
 (schemas/canonical.py). Then fsync, then the hard link that publishes the version (it fails if the
@@ -34,6 +35,7 @@ from schemas.manifest import (
     ScalingSection,
     _check_same,
     _fsync_dir,
+    manifest_checksum,
     manifest_path,
 )
 from schemas.schedule import Schedule, ScheduleError
@@ -92,7 +94,7 @@ def write_manifest_streamed(
     expected_checksum: str | None = None,
 ) -> tuple[Path, str]:
     """Publish version `head.version` from sorted (keys, nodes) chunks; returns its path and
-    checksum. Memory: one encoded chunk at a time (schemas/canonical.py `CHUNK` units).
+    the assignment's checksum (the manifest's own binds the schedule's to it: schemas/manifest.py). Memory: one encoded chunk at a time (schemas/canonical.py `CHUNK` units).
 
     An identical file already there is a no-op, a different one is refused (versions are
     immutable), as with `write_manifest`. Refused, with nothing published: keys out of order or
@@ -110,7 +112,8 @@ def write_manifest_streamed(
             checksum, landed = _write_assignment(out, chunks, head.schedule, str(path))
             out.write(after)
             out.flush()
-            os.pwrite(out.fileno(), checksum.encode("ascii"), offset)
+            sealed = manifest_checksum(checksum, head.schedule)  # covers the schedule too
+            os.pwrite(out.fileno(), sealed.encode("ascii"), offset)
             os.fsync(out.fileno())
         _check_result(head, checksum, landed, expected_checksum, str(path))
         os.chmod(tmp, 0o644)

@@ -56,6 +56,9 @@ class Tag:
     ROLLBACK_REASON: Final = "reconf.rollback.reason"
     #: healing between periods (jobs/heal/): the finding healed, its nodes, and the outcome
     HEALING_ID: Final = "reconf.healing.id"
+    #: a version of its own (a rollback's or a healing's plan): the version it was published as;
+    #: such a run is never an attempt of the period whose statistics it was planned on
+    OWN_VERSION: Final = "reconf.own_version"
     HEALING_REPORT: Final = "reconf.healing.report_id"
     HEALING_NODES: Final = "reconf.healing.nodes"
     HEALING_STATUS: Final = "reconf.healing.status"

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from jobs.lake import Lake
     from schemas.config import Paths
 
-__all__ = ["last_healed", "record_outcome", "recorded"]
+__all__ = ["last_healed", "record_outcome", "recorded", "records_of_report"]
 
 _log = logging.getLogger(__name__)
 
@@ -39,6 +39,12 @@ def recorded(lake: Lake, job_id: str, heal_id: str) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
+def records_of_report(lake: Lake, job_id: str, report_id: str) -> list[dict[str, Any]]:
+    """The rows of every finding recorded under a report id (one, unless it was rewritten)."""
+    return lake.records(f"SELECT heal_id, status, version, nodes FROM {{{HEALINGS.name}}} "
+                        f"WHERE job_id = {quote(job_id)} AND report_id = {quote(report_id)}")
+
+
 def last_healed(lake: Lake, job_id: str) -> datetime | None:
     """When the job's newest published healing was published (UTC), or None."""
     rows = lake.records(f"SELECT max(healed_at) AS last FROM {{{HEALINGS.name}}} WHERE "
@@ -47,15 +53,24 @@ def last_healed(lake: Lake, job_id: str) -> datetime | None:
     return None if last is None else (last if last.tzinfo else last.replace(tzinfo=UTC))
 
 
+#: nodes an alert's MLflow tag and note list; the rest are counted (MLflow's values are bounded)
+_LISTED = 50
+
+
+def _listed(nodes: tuple[str, ...], sep: str) -> str:
+    more = len(nodes) - _LISTED
+    return sep.join(nodes[:_LISTED]) + (f"{sep}(+{more} more)" if more > 0 else "")
+
+
 def _alert_run(paths: Paths, report: HealthReport, heal_id: str, nodes: tuple[str, ...],
                message: str) -> str:
     client = open_store(paths)
     experiment = open_experiment(client, paths, report.job_id)
     run = client.create_run(experiment, run_name=f"healing alert {report.report_id}", tags={
         Tag.HEALING_ID: heal_id, Tag.HEALING_REPORT: report.report_id,
-        Tag.HEALING_NODES: ",".join(nodes), Tag.HEALING_STATUS: "alert",
+        Tag.HEALING_NODES: _listed(nodes, ","), Tag.HEALING_STATUS: "alert",
         Tag.NOTE: f"**Healing alert** for report `{report.report_id}` "
-                  f"(nodes {', '.join(nodes)}): nothing was done.\n\n{message}"})
+                  f"(nodes {_listed(nodes, ', ')}): nothing was done.\n\n{message}"})
     client.set_terminated(run.info.run_id, "FINISHED")
     return str(run.info.run_id)
 
@@ -68,7 +83,7 @@ def record_outcome(ctx: StageContext, report: HealthReport, heal_id: str, nodes:
     if status == "alert":
         mlflow_run_id = _alert_run(ctx.paths, report, heal_id, nodes, message)
         _log.error("healing ALERT, job %s, report %s, nodes %s: %s (MLflow run %s)",
-                   ctx.job_id, report.report_id, ", ".join(nodes), message, mlflow_run_id)
+                   ctx.job_id, report.report_id, _listed(nodes, ", "), message, mlflow_run_id)
     row = {"job_id": ctx.job_id, "heal_id": heal_id, "report_id": report.report_id,
            "reported_at": report.at, "nodes": ",".join(nodes), "status": status,
            "version": version, "plan_id": plan_id, "moves": moves,

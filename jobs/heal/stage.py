@@ -2,17 +2,24 @@
 
 `heal(job, report)` (the DAG dags/healing.py runs it per health report, `reconf heal` by hand):
 
-1. The finding's key is `heal_id` = hash(job, report id, the nodes it names): never the time it
-   runs. A finding already in the lake's `healings` table returns its recorded outcome, so a
-   retried task, a re-triggered run or a report delivered twice heals once.
-2. The nodes to heal are the report's dead nodes and the live ones above the job's
+1. The finding's key is `heal_id` = hash(job, report id, the nodes it names, the report's
+   content): never the time it runs. A finding already in the lake's `healings` table returns
+   its recorded outcome, so a retried task, a re-triggered run or a report delivered twice heals
+   once. One report id is one finding: a report whose id was handled before with other content
+   (the file rewritten) is refused, never healed a second time.
+2. A report that names only nodes the job does not run (none in the healing period's node
+   statistics nor in the newest version) is refused: there is nothing of the job to heal, and
+   healing a typo or another job's report would publish a version for nothing. Unknown nodes
+   beside known ones are left out of the healing.
+3. The nodes to heal are the report's dead nodes and the live ones above the job's
    `over_capacity_pct`; none: recorded as `nothing`. More than `max_nodes_at_once`: nothing is
    done, an alert is recorded (lake row, MLflow run tagged `reconf.healing.status=alert`), as
    Cruise Control does past its fixable-failure thresholds.
-3. A healing published less than `min_gap` ago: refused with the time it may run (the DAG waits
+4. A healing published less than `min_gap` ago: refused with the time it may run (the DAG waits
    for it in the triggerer before calling; nothing is recorded, so the finding heals later).
-4. The plan (placement/healing.py) starts from the newest published version on the newest
-   collected period's loads; it is recorded like any plan (an attempt of that period, strategy
+5. The plan (placement/healing.py) starts from the newest published version on the newest
+   collected period's loads; it is recorded like any plan, as a version of its own (plan id
+   `…#healing-v<N>`, never an attempt of that period; strategy
    `healing`, its MLflow run) and published at once as version N+1 (jobs/publish/version.py),
    terminating the dead nodes. The next scheduled period plans from it.
 """
@@ -26,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
-from jobs.heal.record import last_healed, record_outcome, recorded
+from jobs.heal.record import last_healed, record_outcome, recorded, records_of_report
 from jobs.lake import Lake, Start, open_lake
 from jobs.plan.assemble import build_state
 from jobs.plan.record import Computed, Provenance, record_plan
@@ -68,7 +75,7 @@ class HealResult:
     again: bool = False
 
     def summary(self) -> str:
-        head = f"heal {self.job_id} report {self.report_id} ({', '.join(self.nodes) or '-'})"
+        head = f"heal {self.job_id} report {self.report_id} ({_shown(self.nodes) or '-'})"
         if self.status == "published":
             body = (f"published v{self.version}: plan {self.plan_id}, {self.moves} move(s), "
                     f"MLflow run {self.mlflow_run_id}")
@@ -79,16 +86,26 @@ class HealResult:
         return f"{head}: {body}" + ("; handled before, unchanged" if self.again else "")
 
 
+def _shown(nodes: tuple[str, ...] | list[str], most: int = 5) -> str:
+    """Nodes as a message lists them: the first few, the rest counted."""
+    more = len(nodes) - most
+    return ", ".join(nodes[:most]) + (f" (+{more} more)" if more > 0 else "")
+
+
 def healing_nodes(job: JobConfig, report: HealthReport) -> tuple[frozenset[str], frozenset[str]]:
     """(dead, far over capacity) nodes of the report under the job's threshold."""
     over = report.over(job.healing.over_capacity_pct / 100.0)
     return frozenset(report.dead), frozenset(over)
 
 
-def heal_id(job: JobConfig, report: HealthReport) -> str:
-    """The finding's key: the job, the report's id and the nodes it asks to heal."""
+def heal_id(job: JobConfig, report: HealthReport, *, legacy: bool = False) -> str:
+    """The finding's key: the job, the report's id, the nodes it asks to heal and the digest of
+    the report's content. `legacy`: the key of releases that left the content out (their rows
+    are the same findings)."""
     dead, over = healing_nodes(job, report)
     text = f"{job.job_id}|{report.report_id}|{','.join(sorted(dead))}|{','.join(sorted(over))}"
+    if not legacy:
+        text += "|" + hashlib.sha256(report.to_json().encode()).hexdigest()
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -132,10 +149,14 @@ def _heal(ctx: StageContext, report: HealthReport, now: datetime) -> HealResult:
     ctx = replace(ctx, end=end) if end is not None else ctx
     key = heal_id(job, report)
     dead, over = healing_nodes(job, report)
-    nodes = tuple(sorted(dead | over))
-    before = recorded(lake, job.job_id, key)
+    before = (recorded(lake, job.job_id, key)
+              or recorded(lake, job.job_id, heal_id(job, report, legacy=True)))
     if before is not None:
         return _result(job.job_id, report, before, again=True)
+    _check_new_finding(lake, job.job_id, report)
+    if end is not None:
+        dead, over = _known(lake, job.job_id, report, dead, over, end, newest)
+    nodes = tuple(sorted(dead | over))
 
     def outcome(status: str, message: str, **extra: Any) -> HealResult:
         row = record_outcome(ctx, report, key, nodes, status, message, **extra)
@@ -176,22 +197,59 @@ def _heal(ctx: StageContext, report: HealthReport, now: datetime) -> HealResult:
         return outcome("nothing", "the reported nodes hold no unit to move now")
     tags = {Tag.HEALING_ID: key, Tag.HEALING_REPORT: report.report_id,
             Tag.HEALING_NODES: ",".join(nodes), Tag.HEALING_STATUS: "published"}
+    version = (newest or 0) + 1  # a version of its own, never an attempt of the period
     result = record_plan(ctx, Computed("healing", state, plan,
                                        Start(newest, current, newest,
                                              f"healing of report {report.report_id}")),
-                         Provenance(tags=tags))
+                         Provenance(tags=tags, own_version=version))
     schedule = plan_waves(state, plan.moves, job.execution.limits, dict(plan.assignment))
-    version = (newest or 0) + 1
     reason = (f"healing of report {report.report_id}: dead {', '.join(gone) or '-'}; over "
               f"capacity {', '.join(sorted(over)) or '-'}")
     publish_version(ctx, version, result.plan_id, dict(plan.assignment),
                     ScalingSection(nodes_to_terminate=tuple(gone), reason=reason), schedule,
                     result.mlflow_run_id, "heal.version")
-    if result.mlflow_run_id:  # record_plan names it as a period's late attempt; it is a healing
+    if result.mlflow_run_id:  # named by its version and the report it heals
         tag_run(ctx.paths, result.mlflow_run_id, {
-            Tag.RUN_NAME: f"{run_name(ctx.stamp)} healing {report.report_id}"})
+            Tag.RUN_NAME: f"{run_name(ctx.stamp)} healing v{version} {report.report_id}"})
     return outcome("published", plan.message, version=version, plan_id=result.plan_id,
                    moves=len(plan.moves), mlflow_run_id=result.mlflow_run_id)
+
+
+def _check_new_finding(lake: Lake, job_id: str, report: HealthReport) -> None:
+    """Refuse a report whose id was handled before with other content: one id, one finding."""
+    rows = records_of_report(lake, job_id, report.report_id)
+    if rows:
+        row = rows[0]
+        outcome = str(row["status"]) + (f" as v{row['version']}" if row.get("version") else "")
+        raise StageError(
+            f"health report {report.report_id!r} was handled before with other content "
+            f"({outcome}, nodes {_shown(str(row['nodes'] or '-').split(','))}); one report id is "
+            "one finding, so a rewritten report is never healed again",
+            where=f"job {job_id!r}, health report {report.report_id!r} (lake table healings, "
+                  f"heal_id {row['heal_id']})",
+            fix="write the new finding as a report of its own report id (`reconf health "
+                "report` names each by its node and instant), and leave reports unchanged once "
+                "written")
+
+
+def _known(lake: Lake, job_id: str, report: HealthReport, dead: frozenset[str],
+           over: frozenset[str], end: datetime, newest: int | None
+           ) -> tuple[frozenset[str], frozenset[str]]:
+    """The report's nodes the job runs (the period's node statistics, the newest version's
+    nodes); a report naming none of them is refused."""
+    rows = lake.period_rows(NODE_STATS, job_id, end)
+    known = {str(r["node"]) for r in rows}
+    if newest:
+        known |= set(lake.published_assignment(job_id, newest).values())
+    named = sorted(set(report.dead) | set(report.utilisation))
+    if named and not known & set(named):
+        raise StageError(
+            f"health report {report.report_id!r} names no node job {job_id!r} runs "
+            f"({len(named)} unknown: {_shown(named)})",
+            where=f"job {job_id!r}, health report {report.report_id!r}",
+            fix=f"report nodes of the job: {_shown(sorted(known), 10)} (its newest period's "
+                "node statistics and published version); check the reporter's job id")
+    return dead & known, over & known
 
 
 def _terminated(ctx: StageContext, newest: int | None) -> frozenset[str]:

@@ -254,10 +254,13 @@ class Lake(ABC):
                                                             ("plan_id",))]
 
     def period_version(self, job_id: str, period_end: datetime) -> dict[str, Any] | None:
-        """The version published for the period (version, plan_id, checksum, manifest_path)."""
+        """The version published for the period (version, plan_id, checksum, manifest_path): the
+        period's own, never a rollback's or a healing's planned on its statistics (a version of
+        its own, jobs/plan/attempts.py `own_version_id`)."""
         rows = self.records(
             f"SELECT version, plan_id, checksum, manifest_path FROM {{{ASSIGNMENT_VERSIONS.name}}} "
-            f"WHERE {Scope(job_id, period_end).sql} ORDER BY version DESC LIMIT 1")
+            f"WHERE {Scope(job_id, period_end).sql} AND plan_id NOT LIKE '%#rollback-v%' "
+            f"AND plan_id NOT LIKE '%#healing-v%' ORDER BY version DESC LIMIT 1")
         return rows[0] if rows else None
 
     def version_row(self, job_id: str, version: int) -> dict[str, Any] | None:

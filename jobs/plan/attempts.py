@@ -10,7 +10,9 @@ become `not_published` then.
 
 Plan ids: `<job>@<period_end>` for a period's first attempt (the id every plan had before
 attempts existed, so older lakes read the same), `<job>@<period_end>#<n>` for the n-th;
-dry runs `<job>@<period_end>#dry-<n>` (never written to the tables). The attempt number is one
+dry runs `<job>@<period_end>#dry-<n>` (never written to the tables). A rollback or a healing is
+a version of its own, planned on a period's statistics but never one of its attempts:
+`<job>@<period_end>#rollback-v<N>` / `#healing-v<N>`, N the version it is published as. The attempt number is one
 more than the highest the period has in either store, the `plans` table or MLflow (the run is
 logged before the rows are written, so a crash in between must not hand its number out twice);
 writers of one job hold its lock (jobs/errors.py), so two attempts never race for a number.
@@ -19,6 +21,7 @@ writers of one job hold its lock (jobs/errors.py), so two attempts never race fo
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,8 +39,20 @@ if TYPE_CHECKING:
     from jobs.lake import Lake
     from schemas.config import Paths
 
-__all__ = ["NOT_PUBLISHED", "PeriodRecord", "attempt_of", "attempt_predicate", "check_identity",
-           "choose_attempt", "period_record", "plan_id", "settle_statuses"]
+__all__ = [
+    "NOT_PUBLISHED",
+    "OWN_VERSION_KINDS",
+    "PeriodRecord",
+    "attempt_of",
+    "attempt_predicate",
+    "check_identity",
+    "choose_attempt",
+    "is_own_version",
+    "own_version_id",
+    "period_record",
+    "plan_id",
+    "settle_statuses",
+]
 
 #: the status of an attempt that can never be published: its period has (or got) a version
 #: published from another attempt
@@ -51,6 +66,21 @@ def plan_id(job_id: str, period_end: datetime, attempt: int = 1, *, dry_run: boo
     if dry_run:
         return f"{base}#{_DRY}{attempt}"
     return base if attempt == 1 else f"{base}#{attempt}"
+
+
+#: the strategies whose plans are versions of their own (jobs/publish/rollback.py, jobs/heal/)
+OWN_VERSION_KINDS = ("rollback", "healing")
+_OWN = re.compile(r"#(?:rollback|healing)-v\d+$")
+
+
+def own_version_id(job_id: str, period_end: datetime, kind: str, version: int) -> str:
+    """The plan id of a rollback's or a healing's plan published as `version`."""
+    return f"{job_id}@{format_period_end(period_end)}#{kind}-v{version}"
+
+
+def is_own_version(pid: str) -> bool:
+    """The plan id names a version of its own (a rollback's or a healing's), not an attempt."""
+    return bool(_OWN.search(pid))
 
 
 def attempt_of(pid: str) -> int:

@@ -18,7 +18,13 @@ from jobs.faults import failpoint
 from jobs.lake import Start, concurrently
 from jobs.lake.write import records_table
 from jobs.plan.applied import record_applied
-from jobs.plan.attempts import NOT_PUBLISHED, PeriodRecord, attempt_predicate, period_record
+from jobs.plan.attempts import (
+    NOT_PUBLISHED,
+    PeriodRecord,
+    attempt_predicate,
+    own_version_id,
+    period_record,
+)
 from jobs.plan.attempts import plan_id as attempt_id
 from jobs.tracking.store import CycleRecord, log_cycle, logged_attempts, tag_run
 from jobs.whatif.input import store_input
@@ -63,6 +69,9 @@ class Provenance:
     dry_run: bool = False
     collect_id: str | None = None
     read_versions: Mapping[str, int] = field(default_factory=dict)
+    #: a rollback's or a healing's plan: the version it will be published as. It is a version of
+    #: its own (plan id `…#<strategy>-v<N>`), never an attempt of the period it was planned on
+    own_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -133,11 +142,15 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
         lambda: logged_attempts(paths, job.job_id, stamp, dry_run),
         lambda: lake.table_versions(missing))
     read.update(versions)
+    own = provenance.own_version
     attempt = record.next_attempt(logged)
-    pid = attempt_id(job.job_id, period_end, attempt, dry_run=dry_run)
-    published = (None if record.published_version is None or record.published_plan is None
+    pid = (attempt_id(job.job_id, period_end, attempt, dry_run=dry_run) if own is None
+           else own_version_id(job.job_id, period_end, strategy, own))
+    published = (None if own is not None or record.published_version is None
+                 or record.published_plan is None
                  else (record.published_version, record.published_plan))
-    plan_json = {"job_id": job.job_id, "period_end": stamp, "plan_id": pid, "attempt": attempt,
+    plan_json = {"job_id": job.job_id, "period_end": stamp, "plan_id": pid,
+                 "attempt": attempt if own is None else None, "own_version": own,
                  "base_version": base_version, "newest_version": start.newest,
                  "collect_id": collect_id, **plan_to_dict(plan)}
     if scaling_extra is not None:
@@ -164,7 +177,8 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
             records_table(rows, table)
     read_tags = {delta_version_tag(name): str(version) for name, version in sorted(
         read.items())}
-    attempt_tags = {Tag.PLAN_ID: pid, Tag.ATTEMPT: str(attempt),
+    attempt_tags = {Tag.PLAN_ID: pid,
+                    **({Tag.ATTEMPT: str(attempt)} if own is None else {Tag.OWN_VERSION: str(own)}),
                     Tag.CHECKSUM: plan_json["checksum"],
                     Tag.SCHEDULE_WAVES: str(len(schedule.waves)),
                     Tag.SCHEDULE_OVER_CEILING: str(sum(w.over_ceiling for w in schedule.waves))}
@@ -175,7 +189,7 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
     # the what-if only ever compares a publishable plan; its input is a file keyed by the plan
     # id, which the run's tags name (jobs/whatif/input.py): O(units + edges), never an artifact
     whatif_tags = (store_input(paths, pid, job, stamp, strategy, state, plan, job_budget(job))
-                   if not dry_run and published is None else {})
+                   if not dry_run and published is None and own is None else {})
     run_id = log_cycle(
         paths,
         CycleRecord(job, stamp, strategy, plan_json, validation,

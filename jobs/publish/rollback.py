@@ -1,8 +1,9 @@
 """rollback: publish a new version whose assignment is an earlier version's (versions only go up).
 
 `reconf rollback --job J --to-version V --reason TEXT [--override-budget REASON]`. A rollback is
-a plan of its own, recorded like any other: an attempt of the newest published version's period
-(strategy `rollback`) with its moves from the newest version to V's assignment, its MLflow run
+a version of its own, recorded like any plan but never as an attempt of the period whose
+statistics it plans on (plan id `…#rollback-v<N+1>`, jobs/plan/attempts.py; strategy
+`rollback`) with its moves from the newest version to V's assignment, its MLflow run
 (tagged with the version it returns to and the reason), and a new version N+1 whose manifest
 carries a move schedule (placement/waves.py) under the job's execution limits. The moves must
 keep the job's migration budget, or the operator overrides it with a reason that the run and
@@ -194,11 +195,11 @@ def _rollback(ctx: StageContext, newest: int, to_version: int, reason: str,
             Tag.SCHEDULE_WAVES: str(len(schedule.waves))}
     if override is not None:
         tags[Tag.BUDGET_OVERRIDE] = override
+    version = newest + 1  # a version of its own, never an attempt of the period it plans on
     result = record_plan(ctx, Computed("rollback", state, plan,
                                        Start(newest, current, newest, f"rollback to "
                                                                       f"v{to_version}")),
-                         Provenance(tags=tags))
-    version = newest + 1
+                         Provenance(tags=tags, own_version=version))
     path = publish_version(ctx, version, result.plan_id, target,
                            ScalingSection(reason=f"rollback to v{to_version}"), schedule,
                            result.mlflow_run_id, "rollback.version")

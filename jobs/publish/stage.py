@@ -42,6 +42,7 @@ from jobs.plan.attempts import (
     attempt_of,
     check_identity,
     choose_attempt,
+    is_own_version,
 )
 from jobs.publish.version import assignment_rows
 from jobs.tracking.store import run_tags, tag_run
@@ -125,7 +126,8 @@ def _write_version(
         except ManifestError:
             existing = None  # torn or damaged: an orphan all the same
         if (existing is not None and existing.plan_id == head.plan_id
-                and existing.checksum == checksum == existing.actual_checksum):
+                and existing.assignment_digest == checksum and existing.schedule == head.schedule
+                and existing.checksum == existing.actual_checksum):
             return path
         del existing
         aside = path.parent / ".orphaned" / f"{path.stem}.{uuid.uuid4().hex[:8]}.json"
@@ -204,6 +206,8 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
         lambda: lake.period_rows(PLANS, job.job_id, period_end),
         lambda: lake.version_log(job.job_id, period_end),
         lambda: ctx.tracker)
+    # a rollback's or a healing's plan of this period is a version of its own, not an attempt
+    attempts = [r for r in attempts if not is_own_version(str(r["plan_id"]))]
     if not attempts:
         raise StageError(
             f"no plan for job {job.job_id!r}, period ending {stamp}",

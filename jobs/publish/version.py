@@ -1,7 +1,7 @@
 """A new version published outside the scheduled publish: a rollback's or a healing's.
 
-Both are plans of their own (recorded by `record_plan` as an attempt of the newest version's
-period) whose assignment becomes version N+1 at once: the manifest (immutable, checksummed, with
+Both are versions of their own (recorded by `record_plan` on the newest version's period's
+statistics, plan id `…#<strategy>-v<N>`, never an attempt of that period) whose assignment becomes version N+1 at once: the manifest (immutable, checksummed, with
 its move schedule), the version's `assignments` and `assignment_versions` rows, `LATEST` moved
 last (so a reader never sees a version the lake does not hold), the plan row marked published and
 its MLflow run tagged with the version. Versions only go up: the caller holds the job's lock and

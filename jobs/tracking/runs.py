@@ -3,6 +3,10 @@
 Every plan of a period, a rerun included, is a new run tagged with its plan id and attempt
 number. `find_runs` answers with one run per period, the period's *record*: the published
 attempt, else the newest attempt that may still be published; `attempts=True` lists them all.
+A rollback's or a healing's run is a version of its own (`is_own_version_run`), planned on a
+period's statistics but never one of its attempts: `find_runs` leaves it out (`own_versions`
+lists a period's, `version_run` finds one by its version), so a period's record stays its own
+plan whatever was published on its statistics later.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from typing import Any
 from jobs.plan.attempts import NOT_PUBLISHED, attempt_of
 from schemas.tracking import Tag
 
-__all__ = ["find_runs", "run_attempt", "run_filter"]
+__all__ = ["find_runs", "is_own_version_run", "own_versions", "run_attempt", "run_filter",
+           "version_run"]
 
 _JOB_TAG, _PERIOD_TAG = Tag.JOB_ID, Tag.PERIOD_END
 
@@ -37,13 +42,39 @@ def _record_rank(run: Any) -> tuple[bool, bool, int, int]:
             int(run.info.start_time or 0))
 
 
+def is_own_version_run(run: Any) -> bool:
+    """A rollback's or a healing's run (tagged so, or, logged by older releases, carrying a
+    rollback's or a healing's tags)."""
+    tags = run.data.tags
+    return Tag.OWN_VERSION in tags or Tag.ROLLBACK_TO in tags or Tag.HEALING_ID in tags
+
+
+def own_versions(client: Any, experiment_id: str, job_id: str, period_end: str) -> list[Any]:
+    """The runs of the versions of their own planned on the period's statistics, oldest first."""
+    runs = client.search_runs([experiment_id], filter_string=run_filter(job_id, period_end, False),
+                              max_results=5000)
+    return sorted((r for r in runs if is_own_version_run(r)),
+                  key=lambda r: int(r.data.tags.get(Tag.ASSIGNMENT_VERSION, "0") or 0))
+
+
+def version_run(client: Any, experiment_id: str, job_id: str, version: int) -> Any | None:
+    """The run of the plan published as `version` (its `reconf.assignment_version` tag)."""
+    runs = client.search_runs(
+        [experiment_id], filter_string=run_filter(job_id, None, False)
+        + f" AND tags.`{Tag.ASSIGNMENT_VERSION}` = '{int(version)}'", max_results=5)
+    return runs[0] if runs else None
+
+
 def find_runs(client: Any, experiment_id: str, job_id: str, period_end: str | None = None,
-              *, dry_run: bool = False, max_results: int = 5000, attempts: bool = False
-              ) -> list[Any]:
+              *, dry_run: bool = False, max_results: int = 5000, attempts: bool = False,
+              own: bool = False) -> list[Any]:
     """The record run of each period of a job (of one period if given), newest period first;
-    with `attempts`, every attempt's run (newest period first, each period's record first)."""
+    with `attempts`, every attempt's run (newest period first, each period's record first).
+    A version of its own's run is left out, unless `own`."""
     runs = client.search_runs([experiment_id], filter_string=run_filter(job_id, period_end, dry_run),
                               max_results=5000)
+    if not own:
+        runs = [r for r in runs if not is_own_version_run(r)]
     ordered = sorted(runs, key=lambda r: (r.data.tags.get(_PERIOD_TAG, ""), _record_rank(r)),
                      reverse=True)
     if attempts:

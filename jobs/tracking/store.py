@@ -139,6 +139,8 @@ def _create_run(client: Any, experiment_id: str, record: CycleRecord) -> tuple[s
     and name."""
     attempt = int(record.tags.get(Tag.ATTEMPT, "1"))
     suffix = "" if attempt == 1 else f" #{attempt}"
+    if Tag.OWN_VERSION in record.tags:  # a rollback's or a healing's: named by its version
+        suffix = f" {record.strategy} v{record.tags[Tag.OWN_VERSION]}"
     if record.dry_run:
         suffix = f" (dry run{suffix})"
     elif record.tags.get(Tag.PUBLISH_STATUS) == NOT_PUBLISHED:

@@ -69,6 +69,8 @@ class KafkaStreamsJob:
     home: Path  # RECONF_HOME
     published_root: Path
     mlflow_uri: str | None = None  # where the published version's run is: restores reach it
+    #: the job has execution limits: a manifest that moves units without a schedule is refused
+    schedule_required: bool = False
     _cluster: Cluster | None = field(default=None, repr=False)
     _started_broker: bool = field(default=False, repr=False)
     _last: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -197,7 +199,8 @@ class KafkaStreamsJob:
         current = now if not landed else RuntimeState(
             self.spec.job_id, landed["version"], landed["assignment"],
             tuple(set(now.nodes) | set(landed["assignment"].values())))
-        decided = next_state(published_root, current, self.spec_units())
+        decided = next_state(published_root, current, self.spec_units(),
+                             require_schedule=self.schedule_required)
         if isinstance(decided, ApplyResult):
             return decided  # unchanged, or refused: the assignor refuses it the same way
         manifest, _ = decided

@@ -202,6 +202,10 @@ def provisional_node(query: str, nodes: tuple[str, ...]) -> str:
 class QueryPlatform:
     """The query platform runtime of one job: lands periods, applies published assignments."""
 
+    #: the job has execution limits (make_source sets it): a manifest that would move units
+    #: without a move schedule is refused, never applied at once (runtime/client.py)
+    schedule_required = False
+
     def __init__(self, spec: QuerySpec, state_root: Path, *, data: Datasets | None = None) -> None:
         self.spec = spec
         self.state_root = Path(state_root)
@@ -313,7 +317,8 @@ class QueryPlatform:
         """The newest manifest, applied to the queries that run: a query it places moves there; a
         query it does not list (arrived since its plan) stays where it runs; units it lists that
         no longer run are ignored (they left)."""
-        outcome = next_state(published_root, self._state, self._state.assignment, dynamic=True)
+        outcome = next_state(published_root, self._state, self._state.assignment, dynamic=True,
+                             require_schedule=self.schedule_required)
         if isinstance(outcome, ApplyResult):
             return outcome
         manifest, new = outcome

@@ -157,6 +157,10 @@ def landing_tables(m: PeriodMetrics, layout: Layout, period_end: datetime, perio
 class ReplayJob:
     """The replay runtime of one job: lands periods, applies published assignments."""
 
+    #: the job has execution limits (make_source sets it): a manifest that would move units
+    #: without a move schedule is refused, never applied at once (runtime/client.py)
+    schedule_required = False
+
     def __init__(self, spec: ReplaySpec, state_root: Path, *, data: Datasets | None = None,
                  costs: CostModel | None = None) -> None:
         self.spec = spec
@@ -260,7 +264,8 @@ class ReplayJob:
         """Apply the newest published version wave by wave (runtime/execution.py): one wave's
         units migrate together, the runtime's state is saved after each, and a stop request or a
         unit that cannot move ends the schedule between waves with the partial assignment."""
-        outcome = next_state(published_root, self._state, self.engine.layout.names)
+        outcome = next_state(published_root, self._state, self.engine.layout.names,
+                             require_schedule=self.schedule_required)
         if isinstance(outcome, ApplyResult):
             return outcome
         manifest, new = outcome

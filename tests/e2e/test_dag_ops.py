@@ -204,7 +204,8 @@ def test_two_cycles_publish_v1_and_v2_and_emit_the_assignment_asset(ops_home) ->
     assert read_latest_version(paths.published, JOB) == 2
     manifests = [read_manifest(paths.published, JOB, v) for v in (1, 2)]
     for manifest, period_end in zip(manifests, (P1, P2), strict=True):
-        assert manifest.checksum == assignment_checksum(manifest.assignment)
+        assert manifest.checksum == manifest.actual_checksum
+        assert manifest.assignment_digest == assignment_checksum(manifest.assignment)
         assert manifest.period_end == period_end.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert dict(source.assignment) == dict(manifests[1].assignment)
 

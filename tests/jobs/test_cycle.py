@@ -59,7 +59,8 @@ def test_two_periods_publish_versions_1_and_2_and_reruns_add_nothing(home, spark
 
         # The manifest: verifies, names its plan and period, is the plan's assignment.
         manifest = read_manifest(paths.published, JOB_ID, number)
-        assert manifest.checksum == assignment_checksum(manifest.assignment)
+        assert manifest.checksum == manifest.actual_checksum  # covers the schedule too
+        assert manifest.assignment_digest == assignment_checksum(manifest.assignment)
         assert (manifest.plan_id, manifest.period_end) == (planned.plan_id, stamp(period_end))
         assert dict(manifest.assignment) == dict(planned.plan.assignment)
         assert set(manifest.assignment) == all_keygroups()
@@ -70,7 +71,7 @@ def test_two_periods_publish_versions_1_and_2_and_reruns_add_nothing(home, spark
         assert dict(zip(assigned["keygroup"], assigned["node"], strict=True)) == dict(manifest.assignment)
 
         version_row = rows(spark, paths, ASSIGNMENT_VERSIONS.name, f"version = {number}").iloc[0]
-        assert version_row["checksum"] == manifest.checksum
+        assert version_row["checksum"] == manifest.assignment_digest
         assert version_row["plan_id"] == planned.plan_id
         assert version_row["status"] == "published"
 

@@ -19,7 +19,7 @@ from jobs.lake import open_lake
 from jobs.run import run_plan, run_publish
 from reconf.cli import main
 from schemas.config import resolve_job
-from schemas.health import HealthReport, write_report
+from schemas.health import HealthReport, health_dir, write_report
 from schemas.manifest import read_manifest
 from schemas.tables import HEALINGS
 from schemas.tracking import Tag
@@ -60,7 +60,7 @@ def test_a_dead_node_heals_once_waits_for_the_gap_and_a_wide_failure_alerts(
     assert {k for k in v1.assignment if v1.assignment[k] != v2.assignment[k]} >= moved
     tags = MlflowClient(paths.mlflow_uri).get_run(str(first.mlflow_run_id)).data.tags
     assert tags[Tag.HEALING_STATUS] == "published" and tags[Tag.PUBLISHED_VERSION] == "2"
-    assert tags[Tag.HEALING_NODES] == dead and "healing dead-1" in tags["mlflow.runName"]
+    assert tags[Tag.HEALING_NODES] == dead and "healing v2 dead-1" in tags["mlflow.runName"]
 
     again = heal(job, report, paths=paths)  # the same finding: its recorded outcome, no v3
     assert again.again and again.version == 2 and again.heal_id == first.heal_id
@@ -107,3 +107,61 @@ def _off(job):  # the job with healing off, as a config without the table gives
     from schemas.config import HealingConfig
 
     return replace(job, healing=HealingConfig())
+
+
+def test_one_report_id_is_one_finding_and_a_report_of_unknown_nodes_is_refused(
+        collected_home, spark, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same id with the same content heals once; the same id rewritten with other content is
+    refused (never a second healing); a report naming only nodes the job does not run is
+    refused, nothing recorded and nothing published."""
+    paths = collected_home
+    config = tmp_path / "healing.toml"
+    config.write_text(CONFIG + HEALING)
+    monkeypatch.setenv("RECONF_CONFIG", str(config))
+    job = resolve_job(JOB_ID)
+    run_plan(JOB_ID, P1)
+    run_publish(JOB_ID, P1)
+    v1 = read_manifest(paths.published, JOB_ID, 1)
+    nodes = sorted(set(v1.assignment.values()))
+    at = datetime.now(UTC).replace(microsecond=0)
+    write_report(paths.landing, HealthReport(JOB_ID, "finding", at, (nodes[0],)))
+    assert main(["heal", "--job", JOB_ID, "--report-id", "finding"]) == 0
+    assert "published v2" in capsys.readouterr().out
+    assert main(["heal", "--job", JOB_ID, "--report-id", "finding"]) == 0  # same content
+    assert "handled before, unchanged" in capsys.readouterr().out
+
+    # the file rewritten under the same id, naming another node: not a new finding
+    path = health_dir(paths.landing, JOB_ID) / "finding.json"
+    path.write_text(HealthReport(JOB_ID, "finding", at, (nodes[1],)).to_json())
+    assert main(["heal", "--job", JOB_ID, "--report-id", "finding"]) == 2
+    err = capsys.readouterr().err
+    assert "health report 'finding' was handled before with other content" in err, err
+    assert "fix:" in err and "own report id" in err and "Traceback" not in err
+    assert latest(paths) == "2\n"
+
+    # nodes the job does not run, and only those
+    ghost = HealthReport(JOB_ID, "ghosts", at, ("node-98",), {"node-99": 3.0})
+    with pytest.raises(StageError, match="names no node job 'tiny' runs") as info:
+        heal(job, ghost, paths=paths, now=at + timedelta(hours=1))
+    assert "node-98" in str(info.value) and nodes[0] in str(info.value.fix)
+    assert latest(paths) == "2\n"
+    rows = open_lake(paths, spark).records(
+        f"SELECT report_id FROM {{{HEALINGS.name}}} WHERE job_id = '{JOB_ID}'")
+    assert sorted(r["report_id"] for r in rows) == ["finding"]
+
+
+def test_an_alert_naming_many_nodes_fits_its_mlflow_run(tmp_path: Path) -> None:
+    """An alert for a report naming thousands of nodes (within the report's bound) is logged:
+    its run's tag and note list the first nodes and count the rest, within MLflow's limits."""
+    from jobs.heal.record import _alert_run
+    from schemas.config import Paths
+    from schemas.health import MAX_REPORT_NODES
+
+    paths = Paths(tmp_path / "home")
+    nodes = tuple(f"node-{i:05d}" for i in range(MAX_REPORT_NODES))
+    report = HealthReport(JOB_ID, "many", datetime.now(UTC), nodes)
+    run_id = _alert_run(paths, report, "h1", nodes, "too many nodes at once")
+    tags = MlflowClient(paths.mlflow_uri).get_run(run_id).data.tags
+    assert tags[Tag.HEALING_NODES].startswith("node-00000,node-00001")
+    assert f"+{MAX_REPORT_NODES - 50} more" in tags[Tag.HEALING_NODES]
+    assert len(tags[Tag.HEALING_NODES]) < 8000 and len(tags[Tag.NOTE]) < 8000

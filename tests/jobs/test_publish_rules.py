@@ -29,6 +29,7 @@ from schemas.manifest import (
     read_manifest,
     write_manifest,
 )
+from schemas.schedule import Schedule
 from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLANS
 
 pytestmark = pytest.mark.spark
@@ -69,6 +70,8 @@ def _manifest_of(plan_result, version: int, **changes) -> Manifest:
             nodes_to_terminate=scaling.nodes_to_terminate, reason=scaling.reason,
         ),
         "created_at": datetime(2026, 1, 1, 0, 5, 30, tzinfo=UTC),
+        # the plan's move schedule, as publish writes it
+        "schedule": Schedule.from_dict(plan_result.plan_json["schedule"], "plan"),
         **changes,
     }
     return Manifest.create(**fields)
@@ -84,7 +87,7 @@ def test_crash_after_the_manifest_is_written_is_mended_by_publish(collected_home
     other = dict(planned.plan.assignment)
     other[sorted(other)[0]] = "node-02" if other[sorted(other)[0]] != "node-02" else "node-01"
     orphan = write_manifest(paths.published, _manifest_of(planned, 1, plan_id="tiny@elsewhere",
-                                                          assignment=other)).read_bytes()
+                                                          assignment=other, schedule=None)).read_bytes()
     assert publish_period(job, P1, paths=paths, spark=spark).version == 1
     assert read_manifest(paths.published, JOB_ID, 1).plan_id == planned.plan_id
     kept = list((paths.published / JOB_ID / ".orphaned").iterdir())
@@ -110,7 +113,7 @@ def test_crash_after_the_manifest_is_written_is_mended_by_publish(collected_home
     version_row = rows(spark, paths, ASSIGNMENT_VERSIONS.name)
     assert len(version_row) == 1
     assert version_row.iloc[0][["version", "plan_id", "checksum", "status"]].tolist() == [
-        1, planned.plan_id, manifest.checksum, "published"
+        1, planned.plan_id, manifest.assignment_digest, "published"
     ]
     assigned = rows(spark, paths, ASSIGNMENTS.name)
     assert set(assigned["keygroup"]) == all_keygroups() and len(assigned) == len(all_keygroups())

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from schemas.manifest import assignment_checksum
+from schemas.manifest import assignment_checksum, manifest_checksum
 
 JOB = "kjob"
 UNITS = ["0_0", "0_1", "0_2", "0_3"]
@@ -61,7 +61,16 @@ def scheduled(number: int) -> dict[str, Any]:
 
     body = manifest(number, {"0_0": "node-01", "0_1": "node-01", "0_2": "node-00", "0_3": "node-01"})
     waves = (Wave((ScheduledMove("0_0", "node-00", "node-01", 10),), 50.0),)
-    body["schedule"] = Schedule.sealed(waves, WaveLimits(), body["checksum"]).to_dict()
+    schedule = Schedule.sealed(waves, WaveLimits(), body["checksum"])
+    body["schedule"] = schedule.to_dict()
+    body["checksum"] = manifest_checksum(body["checksum"], schedule)  # covers the schedule
+    return body
+
+
+def unscheduled(number: int) -> dict[str, Any]:
+    """`scheduled` with its schedule deleted (its checksum left as it was): a mismatch."""
+    body = scheduled(number)
+    del body["schedule"]
     return body
 
 
@@ -80,7 +89,9 @@ def scheduled_text(number: int, tamper: str = "") -> str:
     waves = (Wave((ScheduledMove("0_0", "node-00", "node-01", 1e-05),
                    ScheduledMove("0_3", "node-00", dst, 1e+20)), 93.7),
              Wave((ScheduledMove("0_1", "node-01", "node-00", 0.1 + 0.2),), 12.5, True))
-    body["schedule"] = Schedule.sealed(waves, limits, body["checksum"]).to_dict()
+    schedule = Schedule.sealed(waves, limits, body["checksum"])
+    body["schedule"] = schedule.to_dict()
+    body["checksum"] = manifest_checksum(body["checksum"], schedule)
     if tamper == "bytes":
         body["schedule"]["waves"][1]["moves"][0]["state_bytes"] = 0.25
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
@@ -102,6 +113,7 @@ CASES: dict[str, dict[str, Any]] = {
     "top_level_list": case("CorruptManifest", one(1, "[]")),
     "unknown_field": case("CorruptManifest", one(1, manifest(1, extra="x"))),
     "schedule_applies": case("apply", one(2, scheduled(2)), current=1),
+    "schedule_deleted": case("ChecksumMismatch", one(2, unscheduled(2)), current=1),
     "schedule_float_notations": case("apply", one(2, scheduled_text(2)), current=1),
     "schedule_tampered": case("CorruptManifest", one(2, scheduled_text(2, "bytes")), current=1),
     "schedule_elsewhere": case("CorruptManifest", one(2, scheduled_text(2, "elsewhere")),

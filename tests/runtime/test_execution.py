@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 
@@ -174,3 +175,53 @@ def test_without_a_rate_the_runtimes_time_stands(tmp_path: Path) -> None:
 
 def _never(seconds: float) -> None:
     raise AssertionError(f"slept {seconds} s without a byte rate")
+
+
+class _Killed(BaseException):
+    """kill -9 between a wave's move (the runtime's state saved) and its progress record."""
+
+
+@settings(max_examples=120, deadline=None)
+@given(paced_cases(), st.integers(0, 20))
+def test_a_kill_between_a_wave_and_its_record_loses_no_wave_from_the_record(
+        case: tuple[Manifest, dict[str, str], float, list[float]], kill_at: int) -> None:
+    """Whatever wave the kill hits, the resumed execution's record is the uninterrupted one's:
+    every move in it, in as many waves, and every wave paced at least bytes / rate."""
+    manifest, start, rate, _ = case
+    assert manifest.schedule is not None
+    size = {m.keygroup: m.state_bytes for w in manifest.schedule.waves for m in w.moves}
+    calls = 0
+
+    def runtime(running: dict[str, str], kill: bool) -> ApplyWave:
+        def apply_wave(moves: tuple[ScheduledMove, ...]) -> tuple[tuple[str, ...], float,
+                                                                  float, tuple[str, ...]]:
+            nonlocal calls
+            for m in moves:
+                running[m.keygroup] = m.dst
+            calls += 1
+            if kill and calls == kill_at + 1:
+                raise _Killed
+            return tuple(m.keygroup for m in moves), sum(size[m.keygroup] for m in moves), 0.0, ()
+        return apply_wave
+
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        whole = execute(manifest, dict(start), runtime(dict(start), False), Path(a), "j",
+                        sleep=lambda s: None)
+        running = dict(start)
+        calls = 0
+        resumed = None
+        with contextlib.suppress(_Killed):  # no kill when kill_at is past the last wave
+            resumed = execute(manifest, running, runtime(running, True), Path(b), "j",
+                              sleep=lambda s: None)
+        if resumed is None:
+            resumed = execute(manifest, dict(running), runtime(running, False), Path(b), "j",
+                              sleep=lambda s: None)
+        on_disk = load_execution(Path(b), "j")
+    assert resumed.status == "done" and running == dict(manifest.assignment)
+    assert (resumed.moved, resumed.waves, len(resumed.runs)) == (
+        whole.moved, whole.waves, len(whole.runs))
+    assert sorted(u for r in resumed.runs for u in r.moved) == sorted(
+        u for r in whole.runs for u in r.moved)
+    assert [r.wave for r in resumed.runs] == list(range(1, len(resumed.runs) + 1))
+    assert all(r.bytes_per_s is None or r.bytes_per_s <= rate for r in resumed.runs)
+    assert on_disk is not None and on_disk.to_dict()["runs"] == resumed.to_dict()["runs"]

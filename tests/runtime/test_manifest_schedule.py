@@ -7,14 +7,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from placement.model import ClusterState, KeyGroup, Move, Node
 from placement.waves import plan_waves
+from reconf.settings import make_source
+from runtime.client import next_state
+from runtime.source import ApplyResult, RuntimeState
+from schemas.config import JobConfig, Paths
 from schemas.manifest import (
     Manifest,
     ManifestError,
     assignment_checksum,
+    manifest_checksum,
     read_manifest,
+    write_latest,
     write_manifest,
 )
 from schemas.schedule import WaveLimits, apply_waves
@@ -51,10 +59,67 @@ def test_a_manifest_without_schedule_loads_and_is_written_as_before() -> None:
     assert Manifest.from_json(plain.to_json(), "v1.json").schedule is None
 
 
-def test_the_assignment_checksum_is_unchanged_for_assignment_only_readers() -> None:
-    body = json.loads(scheduled().to_json())
-    # what a reader that applies only the final assignment checks, unchanged by the schedule
-    assert body["checksum"] == assignment_checksum(body["assignment"])
+def test_the_checksum_of_a_scheduled_manifest_covers_its_schedule() -> None:
+    manifest = scheduled()
+    body = json.loads(manifest.to_json())
+    assert manifest.schedule is not None
+    assert body["checksum"] == manifest_checksum(assignment_checksum(body["assignment"]),
+                                                 manifest.schedule)
+    assert body["checksum"] != assignment_checksum(body["assignment"])
+    assert manifest.assignment_digest == assignment_checksum(body["assignment"])
+
+
+@settings(max_examples=40)
+@given(st.dictionaries(st.sampled_from([f"k{i}" for i in range(8)]), st.sampled_from("abc"),
+                       min_size=1), st.integers(1, 3))
+def test_deleting_the_schedule_never_passes_the_checksum(target: dict[str, str],
+                                                         per_node: int) -> None:
+    start = {k: "a" for k in target}
+    state = ClusterState((Node("a"), Node("b"), Node("c")),
+                         tuple(KeyGroup(k, "op", 1.0, state_bytes=10) for k in start), start)
+    moves = tuple(Move(k, "a", target[k], 0.0) for k in sorted(start) if target[k] != "a")
+    schedule = plan_waves(state, moves, WaveLimits(max_moves_per_node=per_node), target)
+    body = json.loads(Manifest.create(job_id="demo", version=2, period_end=END, plan_id="p2",
+                                      assignment=target, schedule=schedule).to_json())
+    del body["schedule"]
+    stripped = Manifest.from_json(json.dumps(body), "v2.json")
+    assert stripped.actual_checksum != stripped.checksum
+
+
+def test_a_runtime_refuses_a_manifest_whose_schedule_was_deleted(tmp_path: Path) -> None:
+    write_manifest(tmp_path, scheduled())
+    write_latest(tmp_path, "demo", 2)
+    path = tmp_path / "demo" / "v2.json"
+    body = json.loads(path.read_text())
+    del body["schedule"]
+    path.write_text(json.dumps(body, indent=2))
+    current = RuntimeState("demo", 1, START, ("a", "b", "c"))
+    outcome = next_state(tmp_path, current, START)
+    assert isinstance(outcome, ApplyResult) and outcome.status == "refused"
+    assert "does not match" in outcome.reason and "v2.json" in outcome.reason
+
+
+def test_a_runtime_of_a_job_with_execution_limits_never_applies_a_manifest_without_one(
+        job: JobConfig, tmp_path: Path) -> None:
+    paths = Paths(tmp_path / "home")
+    source = make_source(job, paths)
+    assert any(v is not None for v in job.execution.limits.to_dict().values())
+    running = dict(source.state.assignment)  # type: ignore[attr-defined]
+    nodes = sorted(set(running.values()))
+    first = sorted(running)[0]
+    target = {**running, first: next(n for n in nodes if n != running[first])}
+    write_manifest(paths.published, Manifest.create(
+        job_id=job.job_id, version=1, period_end=END, plan_id="p1", assignment=target))
+    write_latest(paths.published, job.job_id, 1)
+    result = source.apply_latest(paths.published)
+    assert result.status == "refused", result
+    assert "no move schedule" in result.reason and "v1.json" in result.reason
+    assert dict(source.state.assignment) == running  # type: ignore[attr-defined]
+    # a manifest that moves nothing needs no schedule
+    write_manifest(paths.published, Manifest.create(
+        job_id=job.job_id, version=2, period_end=END, plan_id="p2", assignment=running))
+    write_latest(paths.published, job.job_id, 2)
+    assert source.apply_latest(paths.published).status == "applied"
 
 
 def test_an_altered_wave_is_refused() -> None:

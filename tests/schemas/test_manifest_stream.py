@@ -25,6 +25,7 @@ from schemas.manifest import (
     ManifestError,
     ScalingSection,
     latest_path,
+    manifest_checksum,
     manifest_path,
     read_latest_version,
     read_manifest,
@@ -78,10 +79,11 @@ def test_streamed_bytes_are_to_jsons_for_any_assignment(
     whole, head = _pair(assignment, scaling, schedule)
     root = Path(tempfile.mkdtemp())
     path, checksum = write_manifest_streamed(root, head, chunked(*_arrays(assignment), chunk),
-                                             expected_checksum=whole.checksum)
+                                             expected_checksum=whole.assignment_digest)
     assert path.read_bytes() == whole.to_json().encode("utf-8")
-    assert checksum == whole.checksum == "sha256:" + hashlib.sha256(
+    assert checksum == whole.assignment_digest == "sha256:" + hashlib.sha256(
         canonical_assignment_bytes(assignment)).hexdigest()
+    assert whole.checksum == manifest_checksum(checksum, schedule)  # covers the schedule too
     again = read_manifest(root, "j\"ob", 3)
     assert again == whole and again.actual_checksum == whole.checksum
     # rewriting the same version is a no-op: the whole writer agrees with what the streamed wrote

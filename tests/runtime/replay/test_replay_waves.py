@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from runtime.replay.source import ReplayJob
 from runtime.replay.spec import ReplaySpec
 from schemas.landing import RUNTIME_REPORT, read_runtime_report
 from schemas.manifest import Manifest, write_latest, write_manifest
-from schemas.schedule import WaveLimits
+from schemas.schedule import ScheduledMove, WaveLimits
 
 SPEC = ReplaySpec("waves", job=2, nodes=3, keygroups_per_node=2, periods=6)
 
@@ -199,3 +200,89 @@ def test_kill_9_mid_schedule_then_restart_resumes_without_losing_a_unit(
     assert set(after_kill.state.assignment) == set(names)  # no unit lost
     assert all(after_kill.engine.store.node_of(g) in (None, target[names[g]])
                for g in range(len(names)))
+
+
+def test_kill_9_between_a_wave_and_its_record_keeps_every_wave_in_the_reports(
+        tiny: Datasets, tmp_path: Path) -> None:
+    """The runtime is killed after a wave moved its units (the state saved) and before the
+    progress was recorded: the resumed record, the period report and the pause are whole."""
+    job = ReplayJob(SPEC, tmp_path / "rt", data=tiny)
+    job.land_period(tmp_path / "landing", end(1))
+    start = dict(job.state.assignment)
+    target = rotate(start, 6)
+    manifest = publish(tmp_path / "pub", 1, start, target)
+    assert manifest.schedule is not None
+    scheduled = (len(manifest.schedule.waves), manifest.schedule.moves)
+    script = textwrap.dedent(_KILLED.format(conftest=str(Path(__file__).parent),
+                                            rt=str(tmp_path / "rt"), pub=str(tmp_path / "pub")))
+    env = {**os.environ, "RECONF_FAILPOINT": "runtime.wave"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, start_new_session=True,
+                          capture_output=True, timeout=300, check=False)
+    assert done.returncode == -9, done.stderr.decode()[-2000:]
+    after_kill = ReplayJob(SPEC, tmp_path / "rt", data=tiny)
+    assert after_kill.apply_latest(tmp_path / "pub").applied
+    execution = load_execution(tmp_path / "rt", SPEC.job_id)
+    assert execution is not None and execution.status == "done"
+    assert (execution.waves, execution.moved) == scheduled, execution.summary()
+    assert [r.wave for r in execution.runs] == list(range(1, scheduled[0] + 1))
+    report = json.loads((after_kill.land_period(tmp_path / "landing", end(2)) / RUNTIME_REPORT)
+                        .read_text())
+    assert (report["execution"]["waves"], report["execution"]["moved"]) == scheduled
+
+
+_PACED = """
+import sys, time
+from pathlib import Path
+from runtime.execution import execute
+from schemas.manifest import read_manifest
+manifest = read_manifest(Path({pub!r}), "waves", 1)
+running = dict({start!r})
+def wave(moves):
+    for m in moves:
+        running[m.keygroup] = m.dst
+    return tuple(m.keygroup for m in moves), sum(m.state_bytes for m in moves), 0.0, ()
+execute(manifest, running, wave, Path({rt!r}), "waves", sleep=time.sleep)
+"""
+
+
+def test_kill_9_mid_pause_the_restart_waits_out_the_rest_of_the_wall_clock_pause(
+        tmp_path: Path) -> None:
+    """A wall-clock runtime killed after a wave and before its byte-rate pause: the restarted
+    execution still waits out what is left of that pause before the next wave."""
+    start = {f"k{i}": "node-00" for i in range(4)}
+    target = {k: "node-01" for k in start}
+    nodes = ("node-00", "node-01")
+    state = ClusterState(tuple(Node(n) for n in nodes),
+                         tuple(KeyGroup(k, "op", 1.0, state_bytes=1000) for k in start), start)
+    moves = tuple(Move(k, start[k], target[k], 0.0) for k in sorted(start))
+    schedule = plan_waves(state, moves, WaveLimits(max_moves_per_node=2,
+                                                   max_bytes_per_second=100.0), target)
+    assert len(schedule.waves) == 2  # 2000 bytes a wave at 100 B/s: a 20 s pause each
+    write_manifest(tmp_path / "pub", Manifest.create(
+        job_id="waves", version=1, period_end=end(1), plan_id="p1", assignment=target,
+        schedule=schedule))
+    script = _PACED.format(pub=str(tmp_path / "pub"), rt=str(tmp_path / "rt"), start=start)
+    env = {**os.environ, "RECONF_FAILPOINT": "runtime.wave"}
+    killed_at = time.time()
+    done = subprocess.run([sys.executable, "-c", script], env=env, start_new_session=True,
+                          capture_output=True, timeout=300, check=False)
+    assert done.returncode == -9, done.stderr.decode()[-2000:]
+    from runtime.execution import execute
+    running = {k: target[k] if k in {m.keygroup for m in schedule.waves[0].moves} else v
+               for k, v in start.items()}
+    slept: list[float] = []
+
+    def wave(moves: tuple[ScheduledMove, ...]) -> tuple[tuple[str, ...], float, float,
+                                                        tuple[str, ...]]:
+        assert sum(slept) > 0, "the next wave started before the last one's pause was over"
+        for m in moves:
+            running[m.keygroup] = m.dst
+        return tuple(m.keygroup for m in moves), sum(m.state_bytes for m in moves), 0.0, ()
+
+    restarted = time.time()
+    manifest = Manifest.from_json((tmp_path / "pub" / "waves" / "v1.json").read_text(), "v1")
+    done_ex = execute(manifest, running, wave, tmp_path / "rt", "waves", sleep=slept.append)
+    assert done_ex.status == "done" and done_ex.moved == 4 and done_ex.waves == 2
+    # the first wave's 20 s pause, less what already passed since it started
+    assert slept[0] >= 20.0 - (restarted - killed_at) - 0.5, slept
+    assert done_ex.runs[0].seconds >= 20.0

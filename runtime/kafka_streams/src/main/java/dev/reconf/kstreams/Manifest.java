@@ -106,10 +106,12 @@ public record Manifest(String jobId, long version, String periodEnd, String plan
             assignment.put(e.getKey(), str(e.getValue(), source, "assignment['" + e.getKey() + "']",
                 false));
         }
-        // like schemas/manifest.py: the schedule is checked against the declared checksum (the
-        // client then compares that with the assignment's: ChecksumMismatch)
+        // like schemas/manifest.py: the schedule is checked against the assignment's checksum;
+        // the manifest's checksum binds the schedule's to it (the client compares: a deleted
+        // schedule is a ChecksumMismatch)
         Schedule schedule = data.has("schedule")
-            ? Schedule.parse(data.get("schedule"), text, assignment, checksum, source) : null;
+            ? Schedule.parse(data.get("schedule"), text, assignment, checksumOf(assignment),
+                             source) : null;
         return new Manifest(jobId, v.asLong(), periodEnd, planId, createdAt, checksum,
             java.util.Collections.unmodifiableMap(assignment), add, mark, term, reason, schedule);
     }
@@ -151,6 +153,30 @@ public record Manifest(String jobId, long version, String periodEnd, String plan
         digest.update(out.toString().getBytes(StandardCharsets.UTF_8));
         StringBuilder hex = new StringBuilder("sha256:");
         for (byte b : digest.digest()) {
+            hex.append(String.format("%02x", b));
+        }
+        return hex.toString();
+    }
+
+    /**
+     * The checksum the manifest must carry, as schemas/manifest.py's {@code manifest_checksum}:
+     * the assignment's alone, or with a schedule {@code "sha256:" + hex(sha256(assignment
+     * checksum + "\n" + schedule checksum))}, so removing the schedule is a mismatch.
+     */
+    public static String expectedChecksum(String assignmentChecksum, Schedule schedule) {
+        if (schedule == null) {
+            return assignmentChecksum;
+        }
+        MessageDigest digest;
+        try {
+            digest = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException exc) {
+            throw new IllegalStateException("SHA-256 is missing from this JVM", exc);
+        }
+        byte[] sum = digest.digest((assignmentChecksum + "\n" + schedule.checksum())
+            .getBytes(StandardCharsets.UTF_8));
+        StringBuilder hex = new StringBuilder("sha256:");
+        for (byte b : sum) {
             hex.append(String.format("%02x", b));
         }
         return hex.toString();

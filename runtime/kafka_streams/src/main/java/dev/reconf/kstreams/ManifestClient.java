@@ -103,7 +103,8 @@ public final class ManifestClient {
             throw new Refused("CorruptManifest", path, "manifest is for job '" + manifest.jobId()
                 + "', this runtime runs '" + jobId + "'; publish it under its own job directory");
         }
-        String actual = Manifest.checksumOf(manifest.assignment());
+        String actual = Manifest.expectedChecksum(Manifest.checksumOf(manifest.assignment()),
+            manifest.schedule());
         if (!actual.equals(manifest.checksum())) {
             throw new Refused("ChecksumMismatch", path, "checksum " + manifest.checksum()
                 + " does not match the assignment (" + actual + "); the file was altered or torn"
