@@ -1,0 +1,128 @@
+"""Soak: hundreds of periods with faults injected everywhere, and the invariants checked after
+each one.
+
+Runs the synthetic job (bench/soak/world.py) period after period through the real stages and
+the runtime stand-in, each step a real process forked from a preloaded server (forker.py), with
+a seeded random schedule of faults per period (schedule.py): kill -9 at every fail point of
+collect, plan, publish, apply's waves, heal, rollback, the what-if and approval's answer, or at a
+random moment, each followed by the rerun (faults.py); bad input: a corrupt or late landing, a
+malformed health report, a tampered manifest or schedule, an off-grid period (badinput.py);
+operator actions: stop, rollback to a random earlier version, a heal, an approval rejected or
+timed out, a concurrent second plan. After every period the invariant checker (invariants.py)
+reads the stores alone. Every violation names its seed and period and the command that replays
+it (`--seed S --periods P`: the schedule of a period depends on the seed and its number only).
+
+`--quick`: 60 periods. The targets (report.py): 500 periods, >= 150 faults of >= 12 kinds,
+0 violations, <= 30 min on the 2-core machine; `--quick` <= 4 min.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+DESCRIPTION = ("soak: N periods of the synthetic job through the real stages and runtime with a "
+               "seeded random fault schedule (kill -9 at every fail point, bad input, operator "
+               "actions) and an invariant check of the stores after each period")
+
+__all__ = ["DESCRIPTION", "add_arguments", "main", "run_soak"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--periods", type=int, default=None, metavar="N",
+                        help="periods to run (default 500; --quick: 60)")
+    parser.add_argument("--seed", type=int, default=1, metavar="S",
+                        help="the fault schedule's seed (default 1); a violation prints the "
+                             "--seed and --periods that replay it")
+    parser.add_argument("--kinds", default=None, metavar="K1,K2",
+                        help="only these fault kinds (default: all; a replay may narrow them)")
+    parser.add_argument("--home", type=Path, default=None, metavar="DIR",
+                        help="where the soak's RECONF_HOME and logs go (default: a new "
+                             "temporary directory, removed after a run without violations)")
+
+
+def run_period(w: Any, checker: Any, period: int, seed: int,
+               kinds: tuple[str, ...] | None) -> dict[str, Any]:
+    """One period: its steps, each preceded by the faults drawn for it; then the check."""
+    from bench.soak.schedule import FAULTS, draw
+    from bench.soak.world import STEPS
+
+    started = time.monotonic()
+    w.period = period
+    draws = draw(seed, period, kinds)
+    faults = []
+    for step in STEPS:
+        done = False
+        for d in (d for d in draws if d.step == step):
+            fault = FAULTS[d.kind]
+            injected = fault.inject(w, random.Random(d.seed))
+            faults.append({"kind": d.kind, "step": step, **asdict(injected)})
+            done = done or (fault.replaces and injected.applied)
+        if not done:
+            w.step(step)
+    violations = [asdict(v) for v in checker.check(period)]
+    violations += [{"period": period, "invariant": "fault outcome",
+                    "detail": f"{f['kind']}: {f['problem']}", "known": f["known"]}
+                   for f in faults if f["problem"]]
+    return {"kind": "period", "period": period, "end": w.end(), "faults": faults,
+            "violations": violations, "seconds": round(time.monotonic() - started, 2)}
+
+
+def run_soak(root: Path, periods: int, seed: int, kinds: tuple[str, ...] | None,
+             echo: bool = True) -> list[dict[str, Any]]:
+    """Run the soak under `root`; one row per period."""
+    from bench.soak.invariants import Checker
+    from bench.soak.world import JOB, started
+
+    rows = []
+    with started(root) as w:
+        checker = Checker(w.home, JOB, w.runs_path)
+        for period in range(1, periods + 1):
+            row = run_period(w, checker, period, seed, kinds)
+            rows.append(row)
+            if echo:
+                marks = " ".join(f["kind"] + ("" if f["applied"] else "(-)")
+                                 for f in row["faults"])
+                bad = len(row["violations"])
+                print(f"  period {period:>3} {row['end']} {row['seconds']:5.1f} s"
+                      f"{'  ' + marks if marks else ''}{f'  {bad} VIOLATION(S)' if bad else ''}",
+                      flush=True)
+    return rows
+
+
+def main(args: argparse.Namespace) -> int:
+    from bench import write_rows
+    from bench.soak.report import print_report, replay_command, summary, targets
+    from bench.soak.schedule import FAULTS
+
+    periods = args.periods or (60 if args.quick else 500)
+    kinds = tuple(k for k in args.kinds.split(",") if k) if args.kinds else None
+    unknown = sorted(set(kinds or ()) - set(FAULTS))
+    if unknown:
+        print(f"bench soak: unknown fault kind(s) {unknown}; the kinds: {', '.join(FAULTS)}",
+              file=sys.stderr)
+        return 2
+    root = args.home or Path(tempfile.mkdtemp(prefix="reconf-soak-"))
+    print(f"bench soak: {periods} periods, seed {args.seed}, home {root}", flush=True)
+    started = time.monotonic()
+    rows = run_soak(root, periods, args.seed, kinds)
+    total = summary(rows, time.monotonic() - started)
+    goals = targets(total, args.quick and args.periods in (None, 60))
+    print_report(rows, total, goals, args.seed, kinds)
+    replays = sorted({r["period"] for r in rows for v in r["violations"] if not v["known"]})
+    total["replay"] = replay_command(args.seed, replays[0], kinds) if replays else None
+    total["seed"] = args.seed
+    print(f"wrote {write_rows(args.json, [*rows, total, *goals])}")
+    if not replays and args.home is None:
+        shutil.rmtree(root, ignore_errors=True)
+    else:
+        print(f"the soak's home and logs: {root}")
+    return 1 if replays else 0
+

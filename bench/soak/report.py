@@ -1,0 +1,84 @@
+"""The figures of `reconf bench soak`: per-period rows, the summary and the issue's targets
+(500 periods, >= 150 faults of >= 12 kinds, 0 violations, <= 30 min; `--quick`: 60 periods in
+<= 4 min, the faults scaled to its length), each match / beat / miss. Pure functions of the rows.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["print_report", "replay_command", "summary", "targets"]
+
+FULL = {"periods": 500, "faults": 150, "kinds": 12, "minutes": 30.0}
+QUICK = {"periods": 60, "faults": 18, "kinds": 12, "minutes": 4.0}
+
+
+def replay_command(seed: int, period: int, kinds: Sequence[str] | None = None) -> str:
+    only = f" --kinds {','.join(kinds)}" if kinds else ""
+    return f"reconf bench soak --seed {seed} --periods {period}{only}"
+
+
+def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+    """The run in one row: faults injected per kind, recoveries, violations, time per period."""
+    injected = Counter(f["kind"] for r in rows for f in r["faults"] if f["applied"])
+    skipped = sum(1 for r in rows for f in r["faults"] if not f["applied"])
+    violations = [v for r in rows for v in r["violations"] if not v["known"]]
+    known = [v for r in rows for v in r["violations"] if v["known"]]
+    recovered = sum(1 for r in rows for f in r["faults"]
+                    if f["applied"] and not any(not v["known"] for v in r["violations"]))
+    seconds = [r["seconds"] for r in rows]
+    return {"kind": "summary", "periods": len(rows), "faults": sum(injected.values()),
+            "kinds": len(injected), "by_kind": dict(sorted(injected.items())),
+            "not_injected": skipped, "recoveries": recovered, "violations": len(violations),
+            "known_findings": len(known), "wall_s": round(wall_s, 1),
+            "period_s_mean": round(statistics.fmean(seconds), 2) if seconds else None,
+            "period_s_p50": round(statistics.median(seconds), 2) if seconds else None,
+            "period_s_max": round(max(seconds), 2) if seconds else None}
+
+
+def _verdict(value: float, target: float, *, at_most: bool) -> str:
+    """beat (10 % better than the target), match (meets it) or miss."""
+    if at_most:
+        return "beat" if value < 0.9 * target else "match" if value <= target else "miss"
+    return "beat" if value > 1.1 * target else "match" if value >= target else "miss"
+
+
+def targets(total: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
+    goal = QUICK if quick else FULL
+    minutes = total["wall_s"] / 60
+    rows = [("periods", total["periods"], goal["periods"], False),
+            ("faults injected", total["faults"], goal["faults"], False),
+            ("fault kinds", total["kinds"], goal["kinds"], False),
+            ("invariant violations", total["violations"], 0, True),
+            ("wall minutes", round(minutes, 1), goal["minutes"], True)]
+    return [{"kind": "target", "target": name, "value": value, "goal": limit,
+             "verdict": (("match" if value == 0 else "miss") if limit == 0
+                         else _verdict(float(value), float(limit), at_most=at_most))}
+            for name, value, limit, at_most in rows]
+
+
+def print_report(rows: Sequence[dict[str, Any]], total: dict[str, Any],
+                 goals: Sequence[dict[str, Any]], seed: int, kinds: Sequence[str] | None) -> None:
+    print(f"\nsoak: {total['periods']} periods, seed {seed}, {total['wall_s']:.0f} s "
+          f"(per period mean {total['period_s_mean']} s, p50 {total['period_s_p50']} s, "
+          f"max {total['period_s_max']} s)")
+    print(f"faults injected: {total['faults']} of {total['kinds']} kinds "
+          f"({total['not_injected']} drawn but not applicable); recoveries {total['recoveries']}")
+    for kind, n in total["by_kind"].items():
+        print(f"  {kind:<20} {n:>4}")
+    problems = [(r["period"], v) for r in rows for v in r["violations"]]
+    print(f"invariant violations: {total['violations']}; known findings (defects already "
+          f"filed): {total['known_findings']}")
+    for period, v in problems[:40]:
+        mark = "known" if v["known"] else "VIOLATION"
+        print(f"  {mark} period {period} [{v['invariant']}] {v['detail']}")
+        print(f"    replay: {replay_command(seed, period, kinds)}")
+    if len(problems) > 40:
+        print(f"  ... and {len(problems) - 40} more (the JSON has them all)")
+    print(f"\n{'target':<22}{'value':>8}{'goal':>8}  verdict")
+    for g in goals:
+        sign = "<=" if g["target"] in ("invariant violations", "wall minutes") else ">="
+        print(f"{g['target']:<22}{g['value']:>8}{sign:>4}{g['goal']:>4}  {g['verdict']}")
