@@ -86,7 +86,7 @@ def draw(seed: int, period: int, kinds: tuple[str, ...] | None = None) -> tuple[
     rng = random.Random(f"soak/{seed}/{period}")
     names = kinds if kinds is not None else tuple(FAULTS)
     out = []
-    for _ in range(rng.choice(_COUNTS)):
+    for _ in range(rng.choice(_COUNTS) if names else 0):
         kind = rng.choice(names)
         out.append(Draw(period, kind, rng.choice(FAULTS[kind].steps), rng.getrandbits(32)))
     return tuple(sorted(out, key=lambda d: STEPS.index(d.step)))
