@@ -94,6 +94,9 @@ def run_soak(root: Path, periods: int, seed: int, kinds: tuple[str, ...] | None,
                 print(f"  period {period:>3} {row['end']} {row['seconds']:5.1f} s"
                       f"{'  ' + marks if marks else ''}{f'  {bad} VIOLATION(S)' if bad else ''}",
                       flush=True)
+                for v in row["violations"]:
+                    print(f"      {'known' if v['known'] else 'VIOLATION'} [{v['invariant']}] "
+                          f"{v['detail']}", flush=True)
     return rows
 
 
