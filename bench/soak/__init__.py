@@ -67,12 +67,15 @@ def run_period(w: Any, checker: Any, period: int, seed: int,
             done = done or (fault.replaces and injected.applied)
         if not done:
             w.step(step)
+    checked = time.monotonic()
     violations = [asdict(v) for v in checker.check(period)]
+    check_s = time.monotonic() - checked
     violations += [{"period": period, "invariant": "fault outcome",
                     "detail": f"{f['kind']}: {f['problem']}", "known": f["known"]}
                    for f in faults if f["problem"]]
     return {"kind": "period", "period": period, "end": w.end(), "faults": faults,
-            "violations": violations, "seconds": round(time.monotonic() - started, 2)}
+            "violations": violations, "seconds": round(time.monotonic() - started, 2),
+            "check_s": round(check_s, 2)}
 
 
 def run_soak(root: Path, periods: int, seed: int, kinds: tuple[str, ...] | None,

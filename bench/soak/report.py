@@ -36,7 +36,9 @@ def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
             "known_findings": len(known), "wall_s": round(wall_s, 1),
             "period_s_mean": round(statistics.fmean(seconds), 2) if seconds else None,
             "period_s_p50": round(statistics.median(seconds), 2) if seconds else None,
-            "period_s_max": round(max(seconds), 2) if seconds else None}
+            "period_s_max": round(max(seconds), 2) if seconds else None,
+            "check_s_mean": round(statistics.fmean(r.get("check_s", 0.0) for r in rows), 2)
+            if rows else None}
 
 
 def _verdict(value: float, target: float, *, at_most: bool) -> str:
@@ -64,7 +66,7 @@ def print_report(rows: Sequence[dict[str, Any]], total: dict[str, Any],
                  goals: Sequence[dict[str, Any]], seed: int, kinds: Sequence[str] | None) -> None:
     print(f"\nsoak: {total['periods']} periods, seed {seed}, {total['wall_s']:.0f} s "
           f"(per period mean {total['period_s_mean']} s, p50 {total['period_s_p50']} s, "
-          f"max {total['period_s_max']} s)")
+          f"max {total['period_s_max']} s; the invariant check {total['check_s_mean']} s of it)")
     print(f"faults injected: {total['faults']} of {total['kinds']} kinds "
           f"({total['not_injected']} drawn but not applicable); recoveries {total['recoveries']}")
     for kind, n in total["by_kind"].items():
