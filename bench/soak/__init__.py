@@ -78,7 +78,7 @@ def run_period(w: Any, checker: Any, period: int, seed: int,
                    for f in faults if f["problem"]]
     return {"kind": "period", "period": period, "end": w.end(), "faults": faults,
             "violations": violations, "seconds": round(time.monotonic() - started, 2),
-            "check_s": round(check_s, 2)}
+            "check_s": round(check_s, 2), "home_mib": round((checker.size or 0) / 2**20, 2)}
 
 
 def run_soak(root: Path, periods: int, seed: int, kinds: tuple[str, ...] | None,

@@ -32,6 +32,7 @@ def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
     recovered = sum(1 for r in rows for f in r["faults"]
                     if f["applied"] and not any(not v["known"] for v in r["violations"]))
     seconds = [r["seconds"] for r in rows]
+    homes = [r.get("home_mib", 0.0) for r in rows]
     return {"kind": "summary", "periods": len(rows), "faults": sum(injected.values()),
             "kinds": len(injected), "by_kind": dict(sorted(injected.items())),
             "not_injected": skipped, "recoveries": recovered, "violations": len(violations),
@@ -40,7 +41,10 @@ def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
             "period_s_p50": round(statistics.median(seconds), 2) if seconds else None,
             "period_s_max": round(max(seconds), 2) if seconds else None,
             "check_s_mean": round(statistics.fmean(r.get("check_s", 0.0) for r in rows), 2)
-            if rows else None}
+            if rows else None,
+            "home_mib": homes[-1] if homes else None,
+            "home_mib_per_period": round((homes[-1] - homes[0]) / (len(homes) - 1), 3)
+            if len(homes) > 1 else None}
 
 
 def _verdict(value: float, target: float, *, at_most: bool) -> str:
@@ -70,6 +74,8 @@ def print_report(rows: Sequence[dict[str, Any]], total: dict[str, Any],
     print(f"\nsoak: {total['periods']} periods, seed {seed}, {total['wall_s']:.0f} s "
           f"(per period mean {total['period_s_mean']} s, p50 {total['period_s_p50']} s, "
           f"max {total['period_s_max']} s; the invariant check {total['check_s_mean']} s of it)")
+    print(f"home: {total['home_mib']} MiB at the end, "
+          f"{total['home_mib_per_period']} MiB a period")
     print(f"faults injected: {total['faults']} of {total['kinds']} kinds "
           f"({total['not_injected']} drawn but not applicable); recoveries {total['recoveries']}")
     for kind, n in total["by_kind"].items():
