@@ -10,7 +10,8 @@ with its stdout and stderr in files, and exits with its code: a fail point's SIG
 
 Protocol: one JSON line per batch on stdin, `{"cmds": [{argv, env, out, err, kill_after,
 timeout}]}`; the commands of a batch run at once (a concurrent second plan), the answer is one
-JSON line, `{"results": [{rc, seconds}]}` (rc < 0: killed by that signal).
+JSON line, `{"results": [{rc, seconds, hung}]}` (rc < 0: killed by that signal; hung: by the
+timeout).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Outcome:
     stdout: str
     stderr: str
     log: str  # the stderr file, for a replay or a report
+    hung: bool = False  # killed because it ran past its timeout
 
     @property
     def killed(self) -> bool:
@@ -98,7 +100,8 @@ class Forker:
             raise RuntimeError(f"the soak's fork server died; see {self.logs / 'server.err'}")
         results = json.loads(line)["results"]
         return [Outcome(c.argv, int(r["rc"]), float(r["seconds"]),
-                        o.read_text(errors="replace"), e.read_text(errors="replace"), str(e))
+                        o.read_text(errors="replace"), e.read_text(errors="replace"), str(e),
+                        bool(r.get("hung")))
                 for c, r, (o, e) in zip(commands, results, files, strict=True)]
 
     def close(self) -> None:
@@ -149,16 +152,20 @@ def _wait(pids: Sequence[int], cmds: Sequence[dict[str, Any]]) -> list[dict[str,
     start = time.monotonic()
     pending = dict(enumerate(pids))
     results: dict[int, dict[str, Any]] = {}
+    hung: set[int] = set()
     while pending:
         now = time.monotonic() - start
         for i, pid in list(pending.items()):
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                results[i] = {"rc": os.waitstatus_to_exitcode(status), "seconds": round(now, 3)}
+                results[i] = {"rc": os.waitstatus_to_exitcode(status), "seconds": round(now, 3),
+                              "hung": i in hung}
                 del pending[i]
                 continue
-            limit = min(x for x in (cmds[i]["kill_after"], cmds[i]["timeout"]) if x is not None)
-            if now >= limit:
+            after, timeout = cmds[i]["kill_after"], cmds[i]["timeout"]
+            if now >= timeout:
+                hung.add(i)  # a hang, not a fault: the checker reports it
+            if now >= timeout or (after is not None and now >= after):
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
         time.sleep(0.01)

@@ -18,7 +18,7 @@ guarantees"):
 - stale: every version was planned when the one before it was the newest;
 - locks: no lock is left held between periods;
 - messages: every refusal said what, where and how to fix it, nothing printed a traceback or
-  exited "unexpected error", and each step that had to succeed did;
+  exited "unexpected error" or hung past its timeout, and each step that had to succeed did;
 - disk: no period grows the home beyond a bound, and no temporary file outlives its period.
 """
 
@@ -285,7 +285,10 @@ class Checker:
             err = Path(run["stderr_log"]).read_text(errors="replace")
             out_log = Path(run["stderr_log"]).with_suffix(".out")
             out = out_log.read_text(errors="replace") if out_log.is_file() else ""
-            if "Traceback (most recent call last)" in err or "unexpected error" in err:
+            if run.get("hung"):
+                bad("messages", f"`{argv}` ({run['purpose']}) hung: killed after "
+                    f"{run['seconds']:.0f} s")
+            elif "Traceback (most recent call last)" in err or "unexpected error" in err:
                 bad("messages", f"`{argv}` exited {rc} with a traceback or an unexpected error:"
                     f" {err.strip().splitlines()[-1][:200] if err.strip() else ''}")
             elif rc == 2 and not ("where:" in err and "fix:" in err):

@@ -89,6 +89,7 @@ class Run:
     rc: int
     seconds: float
     stderr_log: str
+    hung: bool = False
 
 
 class World:
@@ -121,7 +122,7 @@ class World:
         with self.runs_path.open("a") as out:
             for o in outcomes:
                 out.write(json.dumps(asdict(Run(self.period, purpose, o.argv, expected, o.rc,
-                                                o.seconds, o.log))) + "\n")
+                                                o.seconds, o.log, o.hung))) + "\n")
         return outcomes
 
     def one(self, purpose: str, command: Command, expected: str = "ok") -> Outcome:

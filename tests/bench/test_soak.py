@@ -184,7 +184,7 @@ def test_locks_a_lock_left_held(store: tuple[Path, Checker]) -> None:
 
 
 @pytest.mark.parametrize("case", ["no-where-fix", "traceback", "step-failed", "not-refused",
-                                  "traceback-file"])
+                                  "traceback-file", "hung"])
 def test_messages_every_failure_says_what_where_fix(store: tuple[Path, Checker],
                                                     case: str) -> None:
     root, checker = store
@@ -195,12 +195,14 @@ def test_messages_every_failure_says_what_where_fix(store: tuple[Path, Checker],
         "step-failed": ("reconf collect: error: no\n  where: here\n  fix: this\n", 2, "ok"),
         "not-refused": ("", 0, "refused"),
         "traceback-file": ("", 0, "ok"),
+        "hung": ("", -9, "any"),
     }[case]
     err.write_text(text)
     with (root / "runs.jsonl").open("a") as out:
         out.write(json.dumps({"period": CLEAN_PERIODS + 1, "purpose": "collect",
                               "argv": ["collect", "--job", JOB], "expected": expected, "rc": rc,
-                              "seconds": 0.1, "stderr_log": str(err)}) + "\n")
+                              "seconds": 0.1, "stderr_log": str(err),
+                              "hung": case == "hung"}) + "\n")
     if case == "traceback-file":
         logs = root / "home" / "logs"
         logs.mkdir(exist_ok=True)
