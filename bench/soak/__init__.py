@@ -103,10 +103,11 @@ def run_soak(root: Path, periods: int, seed: int, kinds: tuple[str, ...] | None,
             if echo:
                 marks = " ".join(f["kind"] + ("" if f["applied"] else "(-)")
                                  for f in row["faults"])
-                bad = len(row["violations"])
+                bad = sum(1 for v in row["violations"] if not v["known"])
+                known = len(row["violations"]) - bad
                 print(f"  seed {seed} period {period:>3} {row['end']} {row['seconds']:5.1f} s"
-                      f"{'  ' + marks if marks else ''}{f'  {bad} VIOLATION(S)' if bad else ''}",
-                      flush=True)
+                      f"{'  ' + marks if marks else ''}{f'  {bad} VIOLATION(S)' if bad else ''}"
+                      f"{f'  {known} known finding(s)' if known else ''}", flush=True)
                 for v in row["violations"]:
                     print(f"      {'known' if v['known'] else 'VIOLATION'} [{v['invariant']}] "
                           f"{v['detail']}", flush=True)
