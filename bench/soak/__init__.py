@@ -69,6 +69,7 @@ def run_period(w: Any, checker: Any, period: int, seed: int,
     draws = draw(seed, period, kinds)
     faults = []
     for step in STEPS:
+        w.current = step
         done = False
         for d in (d for d in draws if d.step == step):
             fault = FAULTS[d.kind]

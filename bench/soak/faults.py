@@ -91,7 +91,7 @@ class KillAnywhere:
     replaces: bool = False
 
     def inject(self, w: World, rng: random.Random) -> Injected:
-        step = rng.choice(self.steps)
+        step = w.current  # the step the schedule put it before
         after = round(rng.uniform(0.05, 1.5), 3)
         out = w.one(self.kind, w.step_command(step, kill_after=after), expected=ANY)
         return Injected(self.kind, f"{step} after {after} s", applied=out.killed)

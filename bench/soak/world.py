@@ -100,6 +100,7 @@ class World:
         self.home = root / "home"
         self.runs_path = root / "runs.jsonl"
         self.period = 0
+        self.current = STEPS[0]  # the step the period is at (a fault acts just before it)
 
     @property
     def published(self) -> Path:
