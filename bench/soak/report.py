@@ -32,7 +32,10 @@ def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
     recovered = sum(1 for r in rows for f in r["faults"]
                     if f["applied"] and not any(not v["known"] for v in r["violations"]))
     seconds = [r["seconds"] for r in rows]
-    homes = [r.get("home_mib", 0.0) for r in rows]
+    homes: dict[int, list[float]] = {}  # per soak (its seed): its home's size after each period
+    for r in rows:
+        homes.setdefault(r.get("seed", 0), []).append(r.get("home_mib", 0.0))
+    growth = [(h[-1] - h[0]) / (len(h) - 1) for h in homes.values() if len(h) > 1]
     return {"kind": "summary", "periods": len(rows), "faults": sum(injected.values()),
             "kinds": len(injected), "by_kind": dict(sorted(injected.items())),
             "not_injected": skipped, "recoveries": recovered, "violations": len(violations),
@@ -43,9 +46,8 @@ def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
             "period_s_max": round(max(seconds), 2) if seconds else None,
             "check_s_mean": round(statistics.fmean(r.get("check_s", 0.0) for r in rows), 2)
             if rows else None,
-            "home_mib": homes[-1] if homes else None,
-            "home_mib_per_period": round((homes[-1] - homes[0]) / (len(homes) - 1), 3)
-            if len(homes) > 1 else None}
+            "home_mib": round(sum(h[-1] for h in homes.values()), 2) if homes else None,
+            "home_mib_per_period": round(statistics.fmean(growth), 3) if growth else None}
 
 
 def _verdict(value: float, target: float, *, at_most: bool) -> str:
@@ -75,7 +77,7 @@ def print_report(rows: Sequence[dict[str, Any]], total: dict[str, Any],
     print(f"\nsoak: {total['periods']} periods, {total['wall_s']:.0f} s "
           f"({total['wall_s_per_period']} s of wall time a period; within its soak, a period: mean {total['period_s_mean']} s, p50 {total['period_s_p50']} s, "
           f"max {total['period_s_max']} s; the invariant check {total['check_s_mean']} s of it)")
-    print(f"home: {total['home_mib']} MiB at the end, "
+    print(f"homes: {total['home_mib']} MiB at the end, each grown "
           f"{total['home_mib_per_period']} MiB a period")
     print(f"faults injected: {total['faults']} of {total['kinds']} kinds "
           f"({total['not_injected']} drawn but not applicable); recoveries {total['recoveries']}")
