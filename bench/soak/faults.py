@@ -133,7 +133,9 @@ def _action(kind: str, w: World, rng: random.Random) -> tuple[tuple[str, ...], s
         return (("rollback", "--job", w.job, "--to-version", str(rng.randint(1, newest - 1)),
                  "--reason", "soak: kill mid-rollback", "--override-budget", "soak"), OK)
     if kind == "kill-heal":
-        report = _health_report(w, rng, "kill")
+        # a dead node's units must move, so the heal publishes and reaches its fail point (an
+        # over-capacity report of this balanced job mostly has nothing to move)
+        report = _health_report(w, rng, "kill", dead=True)
         return (("heal", "--job", w.job, "--report-id", report), ANY) if report else None
     if kind == "kill-whatif":
         return (("whatif", "--job", w.job, "--period-end", w.end()), OK)
@@ -142,20 +144,26 @@ def _action(kind: str, w: World, rng: random.Random) -> tuple[tuple[str, ...], s
     raise ValueError(kind)
 
 
-def _health_report(w: World, rng: random.Random, tag: str) -> str | None:
-    """A runtime's over-capacity finding on one of the nodes it runs; its id."""
+#: a dead-node report only while the runtime runs more nodes than this (each one is for good)
+MIN_NODES_FOR_DEAD = 6
+
+
+def _health_report(w: World, rng: random.Random, tag: str, dead: bool = False) -> str | None:
+    """A runtime's finding on one of the nodes it runs: far over capacity, or (`dead`, while
+    it runs more than MIN_NODES_FOR_DEAD nodes) dead; the report's id."""
     from schemas.health import HealthReport, write_report
+    from schemas.landing import parse_period_end
 
     state = w.runtime / "runtime.json"
     if not state.is_file():
         return None
     nodes = json.loads(state.read_text())["nodes"]
     node = rng.choice(nodes)
-    report_id = f"soak-p{w.period:04d}-{tag}-{node}"
-    from schemas.landing import parse_period_end
-
+    dead = dead and len(nodes) > MIN_NODES_FOR_DEAD
+    report_id = f"soak-p{w.period:04d}-{tag}-{'dead' if dead else 'over'}-{node}"
     write_report(w.home / "landing", HealthReport(
-        w.job, report_id, parse_period_end(w.end()), (), {node: round(rng.uniform(1.6, 2.4), 2)}))
+        w.job, report_id, parse_period_end(w.end()), (node,) if dead else (),
+        {} if dead else {node: round(rng.uniform(1.6, 2.4), 2)}))
     return report_id
 
 
