@@ -1,14 +1,14 @@
 """The soak's invariant checker: what must hold after every period, read from the stores alone.
 
 It opens no stage and calls no reconf code that could hide a fault: the Delta tables through
-delta-rs, `LATEST` and the manifests as files (their checksum recomputed with the contract's
-canonical bytes), the MLflow store's SQLite tables and artifact files, the validation reports,
+delta-rs, `LATEST` and the manifests as files (the newest one parsed by the contract's reader,
+schemas/manifest.py, which recomputes its checksum), the MLflow store's SQLite tables and artifact files, the validation reports,
 the runtime's state files, the job's lock files, the log of every command the soak ran
 (`runs.jsonl`, bench/soak/world.py) and the disk. The rules (docs/operations.md, "What reconf
 guarantees"):
 
 - versions: the version table holds 1..N without a gap, a manifest for each, LATEST = N, and
-  N's manifest's checksum is that of its assignment and of its version row;
+  N's manifest's checksum holds and its assignment's digest is its version row's;
 - provenance: a version came from a plan of a period whose validation passed for the collect it
   was planned from, or from a recorded rollback or healing;
 - immutable: a published version's plan row, moves, MLflow run (params, metrics, tags and
@@ -119,8 +119,6 @@ class Checker:
 
     # -- the rules -------------------------------------------------------------------------
     def _versions(self, rows: list[dict[str, Any]], bad: Any) -> int:
-        from schemas.canonical import canonical_assignment_bytes
-
         numbers = sorted(int(r["version"]) for r in rows)
         newest = numbers[-1] if numbers else 0
         if numbers != list(range(1, newest + 1)):
@@ -133,15 +131,22 @@ class Checker:
         for n in numbers:
             if not (folder / f"v{n}.json").is_file():
                 bad("versions", f"v{n} has a version row but no manifest")
-        found = self._manifest(newest) if newest else None
-        if found is not None:
-            doc = found[1]
-            body = canonical_assignment_bytes(doc["assignment"])
-            actual = "sha256:" + hashlib.sha256(body).hexdigest()
+        if newest:
+            from schemas.manifest import ManifestError, read_manifest
+
             row = next(r for r in rows if int(r["version"]) == newest)
-            if actual != doc.get("checksum") or actual != row["checksum"]:
-                bad("versions", f"v{newest}'s checksum does not hold: manifest "
-                    f"{doc.get('checksum')}, version row {row['checksum']}, assignment {actual}")
+            try:  # the contract's own reader: strict parse, the checksum recomputed
+                manifest = read_manifest(self.home / "published", self.job, newest)
+            except ManifestError as exc:
+                bad("versions", f"v{newest}'s checksum does not hold: {str(exc)[:200]}")
+            else:
+                # what the version row keeps: the assignment's digest (a manifest's checksum
+                # may also bind its schedule)
+                digest = getattr(manifest, "assignment_digest", manifest.actual_checksum)
+                if manifest.actual_checksum != manifest.checksum or digest != row["checksum"]:
+                    bad("versions", f"v{newest}'s checksum does not hold: manifest "
+                        f"{manifest.checksum}, version row {row['checksum']}, computed "
+                        f"{manifest.actual_checksum}")
         return newest
 
     def _digest_file(self, path: Path) -> str | None:
