@@ -45,6 +45,7 @@ BENCHMARKS: dict[str, str] = {
     "whatif": "bench.whatif",
     "publish": "bench.publish",
     "live": "bench.live",
+    "soak": "bench.soak",
 }
 
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from jobs.faults import failpoint
 from schemas.approval import APPROVED, NEVER_PUBLISHED, REJECTED, TIMED_OUT, Decision
 from schemas.tracking import Tag
 
@@ -88,6 +89,7 @@ def record_decision(job_id: str, period_end: str, plan_id: str, mlflow_run_id: s
                                     "message": quote(message + note)}, scope)
 
         run_stage(period_context(job_id, period_end), "approval", body)
+    failpoint("approval.record")  # the plan's status written, its run's tags not yet
     if mlflow_run_id:
         tag_run(period_context(job_id, period_end).paths, mlflow_run_id, tags)
     return f"approval of plan {plan_id}: {decision.line()}" + (

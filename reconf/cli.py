@@ -221,7 +221,9 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     r = run_publish(args.job, args.period_end, plan_id=getattr(args, "plan_id", None))
     if r.status == "stale":
         print(f"reconf publish: refused: the plan of {args.job}@{r.period_end} is stale: "
-              f"{r.reason}", file=sys.stderr)
+              f"{r.reason}\n  where: plans row {r.plan_id} (status stale)\n"
+              f"  fix:   plan the period again (`reconf plan --job {args.job} --period-end "
+              f"{r.period_end}`), then publish", file=sys.stderr)
         return 2
     if r.version is None:
         print(f"publish {args.job}@{r.period_end}: {r.status} (a newer version exists; LATEST unchanged)")

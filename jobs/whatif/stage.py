@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jobs.faults import failpoint
 from jobs.whatif.chart import plot_comparison
 from jobs.whatif.input import (
     INPUT_ARTIFACT,
@@ -318,6 +319,7 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
     for row in rows:  # each shadow's row links to its child run
         if row["role"] == "shadow" and row["strategy"] in children:
             row["run_id"] = children[row["strategy"]]
+    failpoint("whatif.record")  # the shadows' child runs logged, the comparison not yet
     _log_comparison(client, run.info.run_id, data, rows, outcomes)
     client.log_metric(run.info.run_id, "whatif_wall_s", time.perf_counter() - started, step=0)
     return WhatIfResult(job.job_id, period_end, "done", rows=tuple(rows),

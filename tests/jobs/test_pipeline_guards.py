@@ -70,6 +70,7 @@ def test_a_plan_overtaken_by_a_newer_version_is_stale_and_a_replan_publishes(
     assert main(["publish", "--job", JOB_ID, "--period-end", stamp(P2)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"reconf publish: refused: the plan of {JOB_ID}@{stamp(P2)} is stale")
+    assert "\n  where: plans row " in err and "\n  fix:   plan the period again" in err
 
     # The next run plans from v1 and publishes v2, within one period's budget of it.
     replanned = plan_period(job, P2, paths=paths, spark=spark)

@@ -1,0 +1,98 @@
+"""The figures of `reconf bench soak`: per-period rows, the summary and the issue's targets
+(500 periods, >= 150 faults of >= 12 kinds, 0 violations, <= 30 min; `--quick`: 60 periods in
+<= 4 min, the faults scaled to its length), each match / beat / miss. Pure functions of the rows.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["print_report", "replay_command", "summary", "targets"]
+
+FULL = {"periods": 500, "faults": 150, "kinds": 12, "minutes": 30.0}
+QUICK = {"periods": 60, "faults": 18, "kinds": 12, "minutes": 4.0}
+
+
+def replay_command(seed: int, period: int, kinds: Sequence[str] | None = None,
+                   job: str = "synthetic") -> str:
+    only = f" --kinds {','.join(kinds)}" if kinds else ""
+    which = f" --job {job}" if job != "synthetic" else ""
+    return f"reconf bench soak --seed {seed} --periods {period} --workers 1{which}{only}"
+
+
+def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+    """The run in one row: faults injected per kind, recoveries, violations, time per period."""
+    injected = Counter(f["kind"] for r in rows for f in r["faults"] if f["applied"])
+    skipped = sum(1 for r in rows for f in r["faults"] if not f["applied"])
+    violations = [v for r in rows for v in r["violations"] if not v["known"]]
+    known = [v for r in rows for v in r["violations"] if v["known"]]
+    recovered = sum(1 for r in rows for f in r["faults"]
+                    if f["applied"] and not any(not v["known"] for v in r["violations"]))
+    seconds = [r["seconds"] for r in rows]
+    homes: dict[int, list[float]] = {}  # per soak (its seed): its home's size after each period
+    for r in rows:
+        homes.setdefault(r.get("seed", 0), []).append(r.get("home_mib", 0.0))
+    growth = [(h[-1] - h[0]) / (len(h) - 1) for h in homes.values() if len(h) > 1]
+    return {"kind": "summary", "periods": len(rows), "faults": sum(injected.values()),
+            "kinds": len(injected), "by_kind": dict(sorted(injected.items())),
+            "not_injected": skipped, "recoveries": recovered, "violations": len(violations),
+            "known_findings": len(known), "wall_s": round(wall_s, 1),
+            "wall_s_per_period": round(wall_s / len(rows), 2) if rows else None,
+            "period_s_mean": round(statistics.fmean(seconds), 2) if seconds else None,
+            "period_s_p50": round(statistics.median(seconds), 2) if seconds else None,
+            "period_s_max": round(max(seconds), 2) if seconds else None,
+            "check_s_mean": round(statistics.fmean(r.get("check_s", 0.0) for r in rows), 2)
+            if rows else None,
+            "home_mib": round(sum(h[-1] for h in homes.values()), 2) if homes else None,
+            "home_mib_per_period": round(statistics.fmean(growth), 3) if growth else None}
+
+
+def _verdict(value: float, target: float, *, at_most: bool) -> str:
+    """beat (10 % better than the target), match (meets it) or miss."""
+    if at_most:
+        return "beat" if value < 0.9 * target else "match" if value <= target else "miss"
+    return "beat" if value > 1.1 * target else "match" if value >= target else "miss"
+
+
+def targets(total: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
+    goal = QUICK if quick else FULL
+    minutes = total["wall_s"] / 60
+    rows = [("periods", total["periods"], goal["periods"], False),
+            ("faults injected", total["faults"], goal["faults"], False),
+            ("fault kinds", total["kinds"], goal["kinds"], False),
+            ("invariant violations", total["violations"], 0, True),
+            ("wall minutes", round(minutes, 1), goal["minutes"], True)]
+    return [{"kind": "target", "target": name, "value": value, "goal": limit,
+             "verdict": (("match" if value == 0 else "miss") if limit == 0
+                         else _verdict(float(value), float(limit), at_most=at_most))}
+            for name, value, limit, at_most in rows]
+
+
+def print_report(rows: Sequence[dict[str, Any]], total: dict[str, Any],
+                 goals: Sequence[dict[str, Any]], kinds: Sequence[str] | None,
+                 job: str = "synthetic") -> None:
+    print(f"\nsoak: {total['periods']} periods, {total['wall_s']:.0f} s "
+          f"({total['wall_s_per_period']} s of wall time a period; within its soak, a period: mean {total['period_s_mean']} s, p50 {total['period_s_p50']} s, "
+          f"max {total['period_s_max']} s; the invariant check {total['check_s_mean']} s of it)")
+    print(f"homes: {total['home_mib']} MiB at the end, each grown "
+          f"{total['home_mib_per_period']} MiB a period")
+    print(f"faults injected: {total['faults']} of {total['kinds']} kinds "
+          f"({total['not_injected']} drawn but not applicable); recoveries {total['recoveries']}")
+    for kind, n in total["by_kind"].items():
+        print(f"  {kind:<20} {n:>4}")
+    problems = [(r["seed"], r["period"], v) for r in rows for v in r["violations"]]
+    print(f"invariant violations: {total['violations']}; known findings (defects already "
+          f"filed): {total['known_findings']}")
+    for seed, period, v in problems[:40]:
+        mark = "known" if v["known"] else "VIOLATION"
+        print(f"  {mark} seed {seed} period {period} [{v['invariant']}] {v['detail']}")
+        print(f"    replay: {replay_command(seed, period, kinds, job)}")
+    if len(problems) > 40:
+        print(f"  ... and {len(problems) - 40} more (the JSON has them all)")
+    print(f"\n{'target':<22}{'value':>8}{'goal':>8}  verdict")
+    for g in goals:
+        sign = "<=" if g["target"] in ("invariant violations", "wall minutes") else ">="
+        print(f"{g['target']:<22}{g['value']:>8}{sign:>4}{g['goal']:>4}  {g['verdict']}")
