@@ -37,7 +37,7 @@ from jobs.heal.record import last_healed, record_outcome, recorded, records_of_r
 from jobs.lake import Lake, Start, open_lake
 from jobs.plan.assemble import build_state
 from jobs.plan.record import Computed, Provenance, record_plan
-from jobs.publish.version import publish_version
+from jobs.publish.version import finish_version, publish_version
 from jobs.spark.session import lazy_spark
 from jobs.tracking.store import run_name, tag_run
 from placement.healing import HealingRefused, HealingRequest
@@ -45,8 +45,8 @@ from placement.healing import heal as heal_plan
 from placement.waves import plan_waves
 from schemas.config import JobConfig, Paths
 from schemas.health import HealthReport
-from schemas.manifest import ManifestError, ScalingSection, read_manifest
-from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
+from schemas.manifest import Manifest, ManifestError, ScalingSection, read_manifest
+from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS, PLANS
 from schemas.tracking import Tag
 
 if TYPE_CHECKING:
@@ -162,6 +162,18 @@ def _heal(ctx: StageContext, report: HealthReport, now: datetime) -> HealResult:
         row = record_outcome(ctx, report, key, nodes, status, message, **extra)
         return _result(job.job_id, report, row)
 
+    unfinished = _unfinished(ctx, report, newest)
+    if unfinished is not None:  # a killed run published part of this finding's version
+        manifest, row = unfinished
+        run_id = row.get("mlflow_run_id") or None
+        finish_version(ctx, manifest, run_id, "heal.version")
+        if run_id:
+            tag_run(ctx.paths, run_id, {Tag.RUN_NAME: f"{run_name(ctx.stamp)} healing "
+                                                      f"v{manifest.version} {report.report_id}"})
+        return outcome("published", str(row.get("message") or ""), version=manifest.version,
+                       plan_id=manifest.plan_id, moves=int(row.get("migrations") or 0),
+                       mlflow_run_id=run_id)
+
     if not nodes:
         return outcome("nothing", f"no dead node and none above {job.healing.over_capacity_pct:g}"
                                   " % of its capacity")
@@ -213,6 +225,27 @@ def _heal(ctx: StageContext, report: HealthReport, now: datetime) -> HealResult:
             Tag.RUN_NAME: f"{run_name(ctx.stamp)} healing v{version} {report.report_id}"})
     return outcome("published", plan.message, version=version, plan_id=result.plan_id,
                    moves=len(plan.moves), mlflow_run_id=result.mlflow_run_id)
+
+
+def _unfinished(ctx: StageContext, report: HealthReport, newest: int | None
+                ) -> tuple[Manifest, dict[str, Any]] | None:
+    """The version a killed run of this finding's healing published part of, with its plan row:
+    the newest version (its row written, LATEST or the plan's status perhaps not), or the one
+    after it (its manifest written, no row yet). Its manifest's reason names the report; no
+    other finding can, as one report id is one finding and this one has no `healings` row."""
+    for version in (newest or 0, (newest or 0) + 1):
+        try:
+            manifest = read_manifest(ctx.paths.published, ctx.job_id, version) if version else None
+        except ManifestError:
+            continue
+        if manifest is None or manifest.period_end != ctx.stamp or not \
+                manifest.scaling.reason.startswith(f"healing of report {report.report_id}: "):
+            continue
+        plans = [r for r in ctx.lake.period_rows(PLANS, ctx.job_id, ctx.end)
+                 if r["plan_id"] == manifest.plan_id]
+        if plans:
+            return manifest, plans[0]
+    return None
 
 
 def _check_new_finding(lake: Lake, job_id: str, report: HealthReport) -> None:

@@ -19,7 +19,14 @@ from jobs.faults import failpoint
 from jobs.lake import Scope
 from jobs.tracking.store import tag_run
 from schemas.canonical import chunked
-from schemas.manifest import ManifestError, ScalingSection, write_latest
+from schemas.manifest import (
+    Manifest,
+    ManifestError,
+    ScalingSection,
+    manifest_path,
+    read_latest_version,
+    write_latest,
+)
 from schemas.manifest_stream import ManifestHead, write_manifest_streamed
 from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS
 from schemas.tracking import Tag
@@ -30,7 +37,7 @@ if TYPE_CHECKING:
     from jobs.context import StageContext
     from schemas.schedule import Schedule
 
-__all__ = ["assignment_rows", "publish_version"]
+__all__ = ["assignment_rows", "finish_version", "publish_version"]
 
 
 def assignment_rows(job_id: str, version: int, keys: list[str], nodes: list[str]) -> pa.Table:
@@ -52,7 +59,7 @@ def publish_version(ctx: StageContext, version: int, plan_id: str, assignment: d
                     scaling: ScalingSection, schedule: Schedule, mlflow_run_id: str | None,
                     failpoint_name: str) -> Path:
     """Publish `assignment` as `version` of the job (the module docstring); the manifest's path."""
-    job, lake = ctx.job, ctx.lake
+    job = ctx.job
     keys = sorted(assignment)
     nodes = [assignment[k] for k in keys]
     head = ManifestHead.create(job_id=job.job_id, version=version, period_end=ctx.end,
@@ -64,6 +71,26 @@ def publish_version(ctx: StageContext, version: int, plan_id: str, assignment: d
     except ManifestError as exc:
         raise StageError(str(exc), where=str(ctx.paths.published / job.job_id),
                          fix="inspect the published directory; versions are immutable") from exc
+    _record(ctx, version, plan_id, keys, nodes, checksum, path, mlflow_run_id, failpoint_name)
+    return path
+
+
+def finish_version(ctx: StageContext, manifest: Manifest, mlflow_run_id: str | None,
+                   failpoint_name: str) -> Path:
+    """Complete a version a killed run published part of: its manifest is written (and
+    immutable), so the rows, LATEST, the plan's status and its run's tags are redone from the
+    manifest as written; each step is idempotent, so it does not matter where the run died."""
+    keys = sorted(manifest.assignment)
+    path = manifest_path(ctx.paths.published, ctx.job_id, manifest.version)
+    _record(ctx, manifest.version, manifest.plan_id, keys, [manifest.assignment[k] for k in keys],
+            manifest.assignment_digest, path, mlflow_run_id, failpoint_name)
+    return path
+
+
+def _record(ctx: StageContext, version: int, plan_id: str, keys: list[str], nodes: list[str],
+            checksum: str, path: Path, mlflow_run_id: str | None, failpoint_name: str) -> None:
+    """After the manifest: the version's rows, LATEST last, the plan's status, the run's tags."""
+    job, lake = ctx.job, ctx.lake
     where = Scope(job.job_id, version=version)
     lake.replace(ASSIGNMENTS, assignment_rows(job.job_id, version, keys, nodes), where)
     lake.write_records(ASSIGNMENT_VERSIONS, [{
@@ -71,11 +98,11 @@ def publish_version(ctx: StageContext, version: int, plan_id: str, assignment: d
         "period_end": ctx.end, "checksum": checksum, "status": "published",
         "manifest_path": str(path), "published_at": datetime.now(UTC)}], where)
     failpoint(failpoint_name)
-    write_latest(ctx.paths.published, job.job_id, version)
+    if (read_latest_version(ctx.paths.published, job.job_id) or 0) < version:
+        write_latest(ctx.paths.published, job.job_id, version)
     lake.set_plan_status(job.job_id, ctx.end, plan_id, "published")
     if mlflow_run_id:
         tag_run(ctx.paths, mlflow_run_id, {
             Tag.PUBLISH_STATUS: "published", Tag.PUBLISHED_VERSION: str(version),
             Tag.PUBLISHED_PLAN_ID: plan_id, Tag.ASSIGNMENT_VERSION: str(version),
             Tag.MANIFEST: str(path)})
-    return path

@@ -165,3 +165,45 @@ def test_an_alert_naming_many_nodes_fits_its_mlflow_run(tmp_path: Path) -> None:
     assert tags[Tag.HEALING_NODES].startswith("node-00000,node-00001")
     assert f"+{MAX_REPORT_NODES - 50} more" in tags[Tag.HEALING_NODES]
     assert len(tags[Tag.HEALING_NODES]) < 8000 and len(tags[Tag.NOTE]) < 8000
+
+
+def test_a_healing_killed_before_latest_is_finished_by_its_rerun_not_published_again(
+        collected_home, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kill -9 after the healing's version row, before LATEST (the `heal.version` fail point):
+    the rerun finishes that version (LATEST, the plan's status, the finding's row) and never
+    publishes the same finding as a second version."""
+    import os
+    import subprocess
+    import sys
+
+    from jobs.faults import FAILPOINT_ENV
+    from schemas.config import PROJECT_ROOT
+
+    paths = collected_home
+    config = tmp_path / "healing.toml"
+    config.write_text(CONFIG + HEALING)
+    monkeypatch.setenv("RECONF_CONFIG", str(config))
+    run_plan(JOB_ID, P1)
+    run_publish(JOB_ID, P1)
+    v1 = read_manifest(paths.published, JOB_ID, 1)
+    dead = sorted(set(v1.assignment.values()))[0]
+    write_report(paths.landing, HealthReport(JOB_ID, "dead-k", datetime.now(UTC), (dead,)))
+    argv = [sys.executable, "-m", "reconf.cli", "heal", "--job", JOB_ID, "--report-id", "dead-k"]
+    killed = subprocess.run(argv, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False,
+                            env={**os.environ, FAILPOINT_ENV: "heal.version"}, timeout=600,
+                            start_new_session=True)  # the kill takes its own process group
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert latest(paths) == "1\n"  # the version row written, LATEST not moved
+    assert open_lake(paths, spark).newest_version(JOB_ID) == 2
+
+    rerun = subprocess.run(argv, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False,
+                           env=dict(os.environ), timeout=600)
+    assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
+    assert "published v2" in rerun.stdout, rerun.stdout
+    assert latest(paths) == "2\n"
+    assert not (paths.published / JOB_ID / "v3.json").exists()
+    assert read_manifest(paths.published, JOB_ID, 2).scaling.nodes_to_terminate == (dead,)
+    rows = open_lake(paths, spark).records(
+        f"SELECT report_id, status, version FROM {{{HEALINGS.name}}} WHERE job_id = '{JOB_ID}'")
+    assert [(r["report_id"], r["status"], r["version"]) for r in rows] == [
+        ("dead-k", "published", 2)]
