@@ -84,7 +84,7 @@ def _settings(args: argparse.Namespace) -> list[Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.kafka_load.report import plot, table, targets
+    from bench.kafka_load.report import measured_lines, plot, table, targets
     from bench.kafka_load.run import run_config
     from runtime.kafka_streams.broker import start, stop_broker
 
@@ -106,6 +106,9 @@ def main(args: argparse.Namespace) -> int:
             stop_broker(broker.record, work / "kafka" / "run")
     print()
     for line in table(results):
+        print(line)
+    print()
+    for line in measured_lines(results):
         print(line)
     print()
     found = targets(results, settings[0].budget, settings[0].step_pct)
