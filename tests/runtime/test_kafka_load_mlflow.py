@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reconf.audit_execution import execution_lines
 from runtime.kafka_streams.latency import ProbeLine
 from runtime.kafka_streams.loaded import (
@@ -48,10 +50,16 @@ def test_per_second_series_and_the_max_rate_estimate() -> None:
     assert max_rate_estimate(growing) is None
 
 
-def test_a_loaded_period_on_its_plans_mlflow_run(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One sqlite store for the module (creating one runs MLflow's migrations: seconds)."""
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+
+
+def test_a_loaded_period_on_its_plans_mlflow_run(tmp_path: Path, store: str) -> None:
     from mlflow import MlflowClient
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store
     client = MlflowClient(tracking_uri=uri)
     exp = client.create_experiment("kstreams", artifact_location=str(tmp_path / "artifacts"))
     dry = client.create_run(exp, tags={"reconf.period_end": END, "reconf.dry_run": "true"})
@@ -80,3 +88,34 @@ def test_a_loaded_period_on_its_plans_mlflow_run(tmp_path: Path) -> None:
     assert lines[0].startswith("  kafka streams (measured): ")
     assert "max_rate_est 500" in lines[0] and "p99_ms 900" in lines[0]
     assert lines[1] == f"  kafka streams latency and lag per second: artifact {ARTIFACT}"
+
+
+def test_the_benchmark_run_logged_to_mlflow(tmp_path: Path, store: str) -> None:
+    from mlflow import MlflowClient
+
+    from bench.kafka_load.report import targets
+    from bench.kafka_load.tracking import EXPERIMENT, log_benchmark
+
+    result = {"capacities": [1.0, 1.0, 1.0], "max_rate": {"default": 295.0, "milp": 361.0},
+              "censored": {"milp": False}, "warm_rate": 131.0,
+              "fixed": {"default": {"before_shift": {"p50": 66.0, "p99": 217.0}},
+                        "milp": {"before_shift": {"p50": 60.0, "p99": 142.0}}},
+              "floor": {"default": {"p99": 60.0}, "milp": {"p99": 55.0}, "wire": {"p99": 9.0}},
+              "bound": {"bound": 1.29, "baseline_peak_pct": 43.1, "best_peak_pct": 33.4},
+              "stable_after_shift": {"milp": 0}, "rows": []}
+    found = targets([result], budget=3, step_pct=7)
+    png, rows = tmp_path / "kafka-load.png", tmp_path / "kafka-load.json"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n")
+    rows.write_text("[]")
+    rid = log_benchmark(store, {"quick": True, "cost_us": 8000.0}, [result], found, [png, rows])
+    client = MlflowClient(tracking_uri=store)
+    run = client.get_run(rid)
+    assert client.get_experiment(run.info.experiment_id).name == EXPERIMENT
+    m = run.data.metrics
+    assert m["equal.milp.max_rate_x_default"] == 361.0 / 295.0
+    assert m["equal.default.p99_ms"] == 217.0 and m["equal.wire.floor_p99_ms"] == 9.0
+    assert m["equal.data_bound_x"] == 1.29 and run.data.params["cost_us"] == "8000.0"
+    verdicts = [v for k, v in sorted(run.data.tags.items()) if k.startswith("target.")]
+    assert len(verdicts) == len(found) and verdicts[0].startswith(
+        "milp: max rate vs default, capacities 1,1,1: differs (explained: ")
+    assert sorted(a.path for a in client.list_artifacts(rid)) == [rows.name, png.name]
