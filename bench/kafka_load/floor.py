@@ -9,7 +9,9 @@ run itself, not by a figure typed into the docs:
 - **the data's bound** on the maximum-rate ratio: the maximum sustainable rate of an arm is set
   by its busiest instance (load / capacity), so no placement can beat the default assignor's by
   more than (the default's busiest instance) / (the best placement's busiest instance), both on
-  the per-task loads the warm-up measured (unsaturated, so processed = offered). The best
+  the measured per-task loads: the records the broker took in per input partition over the
+  warm-up and the ramp (the probe samples the end offsets), exact where a saturated instance's
+  processing time is not (it measures what it served, not what it was offered). The best
   placement is searched exactly (12 tasks on 3 instances: a branch and bound over at most 3^12
   assignments).
 """
@@ -21,7 +23,7 @@ from typing import Any
 
 from runtime.kafka_streams.latency import ProbeLine, window
 
-__all__ = ["best_peak", "data_bound", "floor_windows", "peak"]
+__all__ = ["best_peak", "data_bound", "floor_windows", "offered", "peak"]
 
 
 def floor_windows(rows: Sequence[Mapping[str, Any]], lines: Sequence[ProbeLine],
@@ -79,17 +81,39 @@ def best_peak(loads: Mapping[str, float], capacities: Mapping[str, float]) -> fl
     return best[0]
 
 
+def offered(lines: Sequence[ProbeLine], arm: str, start_ms: int, end_ms: int
+            ) -> dict[str, float] | None:
+    """Records offered to each task (`0_<partition>`) of `arm` between two instants: the input
+    partitions' end offsets the probe sampled (the first sample at or after `start_ms`, the last
+    before `end_ms`); None without two samples. Exact counts of the stream every arm got, where
+    a task's measured processing time is capped by its instance's capacity once it saturates."""
+    mine = [ln for ln in lines if ln.arm == arm and ln.ends and start_ms <= ln.ts_ms < end_ms]
+    if len(mine) < 2 or len(mine[0].ends) != len(mine[-1].ends):
+        return None
+    return {f"0_{p}": float(b - a) for p, (a, b) in enumerate(zip(mine[0].ends, mine[-1].ends,
+                                                                    strict=True))}
+
+
 def data_bound(rows: Sequence[Mapping[str, Any]], capacities: Sequence[float],
-               baseline: str = "default") -> dict[str, Any] | None:
-    """The bound on any arm's maximum rate / the baseline's from the warm-up's measured task
-    loads (every arm's warm-up periods, summed: the same stream fed them all) and the baseline's
-    assignment; None when the warm-up measured nothing. Shares are of the total load, in %."""
+               lines: Sequence[ProbeLine] = (), baseline: str = "default"
+               ) -> dict[str, Any] | None:
+    """The bound on any arm's maximum rate / the baseline's, under the baseline's assignment,
+    from the per-task loads: the records offered per task over the warm-up and the ramp (the key
+    distribution of both; `offered`), or where the probe has no per-partition offsets, the
+    processing time per task every arm measured in the warm-up (unsaturated: processed =
+    offered; a noisier estimate). None when neither is there. Shares are of the total, in %."""
     warm = [r for r in rows if r["phase"] == "warm"]
-    loads: dict[str, float] = {}
-    for r in warm:
-        for task, v in r["task_load_pct"].items():
-            loads[task] = loads.get(task, 0.0) + float(v)
     base = [r for r in warm if r["arm"] == baseline and r["assignment"]]
+    spans = [r for r in rows if r["phase"] in ("warm", "ramp") and r["arm"] == baseline]
+    loads = (offered(lines, baseline, min(int(r["start_ms"]) for r in spans),
+                     max(int(r["end_ms"]) for r in spans)) if spans else None)
+    source = "offered records per task, warm-up and ramp"
+    if not loads:
+        source = "processing time per task, warm-up"
+        loads = {}
+        for r in warm:
+            for task, v in r["task_load_pct"].items():
+                loads[task] = loads.get(task, 0.0) + float(v)
     total = sum(loads.values())
     if not base or total <= 0:
         return None
@@ -103,7 +127,8 @@ def data_bound(rows: Sequence[Mapping[str, Any]], capacities: Sequence[float],
     theirs = peak(shares, assignment, caps) * scale
     best = best_peak(shares, caps) * scale
     return {"task_share_pct": dict(sorted(shares.items(), key=lambda kv: _task_order(kv[0]))),
-            "baseline_peak_pct": theirs, "best_peak_pct": best, "bound": theirs / best}
+            "baseline_peak_pct": theirs, "best_peak_pct": best, "bound": theirs / best,
+            "source": source}
 
 
 def _task_order(task: str) -> tuple[int, ...]:

@@ -138,7 +138,8 @@ def measured_lines(results: Sequence[dict[str, Any]]) -> list[str]:
         b = res.get("bound")
         if b:
             shares = " ".join(f"{v:.1f}" for v in b["task_share_pct"].values())
-            out.append(f"data's bound ({caps}): task shares % [{shares}]; the default's busiest "
+            out.append(f"data's bound ({caps}, {b.get('source', 'task loads')}): shares % "
+                       f"[{shares}]; the default's busiest "
                        f"instance {b['baseline_peak_pct']:.1f} %, the best placement's "
                        f"{b['best_peak_pct']:.1f} %: max rate ratio <= {b['bound']:.2f}x")
     return out

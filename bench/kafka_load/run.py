@@ -272,7 +272,7 @@ def run_config(s: Settings, bootstrap: str, work: Path, say: Callable[[str], Non
             "censored": {a: m[1] for a, m in maxima.items()}, "fixed_rate": None,
             "settled": settled, "drained": drained, "stable_after_shift": {},
             "floor": floor, "warm_rate": s.warm_frac * s.ideal,
-            "bound": data_bound(rows, s.capacities)}
+            "bound": data_bound(rows, s.capacities, read_probe(probe.out))}
         base = result["max_rate"].get("default")
         if s.fixed and base:
             drained.append(run.drain())

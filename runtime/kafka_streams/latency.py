@@ -37,6 +37,7 @@ class ProbeLine:
     committed: int
     lag: int
     out_at_end: int | None = None  # results read when `end` was sampled (None: out_total)
+    ends: tuple[int, ...] = ()  # the input's end offset per partition (empty: not known)
 
     @property
     def backlog(self) -> int:
@@ -51,7 +52,8 @@ def _line(raw: Mapping[str, Any]) -> ProbeLine:
                      {int(k): int(v) for k, v in dict(raw.get("lat", {})).items()},
                      int(raw.get("end", -1)), int(raw.get("committed", -1)),
                      int(raw.get("lag", -1)),
-                     int(raw["out_at_end"]) if "out_at_end" in raw else None)
+                     int(raw["out_at_end"]) if "out_at_end" in raw else None,
+                     tuple(int(v) for v in raw.get("ends", ())))
 
 
 def read_probe(path: Path) -> list[ProbeLine]:

@@ -44,6 +44,7 @@ def _warm_rows() -> list[dict[str, object]]:
                          "assignment": assignment,
                          "task_load_pct": {t: v * scale for t, v in tasks.items()}})
     rows.append({"arm": "default", "phase": "ramp", "moved": [], "assignment": assignment,
+                 "start_ms": 3000, "end_ms": 4000, "period": 4,
                  "task_load_pct": {t: 50.0 if t == "0_1" else 1.0 for t in tasks}})
     return rows
 
@@ -59,6 +60,22 @@ def test_the_data_bound_from_measured_task_loads() -> None:
     hetero = data_bound(_warm_rows(), [1.0, 1.0, 2.0])
     assert hetero is not None and hetero["bound"] > bound["bound"]
     assert data_bound([], [1.0, 1.0, 1.0]) is None
+
+
+def test_the_bound_prefers_the_offered_records_per_partition() -> None:
+    rows = _warm_rows()  # the warm-up's periods in [0, 3000) ms, the ramp's [3000, 4000)
+
+    def line(ts: int, ends: tuple[int, ...], arm: str = "default") -> ProbeLine:
+        return ProbeLine(ts, arm, 0, 0, {}, sum(ends), 0, 0, None, ends)
+    # every partition offered the same: round robin is then the best placement (bound 1.0),
+    # whatever the warm-up's processing times said; samples outside the span do not count
+    lines = [line(-500, (0,) * 12), line(100, (10,) * 12), line(2000, (50,) * 12),
+             line(3900, (110,) * 12), line(9000, (999,) + (110,) * 11),
+             line(200, (0,) * 12, arm="milp")]
+    bound = data_bound(rows, [1.0, 1.0, 1.0], lines)
+    assert bound is not None and bound["source"] == "offered records per task, warm-up and ramp"
+    assert abs(bound["bound"] - 1.0) < 1e-9 and abs(bound["baseline_peak_pct"] - 100 / 3) < 1e-9
+    assert data_bound(rows, [1.0, 1.0, 1.0], lines[:1])["source"].startswith("processing")  # type: ignore[index]
 
 
 def test_a_ratio_miss_is_explained_only_by_a_bound_under_the_target() -> None:
@@ -106,4 +123,5 @@ def test_the_floor_leaves_out_periods_with_moves() -> None:
                             "bound": data_bound(_warm_rows(), [1.0, 1.0, 1.0])}])
     assert text[0] == ("floor (1,1,1), p50/p99 ms at 131/s, warm-up periods without moves: "
                        "milp 20/20, wire 3/4")
-    assert text[1].startswith("data's bound (1,1,1): task shares % [9.9 3.9 13.7")
+    assert text[1].startswith("data's bound (1,1,1, processing time per task, warm-up): "
+                              "shares % [9.9 3.9 13.7")

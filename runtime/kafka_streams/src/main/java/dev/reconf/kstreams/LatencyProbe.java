@@ -48,7 +48,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  *
  * <p>Every {@code --every-ms} (1000) it appends one JSON line per arm to {@code --out}:
  * {@code {"ts_ms", "arm", "out": records read, "out_total": since the start, "lat": {"<ms>":
- * count, …}, "end": Σ end offsets, "committed": Σ committed, "lag": end − committed}} — the
+ * count, …}, "end": Σ end offsets, "ends": [end offset per input partition], "committed":
+ * Σ committed, "lag": end − committed, "out_at_end": results read when "end" was sampled}} — the
  * exact latency histogram in
  * whole milliseconds, so any window's percentiles are exact (runtime/kafka_streams/latency.py).
  * Stops when {@code --stop FILE} exists.
@@ -183,10 +184,20 @@ public final class LatencyProbe {
                 .partitionsToOffsetAndMetadata().get(5, TimeUnit.SECONDS);
             end = 0;
             committed = 0;
+            long[] byPartition = new long[input.size()];
             for (var e : endOffsets.entrySet()) {
                 end += e.getValue().offset();
+                int k = e.getKey().partition();
+                if (k < byPartition.length) {
+                    byPartition[k] = e.getValue().offset();
+                }
                 OffsetAndMetadata c = done.get(e.getKey());
                 committed += c == null ? 0 : c.offset();
+            }
+            // per partition: the records each task was offered, exactly (the data's bound)
+            var perPartition = line.putArray("ends");
+            for (long v : byPartition) {
+                perPartition.add(v);
             }
         } catch (Exception exc) {
             line.put("error", exc.toString());
