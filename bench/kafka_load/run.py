@@ -2,7 +2,8 @@
 side on one broker, fed the same open-loop stream, then three phases, each a run of periods:
 
 - warm-up at `warm_frac` of the ideal rate, well under every arm's maximum (the JVMs compile,
-  reconf's arms plan and apply from unsaturated measurements), then a drain of every backlog;
+  reconf's arms plan and apply from unsaturated measurements; its periods without moves are each
+  arm's latency floor, floor.py), then a drain of every backlog;
 - the ramp: the rate steps up by `step_pct` each period until every arm has failed a step (or
   the rate passes `max_frac` of the ideal); an arm's maximum sustainable rate is the highest
   step it held before its first failure (series.py);
