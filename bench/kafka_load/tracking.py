@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXPERIMENT", "log_benchmark", "metrics_of"]
+__all__ = ["EXPERIMENT", "artifact_location", "log_benchmark", "metrics_of"]
 
 EXPERIMENT = "bench-kafka-load"
 
@@ -43,6 +43,15 @@ def metrics_of(results: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return {k: float(v) for k, v in out.items()}
 
 
+def artifact_location(uri: str) -> str | None:
+    """Where a new experiment's artifacts go: beside a sqlite store's database (as the
+    project's experiments are, `<RECONF_HOME>/mlflow/artifacts/<experiment>`), never MLflow's
+    default `./mlruns` in the working directory; a server's own choice otherwise."""
+    if uri.startswith("sqlite:///"):
+        return (Path(uri.removeprefix("sqlite:///")).parent / "artifacts" / EXPERIMENT).as_uri()
+    return None
+
+
 def log_benchmark(uri: str, params: Mapping[str, Any], results: Sequence[Mapping[str, Any]],
                   verdicts: Sequence[Any], files: Sequence[Path]) -> str:
     """One run of `EXPERIMENT` with the benchmark's settings, figures, verdicts and files; its
@@ -51,7 +60,8 @@ def log_benchmark(uri: str, params: Mapping[str, Any], results: Sequence[Mapping
 
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(EXPERIMENT)
-    exp_id = exp.experiment_id if exp is not None else client.create_experiment(EXPERIMENT)
+    exp_id = exp.experiment_id if exp is not None else client.create_experiment(
+        EXPERIMENT, artifact_location=artifact_location(uri))
     run = client.create_run(exp_id, tags={"mlflow.runName": "kafka-load"})
     rid: str = run.info.run_id
     for k, v in params.items():

@@ -119,3 +119,7 @@ def test_the_benchmark_run_logged_to_mlflow(tmp_path: Path, store: str) -> None:
     assert len(verdicts) == len(found) and verdicts[0].startswith(
         "milp: max rate vs default, capacities 1,1,1: differs (explained: ")
     assert sorted(a.path for a in client.list_artifacts(rid)) == [rows.name, png.name]
+    # beside the store, never ./mlruns in the working directory
+    db = Path(store.removeprefix("sqlite:///"))
+    assert (db.parent / "artifacts" / EXPERIMENT).is_dir()
+    assert client.get_run(rid).info.artifact_uri.startswith((db.parent / "artifacts").as_uri())
