@@ -184,3 +184,32 @@ def plot(results: Sequence[dict[str, Any]], path: Path) -> Path:
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def from_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The per-configuration results back from a run's JSON rows (summary + period rows), so
+    its targets can be judged again by today's rules (`python -m bench.kafka_load.report`)."""
+    out = []
+    for summary in (r for r in rows if r.get("kind") == "summary"):
+        res = {k: v for k, v in summary.items() if k != "kind"}
+        res["rows"] = [r for r in rows if r.get("kind") == "period"
+                       and r["config"] == summary["config"]]
+        out.append(res)
+    return out
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="a kafka-load run's measurements and targets, "
+                                                 "judged again from its JSON rows")
+    parser.add_argument("json", type=Path)
+    parser.add_argument("--budget", type=int, default=3)
+    parser.add_argument("--step-pct", type=float, required=True, help="the run's ramp step")
+    ns = parser.parse_args()
+    results = from_rows(json.loads(ns.json.read_text(encoding="utf-8")))
+    for line in [*table(results), "", *measured_lines(results), ""]:
+        print(line)
+    for t in targets(results, ns.budget, ns.step_pct):
+        print(f"target {t.name}: {t.measured} (wanted {t.wanted}): {t.verdict}")

@@ -90,7 +90,11 @@ def test_a_ratio_miss_is_explained_only_by_a_bound_under_the_target() -> None:
     # the data allowed the target: a miss
     big = {**bound, "bound": 1.6}
     assert ratio_target("x", 122.5, 100, 1.3, 1.07, bound=big).verdict == "miss"
-    assert ratio_target("x", 140, 100, 1.3, 1.07, bound=bound).verdict == "beat"
+    assert ratio_target("x", 131, 100, 1.3, 1.07, bound=bound).verdict == "match"
+    # beyond the bound by more than a rate step: impossible by placement, so not a beat
+    assert ratio_target("x", 150, 100, 1.3, 1.07, bound=bound).verdict.startswith(
+        "inconclusive (over the data's bound 1.29x")
+    assert ratio_target("x", 150, 100, 1.3, 1.07, bound=big).verdict == "beat"
 
 
 def test_a_p99_miss_is_explained_only_when_above_the_floor_it_meets() -> None:
