@@ -14,6 +14,7 @@ from typing import Any
 
 from schemas.reasons import shown_reason
 from schemas.schedule import OVER_IN_FLIGHT, OVER_TARGET
+from schemas.tracking import Artifact
 
 __all__ = ["execution_lines"]
 
@@ -47,6 +48,9 @@ def execution_lines(r: Mapping[str, Any]) -> list[str]:
     if ks:  # what Kafka Streams measured (runtime/kafka_streams/source.py, loaded.py)
         lines.append("  kafka streams (measured): " + ", ".join(
             f"{k.removeprefix('kstreams_')} {v:.6g}" for k, v in sorted(ks.items())))
+        if Artifact.KSTREAMS_LOAD_PNG in r.get("artifacts", ()):
+            lines.append(f"  kafka streams latency and lag per second: artifact "
+                         f"{Artifact.KSTREAMS_LOAD_PNG}")
     for key, title in (("applied", "applied by the runtime"),
                        ("execution", "the runtime's last schedule")):
         ex = r.get(key)

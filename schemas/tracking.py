@@ -112,6 +112,9 @@ class Artifact:
     EXECUTION_JSON: Final = "execution.json"
     #: on a version's own run: how the runtime applied that version (jobs/plan/applied.py)
     APPLIED_JSON: Final = "execution_applied.json"
+    #: a Kafka Streams job under load: the period's latency and lag per second
+    #: (runtime/kafka_streams/period_plot.py)
+    KSTREAMS_LOAD_PNG: Final = "kstreams_latency_lag.png"
 
 
 def delta_version_tag(table: str) -> str:

@@ -48,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="p99 bound of a sustained rate (1000 ms)")
     parser.add_argument("--plot", type=Path, default=None,
                         help="PNG path (default: beside the JSON, .png)")
+    parser.add_argument("--mlflow", nargs="?", const="", default=None, metavar="URI",
+                        help="also log the run (figures, verdicts, the PNG and the JSON) to "
+                             "MLflow's experiment bench-kafka-load; without URI the project's "
+                             "store (RECONF_HOME)")
 
 
 def _settings(args: argparse.Namespace) -> list[Any]:
@@ -84,7 +88,7 @@ def _settings(args: argparse.Namespace) -> list[Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.kafka_load.report import plot, table, targets
+    from bench.kafka_load.report import measured_lines, plot, table, targets
     from bench.kafka_load.run import run_config
     from runtime.kafka_streams.broker import start, stop_broker
 
@@ -108,6 +112,9 @@ def main(args: argparse.Namespace) -> int:
     for line in table(results):
         print(line)
     print()
+    for line in measured_lines(results):
+        print(line)
+    print()
     found = targets(results, settings[0].budget, settings[0].step_pct)
     for t in found:
         print(f"target {t.name}: {t.measured} (wanted {t.wanted}): {t.verdict}")
@@ -122,4 +129,13 @@ def main(args: argparse.Namespace) -> int:
     print(f"rows written to {path}")
     png = plot(results, args.plot or Path(args.json).with_suffix(".png"))
     print(f"plot written to {png}")
+    if args.mlflow is not None:
+        from bench.kafka_load.tracking import EXPERIMENT, log_benchmark
+        from schemas.config import Paths
+
+        uri = args.mlflow or Paths.from_env().mlflow_uri
+        params = {k: v for k, v in vars(args).items()
+                  if k not in ("func", "json", "plot", "mlflow") and not callable(v)}
+        rid = log_benchmark(uri, params, results, found, [png, path])
+        print(f"MLflow run {rid} (experiment {EXPERIMENT}, {uri})")
     return 0

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.kafka_load.floor import peak
 from runtime.kafka_streams.cluster import AppSpec, Cluster
 from runtime.kafka_streams.load import ProbedApp
 from runtime.kafka_streams.stats import OPERATOR, period_figures
@@ -34,13 +35,6 @@ Snapshot = dict[str, dict[str, Any]]
 
 def node_names(n: int) -> list[str]:
     return [f"node-{i:02d}" for i in range(n)]
-
-
-def _peak(loads: dict[str, float], assignment: dict[str, str], caps: dict[str, float]) -> float:
-    per = {n: 0.0 for n in caps}
-    for task, node in assignment.items():
-        per[node] = per.get(node, 0.0) + loads.get(task, 0.0)
-    return max(per[n] / caps[n] for n in per)
 
 
 @dataclass
@@ -61,12 +55,13 @@ class LoadArm:
     @classmethod
     def make(cls, name: str, strategy: str | None, bootstrap: str, home: Path, *,
              capacities: list[float], partitions: int, cost_us: float, budget: int,
-             followup_ms: int, tag: str) -> LoadArm:
+             followup_ms: int, tag: str, linger_ms: int = 0,
+             fetch_wait_ms: int | None = None) -> LoadArm:
         job = f"kload-{tag}-{name}"
         spec = AppSpec(job, partitions=partitions, input_topic=f"{job}-in",
                        output_topic=f"{job}-out", followup_ms=followup_ms,
-                       default_assignor=strategy is None, cost_us=cost_us, linger_ms=20,
-                       commit_ms=1000, full_jit=True, fetch_wait_ms=25, stats_ms=1000)
+                       default_assignor=strategy is None, cost_us=cost_us, linger_ms=linger_ms,
+                       commit_ms=1000, full_jit=True, fetch_wait_ms=fetch_wait_ms, stats_ms=1000)
         cluster = Cluster(spec, bootstrap, home / job, home / "published")
         caps = dict(zip(node_names(len(capacities)), capacities, strict=True))
         return cls(name, strategy, cluster, caps, budget)
@@ -117,8 +112,8 @@ class LoadArm:
         plan = self._plan(loads, assignment, after, period)
         if plan is None:
             return row
-        gain_before = _peak(loads, assignment, self.capacities)
-        gain_after = _peak(loads, dict(plan.assignment), self.capacities)
+        gain_before = peak(loads, assignment, self.capacities)
+        gain_after = peak(loads, dict(plan.assignment), self.capacities)
         row.update(planned_moves=len(plan.moves), peak_before=gain_before, peak_after=gain_after)
         if plan.moves and gain_after <= gain_before * (1 - self.min_gain):
             self._publish(dict(plan.assignment), period, end)

@@ -2,7 +2,8 @@
 side on one broker, fed the same open-loop stream, then three phases, each a run of periods:
 
 - warm-up at `warm_frac` of the ideal rate, well under every arm's maximum (the JVMs compile,
-  reconf's arms plan and apply from unsaturated measurements), then a drain of every backlog;
+  reconf's arms plan and apply from unsaturated measurements; its periods without moves are each
+  arm's latency floor, floor.py), then a drain of every backlog;
 - the ramp: the rate steps up by `step_pct` each period until every arm has failed a step (or
   the rate passes `max_frac` of the ideal); an arm's maximum sustainable rate is the highest
   step it held before its first failure (series.py);
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.kafka_load.arms import LoadArm
+from bench.kafka_load.floor import data_bound, floor_windows
 from bench.kafka_load.series import (
     Criteria,
     confirmed_failure,
@@ -34,9 +36,11 @@ from bench.kafka_load.series import (
 )
 from runtime.kafka_streams.cluster import NotReached, wait_for
 from runtime.kafka_streams.latency import read_probe, utilisation, window
-from runtime.kafka_streams.load import KeySpec, LoadGenerator, Probe
+from runtime.kafka_streams.load import KeySpec, LoadGenerator, Probe, ProbedApp
 
-__all__ = ["Settings", "run_config"]
+__all__ = ["WIRE", "Settings", "run_config"]
+
+WIRE = "wire"  # the probe's name for the input topic read back
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -61,6 +65,12 @@ class Settings:
     fixed_periods: int = 6
     shift_at: int = 3
     followup_ms: int = 4000
+    # batching delays on the record's path, in every arm's latency alike: none by default
+    # (docs/benchmarks.md "kafka-load", the floor); fetch_wait_ms None is Kafka's own fetch
+    # (answered as soon as a record is there), a number makes it wait for 64 KiB up to that long
+    producer_linger_ms: int = 0
+    streams_linger_ms: int = 0
+    fetch_wait_ms: int | None = None
     keys: KeySpec = field(default_factory=KeySpec)
     criteria: Criteria = field(default_factory=Criteria)
 
@@ -217,10 +227,15 @@ def run_config(s: Settings, bootstrap: str, work: Path, say: Callable[[str], Non
     arms = [LoadArm.make(name, None if name == "default" else name, bootstrap, home,
                          capacities=list(s.capacities), partitions=s.partitions,
                          cost_us=s.cost_us, budget=s.budget, followup_ms=s.followup_ms,
-                         tag=s.tag) for name in s.arms]
+                         tag=s.tag, linger_ms=s.streams_linger_ms, fetch_wait_ms=s.fetch_wait_ms)
+            for name in s.arms]
     gen = LoadGenerator(bootstrap, [a.cluster.spec.input_topic for a in arms], home / "load",
-                        s.keys)
-    probe = Probe(bootstrap, [a.probed for a in arms], home / "probe")
+                        s.keys, linger_ms=s.producer_linger_ms)
+    # the wire: the first arm's input read back (producer -> broker -> probe), the part of every
+    # latency no placement touches
+    first = arms[0].cluster.spec.input_topic
+    probe = Probe(bootstrap, [a.probed for a in arms]
+                  + [ProbedApp(WIRE, first, first, f"{first}-none")], home / "probe")
     rows: list[dict[str, Any]] = []
     try:
         arms[0].cluster.create_topics([t for a in arms[1:] for t in a.topics()])
@@ -240,6 +255,7 @@ def run_config(s: Settings, bootstrap: str, work: Path, say: Callable[[str], Non
         for _ in range(s.warm_periods):
             rows += run.period("warm", s.warm_frac * s.ideal)
         drained = [run.drain()]
+        floor = floor_windows(rows, read_probe(probe.out), [a.name for a in arms])
         rate = s.start_frac * s.ideal
         steps: dict[str, list[tuple[float, bool]]] = {a.name: [] for a in arms}
         while rate <= s.max_frac * s.ideal:
@@ -255,7 +271,9 @@ def run_config(s: Settings, bootstrap: str, work: Path, say: Callable[[str], Non
             "config": s.tag, "capacities": list(s.capacities), "ideal": s.ideal,
             "max_rate": {a: m[0] for a, m in maxima.items()},
             "censored": {a: m[1] for a, m in maxima.items()}, "fixed_rate": None,
-            "settled": settled, "drained": drained, "stable_after_shift": {}}
+            "settled": settled, "drained": drained, "stable_after_shift": {},
+            "floor": floor, "warm_rate": s.warm_frac * s.ideal,
+            "bound": data_bound(rows, s.capacities, read_probe(probe.out))}
         base = result["max_rate"].get("default")
         if s.fixed and base:
             drained.append(run.drain())

@@ -36,11 +36,14 @@ class ProbeLine:
     end: int  # Σ input end offsets (-1: not known this second)
     committed: int
     lag: int
+    out_at_end: int | None = None  # results read when `end` was sampled (None: out_total)
+    ends: tuple[int, ...] = ()  # the input's end offset per partition (empty: not known)
 
     @property
     def backlog(self) -> int:
         """Records produced to the input that have no result read yet (-1: not known)."""
-        return -1 if self.end < 0 else max(0, self.end - self.out_total)
+        read = self.out_total if self.out_at_end is None else self.out_at_end
+        return -1 if self.end < 0 else max(0, self.end - read)
 
 
 def _line(raw: Mapping[str, Any]) -> ProbeLine:
@@ -48,7 +51,9 @@ def _line(raw: Mapping[str, Any]) -> ProbeLine:
                      int(raw.get("out_total", 0)),
                      {int(k): int(v) for k, v in dict(raw.get("lat", {})).items()},
                      int(raw.get("end", -1)), int(raw.get("committed", -1)),
-                     int(raw.get("lag", -1)))
+                     int(raw.get("lag", -1)),
+                     int(raw["out_at_end"]) if "out_at_end" in raw else None,
+                     tuple(int(v) for v in raw.get("ends", ())))
 
 
 def read_probe(path: Path) -> list[ProbeLine]:

@@ -76,6 +76,7 @@ class LoadGenerator:
     keys: KeySpec = KeySpec()
     rate: float = 0.0
     hot_spot: int = 0
+    linger_ms: int = 10  # the producer's batching delay, in every record's latency
     _record: PidRecord | None = field(default=None, repr=False)
 
     @property
@@ -109,7 +110,8 @@ class LoadGenerator:
         self._write()
         argv = java_argv("dev.reconf.kstreams.LoadProducer", "--bootstrap", self.bootstrap,
                          "--topics", ",".join(self.topics), "--control", str(self.control),
-                         "--report", str(self.report), *self.keys.args(), heap_mb=256,
+                         "--report", str(self.report), *self.keys.args(),
+                         "--linger-ms", str(self.linger_ms), heap_mb=256,
                          full_jit=True)
         self._record = spawn("load-producer", argv, env={"PATH": "/usr/bin:/bin"}, cwd=self.home,
                              run_dir=self.home / "run", log=self.home / "load-producer.log",

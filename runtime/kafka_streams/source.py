@@ -34,6 +34,7 @@ from runtime.kafka_streams.broker import Broker, running, start, stop_broker
 from runtime.kafka_streams.cluster import AppSpec, Cluster, wait_for
 from runtime.kafka_streams.lag import run_slice
 from runtime.kafka_streams.loaded import OpenLoop, loaded_metrics, log_period_metrics, period_line
+from runtime.kafka_streams.period_plot import period_plot
 from runtime.kafka_streams.spec import KStreamsSpec
 from runtime.kafka_streams.stats import calibration, period_figures, tables
 from runtime.kafka_streams.waves import await_waves, partial, report, started_ms
@@ -108,8 +109,7 @@ class KafkaStreamsJob:
                           default_assignor=self.spec.default_assignor,
                           wave_poll_ms=self.spec.wave_poll_ms,
                           wave_timeout_ms=self.spec.wave_timeout_ms, cost_us=self.spec.cost_us,
-                          full_jit=self.spec.rate > 0, fetch_wait_ms=25 if self.spec.rate else None,
-                          linger_ms=20 if self.spec.rate else None)
+                          full_jit=self.spec.rate > 0, linger_ms=0 if self.spec.rate else None)
             self._cluster = Cluster(app, bootstrap, self.app_dir, self.published_root,
                                     produced=int(self._state()["produced"]),
                                     state_root=self.state_root)
@@ -330,15 +330,17 @@ class KafkaStreamsJob:
                                "kstreams_applied_after_s": round(took_s, 3)})
 
     def _log_loaded(self) -> None:
-        """Under load, the last landed period's latency, lag and results/s on the MLflow run that
-        planned from it (tag reconf.period_end), whether or not it published a version."""
+        """Under load, the last landed period's latency, lag, results/s and the estimated
+        maximum rate on the MLflow run that planned from it (tag reconf.period_end), whether or
+        not it published a version, with the period's latency and lag per second drawn."""
         end = self._state().get("last_period_end")
-        if self.spec.rate <= 0 or not end:
+        if self.spec.rate <= 0 or not end or self.mlflow_uri is None:
             return
         path = self._periods_dir() / f"{end}.json"
         record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        png = period_plot(record, self._periods_dir() / "plots" / end.replace(":", ""))
         log_period_metrics(self.mlflow_uri, self.spec.job_id, "reconf.period_end", end,
-                           loaded_metrics(record))
+                           loaded_metrics(record), [png] if png else [])
 
     def _periods_dir(self) -> Path:
         return self.app_dir / "periods"

@@ -99,7 +99,12 @@ def test_demo_kstreams_one_period(tmp_path: Path) -> None:
     # the period the plan was made from, as the job lived it: on the same run
     assert metrics["kstreams_p99_ms"] >= metrics["kstreams_p50_ms"] >= 0
     assert metrics["kstreams_rate"] == 400 and metrics["kstreams_lag_max"] >= 0
+    assert metrics["kstreams_ideal_rate"] == 600  # 3 instances of capacity 1, 5 ms a record
+    # the period's latency and lag per second, drawn, on the same run
+    assert "kstreams_latency_lag.png" in [a.path for a in client.list_artifacts(runs[0].info.run_id)]
     audit = _reconf(tmp_path, "audit", "--job", "kstreams", "--period-end",
                     runs[0].data.tags["reconf.period_end"])
     assert audit.returncode == 0, audit.stderr[-2000:]
     assert "kafka streams (measured): " in audit.stdout and "p99_ms " in audit.stdout
+    assert "kafka streams latency and lag per second: artifact kstreams_latency_lag.png" \
+        in audit.stdout

@@ -53,6 +53,8 @@ def test_open_loop_load_latency_and_lag(broker: Broker, tmp_path: Path) -> None:
     assert sent >= 600
     assert lines[-1].out_total == sent  # one result per record, none lost or doubled
     assert lines[-1].end == sent and lines[-1].backlog == 0
+    # per partition too (what the load benchmark's data bound is computed from)
+    assert len(lines[-1].ends) == 4 and sum(lines[-1].ends) == sent
     hist = merge(ln.lat for ln in lines)
     assert sum(hist.values()) == sent
     p50, p99 = percentile(hist, 50), percentile(hist, 99)

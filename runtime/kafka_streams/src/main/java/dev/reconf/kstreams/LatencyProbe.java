@@ -15,6 +15,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -38,11 +41,15 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * moment this consumer receives it is the record's production → result-written latency (plus
  * this consumer's fetch, the same for every arm). Lag: every second the input topic's end
  * offsets (admin client) minus the offsets the application's group committed (Kafka Streams
- * commits every {@code commit.interval.ms}), summed over partitions.
+ * commits every {@code commit.interval.ms}), summed over partitions. The admin calls run on
+ * their own thread: two round trips per arm every second on the polling thread would hold the
+ * records that arrive meanwhile, a delay of tens of ms on a loaded machine that lands exactly in
+ * the p99 being measured.
  *
  * <p>Every {@code --every-ms} (1000) it appends one JSON line per arm to {@code --out}:
  * {@code {"ts_ms", "arm", "out": records read, "out_total": since the start, "lat": {"<ms>":
- * count, …}, "end": Σ end offsets, "committed": Σ committed, "lag": end − committed}} — the
+ * count, …}, "end": Σ end offsets, "ends": [end offset per input partition], "committed":
+ * Σ committed, "lag": end − committed, "out_at_end": results read when "end" was sampled}} — the
  * exact latency histogram in
  * whole milliseconds, so any window's percentiles are exact (runtime/kafka_streams/latency.py).
  * Stops when {@code --stop FILE} exists.
@@ -85,7 +92,7 @@ public final class LatencyProbe {
         arms.forEach(arm -> byOutput.put(arm.output(), arm));
         Map<String, TreeMap<Long, Long>> hist = new LinkedHashMap<>();
         Map<String, Long> count = new HashMap<>();
-        Map<String, Long> total = new HashMap<>();
+        Map<String, Long> total = new ConcurrentHashMap<>(); // read by the lag sampler too
         arms.forEach(arm -> hist.put(arm.name(), new TreeMap<>()));
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(cp);
              Admin admin = Admin.create(ap);
@@ -98,6 +105,17 @@ public final class LatencyProbe {
                 inputs.put(arm.name(), partitions(consumer, arm.input()));
             }
             consumer.assign(outputs);
+            // the newest lag sample per arm, taken off the polling thread
+            Map<String, ObjectNode> lags = new ConcurrentHashMap<>();
+            ScheduledExecutorService sampler = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "lag-sampler");
+                t.setDaemon(true);
+                return t;
+            });
+            sampler.scheduleAtFixedRate(() -> arms.forEach(
+                arm -> lags.put(arm.name(), lag(admin, arm, inputs.get(arm.name()),
+                    () -> total.getOrDefault(arm.name(), 0L)))),
+                0, every, TimeUnit.MILLISECONDS);
             long next = System.currentTimeMillis() + every;
             while (!Files.exists(stop)) {
                 for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(20))) {
@@ -111,7 +129,8 @@ public final class LatencyProbe {
                 if (now >= next) {
                     next += every;
                     for (Arm arm : arms) {
-                        ObjectNode line = lag(admin, arm, inputs.get(arm.name()));
+                        ObjectNode sampled = lags.get(arm.name());
+                        ObjectNode line = sampled == null ? unknownLag(arm) : sampled.deepCopy();
                         line.put("ts_ms", now);
                         line.put("out", count.getOrDefault(arm.name(), 0L));
                         line.put("out_total", total.getOrDefault(arm.name(), 0L));
@@ -125,7 +144,17 @@ public final class LatencyProbe {
                     w.flush();
                 }
             }
+            sampler.shutdownNow();
         }
+    }
+
+    private static ObjectNode unknownLag(Arm arm) {
+        ObjectNode line = JSON.createObjectNode();
+        line.put("arm", arm.name());
+        line.put("end", -1L);
+        line.put("committed", -1L);
+        line.put("lag", -1L);
+        return line;
     }
 
     private static List<TopicPartition> partitions(KafkaConsumer<String, String> c, String topic) {
@@ -136,8 +165,11 @@ public final class LatencyProbe {
         return out;
     }
 
-    /** The arm's input end offsets and its group's committed offsets now (−1 each if unknown). */
-    private static ObjectNode lag(Admin admin, Arm arm, List<TopicPartition> input) {
+    /** The arm's input end offsets and its group's committed offsets now (−1 each if unknown),
+     * and {@code out_at_end}: the results read when the end offsets came back, so that the
+     * backlog (end − results read) compares counts of one instant. */
+    private static ObjectNode lag(Admin admin, Arm arm, List<TopicPartition> input,
+                                  java.util.function.LongSupplier readSoFar) {
         ObjectNode line = JSON.createObjectNode();
         line.put("arm", arm.name());
         long end = -1;
@@ -146,14 +178,26 @@ public final class LatencyProbe {
             Map<TopicPartition, OffsetSpec> want = new HashMap<>();
             input.forEach(tp -> want.put(tp, OffsetSpec.latest()));
             ListOffsetsResult ends = admin.listOffsets(want);
+            var endOffsets = ends.all().get(5, TimeUnit.SECONDS);
+            line.put("out_at_end", readSoFar.getAsLong());
             Map<TopicPartition, OffsetAndMetadata> done = admin.listConsumerGroupOffsets(arm.group())
                 .partitionsToOffsetAndMetadata().get(5, TimeUnit.SECONDS);
             end = 0;
             committed = 0;
-            for (var e : ends.all().get(5, TimeUnit.SECONDS).entrySet()) {
+            long[] byPartition = new long[input.size()];
+            for (var e : endOffsets.entrySet()) {
                 end += e.getValue().offset();
+                int k = e.getKey().partition();
+                if (k < byPartition.length) {
+                    byPartition[k] = e.getValue().offset();
+                }
                 OffsetAndMetadata c = done.get(e.getKey());
                 committed += c == null ? 0 : c.offset();
+            }
+            // per partition: the records each task was offered, exactly (the data's bound)
+            var perPartition = line.putArray("ends");
+            for (long v : byPartition) {
+                perPartition.add(v);
             }
         } catch (Exception exc) {
             line.put("error", exc.toString());
