@@ -1,4 +1,4 @@
-"""The figures of `reconf bench soak`: per-period rows, the summary and the issue's targets
+"""The figures of `reconf bench soak`: per-period rows, the summary and its targets
 (500 periods, >= 150 faults of >= 12 kinds, 0 violations, <= 30 min; `--quick`: 60 periods in
 <= 4 min, the faults scaled to its length), each match / beat / miss. Pure functions of the rows.
 """
