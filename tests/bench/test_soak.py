@@ -255,3 +255,25 @@ def test_a_short_soak_with_faults_keeps_every_invariant(tmp_path: Path) -> None:
     injected = [f for r in rows for f in r["faults"] if f["applied"]]
     assert len(injected) >= 3 and any(f["kind"].startswith("kill-") for f in injected)
     assert [v for r in rows for v in r["violations"] if not v["known"]] == []
+
+
+def test_the_cli_soaks_writes_its_rows_and_refuses_an_unknown_kind(tmp_path: Path) -> None:
+    """`reconf bench soak` as docs/benchmarks.md shows it, on two periods with a stop."""
+    import subprocess
+    import sys
+
+    from schemas.config import PROJECT_ROOT
+
+    out = tmp_path / "soak.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "reconf.cli", "bench", "soak", "--periods", "2", "--workers", "1",
+         "--kinds", "stop", "--seed", "5", "--home", str(tmp_path / "home"), "--json", str(out)],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert [r["violations"] for r in rows if r["kind"] == "period"] == [[], []]
+    assert "invariant violations         0" in done.stdout
+    bad = subprocess.run([sys.executable, "-m", "reconf.cli", "bench", "soak", "--kinds", "nope"],
+                         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert bad.returncode == 2 and "unknown fault kind(s) ['nope']" in bad.stderr, bad.stderr
