@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import stat
 import subprocess
 import sys
@@ -19,15 +18,10 @@ from pathlib import Path
 import pytest
 
 from reconf.mlflow_auth import mlflow_credentials
+from reconf.procs import free_port
 from schemas.config import PROJECT_ROOT, Paths
 
 pytestmark = pytest.mark.e2e
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _services(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -54,7 +48,7 @@ def _call(url: str, body: dict[str, object] | None, auth: tuple[str, str] | None
 def test_the_mlflow_server_takes_no_write_and_no_read_without_its_credentials(
         tmp_path: Path) -> None:
     home = tmp_path / "home"
-    port = _free_port()
+    port = free_port()
     up = _services(home, "up", "--only", "mlflow", "--mlflow-port", str(port), "--timeout", "300")
     try:
         assert up.returncode == 0, up.stdout + up.stderr
