@@ -60,6 +60,8 @@ class FleetTask:
     scaling: ScalingConfig | None = None
     sections: tuple[dict[str, Any], ...] = ()  # earlier published scaling sections (Alg. 1)
     runtime_nodes: frozenset[str] | None = None  # the nodes the runtime reported owning
+    #: nodes a published version the runtime has not applied whole terminates
+    gone: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,8 @@ def solve_task(task: FleetTask) -> FleetOutcome:
     host = f"{socket.gethostname()}:{os.getpid()}"
     try:
         solved = solve(task.state, task.budget, task.strategy, task.params, task.time_limit_s,
-                       task.scaling, task.sections, task.runtime_nodes)
+                       task.scaling, task.sections, task.runtime_nodes, task.gone,
+                       task.job_id)
         return FleetOutcome(task.job_id, solved.plan, solved.state, solved.scaling_extra, host,
                             time.perf_counter() - t0)
     except Exception as exc:  # one job's failure must not lose the others' plans
@@ -185,6 +188,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
     from jobs.plan.assemble import PeriodInputs, assemble
     from jobs.plan.scaling import earlier_sections
     from jobs.plan.stage import check_budget, job_budget, no_stats_error, resolve_strategy
+    from jobs.plan.terminated import terminated_after
     from schemas.landing import format_period_end
     from schemas.periods import PeriodError, check_period_end
     from schemas.tables import COMM_STATS, KEYGROUP_STATS, NODE_STATS
@@ -230,6 +234,7 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
                               edges.get(job.job_id, []), start, read_facets(ctx))
         try:
             assembled = assemble(job, strat, params, inputs, stamp)
+            gone = terminated_after(ctx.paths.published, job.job_id, start.version, start.newest)
         except StageError as exc:  # e.g. a stream's lower bound above its observed rate
             if strict:
                 raise
@@ -240,7 +245,8 @@ def build_tasks(spark: SparkSession, paths: Paths, jobs: Sequence[JobConfig],
                     if job.scaling is not None else ())
         tasks.append(FleetTask(job.job_id, strat, assembled.params, ready.state, job_budget(job),
                                job.solver_time_limit_s, job.scaling, sections,
-                               None if ctx.marker is None else ctx.marker.runtime_nodes))
+                               None if ctx.marker is None else ctx.marker.runtime_nodes,
+                               gone))
         starts[job.job_id] = start
         contexts[job.job_id] = ctx
     return FleetInputs(tasks, starts, contexts, missing, refused, prepared)

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.facets.load_model import keep_until_fitted
+from jobs.plan.terminated import off_terminated
 from placement.common import make_plan
 from placement.model import Budget, ClusterState, Node, Plan, SolverStatus
 from placement.registry import get_strategy
@@ -105,10 +106,29 @@ class Solved:
 def solve(state: ClusterState, budget: Budget, strategy: str, params: Mapping[str, Any],
           time_limit_s: float | None, scaling: ScalingConfig | None,
           sections: Sequence[Mapping[str, Any]] = (),
-          runtime_nodes: frozenset[str] | None = None) -> Solved:
+          runtime_nodes: frozenset[str] | None = None,
+          gone: frozenset[str] = frozenset(), job_id: str = "") -> Solved:
     """The one place that decides scale-or-not: Algorithm 1 for a job with a `[scaling]` table
-    (`sections`: earlier published scaling sections), else the strategy alone. Pure: the plan
-    stage and fleet planning's executors both call it."""
+    (`sections`: earlier published scaling sections), else the strategy alone, after the units
+    on `gone` (nodes a published version the runtime has not applied whole terminates) are
+    moved off them (jobs/plan/terminated.py). Pure: the plan stage and fleet planning's
+    executors both call it."""
+    extra: list[dict[str, Any] | None] = [None]
+
+    def inner(state: ClusterState, budget: Budget) -> tuple[Plan, ClusterState]:
+        solved = _solve(state, budget, strategy, params, time_limit_s, scaling, sections,
+                        runtime_nodes)
+        extra[0] = solved.scaling_extra
+        return solved.plan, solved.state
+
+    plan, planned = off_terminated(state, budget, gone, job_id, inner)
+    return Solved(plan, planned, extra[0])
+
+
+def _solve(state: ClusterState, budget: Budget, strategy: str, params: Mapping[str, Any],
+           time_limit_s: float | None, scaling: ScalingConfig | None,
+           sections: Sequence[Mapping[str, Any]], runtime_nodes: frozenset[str] | None
+           ) -> Solved:
     if not state.keygroups:  # a dynamic job every unit of which has left: nothing to place
         empty = make_plan(state, {}, status=SolverStatus.OPTIMAL, lower_bound=0.0,
                           message=f"{strategy}: no unit runs this period (every unit has "

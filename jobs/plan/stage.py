@@ -33,6 +33,7 @@ from jobs.plan.record import (
 )
 from jobs.plan.scaling import earlier_sections, solve
 from jobs.plan.steady import steady
+from jobs.plan.terminated import terminated_after
 from jobs.tracking.store import prepare_client
 from placement.model import Plan
 from placement.registry import check_params, strategy_names
@@ -106,7 +107,9 @@ def plan(ctx: StageContext, *, strategy: str | None = None, dry_run: bool = Fals
                     if job.scaling is not None else ())
         solved = solve(prepared.state, job_budget(job), name, assembled.params,
                        job.solver_time_limit_s, job.scaling, sections,
-                       None if runtime is None else runtime.runtime_nodes)
+                       None if runtime is None else runtime.runtime_nodes,
+                       terminated_after(ctx.paths.published, job.job_id, start.version,
+                                        start.newest), job.job_id)
         if job.stability is not None:  # the no-op band, the cooldown, the oscillation count
             solved = replace(solved, plan=steady(ctx.lake, job.job_id, ctx.end, job.stability,
                                                  solved.state, solved.plan))

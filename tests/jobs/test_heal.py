@@ -21,7 +21,7 @@ from reconf.cli import main
 from schemas.config import resolve_job
 from schemas.health import HealthReport, health_dir, write_report
 from schemas.manifest import read_manifest
-from schemas.tables import HEALINGS
+from schemas.tables import HEALINGS, PLANS
 from schemas.tracking import Tag
 
 pytestmark = pytest.mark.spark
@@ -207,3 +207,44 @@ def test_a_healing_killed_before_latest_is_finished_by_its_rerun_not_published_a
         f"SELECT report_id, status, version FROM {{{HEALINGS.name}}} WHERE job_id = '{JOB_ID}'")
     assert [(r["report_id"], r["status"], r["version"]) for r in rows] == [
         ("dead-k", "published", 2)]
+
+
+def test_a_stopped_healing_leaves_no_unit_on_its_dead_node_in_the_next_version(
+        collected_home, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`reconf stop` before the healing's first wave: the runtime keeps v1's units on the dead
+    node, the next period plans from that partial assignment, and its version moves them off
+    the node the healing terminated (jobs/plan/terminated.py), so the runtime applies it
+    instead of refusing it and every version after it for a node that is gone."""
+    from pipeline_kit import apply_latest, land, period, run_cycle
+
+    from runtime.execution import request_stop
+
+    paths = collected_home
+    config = tmp_path / "healing.toml"
+    config.write_text(CONFIG + HEALING)
+    monkeypatch.setenv("RECONF_CONFIG", str(config))
+    job = resolve_job(JOB_ID)
+    run_plan(JOB_ID, P1)
+    run_publish(JOB_ID, P1)
+    assert apply_latest(paths, job).status == "applied"
+    v1 = read_manifest(paths.published, JOB_ID, 1)
+    load = dict.fromkeys(set(v1.assignment.values()), 0)
+    for node in v1.assignment.values():
+        load[node] += 1
+    dead = min(sorted(load), key=load.__getitem__)  # few units: a balancing plan keeps them
+    healed = heal(job, HealthReport(JOB_ID, "dead-s", datetime.now(UTC), (dead,)), paths=paths)
+    assert healed.status == "published" and healed.version == 2, healed.summary()
+    request_stop(paths.runtime, JOB_ID, "hold the healing")
+    stopped = apply_latest(paths, job)
+    assert stopped.status == "partial" and stopped.version == 1, stopped
+    for n in (3, 4):
+        land(paths, period(n), job)
+        result = run_cycle(JOB_ID, period(n))
+        manifest = read_manifest(paths.published, JOB_ID, result.version)
+        assert dead not in manifest.assignment.values(), (n, manifest.assignment)
+        applied = apply_latest(paths, job)
+        assert applied.status == "applied" and applied.version == result.version, applied
+    plans = open_lake(paths, spark).records(
+        f"SELECT plan_json FROM {{{PLANS.name}}} WHERE job_id = '{JOB_ID}' "
+        "AND status = 'published' ORDER BY period_end")
+    assert any(f"moved off {dead}" in r["plan_json"] for r in plans)
