@@ -13,7 +13,7 @@ JOB ?= flights2
 help:
 	@echo "make demo       install, then run $(PERIODS) reconfiguration periods of job '$(JOB)' through Airflow"
 	@echo "make test       install (also chromium, chromium-driver, postgresql via apt-get), then run the test suite"
-	@echo "make test-fast  the inner loop: the tests that need no JVM, Airflow run or browser"
+	@echo "make test-fast  the inner loop: the tests that need no JVM, Airflow run, browser or soak"
 	@echo "make lint       ruff and mypy"
 	@echo "make mlflow-ui  open the MLflow UI on the project's tracking store (port 5000, or MLFLOW_PORT / RECONF_MLFLOW_PORT)"
 	@echo "make up         start Spark Connect (sc://127.0.0.1:15002), Airflow (http://127.0.0.1:8080), MLflow (:5000), a Kafka broker and the demo job's live runtime (LIVE_JOBS=...)"
@@ -67,10 +67,10 @@ test: setup system-packages
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure here"; exit 1; fi; \
 	exit $$rc
 
-# The inner loop: no Spark JVM, no Airflow DAG run, no browser, no Kafka JVM, no database server (markers in
+# The inner loop: no Spark JVM, no Airflow DAG run, no browser, no Kafka JVM, no soak, no database server (markers in
 # pyproject.toml); `make test` still runs everything.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not spark and not e2e and not browser and not kafka" -q
+	$(BIN)/python -m pytest -m "not spark and not e2e and not browser and not kafka and not soak" -q
 
 lint: setup
 	$(BIN)/ruff check .

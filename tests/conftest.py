@@ -66,7 +66,7 @@ os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(ROOT / "infra" / "air
 
 #: rough seconds per test by marker, to start the longest groups first (longest-first
 #: scheduling keeps one worker from ending the run alone on a slow module)
-_WEIGHTS = (("e2e", 30.0), ("kafka", 30.0), ("browser", 30.0), ("spark", 5.0))
+_WEIGHTS = (("soak", 300.0), ("e2e", 30.0), ("kafka", 30.0), ("browser", 30.0), ("spark", 5.0))
 
 
 #: the e2e modules that share one Airflow (tests/e2e/scheduler_kit.py SharedAirflow)

@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.soak.report import QUICK
+
+pytestmark = pytest.mark.soak
 
 
 def test_the_quick_soak_injects_every_kind_of_fault_and_keeps_every_invariant(
