@@ -8,6 +8,10 @@ pydantic dataclasses, so code builds them like any dataclass (`JobConfig("demo",
 context naming the file); a job built in code (a benchmark, a test, a CLI override such as
 `--max-migrations`) is taken as given, and the stage that uses a value checks it, with its own
 message (the plan stage's budget range).
+
+Each field's description is the docstring under it (pydantic's `use_attribute_docstrings`): the
+generated configuration reference of the docs site (tools/docs_reference.py) shows it beside the
+field's type, default and rule, and its test fails on a field without one.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from schemas.streams import LoadModelConfig, parse_load_model
 
 __all__ = ["ExecutionConfig", "HealingConfig", "JobConfig", "ScalingConfig", "StabilityConfig"]
 
-_CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+_CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
 
 def _keys(raw: object) -> Mapping[str, Any] | None:
@@ -51,6 +55,7 @@ def _checked(rule: Callable[..., Any], *, optional: bool = False) -> PlainValida
             return value
         return rule(value, info) if with_info else rule(value)
 
+    validate.__doc__ = rule.__doc__  # what the rule accepts, for the configuration reference
     return PlainValidator(validate)
 
 
@@ -69,6 +74,7 @@ def _known_table(cls: type, raw: Any, info: ValidationInfo) -> Any:
 
 
 def _load_model(value: object) -> LoadModelConfig | None:
+    """A table of declared input streams that schemas/streams.py `parse_load_model` accepts."""
     if value is None or isinstance(value, LoadModelConfig):
         return value
     try:
@@ -78,6 +84,8 @@ def _load_model(value: object) -> LoadModelConfig | None:
 
 
 def _constraints(value: object) -> Constraints | None:
+    """A table of labels and constraints that schemas/constraints.py `parse_constraints`
+    accepts."""
     if value is None or isinstance(value, Constraints):
         return value
     try:
@@ -90,15 +98,21 @@ def _constraints(value: object) -> Constraints | None:
 class ScalingConfig:
     """`[jobs.<id>.scaling]`: the scaling policy of Algorithm 1 (placement/scaling/policy.py).
 
-    Scaling runs only for a job that has this table. `target_utilisation` is a fraction of a
-    node's capacity in (0, 1]; `max_ld` is in percentage points of a reference node.
+    Scaling runs only for a job that has this table (docs/algorithms.md, "Scaling").
     """
 
     min_nodes: Annotated[int, _checked(rules.whole)] = 1
+    """The fewest nodes of A: at least max(1, `min_nodes`), never the last node."""
     max_nodes: Annotated[int | None, _checked(rules.whole, optional=True)] = None
+    """The most nodes of A (a capped scale-out says so in its reason); unset: no cap."""
     target_utilisation: Annotated[float, _checked(rules.fraction)] = 0.8
+    """The target load, a fraction of a node's capacity in (0, 1]: scale out when the planned
+    allocation leaves a node above it and the total does not fit at it."""
     cooldown_cycles: Annotated[int, _checked(rules.cycles)] = 3
+    """No decision opposite to one taken in the last this many cycles."""
     max_ld: Annotated[float, _checked(rules.number)] = 10.0
+    """Scale in only if the remaining nodes can be balanced within this load distance, in
+    percentage points of a reference node."""
 
     @model_validator(mode="before")
     @classmethod
@@ -118,16 +132,16 @@ class ScalingConfig:
 class StabilityConfig:
     """`[jobs.<id>.stability]`: stable plans (placement/stability.py).
 
-    `band`: no moves while the load distance is at most this many percentage points (unset:
-    off); `cooldown_periods`: a unit that left a node in the last this many published periods
-    is not moved back onto it (0: off); `window_periods`: the periods the oscillation count
-    (units moved back onto a node they left) covers. A drain of B or a broken topology
-    constraint overrides the band and the cooldown.
+    A drain of B or a broken topology constraint overrides the band and the cooldown.
     """
 
     band: Annotated[float | None, _checked(rules.number, optional=True)] = None
+    """No moves while the load distance is at most this many percentage points (unset: off)."""
     cooldown_periods: Annotated[int, _checked(rules.cycles)] = 0
+    """A unit that left a node in the last this many published periods is not moved back onto
+    it (0: off)."""
     window_periods: Annotated[int, _checked(rules.cycles)] = 3
+    """The periods the oscillation count (units moved back onto a node they left) covers."""
 
     @model_validator(mode="before")
     @classmethod
@@ -139,19 +153,20 @@ class StabilityConfig:
 class HealingConfig:
     """`[jobs.<id>.healing]`: out-of-schedule cycles for dead or far-over-capacity nodes
     (jobs/heal/, dags/healing.py; Cruise Control's self-healing). Off unless `enabled`.
-
-    `budget`: the most units one healing moves, the dead nodes' units first (a healing whose
-    dead units alone need more does nothing and alerts); `min_gap`: no healing publishes within
-    this long of the previous one (a later report waits); `max_nodes_at_once`: a report naming
-    more nodes than this does nothing and alerts (Cruise Control's fixable-failure threshold);
-    `over_capacity_pct`: a live node reported above this % of its capacity is healed too.
     """
 
     enabled: Annotated[bool, _checked(rules.flag)] = False
+    """Healing runs for this job (the DAG `heal_<job>`)."""
     budget: Annotated[int, _checked(rules.count)] = 8
+    """The most units one healing moves, the dead nodes' units first (a healing whose dead units
+    alone need more does nothing and alerts)."""
     min_gap: Annotated[timedelta, _checked(rules.duration)] = timedelta(minutes=10)
+    """No healing publishes within this long of the previous one (a later report waits)."""
     max_nodes_at_once: Annotated[int, _checked(rules.count)] = 1
+    """A report naming more nodes than this does nothing and alerts (Cruise Control's
+    fixable-failure threshold)."""
     over_capacity_pct: Annotated[float, _checked(rules.over_capacity_pct)] = 150.0
+    """A live node reported above this % of its capacity is healed too."""
 
     @model_validator(mode="before")
     @classmethod
@@ -163,20 +178,22 @@ class HealingConfig:
 class ExecutionConfig:
     """`[jobs.<id>.execution]`: how the runtime applies a plan (placement/waves.py).
 
-    The plan's moves go in ordered waves: a node takes part in at most `max_moves_per_node` moves
-    of one wave (as source or destination), a wave holds at most `max_moves_per_wave` moves and
-    `max_bytes_per_wave` state bytes, and no wave may take a node over `ceiling_pct` % of its
-    capacity. The defaults throttle only the per-node concurrency (5, as Cruise Control's
-    `num.concurrent.partition.movements.per.broker`); a job sets a ceiling to have one.
-    `max_bytes_per_second` paces the waves: the runtime moves state no faster than that many
-    bytes per second (each wave lasts at least its bytes / the rate; runtime/execution.py).
+    The plan's moves go in ordered waves under the limits below. The defaults throttle only the
+    per-node concurrency (5, as Cruise Control's `num.concurrent.partition.movements.per.broker`);
+    a job sets a ceiling to have one.
     """
 
     max_moves_per_node: Annotated[int | None, _checked(rules.at_least_one, optional=True)] = 5
+    """A node takes part in at most this many moves of one wave (as source or destination)."""
     max_moves_per_wave: Annotated[int | None, _checked(rules.at_least_one, optional=True)] = None
+    """A wave holds at most this many moves (unset: no limit)."""
     max_bytes_per_wave: Annotated[float | None, _checked(rules.positive, optional=True)] = None
+    """A wave moves at most this many state bytes (unset: no limit)."""
     ceiling_pct: Annotated[float | None, _checked(rules.ceiling_pct, optional=True)] = None
+    """No wave may take a node over this % of its capacity (unset: no ceiling)."""
     max_bytes_per_second: Annotated[float | None, _checked(rules.positive, optional=True)] = None
+    """Paces the waves: the runtime moves state no faster than this many bytes per second (each
+    wave lasts at least its bytes / the rate; runtime/execution.py)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -195,55 +212,80 @@ class JobConfig:
     """One job's reconfiguration settings; SPL is the statistics period length (paper §3)."""
 
     job_id: Annotated[str, _checked(rules.job_id)]
+    """The job's id: the name of its table `[jobs.<id>]` (never a key in it)."""
     spl: Annotated[timedelta, _checked(rules.duration)] = timedelta(minutes=5)
+    """The statistics period, e.g. "5m": one cycle (one DAG run) per period end."""
     strategy: Annotated[str, _checked(rules.strategy)] = "milp"
+    """The strategy that plans each period (schemas/strategies.py; `reconf plan --help`)."""
     max_migrations: Annotated[int | None, _checked(rules.budget, optional=True)] = 8
+    """The per-cycle migration budget in moves (with or instead of `max_migration_cost`); 0:
+    no migration this round."""
     max_migration_cost: Annotated[float | None, _checked(rules.number, optional=True)] = None
+    """The per-cycle migration budget in migration cost (mc_k = alpha · |state_k|); 0: no
+    migration this round."""
     solver_time_limit_s: Annotated[float, _checked(rules.solver_time_limit)] = 10.0
+    """The solver time limit in seconds; for a MILP only a safety net: it stops on a
+    deterministic work budget (`work_limit` / `node_limit`), docs/algorithms.md "Deterministic
+    plans"."""
     alpha: Annotated[float, _checked(rules.number)] = 1e-6
+    """Migration cost per state byte: mc_k = alpha · |state_k|."""
     start_date: Annotated[datetime, _checked(rules.start_date)] = datetime(
         2026, 1, 1, tzinfo=UTC)
+    """The first schedulable period; the job's grid of period ends is start_date + k·SPL."""
     source: Annotated[Mapping[str, Any], _checked(rules.table)] = field(
         default_factory=dict)
+    """The metrics source standing in for the runtime (`kind` = synthetic, replay, queries, …;
+    config/jobs.toml and docs/runtime.md describe each kind's keys)."""
     scaling: ScalingConfig | None = None
-    # "fixed": every key group present every period (the strict check); "dynamic": units (a
-    # query platform's queries) arrive and leave between periods (DESIGN.md, "Units may come
-    # and go"; docs/operations.md).
+    """The scaling policy, `[jobs.<id>.scaling]`; a job without the table never scales."""
     units: Annotated[str, _checked(rules.units)] = "fixed"
-    # declared input streams, rate lower bounds and K: the load-model facet (schemas/streams.py)
+    """"fixed": every key group present every period (the strict check); "dynamic": units (a
+    query platform's queries) arrive and leave between periods (DESIGN.md, "Units may come and
+    go"; docs/operations.md)."""
     load_model: Annotated[LoadModelConfig | None, _checked(_load_model)] = None
-    # Per strategy name, keyword parameters of that strategy (e.g. albic: max_pl, s_f); only the
-    # table of the strategy that runs is used, so a manual `--strategy` override stays valid.
+    """Declared input streams, rate lower bounds and K: the load-model facet
+    (schemas/streams.py; docs/operations.md, "Jobs with declared input streams")."""
     strategy_params: Annotated[Mapping[str, Mapping[str, Scalar]],
                                _checked(rules.strategy_params)] = field(default_factory=dict)
-    # A wide-area job's topology file (placement/sprawl/topology.py: sites, links, pinned units,
-    # queries), absolute or relative to the project; the plan stage loads and validates it.
+    """Per strategy name, keyword parameters of that strategy (e.g. albic: max_pl, s_f); only
+    the table of the strategy that runs is used, so a manual `--strategy` override stays
+    valid."""
     topology: Annotated[str | None, _checked(rules.topology, optional=True)] = None
-    # What-if (jobs/whatif/stage.py): the strategies that shadow-plan each published period's
-    # state after publish. None ("auto") = every registered strategy whose facets the state
-    # provides, decided at plan time; () = no shadows. Their params come from `strategy_params`.
+    """A wide-area job's topology file (placement/sprawl/topology.py: sites, links, pinned
+    units, queries), absolute or relative to the project; the plan stage loads and validates
+    it."""
     shadow_strategies: Annotated[tuple[str, ...] | None, _checked(rules.shadow_strategies)] = None
-    # Wall time all shadow plans of one period may take together; 0 turns shadows off.
+    """What-if (jobs/whatif/stage.py): the strategies that shadow-plan each published period's
+    state after publish. "auto" (or unset) = every registered strategy whose facets the state
+    provides, decided at plan time; [] = no shadows. Their params come from
+    `strategy_params`."""
     shadow_time_budget_s: Annotated[float, _checked(rules.shadow_budget)] = 60.0
-    # The DAG's catch-up policy (reconf/timetable.py): when several periods are due at once, only
-    # the newest this many run; 0 = only periods that end from now on.
+    """Wall time all shadow plans of one period may take together; 0 turns shadows off."""
     catchup_periods: Annotated[int, _checked(rules.catchup_periods)] = 1
-    # How long after its period end a run waits for the landing's _SUCCESS (None: one SPL).
+    """The DAG's catch-up policy (reconf/timetable.py): when several periods are due at once,
+    only the newest this many run; 0 = only periods that end from now on."""
     landing_timeout: Annotated[timedelta | None, _checked(rules.landing_timeout)] = None
-    # How the runtime applies a plan: waves under per-node, per-wave and ceiling limits.
+    """How long after its period end a run waits for the landing's _SUCCESS (unset: one
+    SPL)."""
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
-    # Node labels and hard topology constraints (schemas/constraints.py); the strategy must hold
-    # every kind declared (schemas/strategies.py `constraints`), or the file is refused.
+    """How the runtime applies a plan, `[jobs.<id>.execution]`: waves under per-node, per-wave
+    and ceiling limits."""
     constraints: Annotated[Constraints | None, _checked(_constraints)] = None
-    # Stable plans: the no-op band, the per-unit cooldown, the oscillation window.
+    """Node labels and hard topology constraints, `[jobs.<id>.constraints]`
+    (schemas/constraints.py; docs/operations.md, "Topology constraints"); the strategy must
+    hold every kind declared (schemas/strategies.py `constraints`), or the file is refused."""
     stability: StabilityConfig | None = None
-    # A human approves each plan between plan and publish (Airflow's human-in-the-loop
-    # ApprovalOperator, dags/reconfigure.py); without an answer within `approval_timeout` the
-    # plan is rejected as "timed out" and nothing is published (docs/operations.md, "Approval").
+    """Stable plans, `[jobs.<id>.stability]`: the no-op band, the per-unit cooldown, the
+    oscillation window."""
     approval: Annotated[bool, _checked(rules.flag)] = False
+    """A human approves each plan between plan and publish (Airflow's human-in-the-loop
+    ApprovalOperator, dags/reconfigure.py; docs/operations.md, "Approval")."""
     approval_timeout: Annotated[timedelta, _checked(rules.approval_timeout)] = timedelta(hours=1)
-    # Healing between periods: dead or far-over-capacity nodes re-placed out of schedule.
+    """Without an answer within this long the plan is rejected as "timed out" and nothing is
+    published."""
     healing: HealingConfig = field(default_factory=HealingConfig)
+    """Healing between periods, `[jobs.<id>.healing]`: dead or far-over-capacity nodes
+    re-placed out of schedule."""
 
     @model_validator(mode="before")
     @classmethod

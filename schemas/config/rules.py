@@ -3,7 +3,9 @@
 Each field type of `JobConfig` (schemas/config/job.py) is `Annotated[<type>, PlainValidator(rule)]`:
 the rule takes the TOML value (or, from code, the typed value) and returns the field's value, or
 raises `Rule` with the text the config error shows after the field's name. The loader
-(schemas/config/load.py) prefixes each rule with the file, the job and the field path.
+(schemas/config/load.py) prefixes each rule with the file, the job and the field path. Each
+rule's docstring states what it accepts: the generated configuration reference
+(tools/docs_reference.py) shows its first paragraph, the MAX_* names replaced by their values.
 """
 
 from __future__ import annotations
@@ -78,14 +80,17 @@ def shown(value: object) -> str:
 
 
 def job_id(value: object) -> str:
+    """Lower-case letters, digits, '-' or '_', at most 63, the first a letter or a digit."""
     if not isinstance(value, str) or not _JOB_ID.match(value):
         raise Rule("job id must be lower-case letters, digits, '-' or '_' (at most 63)")
     return value
 
 
 def duration(value: object, most: timedelta = MAX_DURATION, too_long: str = "") -> timedelta:
-    """'5m', '300s', '1h', '1d' or a number of seconds; must be positive and at most `most`
-    (checked before a timedelta is built: past about 2.7 million years it cannot be)."""
+    """'5m', '300s', '1h', '1d' or a number of seconds; positive and at most MAX_DURATION.
+
+    A caller may give another maximum, `most`; it is checked before a timedelta is built (past
+    about 2.7 million years it cannot be)."""
     seconds: int | float
     if isinstance(value, timedelta):
         seconds = value.total_seconds()
@@ -116,7 +121,7 @@ def parse_duration(value: object, where: str) -> timedelta:
 
 
 def number(value: object, *, integer: bool = False) -> float:
-    """A finite number >= 0 (a whole one if `integer`)."""
+    """A finite number from 0 to MAX_NUMBER (a whole one if `integer`)."""
     ok = isinstance(value, int) if integer else isinstance(value, int | float)
     if isinstance(value, bool) or not ok:
         raise Rule(f"must be {'a whole number' if integer else 'a number'}, got {shown(value)}")
@@ -129,6 +134,7 @@ def number(value: object, *, integer: bool = False) -> float:
 
 
 def whole(value: object) -> int:
+    """A whole number from 0 to MAX_NUMBER."""
     return int(number(value, integer=True))
 
 
@@ -167,6 +173,7 @@ def over_capacity_pct(value: object) -> float:
 
 
 def positive(value: object) -> float:
+    """A number > 0, at most MAX_NUMBER."""
     limit = number(value)
     if limit <= 0:
         raise Rule(f"must be > 0, got {limit!r}")
@@ -204,6 +211,7 @@ def check_max_migrations(value: float, where: str) -> int:
 
 
 def cycles(value: object) -> int:
+    """A whole number of periods or cycles from 0 to MAX_CYCLES."""
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
         raise Rule(f"must be >= 0 cycles, got {value!r}")
     if isinstance(value, int) and not isinstance(value, bool) and value > MAX_CYCLES:
@@ -212,6 +220,7 @@ def cycles(value: object) -> int:
 
 
 def fraction(value: object) -> float:
+    """A fraction of a node's capacity in (0, 1] (0.8 = 80 %)."""
     got = value if isinstance(value, int | float) and not isinstance(value, bool) else None
     if got is None or not (0 < got <= 1):
         raise Rule(f"must be a fraction of capacity in (0, 1] (0.8 = 80 %), got {shown(value)}")
@@ -219,6 +228,7 @@ def fraction(value: object) -> float:
 
 
 def strategy(value: object) -> str:
+    """One of the strategies' names (schemas/strategies.py)."""
     if not isinstance(value, str) or not value:
         raise Rule(f"must be a strategy name, got {value!r}")
     if value not in STRATEGY_NAMES:
@@ -227,18 +237,21 @@ def strategy(value: object) -> str:
 
 
 def start_date(value: object) -> datetime:
+    """A TOML date-time; one without a zone is taken as UTC."""
     if not isinstance(value, datetime):
         raise Rule(f"must be a TOML date-time, got {value!r}")
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def table(value: object) -> dict[str, Any]:
+    """A TOML table."""
     if not isinstance(value, Mapping):
         raise Rule(f"must be a table, got {value!r}")
     return dict(value)
 
 
 def units(value: object) -> str:
+    """"fixed" or "dynamic" (UNIT_SETS)."""
     if value not in UNIT_SETS:
         raise Rule("must be \"fixed\" (every key group present every period) or \"dynamic\" "
                    f"(units arrive and leave between periods), got {value!r}")
@@ -288,6 +301,7 @@ def shadow_budget(value: object, info: ValidationInfo) -> float:
 
 
 def catchup_periods(value: object) -> int:
+    """A whole number of periods from 0 to MAX_CATCHUP_PERIODS."""
     if (isinstance(value, bool) or not isinstance(value, int)
             or not 0 <= value <= MAX_CATCHUP_PERIODS):
         raise Rule(
@@ -305,7 +319,8 @@ def flag(value: object) -> bool:
 
 
 def approval_timeout(value: object) -> timedelta:
-    """How long the approval step waits for a human (docs/operations.md, "Approval")."""
+    """A duration as for `spl`, at most MAX_APPROVAL_TIMEOUT: how long the approval step
+    waits for a human (docs/operations.md, "Approval")."""
     too_long = (f"{shown(value)} is more than {MAX_APPROVAL_TIMEOUT.days} days; the job's "
                 "later periods queue behind a run that waits for approval: use at most that "
                 "(default: '1h')")
