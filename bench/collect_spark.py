@@ -204,13 +204,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", type=float, nargs="+", default=None, metavar="N",
                         help="edge samples per period (default 1e6 1e7 1e8; --quick: 1e5 1e6)")
     parser.add_argument("--engines", nargs="+", choices=("native", "spark"),
-                        default=["native", "spark"])
+                        default=["native", "spark"],
+                        help="which engines run collect on each landed period: native (pyarrow "
+                             "in the stage's process), spark (default both)")
     parser.add_argument("--native-max", type=float, default=None, metavar="N",
                         help="skip the native engine above N edge samples (where one process "
                              "cannot hold the period)")
     parser.add_argument("--master", default=None, help="Spark master for the spark engine "
                         "(spark://host:port of infra/spark-cluster.sh; default local[2])")
-    parser.add_argument("--fanout", type=int, default=16)
+    parser.add_argument("--fanout", type=int, default=16,
+                        help="key groups each key group sends to (default 16)")
     parser.add_argument("--per-pair", type=int, default=60, help="samples per pair a period")
 
 

@@ -243,7 +243,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "iterations (default 10)")
     parser.add_argument("--time-limit", type=float, default=None,
                         help="solver time limit per plan in s (default 0.3 quick, 0.5 full)")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1,
+                        help="seed of the workload and its fluctuations (default 1; "
+                             "--compare-with rows match only the same seed)")
     parser.add_argument("--strategies", default=",".join(STRATEGIES),
                         help=f"comma-separated, of {','.join(sorted(STRATEGY_TABLE))} (default "
                         f"{','.join(STRATEGIES)})")
