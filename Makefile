@@ -8,13 +8,14 @@ JARS := .reconf/jars/.fetched
 PERIODS ?= 4
 JOB ?= flights2
 
-.PHONY: setup demo test test-fast lint mlflow-ui constraints clean help up down status system-packages
+.PHONY: setup demo test test-fast lint docs docs-serve mlflow-ui constraints clean help up down status system-packages
 
 help:
 	@echo "make demo       install, then run $(PERIODS) reconfiguration periods of job '$(JOB)' through Airflow"
 	@echo "make test       install (also chromium, chromium-driver, postgresql via apt-get), then run the test suite"
 	@echo "make test-fast  the inner loop: the tests that need no JVM, Airflow run, browser or soak"
 	@echo "make lint       ruff and mypy"
+	@echo "make docs       build the docs site strictly into site/ (make docs-serve: on http://127.0.0.1:8000)"
 	@echo "make mlflow-ui  open the MLflow UI on the project's tracking store (port 5000, or MLFLOW_PORT / RECONF_MLFLOW_PORT)"
 	@echo "make up         start Spark Connect (sc://127.0.0.1:15002), Airflow (http://127.0.0.1:8080), MLflow (:5000), a Kafka broker and the demo job's live runtime (LIVE_JOBS=...)"
 	@echo "make down       stop what 'make up' started; make status: what runs"
@@ -75,6 +76,14 @@ test-fast: $(STAMP)
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy .
+
+# The docs site (mkdocs.yml): strict, so a broken link or anchor fails the build; the CLI and
+# configuration references are generated from the code at build time (tools/docs_reference.py).
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: $(STAMP)
+	$(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8000
 
 # Local services (reconf/services.py): a Spark Connect server with Delta (infra/spark-connect.sh),
 # Airflow's api-server, scheduler, dag-processor and triggerer, and an MLflow server, then a
