@@ -121,7 +121,9 @@ def parse_duration(value: object, where: str) -> timedelta:
 
 
 def number(value: object, *, integer: bool = False) -> float:
-    """A finite number from 0 to MAX_NUMBER (a whole one if `integer`)."""
+    """A finite number from 0 to MAX_NUMBER.
+
+    With `integer`, a whole one."""
     ok = isinstance(value, int) if integer else isinstance(value, int | float)
     if isinstance(value, bool) or not ok:
         raise Rule(f"must be {'a whole number' if integer else 'a number'}, got {shown(value)}")
