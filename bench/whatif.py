@@ -61,7 +61,13 @@ def main(args: argparse.Namespace) -> int:
     from bench import write_rows
     from jobs.whatif.codec import decode
     from jobs.whatif.input import WhatIfInput
-    from jobs.whatif.shadow import ShadowTask, run_shadows, shadow_state, worker_count
+    from jobs.whatif.shadow import (
+        ShadowStatus,
+        ShadowTask,
+        run_shadows,
+        shadow_state,
+        worker_count,
+    )
 
     path = args.input or newest_t32k_input()
     if path is None:
@@ -105,7 +111,7 @@ def main(args: argparse.Namespace) -> int:
             "time_limit_s": o.time_limit_s,
             "ld_after": None if plan is None else round(plan.after.load_distance, 4),
             "migrations": None if plan is None else plan.migrations,
-            "verdict": "match" if o.status == "planned" and (
+            "verdict": "match" if o.status == ShadowStatus.PLANNED and (
                 o.budget_s is None or o.wall_s <= o.budget_s) else "miss",
             "message": o.message[:200], "whatif_wall_s": round(wall, 3), "budget_s": budget,
             "workers": workers, "load": round(load, 2),

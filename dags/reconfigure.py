@@ -138,6 +138,9 @@ def plan(job_id: str, **context: Any) -> dict[str, Any]:
 def _publish(job_id: str, asset: Asset) -> Any:
     @task(task_id="publish", outlets=[asset])
     def publish(job_id: str, planned: dict[str, Any], **context: Any) -> dict[str, Any]:
+        from jobs.cycles import CycleState
+        from schemas.attempts import PlanStatus
+
         if context["params"]["dry_run"]:
             from schemas.config import Paths
             from schemas.manifest import read_latest_version
@@ -146,33 +149,35 @@ def _publish(job_id: str, asset: Asset) -> Any:
             print(f"dry run: plan {planned['plan_id']} is in MLflow run {planned['mlflow_run_id']} "
                   f"(tag reconf.dry_run=true) and is NOT published; LATEST stays at "
                   f"{'v' + str(latest) if latest else 'no version'}", flush=True)
-            record_cycle(job_id, context, "not_published", "dry run")
+            record_cycle(job_id, context, CycleState.NOT_PUBLISHED, "dry run")
             raise AirflowSkipException("dry run: publish skipped")
         with _fail_fast("publish", job_id, context):
             from jobs.run import run_publish
 
             result = run_publish(job_id, _period_end(context))
-        if result.status == "stale":
+        if result.status == PlanStatus.STALE:
             # Another publish overtook this plan; the next cycle plans from it. Skipped, not
             # failed: the cycle did its job.
             print(f"publish {job_id}@{result.period_end}: stale plan, not published: "
                   f"{result.reason}", flush=True)
-            record_cycle(job_id, context, "not_published", f"stale plan: {result.reason}")
+            record_cycle(job_id, context, CycleState.NOT_PUBLISHED, f"stale plan: {result.reason}")
             raise AirflowSkipException(f"stale plan: {result.reason}")
         if result.version is None:  # historical: older than the newest published period
-            record_cycle(job_id, context, "not_published", f"{result.status}: not published")
+            record_cycle(job_id, context, CycleState.NOT_PUBLISHED,
+                         f"{result.status}: not published")
         else:
-            record_cycle(job_id, context, "published", f"v{result.version} ({result.status})")
+            record_cycle(job_id, context, CycleState.PUBLISHED,
+                         f"v{result.version} ({result.status})")
         _log.info("publish %s@%s: %s, version %s; MLflow run %s", job_id, result.period_end,
                   result.status, result.version, planned["mlflow_run_id"])
         context["outlet_events"][asset].extra = {
             "job_id": job_id, "version": result.version, "period_end": result.period_end,
-            "status": result.status, "manifest": result.manifest,
+            "status": str(result.status), "manifest": result.manifest,
             "mlflow_run_id": planned["mlflow_run_id"]}
         from reconf.mlflow_link import remember_url
 
         remember_url(context, planned.get("mlflow_url"))
-        return {"version": result.version, "status": result.status,
+        return {"version": result.version, "status": str(result.status),
                 "mlflow_run_id": planned["mlflow_run_id"], "mlflow_url": planned.get("mlflow_url")}
 
     return publish

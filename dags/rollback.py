@@ -57,6 +57,7 @@ def _rollback_task(job_id: str, asset: Asset) -> Any:
         try:
             from jobs.publish.rollback import rollback as publish_rollback
             from jobs.publish.rollback import trigger_spelling
+            from schemas.attempts import PlanStatus
             from schemas.config import Paths, resolve_job
 
             # the fixes name this DAG's params (its trigger's --conf keys), not the CLI's flags
@@ -72,7 +73,7 @@ def _rollback_task(job_id: str, asset: Asset) -> Any:
         _log.info("%s", result.summary())
         print(result.summary(), flush=True)
         context["outlet_events"][asset].extra = {
-            "job_id": job_id, "version": result.version, "status": "published",
+            "job_id": job_id, "version": result.version, "status": str(PlanStatus.PUBLISHED),
             "manifest": result.manifest, "mlflow_run_id": result.mlflow_run_id,
             "rollback_to": result.to_version}
         return {"version": result.version, "to_version": result.to_version,

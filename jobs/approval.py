@@ -26,11 +26,10 @@ from datetime import timedelta
 from typing import Any
 
 from jobs.faults import failpoint
-from schemas.approval import APPROVED, NEVER_PUBLISHED, REJECTED, TIMED_OUT, Decision
+from schemas.approval import APPROVED, REJECTED, TIMED_OUT, Decision
 from schemas.tracking import Tag
 
-__all__ = ["APPROVED", "NEVER_PUBLISHED", "REJECTED", "TIMED_OUT", "Decision", "record_decision",
-           "request_text"]
+__all__ = ["APPROVED", "REJECTED", "TIMED_OUT", "Decision", "record_decision", "request_text"]
 
 def request_text(job_id: str, planned: Mapping[str, Any], whatif: str | None,
                  timeout: timedelta, *, client: Any | None = None) -> tuple[str, str]:

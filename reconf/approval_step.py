@@ -130,6 +130,7 @@ class ApprovePlan(ApprovalOperator):
                      at.isoformat() if isinstance(at, datetime) else str(at or "")))
         print(line, flush=True)
         if outcome != APPROVED:  # publish is skipped: the record says why, for the next cycle
+            from jobs.cycles import CycleState
             from reconf.cycle_gate import record_cycle
 
-            record_cycle(self.job_id, context, "not_published", f"{outcome}: {reason}")
+            record_cycle(self.job_id, context, CycleState.NOT_PUBLISHED, f"{outcome}: {reason}")

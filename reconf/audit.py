@@ -21,6 +21,7 @@ from jobs.tracking.ui_links import experiment_url, run_url
 from placement.determinism import alarm
 from reconf.audit_execution import execution_lines
 from reconf.audit_versions import own_version_entries, own_version_lines, version_target
+from schemas.attempts import REFUSED_AT_APPROVAL, PlanStatus
 from schemas.config import Paths
 from schemas.errors import ReconfError
 from schemas.headline import bound_of, headline, objective_for, values_of
@@ -201,7 +202,7 @@ def _attempt(run: Any, job_id: str, stamp: str) -> dict[str, Any]:
     """One line's worth of a plan attempt: what it would have done, and its status."""
     tags, metrics = run.data.tags, run.data.metrics
     return {"plan_id": tags.get(Tag.PLAN_ID, f"{job_id}@{stamp}"), "run_id": run.info.run_id,
-            "status": tags.get(Tag.PUBLISH_STATUS, "planned"),
+            "status": tags.get(Tag.PUBLISH_STATUS, PlanStatus.PLANNED),
             "migrations": None if "migrations" not in metrics else int(metrics["migrations"]),
             "load_distance_after": metrics.get("load_distance_after")}
 
@@ -426,13 +427,13 @@ def format_report(r: dict[str, Any]) -> str:
     p = r["published"]
     if p:
         lines.append(f"  published: assignment v{p['assignment_version']} ({p['manifest']})")
-    elif r["publish_status"] == "historical":
+    elif r["publish_status"] == PlanStatus.HISTORICAL:
         lines.append("  published: no, historical (a later period was already published; "
                      "LATEST was not moved back)")
-    elif r["publish_status"] in ("rejected", "timed_out"):
+    elif r["publish_status"] in REFUSED_AT_APPROVAL:
         lines.append(f"  published: no, {r['publish_status'].replace('_', ' ')} at approval "
                      "(never published; planning the period again asks again)")
-    elif r["publish_status"] == "not_published" and r.get("published_as"):
+    elif r["publish_status"] == PlanStatus.NOT_PUBLISHED and r.get("published_as"):
         s = r["published_as"]
         lines.append(f"  published: no, an attempt made beside the period's published plan "
                      f"{s['plan_id']} (v{s['assignment_version']}); it is never published")

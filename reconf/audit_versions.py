@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from schemas.attempts import PlanStatus
 from schemas.errors import ReconfError
 from schemas.tracking import Tag
 
@@ -51,7 +52,7 @@ def own_version_entries(client: Any, experiment_id: str, job_id: str, stamp: str
         out.append({"version": int(version) if version and version.isdigit() else None,
                     "kind": kind, "what": what, "plan_id": tags.get(Tag.PLAN_ID),
                     "run_id": run.info.run_id,
-                    "status": tags.get(Tag.PUBLISH_STATUS, "planned")})
+                    "status": tags.get(Tag.PUBLISH_STATUS, PlanStatus.PLANNED)})
     return out
 
 

@@ -217,9 +217,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 def _cmd_publish(args: argparse.Namespace) -> int:
     from jobs.run import run_publish
+    from schemas.attempts import PlanStatus
 
     r = run_publish(args.job, args.period_end, plan_id=getattr(args, "plan_id", None))
-    if r.status == "stale":
+    if r.status == PlanStatus.STALE:
         print(f"reconf publish: refused: the plan of {args.job}@{r.period_end} is stale: "
               f"{r.reason}\n  where: plans row {r.plan_id} (status stale)\n"
               f"  fix:   plan the period again (`reconf plan --job {args.job} --period-end "
@@ -230,7 +231,7 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     else:
         print(f"publish {args.job}@{r.period_end}: {r.status}, version {r.version}, plan "
               f"{r.plan_id}, manifest {r.manifest}")
-    if r.status == "already_published" and r.reason:
+    if r.status == PlanStatus.ALREADY_PUBLISHED and r.reason:
         print(f"  note: {r.reason}")
     return 0
 

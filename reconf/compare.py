@@ -18,7 +18,9 @@ from statistics import fmean
 from typing import Any
 
 from jobs.whatif.report import num
+from jobs.whatif.shadow import ShadowStatus
 from reconf.audit import AuditError, job_experiment, open_store
+from schemas.attempts import PlanStatus
 from schemas.config import Paths
 from schemas.headline import fmt, objective_for
 from schemas.landing import format_period_end, parse_period_end
@@ -28,6 +30,9 @@ from schemas.tracking import Tag
 __all__ = ["HELP", "TIE", "StrategySummary", "compare", "format_compare", "plot_compare", "summarise"]
 
 TIE = 1e-6  # load distances this close count as equal
+#: the statuses of a comparison row with a plan: a shadow's, or the plan in force (waiting, or
+#: published)
+_WITH_PLAN = (ShadowStatus.PLANNED, PlanStatus.PLANNED, PlanStatus.PUBLISHED)
 
 HELP = """\
 across the periods since T, how each strategy's shadow plans (the what-if, planned on the same
@@ -99,16 +104,17 @@ def summarise(periods: Sequence[Mapping[str, Any]]) -> list[StrategySummary]:
                 by.setdefault(str(row["strategy"]), []).append((row, force))
     out = []
     for name, pairs in by.items():
-        done = [(r, f) for r, f in pairs if r.get("status") in ("planned", "published")
+        done = [(r, f) for r, f in pairs if r.get("status") in _WITH_PLAN
                 and num(r.get("load_distance_after")) is not None]
         judged = [(r, f) for r, f in done if num(r.get(column)) is not None
                   and num(f.get(column)) is not None]
         diffs = [sign * (float(num(r[column]) or 0) - float(num(f[column]) or 0))
                  for r, f in judged]
         count = {s: sum(1 for r, _ in pairs if r.get("status") == s)
-                 for s in ("failed", "timed_out", "skipped")}
+                 for s in (ShadowStatus.FAILED, ShadowStatus.TIMED_OUT, ShadowStatus.SKIPPED)}
         out.append(StrategySummary(
-            name, len(pairs), len(done), count["failed"], count["timed_out"], count["skipped"],
+            name, len(pairs), len(done), count[ShadowStatus.FAILED],
+            count[ShadowStatus.TIMED_OUT], count[ShadowStatus.SKIPPED],
             _mean([float(num(r["load_distance_after"]) or 0) for r, _ in done]),
             _mean([float(num(f["load_distance_after"]) or 0) for _, f in done]),
             sum(1 for d in diffs if d < -TIE), sum(1 for d in diffs if abs(d) <= TIE),

@@ -6,13 +6,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from schemas.attempts import PlanStatus
 from schemas.reasons import shown_reason
 
-__all__ = ["APPROVED", "NEVER_PUBLISHED", "REJECTED", "TIMED_OUT", "Decision"]
+__all__ = ["APPROVED", "REJECTED", "TIMED_OUT", "Decision"]
 
-APPROVED, REJECTED, TIMED_OUT = "approved", "rejected", "timed_out"
-#: the attempt statuses approval leaves: publish refuses a plan in one of them
-NEVER_PUBLISHED = (REJECTED, TIMED_OUT)
+#: the answers; a refusal is also the status approval leaves on the plan (schemas/attempts.py
+#: `REFUSED_AT_APPROVAL`: publish refuses a plan in one of them), so it is spelled as that
+APPROVED = "approved"
+REJECTED, TIMED_OUT = PlanStatus.REJECTED, PlanStatus.TIMED_OUT
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,13 @@ def _decide(args: argparse.Namespace) -> str:
     from jobs.errors import StageError
     from jobs.run import period_context
     from schemas.approval import Decision
+    from schemas.attempts import PlanStatus
     from schemas.tables import PLANS
 
     ctx = period_context(args.job, args.period_end)
     # a waiting attempt, or one already given this answer: a rerun after a kill mends its tags
     waiting = [r for r in ctx.lake.period_rows(PLANS, args.job, ctx.end)
-               if r["status"] in ("planned", args.outcome)]
+               if r["status"] in (PlanStatus.PLANNED, args.outcome)]
     if not waiting:
         raise StageError(f"no plan of {args.job}@{ctx.stamp} waits for an answer",
                          where=ctx.paths.table(PLANS.name),

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.lake.api import quote
 from jobs.tracking.store import open_experiment, open_store
+from schemas.attempts import PlanStatus
 from schemas.health import HealthReport
 from schemas.tables import HEALINGS
 from schemas.tracking import Tag
@@ -48,7 +49,7 @@ def records_of_report(lake: Lake, job_id: str, report_id: str) -> list[dict[str,
 def last_healed(lake: Lake, job_id: str) -> datetime | None:
     """When the job's newest published healing was published (UTC), or None."""
     rows = lake.records(f"SELECT max(healed_at) AS last FROM {{{HEALINGS.name}}} WHERE "
-                        f"job_id = {quote(job_id)} AND status = 'published'")
+                        f"job_id = {quote(job_id)} AND status = {quote(PlanStatus.PUBLISHED)}")
     last = rows[0]["last"] if rows else None
     return None if last is None else (last if last.tzinfo else last.replace(tzinfo=UTC))
 

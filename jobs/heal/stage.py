@@ -43,6 +43,7 @@ from jobs.tracking.store import run_name, tag_run
 from placement.healing import HealingRefused, HealingRequest
 from placement.healing import heal as heal_plan
 from placement.waves import plan_waves
+from schemas.attempts import PlanStatus
 from schemas.config import JobConfig, Paths
 from schemas.health import HealthReport
 from schemas.manifest import Manifest, ManifestError, ScalingSection, read_manifest
@@ -76,7 +77,7 @@ class HealResult:
 
     def summary(self) -> str:
         head = f"heal {self.job_id} report {self.report_id} ({_shown(self.nodes) or '-'})"
-        if self.status == "published":
+        if self.status == PlanStatus.PUBLISHED:
             body = (f"published v{self.version}: plan {self.plan_id}, {self.moves} move(s), "
                     f"MLflow run {self.mlflow_run_id}")
         elif self.status == "alert":
@@ -170,8 +171,9 @@ def _heal(ctx: StageContext, report: HealthReport, now: datetime) -> HealResult:
         if run_id:
             tag_run(ctx.paths, run_id, {Tag.RUN_NAME: f"{run_name(ctx.stamp)} healing "
                                                       f"v{manifest.version} {report.report_id}"})
-        return outcome("published", str(row.get("message") or ""), version=manifest.version,
-                       plan_id=manifest.plan_id, moves=int(row.get("migrations") or 0),
+        return outcome(PlanStatus.PUBLISHED, str(row.get("message") or ""),
+                       version=manifest.version, plan_id=manifest.plan_id,
+                       moves=int(row.get("migrations") or 0),
                        mlflow_run_id=run_id)
 
     if not nodes:
@@ -208,7 +210,7 @@ def _heal(ctx: StageContext, report: HealthReport, now: datetime) -> HealResult:
     if not plan.moves and not dead & set(state.node_ids):
         return outcome("nothing", "the reported nodes hold no unit to move now")
     tags = {Tag.HEALING_ID: key, Tag.HEALING_REPORT: report.report_id,
-            Tag.HEALING_NODES: ",".join(nodes), Tag.HEALING_STATUS: "published"}
+            Tag.HEALING_NODES: ",".join(nodes), Tag.HEALING_STATUS: PlanStatus.PUBLISHED}
     version = (newest or 0) + 1  # a version of its own, never an attempt of the period
     result = record_plan(ctx, Computed("healing", state, plan,
                                        Start(newest, current, newest,
@@ -223,7 +225,7 @@ def _heal(ctx: StageContext, report: HealthReport, now: datetime) -> HealResult:
     if result.mlflow_run_id:  # named by its version and the report it heals
         tag_run(ctx.paths, result.mlflow_run_id, {
             Tag.RUN_NAME: f"{run_name(ctx.stamp)} healing v{version} {report.report_id}"})
-    return outcome("published", plan.message, version=version, plan_id=result.plan_id,
+    return outcome(PlanStatus.PUBLISHED, plan.message, version=version, plan_id=result.plan_id,
                    moves=len(plan.moves), mlflow_run_id=result.mlflow_run_id)
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from jobs.errors import StageError
 from jobs.lake.literals import quote, timestamp
+from schemas.attempts import PlanStatus, own_version_patterns
 from schemas.config import Paths
 from schemas.landing import RuntimeReport
 from schemas.tables import ASSIGNMENT_VERSIONS, ASSIGNMENTS, PLAN_MOVES, PLANS, TABLES, Table
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["Lake", "Scope", "Start", "VersionLog", "concurrently", "quote", "timestamp"]
+
+_PUBLISHED = quote(PlanStatus.PUBLISHED)  # the status of a published plan and version, in SQL
 
 
 def concurrently(*calls: Callable[[], Any]) -> list[Any]:
@@ -181,10 +184,10 @@ class Lake(ABC):
                              others: str) -> None:
         """The published attempt `published`, the period's waiting (`planned`) ones `others`, in
         one commit."""
-        self.update(PLANS, {"status": f"CASE WHEN plan_id = {quote(published)} THEN 'published' "
+        self.update(PLANS, {"status": f"CASE WHEN plan_id = {quote(published)} THEN {_PUBLISHED} "
                                       f"ELSE {quote(others)} END"},
                     f"{Scope(job_id, period_end).sql} AND (plan_id = {quote(published)} "
-                    "OR status = 'planned')")
+                    f"OR status = {quote(PlanStatus.PLANNED)})")
 
     def table_versions(self, names: Iterable[str]) -> dict[str, int]:
         """The newest Delta version of each table, looked up at once."""
@@ -256,11 +259,11 @@ class Lake(ABC):
     def period_version(self, job_id: str, period_end: datetime) -> dict[str, Any] | None:
         """The version published for the period (version, plan_id, checksum, manifest_path): the
         period's own, never a rollback's or a healing's planned on its statistics (a version of
-        its own, jobs/plan/attempts.py `own_version_id`)."""
+        its own, schemas/attempts.py `own_version_id`)."""
+        attempts = "".join(f" AND plan_id NOT LIKE {quote(p)}" for p in own_version_patterns())
         rows = self.records(
             f"SELECT version, plan_id, checksum, manifest_path FROM {{{ASSIGNMENT_VERSIONS.name}}} "
-            f"WHERE {Scope(job_id, period_end).sql} AND plan_id NOT LIKE '%#rollback-v%' "
-            f"AND plan_id NOT LIKE '%#healing-v%' ORDER BY version DESC LIMIT 1")
+            f"WHERE {Scope(job_id, period_end).sql}{attempts} ORDER BY version DESC LIMIT 1")
         return rows[0] if rows else None
 
     def version_row(self, job_id: str, version: int) -> dict[str, Any] | None:
@@ -286,7 +289,7 @@ class Lake(ABC):
         first."""
         return self.records(
             f"SELECT period_end, plan_json FROM {{{PLANS.name}}} WHERE job_id = {quote(job_id)} "
-            f"AND status = 'published' AND period_end < {timestamp(before)} ORDER BY period_end")
+            f"AND status = {_PUBLISHED} AND period_end < {timestamp(before)} ORDER BY period_end")
 
     def published_moves(self, job_id: str, before: datetime, periods: int
                         ) -> list[list[tuple[str, str, str]]]:
@@ -296,7 +299,7 @@ class Lake(ABC):
             return []
         ends = self.records(
             f"SELECT DISTINCT period_end FROM {{{PLANS.name}}} WHERE job_id = {quote(job_id)} "
-            f"AND status = 'published' AND period_end < {timestamp(before)} "
+            f"AND status = {_PUBLISHED} AND period_end < {timestamp(before)} "
             f"ORDER BY period_end DESC LIMIT {int(periods)}")
         if not ends:
             return []
@@ -306,7 +309,7 @@ class Lake(ABC):
             f"SELECT m.period_end, m.keygroup, m.src_node, m.dst_node FROM "
             f"{{{PLAN_MOVES.name}}} m JOIN {{{PLANS.name}}} p ON m.job_id = p.job_id AND "
             f"m.period_end = p.period_end AND m.plan_id = p.plan_id WHERE "
-            f"m.job_id = {quote(job_id)} AND p.status = 'published' AND "
+            f"m.job_id = {quote(job_id)} AND p.status = {_PUBLISHED} AND "
             f"m.period_end >= {timestamp(first)} AND m.period_end < {timestamp(before)} "
             f"ORDER BY m.period_end, m.keygroup")
         by_end: dict[Any, list[tuple[str, str, str]]] = {r["period_end"]: [] for r in ends}
@@ -317,7 +320,7 @@ class Lake(ABC):
 
     def newest_version(self, job_id: str, before: datetime | None = None) -> int | None:
         """The newest published version of the job (for a period before `before`, if given)."""
-        cond = f"job_id = {quote(job_id)} AND status = 'published'"
+        cond = f"job_id = {quote(job_id)} AND status = {_PUBLISHED}"
         if before is not None:
             cond += f" AND period_end < {timestamp(before)}"
         rows = self.records(f"SELECT max(version) AS newest FROM {{{ASSIGNMENT_VERSIONS.name}}} "
@@ -346,7 +349,7 @@ class Lake(ABC):
         if not job_ids:
             return {}
         newest = (f"SELECT job_id, max(version) AS version FROM {{{ASSIGNMENT_VERSIONS.name}}} "
-                  f"WHERE job_id IN ({', '.join(map(quote, job_ids))}) AND status = 'published' "
+                  f"WHERE job_id IN ({', '.join(map(quote, job_ids))}) AND status = {_PUBLISHED} "
                   f"AND period_end < {timestamp(before)} GROUP BY job_id")
         rows = self.records(
             f"SELECT a.job_id AS job_id, a.version AS version, a.keygroup AS keygroup, "

@@ -8,20 +8,14 @@ a published version is recorded with status `not_published` and is never publish
 that, publish publishes exactly one attempt of the period (jobs/publish/stage.py), and the others
 become `not_published` then.
 
-Plan ids: `<job>@<period_end>` for a period's first attempt (the id every plan had before
-attempts existed, so older lakes read the same), `<job>@<period_end>#<n>` for the n-th;
-dry runs `<job>@<period_end>#dry-<n>` (never written to the tables). A rollback or a healing is
-a version of its own, planned on a period's statistics but never one of its attempts:
-`<job>@<period_end>#rollback-v<N>` / `#healing-v<N>`, N the version it is published as. The attempt number is one
-more than the highest the period has in either store, the `plans` table or MLflow (the run is
-logged before the rows are written, so a crash in between must not hand its number out twice);
+The ids and the statuses are schemas/attempts.py's (`plan_id`, `PlanStatus`). The attempt number
+is one more than the highest the period has in either store, the `plans` table or MLflow (the run
+is logged before the rows are written, so a crash in between must not hand its number out twice);
 writers of one job hold its lock (jobs/errors.py), so two attempts never race for a number.
 """
-
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.errors import StageError
 from jobs.lake import Scope, concurrently
-from schemas.landing import format_period_end
+from schemas.attempts import PlanStatus, attempt_of
 from schemas.manifest import assignment_checksum
 from schemas.tracking import Tag
 
@@ -40,54 +34,13 @@ if TYPE_CHECKING:
     from schemas.config import Paths
 
 __all__ = [
-    "NOT_PUBLISHED",
-    "OWN_VERSION_KINDS",
     "PeriodRecord",
-    "attempt_of",
     "attempt_predicate",
     "check_identity",
     "choose_attempt",
-    "is_own_version",
-    "own_version_id",
     "period_record",
-    "plan_id",
     "settle_statuses",
 ]
-
-#: the status of an attempt that can never be published: its period has (or got) a version
-#: published from another attempt
-NOT_PUBLISHED = "not_published"
-_DRY = "dry-"
-
-
-def plan_id(job_id: str, period_end: datetime, attempt: int = 1, *, dry_run: bool = False) -> str:
-    """The id of the `attempt`-th plan (or dry run) of a period (see the module's docstring)."""
-    base = f"{job_id}@{format_period_end(period_end)}"
-    if dry_run:
-        return f"{base}#{_DRY}{attempt}"
-    return base if attempt == 1 else f"{base}#{attempt}"
-
-
-#: the strategies whose plans are versions of their own (jobs/publish/rollback.py, jobs/heal/)
-OWN_VERSION_KINDS = ("rollback", "healing")
-_OWN = re.compile(r"#(?:rollback|healing)-v\d+$")
-
-
-def own_version_id(job_id: str, period_end: datetime, kind: str, version: int) -> str:
-    """The plan id of a rollback's or a healing's plan published as `version`."""
-    return f"{job_id}@{format_period_end(period_end)}#{kind}-v{version}"
-
-
-def is_own_version(pid: str) -> bool:
-    """The plan id names a version of its own (a rollback's or a healing's), not an attempt."""
-    return bool(_OWN.search(pid))
-
-
-def attempt_of(pid: str) -> int:
-    """The attempt number a plan id carries (1 for an id without one, as older plans have)."""
-    _, sep, tail = pid.rpartition("#")
-    tail = tail.removeprefix(_DRY)
-    return int(tail) if sep and tail.isdigit() else 1
 
 
 def attempt_predicate(job_id: str, period_end: datetime, pid: str) -> Scope:
@@ -176,4 +129,5 @@ def settle_statuses(spark: SparkSession, paths: Paths, job_id: str, period_end: 
     that were waiting (`planned`) `not_published`, in one commit."""
     from jobs.lake import open_lake
 
-    open_lake(paths, spark).settle_plan_statuses(job_id, period_end, published, NOT_PUBLISHED)
+    open_lake(paths, spark).settle_plan_statuses(job_id, period_end, published,
+                                                 PlanStatus.NOT_PUBLISHED)

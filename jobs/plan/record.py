@@ -18,20 +18,15 @@ from jobs.faults import failpoint
 from jobs.lake import Start, concurrently
 from jobs.lake.write import records_table
 from jobs.plan.applied import record_applied
-from jobs.plan.attempts import (
-    NOT_PUBLISHED,
-    PeriodRecord,
-    attempt_predicate,
-    own_version_id,
-    period_record,
-)
-from jobs.plan.attempts import plan_id as attempt_id
+from jobs.plan.attempts import PeriodRecord, attempt_predicate, period_record
 from jobs.tracking.store import CycleRecord, log_cycle, logged_attempts, tag_run
 from jobs.whatif.input import store_input
 from placement.determinism import alarm
 from placement.model import Budget, ClusterState, Plan
 from placement.objectives import as_run_metrics
 from placement.waves import plan_waves
+from schemas.attempts import PlanStatus, own_version_id
+from schemas.attempts import plan_id as attempt_id
 from schemas.config import JobConfig
 from schemas.headline import headline
 from schemas.manifest import assignment_checksum
@@ -170,7 +165,7 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
     marker = ctx.marker
     if marker is not None and marker.runtime is not None and marker.runtime.execution:
         artifacts[Artifact.EXECUTION_JSON] = json.dumps(dict(marker.runtime.execution), indent=1)
-    status = "planned" if published is None else NOT_PUBLISHED
+    status = PlanStatus.PLANNED if published is None else PlanStatus.NOT_PUBLISHED
     if not dry_run:  # the rows' types checked before anything is logged or written
         for rows, table in zip(_plan_rows(ctx, pid, strategy, plan, base_version, "", plan_json,
                                           status), (PLAN_MOVES, PLANS), strict=True):
@@ -183,7 +178,7 @@ def record_plan(ctx: StageContext, computed: Computed, provenance: Provenance) -
                     Tag.SCHEDULE_WAVES: str(len(schedule.waves)),
                     Tag.SCHEDULE_OVER_CEILING: str(sum(w.over_ceiling for w in schedule.waves))}
     if published is not None:
-        attempt_tags.update({Tag.PUBLISH_STATUS: NOT_PUBLISHED,
+        attempt_tags.update({Tag.PUBLISH_STATUS: PlanStatus.NOT_PUBLISHED,
                              Tag.PUBLISHED_VERSION: str(published[0]),
                              Tag.PUBLISHED_PLAN_ID: published[1]})
     # the what-if only ever compares a publishable plan; its input is a file keyed by the plan
@@ -229,7 +224,7 @@ def _plan_rows(
     base_version: int | None,
     run_id: str,
     plan_json: dict[str, Any],
-    status: str = "planned",
+    status: PlanStatus = PlanStatus.PLANNED,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The plan_moves rows and the plans row of a plan (not yet written: `records_table` checks
     their types before anything is logged)."""

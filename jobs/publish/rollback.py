@@ -2,7 +2,7 @@
 
 `reconf rollback --job J --to-version V --reason TEXT [--override-budget REASON]`. A rollback is
 a version of its own, recorded like any plan but never as an attempt of the period whose
-statistics it plans on (plan id `…#rollback-v<N+1>`, jobs/plan/attempts.py; strategy
+statistics it plans on (plan id `…#rollback-v<N+1>`, schemas/attempts.py; strategy
 `rollback`) with its moves from the newest version to V's assignment, its MLflow run
 (tagged with the version it returns to and the reason), and a new version N+1 whose manifest
 carries a move schedule (placement/waves.py) under the job's execution limits. The moves must

@@ -37,16 +37,10 @@ from jobs.context import StageContext, run_stage, stage_context
 from jobs.errors import StageError
 from jobs.faults import failpoint
 from jobs.lake import Lake, Scope, VersionLog, concurrently
-from jobs.plan.attempts import (
-    NOT_PUBLISHED,
-    attempt_of,
-    check_identity,
-    choose_attempt,
-    is_own_version,
-)
+from jobs.plan.attempts import check_identity, choose_attempt
 from jobs.publish.version import assignment_rows
 from jobs.tracking.store import run_tags, tag_run
-from schemas.approval import NEVER_PUBLISHED
+from schemas.attempts import REFUSED_AT_APPROVAL, PlanStatus, attempt_of, is_own_version
 from schemas.canonical import OrderError, chunked, sorted_checksum
 from schemas.config import JobConfig, Paths
 from schemas.manifest import (
@@ -75,7 +69,7 @@ class PublishResult:
     job_id: str
     period_end: str
     version: int | None  # None: nothing published (historical or stale)
-    status: str  # "published", "already_published", "historical" or "stale"
+    status: PlanStatus  # PUBLISHED, ALREADY_PUBLISHED, HISTORICAL or STALE
     manifest: str | None
     reason: str = ""  # why nothing was published (a stale plan), or a note on other attempts
     plan_id: str | None = None  # the plan published (or refused, for a stale or historical one)
@@ -222,7 +216,7 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
                               os.environ.get("AIRFLOW_CTX_DAG_RUN_ID"))
     plan_json = json.loads(plan_row["plan_json"])
     pid, run_id = str(plan_row["plan_id"]), plan_row["mlflow_run_id"]
-    if plan_row["status"] in NEVER_PUBLISHED:  # a human said no (jobs/approval.py)
+    if plan_row["status"] in REFUSED_AT_APPROVAL:  # a human said no (jobs/approval.py)
         raise StageError(
             f"plan {pid} was rejected at approval ({str(plan_row['status']).replace('_', ' ')})"
             " and is never published",
@@ -241,21 +235,21 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
     check_identity(plan_row, plan_json, run_tags(paths, run_id) if run_id else {},
                    checksum=checksum)
     if log.newer:
-        lake.set_plan_status(job.job_id, period_end, pid, "historical")
+        lake.set_plan_status(job.job_id, period_end, pid, PlanStatus.HISTORICAL)
         if run_id:
-            tag_run(paths, run_id, {Tag.PUBLISH_STATUS: "historical"})
-        return PublishResult(job.job_id, stamp, None, "historical", None, plan_id=pid)
+            tag_run(paths, run_id, {Tag.PUBLISH_STATUS: PlanStatus.HISTORICAL})
+        return PublishResult(job.job_id, stamp, None, PlanStatus.HISTORICAL, None, plan_id=pid)
     ctx.check_validated(collect_id=plan_json.get("collect_id"))
     _check_budget(plan_row, plan_json, job.job_id, stamp)
 
     newest = log.newest
     planned_at = plan_json.get("newest_version", plan_row["base_version"])
     if newest != planned_at:
-        lake.set_plan_status(job.job_id, period_end, pid, "stale")
+        lake.set_plan_status(job.job_id, period_end, pid, PlanStatus.STALE)
         if run_id:
-            tag_run(paths, run_id, {Tag.PUBLISH_STATUS: "stale"})
+            tag_run(paths, run_id, {Tag.PUBLISH_STATUS: PlanStatus.STALE})
         return PublishResult(
-            job.job_id, stamp, None, "stale", None,
+            job.job_id, stamp, None, PlanStatus.STALE, None,
             f"the plan was made when the newest version was "
             f"{'v' + str(planned_at) if planned_at else 'none'}, but v{newest} has been published "
             f"since; publishing it could undo v{newest}'s moves and break the budget. Plan the "
@@ -289,7 +283,7 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
     lake.write_records(
         ASSIGNMENT_VERSIONS,
         [{"job_id": job.job_id, "version": version, "plan_id": pid, "period_end": period_end,
-          "checksum": checksum, "status": "published", "manifest_path": str(path),
+          "checksum": checksum, "status": PlanStatus.PUBLISHED, "manifest_path": str(path),
           "published_at": datetime.now(UTC)}],
         version_where,
     )
@@ -300,11 +294,13 @@ def _publish(ctx: StageContext, wanted: str | None) -> PublishResult:
     # bookkeeping after the runtime can see the version: the plans' statuses and the runs' tags,
     # at once (a rerun mends either, see `_already_published`)
     concurrently(
-        lambda: lake.settle_plan_statuses(job.job_id, period_end, pid, NOT_PUBLISHED),
+        lambda: lake.settle_plan_statuses(job.job_id, period_end, pid,
+                                          PlanStatus.NOT_PUBLISHED),
         lambda: _tag_published(lake, paths, run_id, version, str(path), committed),
         lambda: _tag_others(paths, attempts, pid, version))
     failpoint("publish.status")
-    return PublishResult(job.job_id, stamp, version, "published", str(path), plan_id=pid)
+    return PublishResult(job.job_id, stamp, version, PlanStatus.PUBLISHED, str(path),
+                         plan_id=pid)
 
 
 def _already_published(ctx: StageContext, mine: dict[str, Any], attempts: list[dict[str, Any]],
@@ -328,8 +324,9 @@ def _already_published(ctx: StageContext, mine: dict[str, Any], attempts: list[d
     row = next((r for r in attempts if r["plan_id"] == pid), None)
     planned = None if row is None else _checksum(*_plan_arrays(json.loads(row["plan_json"])))
     if row is not None and planned == mine["checksum"]:
-        if row["status"] != "published" or any(r["status"] == "planned" for r in attempts):
-            lake.settle_plan_statuses(job.job_id, period_end, pid, NOT_PUBLISHED)
+        if row["status"] != PlanStatus.PUBLISHED or any(
+                r["status"] == PlanStatus.PLANNED for r in attempts):
+            lake.settle_plan_statuses(job.job_id, period_end, pid, PlanStatus.NOT_PUBLISHED)
             _tag_others(paths, attempts, pid, version)
         tags = run_tags(paths, row["mlflow_run_id"]) if row["mlflow_run_id"] else {}
         if tags and tags.get(Tag.ASSIGNMENT_VERSION) != str(version):
@@ -337,16 +334,16 @@ def _already_published(ctx: StageContext, mine: dict[str, Any], attempts: list[d
     others = sorted((str(r["plan_id"]) for r in attempts if r["plan_id"] != pid), key=attempt_of)
     note = (f"the period's other plan(s) {', '.join(others)} are kept as attempts, not published"
             if others else "")
-    return PublishResult(job.job_id, stamp, version, "already_published", mine["manifest_path"],
-                         note, plan_id=pid)
+    return PublishResult(job.job_id, stamp, version, PlanStatus.ALREADY_PUBLISHED,
+                         mine["manifest_path"], note, plan_id=pid)
 
 
 def _tag_others(paths: Paths, attempts: list[dict[str, Any]], pid: str, version: int) -> None:
     """The runs of the period's attempts that were waiting learn they will never be published."""
     for row in attempts:
-        if row["plan_id"] != pid and row["status"] == "planned" and row["mlflow_run_id"]:
+        if row["plan_id"] != pid and row["status"] == PlanStatus.PLANNED and row["mlflow_run_id"]:
             tag_run(paths, row["mlflow_run_id"], {
-                Tag.PUBLISH_STATUS: NOT_PUBLISHED, Tag.PUBLISHED_VERSION: str(version),
+                Tag.PUBLISH_STATUS: PlanStatus.NOT_PUBLISHED, Tag.PUBLISHED_VERSION: str(version),
                 Tag.PUBLISHED_PLAN_ID: pid})
 
 
@@ -360,7 +357,7 @@ def _tag_published(lake: Lake, paths: Paths, run_id: str | None, version: int,
         log_version = lake.table_version(ASSIGNMENT_VERSIONS.name)
     # the plan tagged the tables it read and wrote; publish adds the version log's version
     tag_run(paths, run_id, {
-        Tag.PUBLISH_STATUS: "published", Tag.ASSIGNMENT_VERSION: str(version),
+        Tag.PUBLISH_STATUS: PlanStatus.PUBLISHED, Tag.ASSIGNMENT_VERSION: str(version),
         Tag.MANIFEST: manifest, delta_version_tag(ASSIGNMENT_VERSIONS.name):
         str(log_version),
     })

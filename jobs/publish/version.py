@@ -18,6 +18,7 @@ from jobs.errors import StageError
 from jobs.faults import failpoint
 from jobs.lake import Scope
 from jobs.tracking.store import tag_run
+from schemas.attempts import PlanStatus
 from schemas.canonical import chunked
 from schemas.manifest import (
     Manifest,
@@ -95,14 +96,14 @@ def _record(ctx: StageContext, version: int, plan_id: str, keys: list[str], node
     lake.replace(ASSIGNMENTS, assignment_rows(job.job_id, version, keys, nodes), where)
     lake.write_records(ASSIGNMENT_VERSIONS, [{
         "job_id": job.job_id, "version": version, "plan_id": plan_id,
-        "period_end": ctx.end, "checksum": checksum, "status": "published",
+        "period_end": ctx.end, "checksum": checksum, "status": PlanStatus.PUBLISHED,
         "manifest_path": str(path), "published_at": datetime.now(UTC)}], where)
     failpoint(failpoint_name)
     if (read_latest_version(ctx.paths.published, job.job_id) or 0) < version:
         write_latest(ctx.paths.published, job.job_id, version)
-    lake.set_plan_status(job.job_id, ctx.end, plan_id, "published")
+    lake.set_plan_status(job.job_id, ctx.end, plan_id, PlanStatus.PUBLISHED)
     if mlflow_run_id:
         tag_run(ctx.paths, mlflow_run_id, {
-            Tag.PUBLISH_STATUS: "published", Tag.PUBLISHED_VERSION: str(version),
+            Tag.PUBLISH_STATUS: PlanStatus.PUBLISHED, Tag.PUBLISHED_VERSION: str(version),
             Tag.PUBLISHED_PLAN_ID: plan_id, Tag.ASSIGNMENT_VERSION: str(version),
             Tag.MANIFEST: str(path)})

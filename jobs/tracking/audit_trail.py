@@ -29,6 +29,7 @@ from placement.determinism import alarm
 from placement.metrics import mean_load, node_loads
 from placement.model import ClusterState, Plan
 from placement.reasons import explain, partners_of
+from schemas.attempts import PlanStatus
 from schemas.headline import headline, objective_for
 from schemas.tracking import Tag, delta_versions, strip_prefix
 
@@ -207,9 +208,9 @@ def summary_line(tags: Mapping[str, str], metrics: Mapping[str, float], migratio
     published = tags.get(Tag.PUBLISH_STATUS)
     version = tags.get(Tag.ASSIGNMENT_VERSION)
     status = ("dry run" if tags.get(Tag.DRY_RUN) == "true"
-              else f"published v{version}" if published == "published" and version
+              else f"published v{version}" if published == PlanStatus.PUBLISHED and version
               else f"not published (an attempt beside v{tags[Tag.PUBLISHED_VERSION]})"
-              if published == "not_published" and tags.get(Tag.PUBLISHED_VERSION)
+              if published == PlanStatus.NOT_PUBLISHED and tags.get(Tag.PUBLISHED_VERSION)
               else published or "planned, not published yet")
     strategy = strip_prefix(dict(tags), Tag.PARAM_PREFIX).get("strategy")
     loud = alarm(tags.get(Tag.DETERMINISM))  # a plan the clock cut: said on the first line
@@ -290,7 +291,7 @@ def _note(run_name: str, tags: Mapping[str, str], metrics: Mapping[str, float],
     if Tag.ASSIGNMENT_VERSION in tags:
         lines.append(f"**Published** as assignment version {tags[Tag.ASSIGNMENT_VERSION]} "
                      f"({tags.get(Tag.MANIFEST, '')}).")
-    elif tags.get(Tag.PUBLISH_STATUS) == "not_published":
+    elif tags.get(Tag.PUBLISH_STATUS) == PlanStatus.NOT_PUBLISHED:
         lines.append(f"**Not published**: plan {tags.get(Tag.PLAN_ID, '?')} is an attempt "
                      f"beside the period's published plan {tags.get(Tag.PUBLISHED_PLAN_ID, '?')}"
                      f" (v{tags.get(Tag.PUBLISHED_VERSION, '?')}), whose record never changes.")

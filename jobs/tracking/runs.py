@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.plan.attempts import NOT_PUBLISHED, attempt_of
+from schemas.attempts import PlanStatus, attempt_of
 from schemas.tracking import Tag
 
 __all__ = ["find_runs", "is_own_version_run", "own_versions", "run_attempt", "run_filter",
@@ -38,7 +38,7 @@ def run_attempt(run: Any) -> int:
 def _record_rank(run: Any) -> tuple[bool, bool, int, int]:
     """The period's record is its published attempt; else the newest that may be published."""
     status = run.data.tags.get(Tag.PUBLISH_STATUS)
-    return (status == "published", status != NOT_PUBLISHED, run_attempt(run),
+    return (status == PlanStatus.PUBLISHED, status != PlanStatus.NOT_PUBLISHED, run_attempt(run),
             int(run.info.start_time or 0))
 
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobs.plan.attempts import NOT_PUBLISHED
 from jobs.tracking.audit_trail import (
     KEYGROUP_COLUMNS,
     MOVE_COLUMNS,
@@ -41,6 +40,7 @@ from jobs.tracking.ui_links import VIEW_TAG, key_metrics_view, view_needs_update
 from placement.metrics import mean_load
 from placement.model import ClusterState, Plan
 from placement.reasons import family_params
+from schemas.attempts import PlanStatus
 from schemas.config import JobConfig, Paths
 from schemas.tracking import MLFLOW_DB_LOGGER, Artifact, Tag, param_tag
 
@@ -143,7 +143,7 @@ def _create_run(client: Any, experiment_id: str, record: CycleRecord) -> tuple[s
         suffix = f" {record.strategy} v{record.tags[Tag.OWN_VERSION]}"
     if record.dry_run:
         suffix = f" (dry run{suffix})"
-    elif record.tags.get(Tag.PUBLISH_STATUS) == NOT_PUBLISHED:
+    elif record.tags.get(Tag.PUBLISH_STATUS) == PlanStatus.NOT_PUBLISHED:
         suffix += " (not published)"
     run = client.create_run(experiment_id, run_name=run_name(record.period_end) + suffix,
                             tags=_creation_tags(record))

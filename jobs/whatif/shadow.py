@@ -31,6 +31,7 @@ import time
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import IO, Any
 
 from placement.model import Budget, ClusterState, Plan
@@ -38,17 +39,26 @@ from schemas.config import PROJECT_ROOT, JobConfig
 from schemas.constraints import Constraints
 from schemas.strategies import STRATEGIES
 
-__all__ = ["MAX_WORKERS", "SHADOW_FAULT_ENV", "STATUSES", "WORKERS_ENV", "ShadowOutcome",
+__all__ = ["MAX_WORKERS", "SHADOW_FAULT_ENV", "WORKERS_ENV", "ShadowOutcome", "ShadowStatus",
            "ShadowTask", "choose_shadows", "plan_one", "run_shadows", "shadow_cap",
            "worker_count"]
 
 SHADOW_FAULT_ENV = "RECONF_SHADOW_FAULT"
 WORKERS_ENV = "RECONF_SHADOW_WORKERS"
 MAX_WORKERS = 4  # the default's ceiling (`worker_count`)
-STATUSES = ("planned", "failed", "timed_out", "skipped")
 #: a shadow may run this much past its solver time limit (model building, the worker's start)
 GRACE_S, GRACE_FRACTION = 5.0, 0.5
 MIN_LIMIT_S = 0.5  # the least solver time limit a shrunk per-shadow budget hands a strategy
+
+
+class ShadowStatus(StrEnum):
+    """What became of one shadow (its comparison row's `status`; the in-force row's is its
+    plan's status, schemas/attempts.py `PlanStatus`, whose `planned` reads the same)."""
+
+    PLANNED = "planned"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"  # stopped at its cap (`shadow_cap`)
+    SKIPPED = "skipped"  # not started: the period's shadow time budget was used up
 
 
 @dataclass(frozen=True)
@@ -64,10 +74,10 @@ class ShadowTask:
 
 @dataclass(frozen=True)
 class ShadowOutcome:
-    """What became of one shadow: its plan when `status` is "planned", else why not."""
+    """What became of one shadow: its plan when `status` is PLANNED, else why not."""
 
     strategy: str
-    status: str
+    status: ShadowStatus
     plan: Plan | None
     wall_s: float
     message: str = ""
@@ -161,11 +171,11 @@ def plan_one(task: ShadowTask) -> ShadowOutcome:
             raise RuntimeError(f"fault injected by {SHADOW_FAULT_ENV}")
         plan = get_strategy(task.strategy)(task.state, task.budget,
                                            time_limit_s=task.time_limit_s, **task.params)
-        return ShadowOutcome(task.strategy, "planned", plan, time.perf_counter() - t0)
+        return ShadowOutcome(task.strategy, ShadowStatus.PLANNED, plan, time.perf_counter() - t0)
     except Exception as exc:  # a shadow's failure is its outcome, never the cycle's
         last = traceback.extract_tb(exc.__traceback__)[-1:]
         at = f" (at {last[0].filename}:{last[0].lineno})" if last else ""
-        return ShadowOutcome(task.strategy, "failed", None, time.perf_counter() - t0,
+        return ShadowOutcome(task.strategy, ShadowStatus.FAILED, None, time.perf_counter() - t0,
                              f"{type(exc).__name__}: {exc}{at}"[:2000])
 
 
@@ -231,7 +241,7 @@ class _Worker:
             return outcome
         except (EOFError, pickle.UnpicklingError):
             code = self.proc.wait()
-            return ShadowOutcome(strategy, "failed", None, time.perf_counter() - t0,
+            return ShadowOutcome(strategy, ShadowStatus.FAILED, None, time.perf_counter() - t0,
                                  f"the shadow worker died (exit code {code})")
 
     def alive(self) -> bool:
@@ -279,7 +289,7 @@ def _timed_out(task: ShadowTask, run: _Running, budget_s: float) -> ShadowOutcom
            f"{budget_s:g} s" if run.cap < run.remaining
            else f"the period's shadow time budget ({budget_s:g} s)")
     size = f"{len(task.state.keygroups):,} units x {len(task.state.nodes):,} nodes"
-    return ShadowOutcome(task.strategy, "timed_out", None, time.perf_counter() - run.t0,
+    return ShadowOutcome(task.strategy, ShadowStatus.TIMED_OUT, None, time.perf_counter() - run.t0,
                          f"stopped after {run.cap:.1f} s ({why}); it does not plan {size} in "
                          "that time: raise shadow_time_budget_s or leave it out of "
                          "shadow_strategies", run.cap, run.time_limit_s)
@@ -311,7 +321,7 @@ def run_shadows(tasks: Sequence[ShadowTask], budget_s: float, *,
                 remaining = budget_s - (time.perf_counter() - started)
                 if remaining <= 0:
                     outcomes[i] = ShadowOutcome(
-                        tasks[i].strategy, "skipped", None, 0.0,
+                        tasks[i].strategy, ShadowStatus.SKIPPED, None, 0.0,
                         f"the period's shadow time budget ({budget_s:g} s) was used up")
                     continue
                 unfinished = len(pending) + 1 + len(running)
@@ -319,7 +329,7 @@ def run_shadows(tasks: Sequence[ShadowTask], budget_s: float, *,
                 try:
                     blob = pickle.dumps(replace(tasks[i], time_limit_s=limit))
                 except Exception as exc:  # e.g. a param that cannot cross to a worker
-                    outcomes[i] = ShadowOutcome(tasks[i].strategy, "failed", None, 0.0,
+                    outcomes[i] = ShadowOutcome(tasks[i].strategy, ShadowStatus.FAILED, None, 0.0,
                                                 f"{type(exc).__name__}: {exc}"[:2000])
                     continue
                 if not idle:

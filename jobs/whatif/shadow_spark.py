@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from jobs.spark.executors import spread_groups
-from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows
+from jobs.whatif.shadow import ShadowOutcome, ShadowStatus, ShadowTask, run_shadows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,6 +57,6 @@ def run_shadows_on_spark(spark: SparkSession, tasks: Sequence[ShadowTask],
             "strategy string, task binary, budget_s double")
         rows = frame.groupBy("strategy").applyInPandas(_solve_group, _OUT_SCHEMA).collect()
     got = {r["strategy"]: pickle.loads(r["outcome"]) for r in rows}
-    return [got.get(t.strategy) or ShadowOutcome(t.strategy, "failed", None, 0.0,
+    return [got.get(t.strategy) or ShadowOutcome(t.strategy, ShadowStatus.FAILED, None, 0.0,
                                                  "no outcome came back from the executors")
             for t in tasks]

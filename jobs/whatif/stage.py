@@ -46,9 +46,16 @@ from jobs.whatif.report import (
     per_node_rows,
     rank_rows,
 )
-from jobs.whatif.shadow import ShadowOutcome, ShadowTask, run_shadows, shadow_state
+from jobs.whatif.shadow import (
+    ShadowOutcome,
+    ShadowStatus,
+    ShadowTask,
+    run_shadows,
+    shadow_state,
+)
 from placement.constraints import raised
 from placement.model import Budget, Plan
+from schemas.attempts import PlanStatus
 from schemas.config import JobConfig, Paths
 from schemas.headline import objective_for
 from schemas.tracking import Artifact, Tag
@@ -112,8 +119,8 @@ def _objective_params(data: WhatIfInput) -> dict[str, Any]:
         return {}
 
 
-def _rows(data: WhatIfInput, outcomes: list[ShadowOutcome], in_force: str = "published"
-          ) -> list[dict[str, Any]]:
+def _rows(data: WhatIfInput, outcomes: list[ShadowOutcome],
+          in_force: str = PlanStatus.PUBLISHED) -> list[dict[str, Any]]:
     """The comparison: every plan scored in every objective the state allows, ranked by the
     in-force strategy's objective (jobs/whatif/report.py). `in_force`: the plan's publish status
     (a plan waiting for approval is still `planned`)."""
@@ -133,7 +140,7 @@ def _rows(data: WhatIfInput, outcomes: list[ShadowOutcome], in_force: str = "pub
                 f"; {message}" if message else "")
         rows.append(comparison_row(o.strategy, "shadow", o.status, o.plan, wall, message,
                                    scored(o.plan)))
-    rows += [comparison_row(name, "shadow", "skipped", None, 0.0, why)
+    rows += [comparison_row(name, "shadow", ShadowStatus.SKIPPED, None, 0.0, why)
              for name, why in data.left_out.items()]
     return rank_rows(rows, data.strategy)
 
@@ -220,7 +227,8 @@ def _child_run(client: Any, experiment_id: str, parent: str, data: WhatIfInput,
             (folder / Artifact.PLAN_JSON).write_text(
                 json.dumps(outcome.plan.to_dict(), indent=2, sort_keys=True))
             client.log_artifacts(run_id, str(folder))
-    client.set_terminated(run_id, "FINISHED" if outcome.status == "planned" else "FAILED")
+    planned = outcome.status == ShadowStatus.PLANNED
+    client.set_terminated(run_id, "FINISHED" if planned else "FAILED")
     return str(run_id)
 
 
@@ -285,7 +293,7 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
         return WhatIfResult(job.job_id, period_end, "skipped", "the period has no MLflow run")
     run = found[0]
     status = run.data.tags.get(Tag.PUBLISH_STATUS, "not published")
-    if status != "published" and not force:
+    if status != PlanStatus.PUBLISHED and not force:
         return WhatIfResult(job.job_id, period_end, "skipped",
                             f"the period's plan is {status}, not published", run_id=run.info.run_id)
     started = time.perf_counter()
@@ -314,8 +322,8 @@ def run_whatif(job: JobConfig, period_end: str, *, paths: Paths | None = None,
     params = dict(data.shadows)
     children = {o.strategy: _child_run(client, experiment_id, run.info.run_id, data, o,
                                        params[o.strategy])
-                for o in outcomes if o.status != "skipped"}
-    rows = _rows(data, outcomes, run.data.tags.get(Tag.PUBLISH_STATUS, "planned"))
+                for o in outcomes if o.status != ShadowStatus.SKIPPED}
+    rows = _rows(data, outcomes, run.data.tags.get(Tag.PUBLISH_STATUS, PlanStatus.PLANNED))
     for row in rows:  # each shadow's row links to its child run
         if row["role"] == "shadow" and row["strategy"] in children:
             row["run_id"] = children[row["strategy"]]

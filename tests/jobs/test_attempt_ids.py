@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs.errors import StageError
-from jobs.plan.attempts import PeriodRecord, attempt_of, choose_attempt, plan_id
+from jobs.plan.attempts import PeriodRecord, choose_attempt
+from schemas.attempts import attempt_of, plan_id
 
 JOB_IDS = st.from_regex(r"[a-z][a-z0-9_-]{0,20}", fullmatch=True)
 PERIODS = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2200, 1, 1),
