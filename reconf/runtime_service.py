@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jobs.errors import StageError
-from reconf.procs import PidRecord
 from reconf.settings import prepend_path
+from runtime.procs import PidRecord
 from schemas.config import PROJECT_ROOT, ConfigError
 
 __all__ = ["DEFAULT_JOBS", "ENV", "PREFIX", "READY_LINE", "argv", "broker_line", "env",
