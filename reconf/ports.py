@@ -1,6 +1,6 @@
 """Where the local services listen: the ports `up` is given, and the ports of what runs.
 
-`up` records each service's URL in its pid file (reconf/procs.py). `status` and `env` ask about
+`up` records each service's URL in its pid file (runtime/procs.py). `status` and `env` ask about
 the services that run, so the port a running service recorded counts over the environment's
 default: after `make up AIRFLOW_PORT=8081`, a plain `make status` probes :8081 and
 `eval "$(python -m reconf.services env)"` points `airflow` at :8081, never at whatever else
@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from reconf.procs import PidRecord, alive
+from runtime.procs import PidRecord, alive
 from schemas.config import ConfigError
 
 __all__ = ["Ports", "mlflow_ui_url", "port_exports", "recorded_url", "running_ports"]

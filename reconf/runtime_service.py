@@ -15,18 +15,49 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jobs.errors import StageError
-from reconf.procs import PidRecord
 from reconf.settings import prepend_path
-from schemas.config import PROJECT_ROOT, ConfigError
+from runtime.procs import PidRecord
+from schemas.config import PROJECT_ROOT, ConfigError, JobConfig
 
-__all__ = ["DEFAULT_JOBS", "ENV", "PREFIX", "READY_LINE", "argv", "broker_line", "env",
-           "is_runtime", "job_of", "live_jobs", "name", "names", "ready", "status_line"]
+__all__ = ["DEFAULT_JOBS", "ENV", "LIVE_KINDS", "PREFIX", "READY_LINE", "argv", "broker_line",
+           "env", "is_runtime", "job_of", "live_capable", "live_jobs", "name", "names", "ready",
+           "status_line"]
 
 PREFIX = "runtime-"
 ENV = "RECONF_LIVE_JOBS"
 DEFAULT_JOBS = ("demo",)
 #: The line runtime/live.py prints once it holds the job's lock and has its source.
 READY_LINE = "live runtime started"
+
+
+#: The source kinds the live runtime drives (`reconf runtime run`, and `up` for each live job).
+#: The replay engine and the query platform replay a fixed data set period by period from the
+#: job's start_date (landing today's period would first replay every period since); the Kafka
+#: Streams job is a real engine the demo drives.
+LIVE_KINDS = frozenset({"synthetic"})
+_WHY_NOT = {
+    "replay": "the replay engine replays its data set period by period from the job's "
+              "start_date, so landing the current period would first replay every period since",
+    "queries": "the query platform replays its data set period by period from the job's "
+               "start_date, so landing the current period would first replay every period since",
+    "kafka-streams": "it is a real Kafka Streams engine whose periods `reconf demo --job "
+                     "<job>` drives one at a time, not a stand-in the live runtime runs",
+}
+
+
+def live_capable(job: JobConfig) -> None:
+    """Refuse, with what/where/fix, a job whose source the live runtime cannot drive."""
+    kind = str(job.source.get("kind", "synthetic"))
+    if kind in LIVE_KINDS:
+        return
+    why = _WHY_NOT.get(kind, f"its source kind {kind!r} has no stand-in")
+    config = os.environ.get("RECONF_CONFIG") or "config/jobs.toml"
+    raise StageError(
+        f"job {job.job_id!r} has no live stand-in: {why}",
+        where=f"{config}: jobs.{job.job_id}.source (kind = {kind!r})",
+        fix=f"run a job with a synthetic source live (`reconf runtime run --job demo`; kinds: "
+            f"{', '.join(sorted(LIVE_KINDS))}), or land this job's periods one at a time: "
+            f"`reconf land --job {job.job_id} --period-end T`")
 
 
 def name(job_id: str) -> str:
@@ -56,7 +87,6 @@ def live_jobs(given: str | None, environ: Mapping[str, str]) -> tuple[str, ...]:
     """The jobs `up` runs a runtime for: `--runtime-jobs`, else RECONF_LIVE_JOBS, else demo (if
     the config has it and it can run live; a named job that cannot is refused: what/where/fix).
     An empty list (`--runtime-jobs ''`, `RECONF_LIVE_JOBS=`) runs none."""
-    from reconf.live_cli import live_capable
     from schemas.config import resolve_job
 
     explicit = given if given is not None else environ.get(ENV)

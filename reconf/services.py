@@ -3,7 +3,7 @@ and the live runtimes of the jobs `make up` runs one for (reconf/runtime_service
 
 `up` starts what is not already running (one pid file per service in `<RECONF_HOME>/run/`, logs
 in `<RECONF_HOME>/logs/services/`), waits until each answers its health check and prints the
-URLs; `down` stops exactly the processes those pid files name (reconf/procs.py); `status` says
+URLs; `down` stops exactly the processes those pid files name (runtime/procs.py); `status` says
 what runs. Airflow runs as its four parts rather than `airflow standalone`, so that every part
 has its own pid, log and health: the api-server (UI, REST API and the execution API the task
 processes talk to), the scheduler (LocalExecutor; it runs scheduled runs and backfills), the
@@ -33,8 +33,8 @@ from jobs.errors import StageError
 from reconf import runtime_service
 from reconf.mlflow_auth import ADMIN, ensure_mlflow_auth, password_path
 from reconf.ports import Ports, port_exports, running_ports
-from reconf.procs import PidRecord, alive, read_record, spawn, stop
 from reconf.settings import airflow_bin, airflow_env, latency_settings, prepend_path
+from runtime.procs import PidRecord, alive, read_record, spawn, stop
 from schemas.config import PROJECT_ROOT, ConfigError, Paths
 
 __all__ = ["SERVICES", "Ports", "Service", "down", "main", "print_env", "spark_connect_for", "status",

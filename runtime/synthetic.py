@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from runtime.client import next_state
-from runtime.execution import execute, failing_units, load_execution
+from runtime.apply import apply_in_waves
+from runtime.execution import Execution, load_execution
 from runtime.source import (
     ApplyResult,
     RuntimeState,
@@ -56,6 +56,7 @@ from schemas.landing import (
     format_period_end,
     parse_period_end,
 )
+from schemas.manifest import Manifest
 from schemas.schedule import ScheduledMove
 
 __all__ = [
@@ -312,46 +313,24 @@ class SyntheticJob:
             self.spec.job_id, f"{node}-dead-{stamp}", at, (node,)))
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
-        """Apply the newest version wave by wave (runtime/execution.py); the state is saved after
+        """Apply the newest version wave by wave (runtime/apply.py); the state is saved after
         each wave, and a stop request or a unit that cannot move ends the schedule there."""
         current = self._state
-        outcome = next_state(published_root, current, self.spec.keygroups,
-                             require_schedule=self.schedule_required)
-        if isinstance(outcome, ApplyResult):
-            return outcome
-        manifest, new = outcome
-        last = load_execution(self.state_root, self.spec.job_id)
-        if last is not None and last.version == manifest.version and last.status in (
-                "stopped", "failed"):
-            return ApplyResult("unchanged", current.version,
-                               f"keeps the partial assignment of {last.summary()}; the next "
-                               "published version starts from it")
-        during = tuple(sorted(set(current.nodes) | set(new.nodes)))
-        fail = failing_units()
 
-        def wave(moves: tuple[ScheduledMove, ...]) -> tuple[tuple[str, ...], float, float,
-                                                            tuple[str, ...]]:
-            failed = tuple(m.keygroup for m in moves if m.keygroup in fail)
-            assignment = dict(self._state.assignment)
-            for m in moves:
-                if m.keygroup not in failed:
-                    assignment[m.keygroup] = m.dst
-            self._state = RuntimeState(self.spec.job_id, self._state.version, assignment, during)
-            save_state(self.state_root, self._state)
-            done = tuple(m.keygroup for m in moves if m.keygroup not in failed)
-            return done, sum(m.state_bytes for m in moves if m.keygroup not in failed), 0.0, failed
+        def move(moves: tuple[ScheduledMove, ...], target: Mapping[str, str],
+                 nodes: tuple[str, ...]) -> tuple[tuple[str, ...], float, float]:
+            return tuple(m.keygroup for m in moves), sum(m.state_bytes for m in moves), 0.0
 
-        execution = execute(manifest, current.assignment, wave, self.state_root, self.spec.job_id)
-        moved = tuple(kg for kg in self.spec.keygroups
-                      if current.assignment[kg] != self._state.assignment[kg])
-        if execution.status != "done":
-            return ApplyResult("partial", self._state.version, execution.summary(), moved)
-        save_state(self.state_root, new)
-        self._state = new
-        return ApplyResult(
-            "applied",
-            new.version,
-            f"applied v{manifest.version} (plan {manifest.plan_id}, period {manifest.period_end}): "
-            f"{len(moved)} key group(s) moved in {execution.waves} wave(s)",
-            moved,
-        )
+        def keep(state: RuntimeState) -> None:
+            self._state = state
+            save_state(self.state_root, state)
+
+        def describe(manifest: Manifest, execution: Execution) -> tuple[tuple[str, ...], str]:
+            moved = tuple(kg for kg in self.spec.keygroups
+                          if current.assignment[kg] != self._state.assignment[kg])
+            return moved, (f"applied v{manifest.version} (plan {manifest.plan_id}, period "
+                           f"{manifest.period_end}): {len(moved)} key group(s) moved in "
+                           f"{execution.waves} wave(s)")
+
+        return apply_in_waves(published_root, self.state_root, current, self.spec.keygroups,
+                              move, keep, describe, require_schedule=self.schedule_required)

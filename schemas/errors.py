@@ -24,7 +24,7 @@ class ReconfError(Exception):
     `what` is the problem; `where` the file, field, table or period it was found in; `fix` what to
     do. A subclass whose message already starts with the place (a config error is
     ``<file>: jobs.<id>.<field>: <rule>``) may give `what` alone: its text is then the message,
-    and the CLI derives the where and fix lines (reconf/cli_errors.py).
+    and the CLI derives the where and fix lines (reconf/cli/errors.py).
     """
 
     what: str

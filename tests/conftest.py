@@ -190,7 +190,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`sc://127.0.0.1:<free port>` of a Spark Connect server this fixture started and stops."""
     from jobs.spark.connect import wait_until_serving
-    from reconf.procs import alive, free_port, spawn, stop
+    from runtime.procs import alive, free_port, spawn, stop
 
     run = tmp_path_factory.mktemp("spark-connect")
     port = free_port()

@@ -10,7 +10,7 @@ import shlex
 import pytest
 
 from reconf.cli import _parser
-from reconf.cli_examples import EXAMPLES
+from reconf.cli.examples import EXAMPLES
 from schemas.config import PROJECT_ROOT, load_jobs
 
 

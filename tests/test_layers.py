@@ -19,7 +19,7 @@ _ROW = re.compile(r"^\|\s*(`[^|]+`)\s*\|[^|]*\|\s*([^|]+?)\s*\|\s*$")
 
 
 def _name(cell: str) -> str:
-    """`jobs/lake/` -> jobs.lake; `jobs/run.py` -> jobs.run; `reconf.procs` stays."""
+    """`jobs/lake/` -> jobs.lake; `jobs/run.py` -> jobs.run; `jobs.errors` stays."""
     return cell.strip().strip("/").removesuffix(".py").replace("/", ".")
 
 

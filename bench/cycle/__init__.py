@@ -380,7 +380,7 @@ def main(args: argparse.Namespace) -> int:
         if cluster is not None:
             cluster.stop()
         if record is not None:
-            from reconf.procs import stop
+            from runtime.procs import stop
 
             stop(record, grace_s=20)
     print_table(rows)

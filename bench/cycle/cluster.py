@@ -37,7 +37,7 @@ class Cluster:
 
 def start_cluster(root: Path, memory: str = "1g", workers: int = 2) -> Cluster:
     """Master and workers on free ports, state under `root/cluster`; the URL `up` prints."""
-    from reconf.procs import free_port
+    from runtime.procs import free_port
 
     env = {**os.environ, "RECONF_HOME": str(root / "cluster"),
            "RECONF_SPARK_PORT": str(free_port()), "RECONF_SPARK_UI_PORT": str(free_port()),
@@ -55,7 +55,7 @@ def start_cluster(root: Path, memory: str = "1g", workers: int = 2) -> Cluster:
 def start_server(root: Path) -> tuple[str, Any]:
     """A Spark Connect server on a free port (infra/spark-connect.sh): (URL, its pid record)."""
     from jobs.spark.connect import wait_until_serving
-    from reconf.procs import alive, free_port, spawn, stop
+    from runtime.procs import alive, free_port, spawn, stop
 
     port = free_port()
     url = f"sc://127.0.0.1:{port}"

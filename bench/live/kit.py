@@ -72,8 +72,8 @@ def started_airflow(root: Path, config: str, extra_env: Mapping[str, str]
                     ) -> Iterator[Paths]:
     """Airflow as `make up` starts it, with `config` as its jobs.toml and its home under `root`;
     os.environ is that shell's while it runs (Paths.from_env and the lander read it)."""
-    from reconf.procs import free_port
     from reconf.services import Ports, down, up
+    from runtime.procs import free_port
 
     path = root / "jobs.toml"
     path.write_text(config)
@@ -142,7 +142,7 @@ class Lander(threading.Thread):
 def cpu_seconds(paths: Paths, service: str) -> float | None:
     """The CPU time (user + system) a service's own process has used so far, not its children's:
     what a setting such as a shorter scheduler sleep costs, apart from the tasks it runs."""
-    from reconf.procs import read_record
+    from runtime.procs import read_record
 
     record = read_record(paths.home / "run" / f"{service}.pid")
     try:

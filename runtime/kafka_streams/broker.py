@@ -4,7 +4,7 @@ No Docker and no download: `kafka.tools.StorageTool format` and `kafka.Kafka` ru
 classpath Maven resolved for runtime/kafka_streams (kafka_2.13 4.4.0). One process is broker and
 controller (`process.roles=broker,controller`), both listeners on free loopback ports, its data
 under `<home>/data`, its log in `<home>/broker.log`, its pid file in `<run_dir>/<name>.pid`
-(reconf/procs.py: stopping signals exactly the process we started).
+(runtime/procs.py: stopping signals exactly the process we started).
 
     python -m runtime.kafka_streams.broker up|down|status [--home DIR]   (`make up` / `make down`)
 """
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconf.procs import PidRecord, alive, free_port, read_record, spawn, stop
 from runtime.kafka_streams.build import java_argv
+from runtime.procs import PidRecord, alive, free_port, read_record, spawn, stop
 from schemas.errors import ReconfError
 
 __all__ = ["Broker", "BrokerFailed", "running", "start", "stop_broker"]
@@ -137,7 +137,7 @@ def start(home: Path, run_dir: Path, *, name: str = "kafka", timeout_s: float = 
 
 
 def stop_broker(record: PidRecord, run_dir: Path | None = None, grace_s: float = 20.0) -> str:
-    """Stop exactly the recorded broker process (reconf/procs.py); drop its pid file."""
+    """Stop exactly the recorded broker process (runtime/procs.py); drop its pid file."""
     how = stop(record, grace_s)
     if run_dir is not None:
         (run_dir / f"{record.name}.pid").unlink(missing_ok=True)

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from reconf.procs import PidRecord, alive, read_record, spawn, stop
 from runtime.kafka_streams.build import java_argv
+from runtime.procs import PidRecord, alive, read_record, spawn, stop
 from schemas.errors import ReconfError
 
 __all__ = ["AppSpec", "Cluster", "NotReached", "flights_csv", "wait_for"]

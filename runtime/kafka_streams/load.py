@@ -6,7 +6,7 @@ each record stamped with the instant it was due; `set_rate` / `shift` rewrite th
 (the producer reads it every 50 ms). `Probe` runs `dev.reconf.kstreams.LatencyProbe` (one JVM)
 reading the applications' output topics: per second and application the exact latency histogram,
 the results read and the input's consumer lag (runtime/kafka_streams/latency.py reads them).
-Both are started and stopped by pid (reconf/procs.py) and leave nothing running when closed.
+Both are started and stopped by pid (runtime/procs.py) and leave nothing running when closed.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from reconf.procs import PidRecord, alive, read_record, spawn, stop
 from runtime.kafka_streams.build import java_argv
 from runtime.kafka_streams.cluster import NotReached, flights_csv, wait_for
 from runtime.kafka_streams.latency import ProbeLine, read_probe
+from runtime.procs import PidRecord, alive, read_record, spawn, stop
 from schemas.manifest import atomic_write_bytes
 
 __all__ = ["KeySpec", "LoadGenerator", "Probe", "ProbedApp"]

@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runtime.client import next_state
-from runtime.execution import Execution, execute, failing_units, load_execution
+from runtime.apply import apply_in_waves
+from runtime.execution import Execution, load_execution
 from runtime.replay.costs import CostModel
 from runtime.replay.dataflow import Dataflow, Layout
 from runtime.replay.datasets import Datasets, load_datasets
@@ -48,7 +48,7 @@ from schemas.landing import (
     format_period_end,
     period_dir,
 )
-from schemas.manifest import atomic_write_bytes
+from schemas.manifest import Manifest, atomic_write_bytes
 from schemas.schedule import ScheduledMove
 from schemas.topk import heaviest_pairs
 
@@ -261,55 +261,36 @@ class ReplayJob:
         return where
 
     def apply_latest(self, published_root: Path) -> ApplyResult:
-        """Apply the newest published version wave by wave (runtime/execution.py): one wave's
-        units migrate together, the runtime's state is saved after each, and a stop request or a
-        unit that cannot move ends the schedule between waves with the partial assignment."""
-        outcome = next_state(published_root, self._state, self.engine.layout.names,
-                             require_schedule=self.schedule_required)
-        if isinstance(outcome, ApplyResult):
-            return outcome
-        manifest, new = outcome
-        last = load_execution(self.state_root, self.spec.job_id)
-        if last is not None and last.version == manifest.version and last.status in (
-                "stopped", "failed"):
-            self.execution = last
-            return ApplyResult("unchanged", self._state.version,
-                               f"keeps the partial assignment of {last.summary()}; the next "
-                               "published version starts from it")
-        during = tuple(sorted(set(self._state.nodes) | set(new.nodes)))
-        fail = failing_units()
+        """Apply the newest published version wave by wave (runtime/apply.py): one wave's units
+        migrate together, the runtime's state is saved after each, and a stop request or a unit
+        that cannot move ends the schedule between waves with the partial assignment."""
         reports: list[MigrationReport] = []
 
-        def wave(moves: tuple[ScheduledMove, ...]) -> tuple[tuple[str, ...], float, float,
-                                                            tuple[str, ...]]:
-            failed = tuple(m.keygroup for m in moves if m.keygroup in fail)
-            assignment = dict(self._state.assignment)
-            for m in moves:
-                if m.keygroup not in failed:
-                    assignment[m.keygroup] = m.dst
-            report = self.engine.migrate(assignment, during)
-            self._state = RuntimeState(self.spec.job_id, self._state.version, assignment, during)
-            save_state(self.state_root, self._state)
-            self._checkpoint()
+        def move(moves: tuple[ScheduledMove, ...], target: Mapping[str, str],
+                 nodes: tuple[str, ...]) -> tuple[tuple[str, ...], float, float]:
+            report = self.engine.migrate(target, nodes)
             reports.append(report)
-            return report.moved, float(report.state_bytes), report.max_pause_s, failed
+            return report.moved, float(report.state_bytes), report.max_pause_s
 
-        execution = execute(manifest, self._state.assignment, wave, self.state_root,
-                            self.spec.job_id)
-        self.execution = execution
-        moved = tuple(kg for r in reports for kg in r.moved)
-        self.last_migration = MigrationReport(
-            moved, sum(r.state_bytes for r in reports), sum(r.pause_s for r in reports),
-            sum(r.units for r in reports), max((r.max_pause_s for r in reports), default=0.0))
-        if execution.status != "done":
-            return ApplyResult("partial", self._state.version, execution.summary(), moved)
-        self.engine.migrate(new.assignment, new.nodes)  # nothing moves: terminated nodes leave
-        save_state(self.state_root, new)
-        self._state = new
-        self._checkpoint()
-        return ApplyResult(
-            "applied", new.version,
-            f"applied v{manifest.version} (plan {manifest.plan_id}, period {manifest.period_end}) "
-            f"in {execution.waves} wave(s): {len(moved)} key group(s) moved by direct state "
-            f"migration, {self.last_migration.state_bytes} state bytes, "
-            f"{execution.seconds:.2f} s of waves", moved)
+        def keep(state: RuntimeState) -> None:
+            self._state = state
+            save_state(self.state_root, state)
+            self._checkpoint()
+
+        def recorded(execution: Execution) -> None:
+            self.execution = execution
+
+        def describe(manifest: Manifest, execution: Execution) -> tuple[tuple[str, ...], str]:
+            moved = tuple(kg for r in reports for kg in r.moved)
+            self.last_migration = MigrationReport(
+                moved, sum(r.state_bytes for r in reports), sum(r.pause_s for r in reports),
+                sum(r.units for r in reports), max((r.max_pause_s for r in reports), default=0.0))
+            return moved, (
+                f"applied v{manifest.version} (plan {manifest.plan_id}, period "
+                f"{manifest.period_end}) in {execution.waves} wave(s): {len(moved)} key group(s) "
+                f"moved by direct state migration, {self.last_migration.state_bytes} state bytes, "
+                f"{execution.seconds:.2f} s of waves")
+
+        return apply_in_waves(published_root, self.state_root, self._state,
+                              self.engine.layout.names, move, keep, describe,
+                              require_schedule=self.schedule_required, recorded=recorded)

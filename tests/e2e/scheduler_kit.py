@@ -18,9 +18,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from reconf.procs import free_port
 from reconf.services import SERVICES, Ports, down, up
 from reconf.settings import make_source
+from runtime.procs import free_port
 from schemas.config import PROJECT_ROOT, Paths, resolve_job
 
 SPL = timedelta(seconds=30)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.live.report import STAGES
-from reconf.procs import alive, read_record
+from runtime.procs import alive, read_record
 from schemas.config import PROJECT_ROOT
 
 pytestmark = [pytest.mark.e2e]

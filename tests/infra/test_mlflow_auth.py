@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from reconf.mlflow_auth import mlflow_credentials
-from reconf.procs import free_port
+from runtime.procs import free_port
 from schemas.config import PROJECT_ROOT, Paths
 
 pytestmark = pytest.mark.e2e

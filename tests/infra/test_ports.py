@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reconf.ports import Ports, running_ports
-from reconf.procs import PidRecord
+from runtime.procs import PidRecord
 
 
 def _record(name: str, url: str | None) -> PidRecord:
@@ -79,7 +79,7 @@ def _running_here(run: Path, service: str, url: str) -> None:
     import json
     import os
 
-    from reconf.procs import _stat
+    from runtime.procs import _stat
 
     stat = _stat(os.getpid())
     assert stat is not None

@@ -1,4 +1,4 @@
-"""reconf.procs.stop with no grace: an immediate SIGKILL (an instance killed mid-run); and what a
+"""runtime.procs.stop with no grace: an immediate SIGKILL (an instance killed mid-run); and what a
 leader that exited leaves behind is not waited for."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from reconf.procs import ORPHAN_GRACE_S, _members, alive, spawn, stop
+from runtime.procs import ORPHAN_GRACE_S, _members, alive, spawn, stop
 
 
 def test_stop_without_grace_kills_at_once(tmp_path: Path) -> None:

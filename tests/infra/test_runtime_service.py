@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reconf.procs import alive, read_record, spawn, stop
+from runtime.procs import alive, read_record, spawn, stop
 from schemas.config import PROJECT_ROOT
 from schemas.landing import SUCCESS_MARKER
 

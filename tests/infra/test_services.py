@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reconf.procs import PidRecord, alive, read_record
+from runtime.procs import PidRecord, alive, read_record
 from schemas.config import PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
@@ -138,7 +138,7 @@ def test_a_crashed_leader_s_leftover_processes_are_stopped_with_its_stale_pid_fi
     import signal
     import time
 
-    from reconf.procs import spawn
+    from runtime.procs import spawn
 
     home = tmp_path / "home"
     record = spawn("scheduler", ["bash", "-c", "sleep 300 & wait"], env=dict(os.environ),

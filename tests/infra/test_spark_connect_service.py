@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reconf.procs import PidRecord, alive, free_port, read_record
+from runtime.procs import PidRecord, alive, free_port, read_record
 from schemas.config import PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e

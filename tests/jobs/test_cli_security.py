@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reconf.cli_errors import internal_error as _internal_error
+from reconf.cli.errors import internal_error as _internal_error
 
 
 def test_an_internal_error_traceback_is_private_under_reconf_home(

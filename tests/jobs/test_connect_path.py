@@ -22,7 +22,7 @@ import pytest
 from pipeline_kit import JOB_ID, P1, P2, land, run_cycle, stamp, untimed_plan
 
 from jobs.lake.base import delta_path, read_table, table_version
-from reconf.procs import free_port
+from runtime.procs import free_port
 from schemas.config import PROJECT_ROOT, Paths
 from schemas.tables import (
     COMM_TOTALS,

@@ -66,7 +66,7 @@ def test_bench_kafka_streams_small(tmp_path: Path) -> None:
 def test_demo_kstreams_one_period(tmp_path: Path) -> None:
     """With `make up`'s MLflow server on a port that is not :5000 (started as `make up
     MLFLOW_PORT=…` starts it), the demo ends with the link to that server."""
-    from reconf.procs import free_port
+    from runtime.procs import free_port
 
     port = free_port()
     up = _reconf(tmp_path, "up", "--only", "mlflow", "--mlflow-port", str(port))

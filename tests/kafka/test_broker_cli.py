@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reconf.procs import alive, read_record
+from runtime.procs import alive, read_record
 from schemas.config import PROJECT_ROOT
 
 pytestmark = pytest.mark.kafka

@@ -214,13 +214,13 @@ def test_a_bad_work_budget_in_the_job_config_is_refused_when_it_loads(tmp_path) 
 def test_reconf_plan_prints_the_alarm_of_a_clock_cut_plan(capsys) -> None:
     from types import SimpleNamespace
 
-    from reconf.cli import _print_plan
+    from reconf.cli.stages import print_plan
 
     state, budget = _demo()
     for plan, loud in ((get_strategy("milp")(state, budget, time_limit_s=0.05, candidates="all",
                                              node_limit=None, work_limit=None), True),
                        (get_strategy("milp")(state, budget, time_limit_s=60.0), False)):
-        _print_plan(SimpleNamespace(plan=plan, plan_id="j@p", base_version=None,
+        print_plan(SimpleNamespace(plan=plan, plan_id="j@p", base_version=None,
                                     mlflow_run_id=None, published_as=None), show_moves=False)
         out = capsys.readouterr().out
         assert ("  CLOCK-LIMITED: the time limit (the safety net) cut this plan" in out) is loud

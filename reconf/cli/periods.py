@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
-from typing import Any
 
+from reconf.cli.command import Command, examples
 from schemas.reasons import shown_reason
 
-__all__ = ["add_parser"]
+__all__ = ["COMMANDS"]
 
 _NOTE = """\
 A period's cycle is held when the period before it failed (docs/operations.md, "When a cycle
@@ -25,33 +25,7 @@ fails"): fix the failed period and re-run it with the held ones (`airflow tasks 
 it up with `reconf period lost`; the job's next period then goes on by itself."""
 
 
-def _epilog() -> str:
-    from reconf.cli_examples import EXAMPLES
-
-    return "examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES["period"]) + "\n\n" + _NOTE
-
-
-def add_parser(sub: Any) -> None:
-    """`reconf period show|lost` on the CLI's subparsers."""
-    period = sub.add_parser("period", help="what became of each period's cycle; give a failed "
-                            "period up (`lost`) so the job's next cycle goes on",
-                            description=__doc__.split("\n\n")[0], epilog=_epilog(),
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    actions = period.add_subparsers(dest="action", required=True, metavar="ACTION")
-    show = actions.add_parser("show", help="list the newest periods' cycle outcomes",
-                              epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    show.add_argument("--job", required=True, help="job id from the job config (e.g. demo)")
-    show.add_argument("--last", type=int, default=20, metavar="N",
-                      help="how many of the newest periods (default: 20)")
-    show.set_defaults(func=_show)
-    lost = actions.add_parser("lost", help="record a failed period as lost: nothing is published "
-                              "for it and the job's next cycle goes on", epilog=_epilog(),
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    lost.add_argument("--job", required=True, help="job id from the job config (e.g. demo)")
-    lost.add_argument("--period-end", required=True, metavar="T",
-                      help="end of the period to give up, ISO-8601 with a zone")
-    lost.add_argument("--reason", required=True, help="why (kept in the period's record)")
-    lost.set_defaults(func=_lost)
+_EPILOG = examples("period") + "\n\n" + _NOTE
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -111,3 +85,29 @@ def _lost(args: argparse.Namespace) -> int:
           f"`airflow tasks clear reconfigure_{ctx.job.job_id} -s <its period end> -e <its "
           f"period end> -y`")
     return 0
+
+
+def _show_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--job", required=True, help="job id from the job config (e.g. demo)")
+    parser.add_argument("--last", type=int, default=20, metavar="N",
+                        help="how many of the newest periods (default: 20)")
+
+
+def _lost_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--job", required=True, help="job id from the job config (e.g. demo)")
+    parser.add_argument("--period-end", required=True, metavar="T",
+                        help="end of the period to give up, ISO-8601 with a zone")
+    parser.add_argument("--reason", required=True, help="why (kept in the period's record)")
+
+
+COMMANDS = (
+    Command("period", "what became of each period's cycle; give a failed period up (`lost`) so "
+            "the job's next cycle goes on", description=__doc__.split("\n\n")[0],
+            epilog=_EPILOG, uses_home=True, actions=(
+                Command("show", "list the newest periods' cycle outcomes", _show,
+                        _show_arguments, epilog=_EPILOG),
+                Command("lost", "record a failed period as lost: nothing is published for it "
+                        "and the job's next cycle goes on", _lost, _lost_arguments,
+                        epilog=_EPILOG),
+            )),
+)
