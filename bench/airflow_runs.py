@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -51,6 +52,20 @@ class AirflowRuns:
 
     def check(self) -> None:
         """Nothing by default; see the class."""
+
+    def wait_for_dags(self, dag_ids: Sequence[str], timeout_s: float = 300) -> None:
+        """Until the dag-processor has parsed every one of `dag_ids` (TimeoutError after
+        `timeout_s`, naming those it has not)."""
+        deadline = time.monotonic() + timeout_s
+        wanted = set(dag_ids)
+        while True:
+            self.check()
+            found = {d for (d,) in self.query("SELECT dag_id FROM dag")}
+            if wanted <= found:
+                return
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"the dag-processor never parsed {sorted(wanted - found)}")
+            time.sleep(1)
 
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         conn = sqlite3.connect(f"file:{self.paths.airflow / 'airflow.db'}?mode=ro", uri=True,
@@ -130,6 +145,20 @@ class AirflowRuns:
         found = sorted((self.paths.airflow / "logs").glob(
             f"dag_id={dag_id}/run_id={run_id}/task_id={task_id}/*.log"))
         return "\n".join(p.read_text(errors="replace") for p in found)
+
+    def errors(self, dag_id: str, run_id: str, task_id: str) -> list[tuple[str, str]]:
+        """(type, message) of each exception the task's logs record (every attempt's), as the
+        task runner logs a failure: the `error_detail` of a JSON line."""
+        found = []
+        for line in self.log(dag_id, run_id, task_id).splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                found += [(str(e.get("exc_type")), str(e.get("exc_value")))
+                          for e in entry.get("error_detail") or [] if isinstance(e, dict)]
+        return found
 
     def log_tails(self, dag_id: str, run_id: str) -> str:
         found = sorted((self.paths.airflow / "logs").glob(

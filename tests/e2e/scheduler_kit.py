@@ -133,18 +133,6 @@ class Airflow(AirflowRuns):
     def check(self) -> None:
         assert self.runtime.error is None, self.runtime.error
 
-    def wait_for_dags(self, dag_ids: Sequence[str], timeout_s: float = 300) -> None:
-        """Until the dag-processor has parsed every one of `dag_ids`."""
-        deadline = time.monotonic() + timeout_s
-        wanted = set(dag_ids)
-        while True:
-            found = {d for (d,) in self.query("SELECT dag_id FROM dag")}
-            if wanted <= found:
-                return
-            assert time.monotonic() < deadline, \
-                f"the dag-processor never parsed {sorted(wanted - found)}"
-            time.sleep(2)
-
     def shell(self, commands: str, timeout: float = 300) -> str:
         """`commands` in bash after the docs' env line, with no `airflow` on PATH before it.
         Airflow's CLI connects to the SQLite store as the services do (the env line's
