@@ -40,7 +40,8 @@ from typing import Any
 
 DESCRIPTION = ("soak: N periods of the synthetic job through the real stages and runtime with a "
                "seeded random fault schedule (kill -9 at every fail point, bad input, operator "
-               "actions) and an invariant check of the stores after each period")
+               "actions), K through the real Airflow scheduler with a service of it killed "
+               "mid-run, and an invariant check of the stores after each period")
 
 __all__ = ["DESCRIPTION", "add_arguments", "main", "run_soak"]
 

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -195,16 +195,22 @@ def started(root: Path) -> Iterator[Stand]:
 
     root.mkdir(parents=True, exist_ok=True)
     start = datetime.now(UTC).replace(microsecond=0)
+    stack = ExitStack()
     try:
-        with started_airflow(root, config_text(start), AIRFLOW_ENV) as paths:
-            stand = Stand(root, paths, {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
-            _wait_for_dag(stand)
-            yield stand
-    except OSError as exc:
+        paths = stack.enter_context(started_airflow(root, config_text(start), AIRFLOW_ENV))
+    except StageError as exc:  # `up`'s: the service, the last lines of its log
+        raise StageError(f"bench soak --scheduled: Airflow did not start: {exc.what}",
+                         where=exc.where, fix="fix what the log names, then run the soak "
+                                              "again") from None
+    except OSError as exc:  # a program missing
         raise StageError(f"bench soak --scheduled: Airflow did not start: {exc}",
                          where=str(root / "home" / "logs" / "services"),
                          fix="install the project (`make install`: Airflow in .venv), then run "
                              "the soak again") from None
+    with stack:
+        stand = Stand(root, paths, {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+        _wait_for_dag(stand)
+        yield stand
 
 
 def _wait_for_dag(stand: Stand, timeout_s: float = 300.0) -> None:

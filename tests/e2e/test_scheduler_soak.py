@@ -12,6 +12,7 @@ invariant checker found nothing after any period.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,3 +60,26 @@ def test_a_killed_scheduler_and_triggerer_mid_run_end_clean_and_the_next_period_
     assert rows[1]["run"] == rows[2]["run"] == "success", report
     assert rows[1]["published"] and rows[2]["published"], report  # each kill's next period
     assert [v for r in rows for v in r["violations"]] == [], report
+
+
+def test_an_airflow_that_does_not_start_ends_the_soak_with_one_message(tmp_path: Path) -> None:
+    """`reconf bench soak --scheduled` whose Airflow cannot start (a task log level Airflow
+    refuses, so its api-server exits at start-up): exit 2, what, where (that service's log)
+    and fix, no traceback of the bench's own, nothing left running."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RECONF_TASK_LOG_LEVEL": "BOGUS", "PYTHONPATH": str(PROJECT_ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "reconf.cli", "bench", "soak", "--periods", "0", "--scheduled",
+         "1", "--home", str(tmp_path)], env=env, cwd=PROJECT_ROOT, capture_output=True,
+        text=True, timeout=600, check=False)
+    err = done.stderr
+    assert done.returncode == 2, done.stdout[-2000:] + err[-2000:]
+    assert "reconf bench: error: bench soak --scheduled: Airflow did not start: make up: " \
+        "api-server exited during start-up" in err, err[-2000:]
+    assert f"  where: {tmp_path}/scheduled-1/home/logs/services/api-server.log" in err, err
+    assert "  fix:   fix what the log names, then run the soak again" in err, err
+    assert "logging_level` should not be 'BOGUS'" in err  # the log's last lines name the cause
+    assert "unexpected error" not in err and not list(tmp_path.rglob("*-error-*.log"))
+    assert not list((tmp_path / "scheduled-1" / "home" / "run").glob("*.pid"))
