@@ -107,6 +107,7 @@ def run_soak(root: Path, periods: int, seed: int, kinds: tuple[str, ...] | None,
              echo: bool = True, job: str = "synthetic") -> list[dict[str, Any]]:
     """Run the soak of `job` (world.JOBS) under `root`; one row per period."""
     from bench.soak.invariants import Checker
+    from bench.soak.report import echo_row
     from bench.soak.world import JOBS, started
 
     rows = []
@@ -116,16 +117,7 @@ def run_soak(root: Path, periods: int, seed: int, kinds: tuple[str, ...] | None,
             row = run_period(w, checker, period, seed, kinds)
             rows.append(row)
             if echo:
-                marks = " ".join(f["kind"] + ("" if f["applied"] else "(-)")
-                                 for f in row["faults"])
-                bad = sum(1 for v in row["violations"] if not v["known"])
-                known = len(row["violations"]) - bad
-                print(f"  seed {seed} period {period:>3} {row['end']} {row['seconds']:5.1f} s"
-                      f"{'  ' + marks if marks else ''}{f'  {bad} VIOLATION(S)' if bad else ''}"
-                      f"{f'  {known} known finding(s)' if known else ''}", flush=True)
-                for v in row["violations"]:
-                    print(f"      {'known' if v['known'] else 'VIOLATION'} [{v['invariant']}] "
-                          f"{v['detail']}", flush=True)
+                echo_row(row)
     return rows
 
 
@@ -133,7 +125,8 @@ def main(args: argparse.Namespace) -> int:
     from bench import write_rows
     from bench.soak.report import print_report, replay_command, summary, targets
     from bench.soak.schedule import FAULTS
-    from bench.soak.scheduled import KINDS, run_scheduled
+    from bench.soak.schedule import SCHEDULER_KILLS as KINDS
+    from bench.soak.scheduled import run_scheduled
 
     periods = args.periods if args.periods is not None else (60 if args.quick else 500)
     scheduled = args.scheduled if args.scheduled is not None else (

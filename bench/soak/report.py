@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["print_report", "replay_command", "summary", "targets"]
+__all__ = ["echo_row", "print_report", "replay_command", "summary", "targets"]
 
 FULL = {"periods": 500, "faults": 150, "kinds": 12, "minutes": 30.0}
 QUICK = {"periods": 60, "faults": 18, "kinds": 12, "minutes": 4.0}
@@ -24,6 +24,25 @@ def replay_command(seed: int, period: int, scheduled: bool = False,
     which = f" --job {job}" if job != "synthetic" else ""
     span = f"--periods 0 --scheduled {period}" if scheduled else f"--periods {period}"
     return f"reconf bench soak --seed {seed} {span} --workers 1{which}{only}"
+
+
+def echo_row(row: dict[str, Any]) -> None:
+    """A period's line as it ends (its faults, what each did when through the scheduler), then
+    its violations."""
+    marks = " ".join(f["kind"] + ("" if f["applied"] else "(-)") for f in row["faults"])
+    bad = sum(1 for v in row["violations"] if not v["known"])
+    known = len(row["violations"]) - bad
+    sliced = row.get("scheduled")
+    outcome = f"  run {row['run']}{' (published)' if row['published'] else ''}" if sliced else ""
+    print(f"  seed {row['seed']} {'scheduled ' if sliced else ''}period {row['period']:>3} "
+          f"{row['end']} {row['seconds']:5.1f} s{outcome}{'  ' + marks if marks else ''}"
+          f"{f'  {bad} VIOLATION(S)' if bad else ''}"
+          f"{f'  {known} known finding(s)' if known else ''}", flush=True)
+    lines = [f"{f['kind']}: {f['detail']}" for f in row["faults"] if sliced] + [
+        f"{'known' if v['known'] else 'VIOLATION'} [{v['invariant']}] {v['detail']}"
+        for v in row["violations"]]
+    for line in lines:
+        print(f"      {line}", flush=True)
 
 
 def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:

@@ -19,33 +19,29 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from bench.airflow_runs import AirflowRuns, log_messages
 from bench.soak.faults import Injected
+from bench.soak.schedule import SCHEDULER_KILLS as KINDS
+from bench.soak.schedule import STAGES, Kill, draw_kill
 from bench.soak.world import Run, stamp
 from jobs.errors import StageError
 from schemas.config import PROJECT_ROOT, Paths
 
-__all__ = ["AIRFLOW_ENV", "DAG_ID", "JOB", "KINDS", "Kill", "Stand", "config_text", "draw_kill",
-           "run_periods", "run_scheduled"]
+__all__ = ["AIRFLOW_ENV", "DAG_ID", "JOB", "Stand", "config_text", "run_periods", "run_scheduled"]
 
 JOB = "soak-sched"
 DAG_ID = f"reconfigure_{JOB}"
-#: the fault kinds of the slice, by the service each kills
-KINDS = {"kill-scheduler": "scheduler", "kill-triggerer": "triggerer",
-         "kill-dag-processor": "dag-processor"}
-STAGES = ("collect", "validate", "plan", "publish")
 #: a run may take this long, kills, restarts and the DAG's 30 s retry delay included
 RUN_TIMEOUT_S = 600.0
 #: Airflow's settings for the slice: a restarted scheduler looks for a dead one's tasks every
@@ -76,34 +72,6 @@ shadow_strategies = []
 shadow_time_budget_s = 0
 source = {{ kind = "synthetic", operators = 2, keygroups_per_operator = 8, nodes = 4, seed = 7, varies = 30 }}
 """
-
-
-@dataclass(frozen=True)
-class Kill:
-    """A period's kill: the service; the task whose state marks the moment (a stage running,
-    or one after it; the triggerer: `wait_for_landing` deferred), the pause after it, how long
-    the service stays dead, and (triggerer) whether the period lands before the restart."""
-
-    kind: str
-    task: str
-    pause_s: float
-    down_s: float
-    land_first: bool
-
-    @property
-    def service(self) -> str:
-        return KINDS[self.kind]
-
-
-def draw_kill(seed: int, period: int, kinds: tuple[str, ...]) -> Kill | None:
-    """Period `period`'s kill under `seed` (its own generator: `--scheduled P` replays 1..P)."""
-    if not kinds:
-        return None
-    rng = random.Random(f"soak-scheduled/{seed}/{period}")
-    kind = rng.choice(kinds)
-    task = "wait_for_landing" if KINDS[kind] == "triggerer" else rng.choice(STAGES)
-    return Kill(kind, task, round(rng.uniform(0.0, 1.5), 2), round(rng.uniform(0.0, 3.0), 2),
-                rng.random() < 0.5)
 
 
 class Stand(AirflowRuns):
@@ -274,6 +242,7 @@ def run_periods(stand: Stand, periods: int, seed: int, kinds: tuple[str, ...] | 
     """`periods` periods with a kill each, then one more (the last kill's next period), from
     the DAG's first run that has not ended on; one row per period as the soak's, `scheduled`."""
     from bench.soak.invariants import Checker
+    from bench.soak.report import echo_row
 
     names = tuple(k for k in KINDS if kinds is None or k in kinds)
     kills = [draw_kill(seed, p, names) for p in range(1, periods + 1)] + [None]
@@ -316,21 +285,10 @@ def run_periods(stand: Stand, periods: int, seed: int, kinds: tuple[str, ...] | 
                      "home_mib": round((checker.size or 0) / 2**20, 2)})
         after = run[0]
         if echo and len(rows) > 1:
-            _echo(rows[-2])
+            echo_row(rows[-2])
         if stand.down:
             break  # a service did not start again: the checker has its message
     if echo and rows:
-        _echo(rows[-1])
+        echo_row(rows[-1])
     return rows
 
-
-def _echo(row: dict[str, Any]) -> None:
-    bad = sum(1 for v in row["violations"] if not v["known"])
-    print(f"  seed {row['seed']} scheduled period {row['period']:>2} {row['end']} "
-          f"{row['seconds']:5.1f} s  run {row['run']}{' (published)' if row['published'] else ''}"
-          f"{f'  {bad} VIOLATION(S)' if bad else ''}", flush=True)
-    for line in [f"{f['kind']}{'' if f['applied'] else ' (not injected)'}: {f['detail']}"
-                 for f in row["faults"]] + [f"{'known' if v['known'] else 'VIOLATION'} "
-                                            f"[{v['invariant']}] {v['detail']}"
-                                            for v in row["violations"]]:
-        print(f"      {line}", flush=True)

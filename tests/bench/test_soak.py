@@ -24,9 +24,8 @@ from hypothesis import strategies as st
 from bench.soak import run_soak
 from bench.soak.invariants import DISK_PER_PERIOD, Checker
 from bench.soak.report import replay_command, summary, targets
-from bench.soak.schedule import FAULTS, draw, schedule
-from bench.soak.scheduled import KINDS as SCHEDULED_KINDS
-from bench.soak.scheduled import STAGES, draw_kill
+from bench.soak.schedule import FAULTS, STAGES, draw, draw_kill, schedule
+from bench.soak.schedule import SCHEDULER_KILLS as SCHEDULED_KINDS
 from bench.soak.world import JOB
 
 CLEAN_PERIODS = 3

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.soak.scheduled import AIRFLOW_ENV, DAG_ID, Stand, config_text, draw_kill, run_periods
+from bench.soak.schedule import draw_kill
+from bench.soak.scheduled import AIRFLOW_ENV, DAG_ID, Stand, config_text, run_periods
 from schemas.config import PROJECT_ROOT
 
 from .scheduler_kit import SHARED, Airflow, Runtime, Share, SharedAirflow
