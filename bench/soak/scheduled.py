@@ -46,9 +46,9 @@ DAG_ID = f"reconfigure_{JOB}"
 RUN_TIMEOUT_S = 600.0
 #: Airflow's settings for the slice: a restarted scheduler looks for a dead one's tasks every
 #: 15 s, not every 300 s (Airflow's default, which `make up` keeps): a stage whose scheduler was
-#: killed and restarted at once (its process stopped by `reconf up`) then waited 5 min and 40 s
-#: for its retry, measured; 15 s lets one through 30-45 s after the kill (the dead scheduler
-#: counts as dead after `scheduler_health_check_threshold`, 30 s)
+#: killed and restarted at once (its process stopped by `reconf up`) then waited 5 min 42 s for
+#: its retry; with 15 s the dead scheduler was found 23-35 s after its kill (it counts as dead
+#: after `scheduler_health_check_threshold`, 30 s without a heartbeat). Measured.
 AIRFLOW_ENV = {"AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "15"}
 #: exceptions a task log may show: a refusal (what/where/fix), a skip, a task stopped from outside
 _EXPECTED = ("AirflowFailException", "AirflowSkipException", "AirflowTaskTerminated")
