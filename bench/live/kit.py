@@ -97,14 +97,14 @@ def started_airflow(root: Path, config: str, extra_env: Mapping[str, str]
         os.environ.update(saved)
 
 
-def land_now(source: Any, paths: Paths, period_end: datetime) -> float:
+def land_now(source: Any, paths: Paths, period_end: datetime, job: str = JOB) -> float:
     """What a live runtime does at a period end: apply the newest published version, then land
-    the period. Returns when it landed (the `_SUCCESS` marker's mtime, epoch seconds)."""
+    `job`'s period. Returns when it landed (the `_SUCCESS` marker's mtime, epoch seconds)."""
     from schemas.landing import SUCCESS_MARKER, period_dir
 
     source.apply_latest(paths.published)
     source.land_period(paths.landing, period_end)
-    return (period_dir(paths.landing, JOB, period_end) / SUCCESS_MARKER).stat().st_mtime
+    return (period_dir(paths.landing, job, period_end) / SUCCESS_MARKER).stat().st_mtime
 
 
 class Lander(threading.Thread):

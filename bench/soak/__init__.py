@@ -15,6 +15,12 @@ it (`--seed S --periods P --workers 1`: a period's schedule depends on its seed 
 own with seed S+k and its share of the periods: the stages of one period run one after another,
 so one soak keeps one core busy.
 
+`--scheduled K` (default 4 in the full run, 0 with `--quick` or `--periods`) first runs K periods of a small job through a real
+Airflow scheduler (scheduled.py), each with the scheduler, the triggerer or the dag-processor
+killed -9 in the middle of the period's run and restarted by `reconf up --only`, then the period
+after them; its kinds (kill-scheduler, kill-triggerer, kill-dag-processor) count in the same
+table, and its violations replay with `--periods 0 --scheduled P`.
+
 `--quick`: 60 periods. The targets (report.py): 500 periods, >= 150 faults of >= 12 kinds,
 0 violations, <= 30 min on the 2-core machine; `--quick` <= 4 min.
 """
@@ -34,14 +40,22 @@ from typing import Any
 
 DESCRIPTION = ("soak: N periods of the synthetic job through the real stages and runtime with a "
                "seeded random fault schedule (kill -9 at every fail point, bad input, operator "
-               "actions) and an invariant check of the stores after each period")
+               "actions), K through the real Airflow scheduler with a service of it killed "
+               "mid-run, and an invariant check of the stores after each period")
 
 __all__ = ["DESCRIPTION", "add_arguments", "main", "run_soak"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--periods", type=int, default=None, metavar="N",
-                        help="periods to run (default 500; --quick: 60)")
+                        help="periods to run (default 500; --quick: 60; 0: the scheduled "
+                             "slice alone)")
+    parser.add_argument("--scheduled", type=int, default=None, metavar="K",
+                        help="first, K periods through the real Airflow scheduler, each with "
+                             "its scheduler, triggerer or dag-processor killed (-9) mid-run and "
+                             "restarted by `reconf up --only`, and one period after them "
+                             "(default 4 in the full run, 0 with --quick or --periods; "
+                             "bench/soak/scheduled.py)")
     parser.add_argument("--seed", type=int, default=1, metavar="S",
                         help="the fault schedule's seed (default 1); a violation prints the "
                              "--seed and --periods that replay it")
@@ -93,6 +107,7 @@ def run_soak(root: Path, periods: int, seed: int, kinds: tuple[str, ...] | None,
              echo: bool = True, job: str = "synthetic") -> list[dict[str, Any]]:
     """Run the soak of `job` (world.JOBS) under `root`; one row per period."""
     from bench.soak.invariants import Checker
+    from bench.soak.report import echo_row
     from bench.soak.world import JOBS, started
 
     rows = []
@@ -102,16 +117,7 @@ def run_soak(root: Path, periods: int, seed: int, kinds: tuple[str, ...] | None,
             row = run_period(w, checker, period, seed, kinds)
             rows.append(row)
             if echo:
-                marks = " ".join(f["kind"] + ("" if f["applied"] else "(-)")
-                                 for f in row["faults"])
-                bad = sum(1 for v in row["violations"] if not v["known"])
-                known = len(row["violations"]) - bad
-                print(f"  seed {seed} period {period:>3} {row['end']} {row['seconds']:5.1f} s"
-                      f"{'  ' + marks if marks else ''}{f'  {bad} VIOLATION(S)' if bad else ''}"
-                      f"{f'  {known} known finding(s)' if known else ''}", flush=True)
-                for v in row["violations"]:
-                    print(f"      {'known' if v['known'] else 'VIOLATION'} [{v['invariant']}] "
-                          f"{v['detail']}", flush=True)
+                echo_row(row)
     return rows
 
 
@@ -119,37 +125,58 @@ def main(args: argparse.Namespace) -> int:
     from bench import write_rows
     from bench.soak.report import print_report, replay_command, summary, targets
     from bench.soak.schedule import FAULTS
+    from bench.soak.schedule import SCHEDULER_KILLS as KINDS
+    from bench.soak.scheduled import run_scheduled
 
-    periods = args.periods or (60 if args.quick else 500)
+    periods = args.periods if args.periods is not None else (60 if args.quick else 500)
+    scheduled = args.scheduled if args.scheduled is not None else (
+        0 if args.quick or args.periods is not None else 4)
     kinds = tuple(k for k in args.kinds.split(",") if k) if args.kinds else None
-    unknown = sorted(set(kinds or ()) - set(FAULTS))
+    unknown = sorted(set(kinds or ()) - set(FAULTS) - set(KINDS))
     if unknown:
-        print(f"bench soak: unknown fault kind(s) {unknown}; the kinds: {', '.join(FAULTS)}",
+        print(f"bench soak: unknown fault kind(s) {unknown}; the kinds: "
+              f"{', '.join([*FAULTS, *KINDS])}", file=sys.stderr)
+        return 2
+    if periods < 0 or scheduled < 0 or periods + scheduled == 0:
+        print(f"bench soak: --periods {periods} --scheduled {scheduled}: nothing to run\n"
+              "  where: the command line\n"
+              "  fix:   give --periods N and/or --scheduled K, each 0 or more, not both 0",
               file=sys.stderr)
         return 2
+    forked = tuple(k for k in kinds if k in FAULTS) if kinds is not None else None
+    killed = tuple(k for k in kinds if k in KINDS) if kinds is not None else None
     root = args.home or Path(tempfile.mkdtemp(prefix="reconf-soak-"))
     workers = max(1, min(args.workers, periods))
     seeds = [args.seed + k for k in range(workers)]
     share = [periods // workers + (k < periods % workers) for k in range(workers)]
-    print(f"bench soak: job {args.job}, {periods} periods as {workers} soak(s) side by side "
-          f"(seeds {', '.join(map(str, seeds))}: {', '.join(map(str, share))} periods), "
-          f"home {root}", flush=True)
+    parts = [f"{scheduled} period(s) of job soak-sched through the real scheduler (seed "
+             f"{args.seed}), a service killed in each, and the period after them"] \
+        if scheduled else []
+    if periods:
+        parts.append(f"{periods} periods of job {args.job} as {workers} soak(s) side by side "
+                     f"(seeds {', '.join(map(str, seeds))}: {', '.join(map(str, share))} "
+                     "periods)")
+    print(f"bench soak: {', then '.join(parts)}; home {root}", flush=True)
     started = time.monotonic()
-    with ThreadPoolExecutor(workers) as pool:  # each soak its own processes; threads wait
-        runs = pool.map(lambda k: run_soak(root / f"seed-{seeds[k]}", share[k], seeds[k], kinds,
-                                           job=args.job), range(workers))
-        rows = [row for run in runs for row in run]
+    rows: list[dict[str, Any]] = []
+    if scheduled:  # first: an Airflow that does not start fails the run at once
+        rows += run_scheduled(root / f"scheduled-{args.seed}", scheduled, args.seed, killed)
+    sliced = time.monotonic() - started
+    if periods:
+        with ThreadPoolExecutor(workers) as pool:  # each soak its own processes; threads wait
+            runs = pool.map(lambda k: run_soak(root / f"seed-{seeds[k]}", share[k], seeds[k],
+                                               forked, job=args.job), range(workers))
+            rows += [row for run in runs for row in run]
     total = summary(rows, time.monotonic() - started)
     goals = targets(total, args.quick and args.periods in (None, 60))
     print_report(rows, total, goals, kinds, args.job)
-    first = min(((r["seed"], r["period"]) for r in rows for v in r["violations"]
-                 if not v["known"]), default=None)
-    total["replay"] = replay_command(*first, kinds, args.job) if first else None
-    total.update(seeds=seeds, workers=workers, job=args.job)
+    first = next(((r["seed"], r["period"], bool(r.get("scheduled"))) for r in rows
+                  if any(not v["known"] for v in r["violations"])), None)
+    total["replay"] = replay_command(*first, kinds=kinds, job=args.job) if first else None
+    total.update(seeds=seeds, workers=workers, job=args.job, scheduled_wall_s=round(sliced, 1))
     print(f"wrote {write_rows(args.json, [*rows, total, *goals])}")
     if first is None and args.home is None:
         shutil.rmtree(root, ignore_errors=True)
     else:
         print(f"the soak's homes and logs: {root}")
     return 1 if first else 0
-

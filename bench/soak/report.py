@@ -10,17 +10,39 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["print_report", "replay_command", "summary", "targets"]
+__all__ = ["echo_row", "print_report", "replay_command", "summary", "targets"]
 
 FULL = {"periods": 500, "faults": 150, "kinds": 12, "minutes": 30.0}
 QUICK = {"periods": 60, "faults": 18, "kinds": 12, "minutes": 4.0}
 
 
-def replay_command(seed: int, period: int, kinds: Sequence[str] | None = None,
-                   job: str = "synthetic") -> str:
+def replay_command(seed: int, period: int, scheduled: bool = False,
+                   kinds: Sequence[str] | None = None, job: str = "synthetic") -> str:
+    """The command that runs the schedule up to the violation's period again (`scheduled`: a
+    period of the slice through the real scheduler, bench/soak/scheduled.py)."""
     only = f" --kinds {','.join(kinds)}" if kinds else ""
     which = f" --job {job}" if job != "synthetic" else ""
-    return f"reconf bench soak --seed {seed} --periods {period} --workers 1{which}{only}"
+    span = f"--periods 0 --scheduled {period}" if scheduled else f"--periods {period}"
+    return f"reconf bench soak --seed {seed} {span} --workers 1{which}{only}"
+
+
+def echo_row(row: dict[str, Any]) -> None:
+    """A period's line as it ends (its faults, what each did when through the scheduler), then
+    its violations."""
+    marks = " ".join(f["kind"] + ("" if f["applied"] else "(-)") for f in row["faults"])
+    bad = sum(1 for v in row["violations"] if not v["known"])
+    known = len(row["violations"]) - bad
+    sliced = row.get("scheduled")
+    outcome = f"  run {row['run']}{' (published)' if row['published'] else ''}" if sliced else ""
+    print(f"  seed {row['seed']} {'scheduled ' if sliced else ''}period {row['period']:>3} "
+          f"{row['end']} {row['seconds']:5.1f} s{outcome}{'  ' + marks if marks else ''}"
+          f"{f'  {bad} VIOLATION(S)' if bad else ''}"
+          f"{f'  {known} known finding(s)' if known else ''}", flush=True)
+    lines = [f"{f['kind']}: {f['detail']}" for f in row["faults"] if sliced] + [
+        f"{'known' if v['known'] else 'VIOLATION'} [{v['invariant']}] {v['detail']}"
+        for v in row["violations"]]
+    for line in lines:
+        print(f"      {line}", flush=True)
 
 
 def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
@@ -36,6 +58,7 @@ def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
     for r in rows:
         homes.setdefault(r.get("seed", 0), []).append(r.get("home_mib", 0.0))
     growth = [(h[-1] - h[0]) / (len(h) - 1) for h in homes.values() if len(h) > 1]
+    sliced = [r for r in rows if r.get("scheduled")]  # through the real scheduler
     return {"kind": "summary", "periods": len(rows), "faults": sum(injected.values()),
             "kinds": len(injected), "by_kind": dict(sorted(injected.items())),
             "not_injected": skipped, "recoveries": recovered, "violations": len(violations),
@@ -47,7 +70,10 @@ def summary(rows: Sequence[dict[str, Any]], wall_s: float) -> dict[str, Any]:
             "check_s_mean": round(statistics.fmean(r.get("check_s", 0.0) for r in rows), 2)
             if rows else None,
             "home_mib": round(sum(h[-1] for h in homes.values()), 2) if homes else None,
-            "home_mib_per_period": round(statistics.fmean(growth), 3) if growth else None}
+            "home_mib_per_period": round(statistics.fmean(growth), 3) if growth else None,
+            "scheduled_periods": len(sliced),
+            "scheduled_runs": dict(sorted(Counter(r["run"] for r in sliced).items())),
+            "scheduled_published": sum(1 for r in sliced if r.get("published"))}
 
 
 def _verdict(value: float, target: float, *, at_most: bool) -> str:
@@ -83,13 +109,19 @@ def print_report(rows: Sequence[dict[str, Any]], total: dict[str, Any],
           f"({total['not_injected']} drawn but not applicable); recoveries {total['recoveries']}")
     for kind, n in total["by_kind"].items():
         print(f"  {kind:<20} {n:>4}")
-    problems = [(r["seed"], r["period"], v) for r in rows for v in r["violations"]]
+    if total.get("scheduled_periods"):
+        runs = ", ".join(f"{state} {n}" for state, n in total["scheduled_runs"].items())
+        print(f"through the real scheduler: {total['scheduled_periods']} periods, runs {runs}, "
+              f"{total['scheduled_published']} published")
+    problems = [(r["seed"], r["period"], v, bool(r.get("scheduled"))) for r in rows
+                for v in r["violations"]]
     print(f"invariant violations: {total['violations']}; known findings (defects already "
           f"filed): {total['known_findings']}")
-    for seed, period, v in problems[:40]:
+    for seed, period, v, sliced in problems[:40]:
         mark = "known" if v["known"] else "VIOLATION"
-        print(f"  {mark} seed {seed} period {period} [{v['invariant']}] {v['detail']}")
-        print(f"    replay: {replay_command(seed, period, kinds, job)}")
+        print(f"  {mark} seed {seed} {'scheduled ' if sliced else ''}period {period} "
+              f"[{v['invariant']}] {v['detail']}")
+        print(f"    replay: {replay_command(seed, period, sliced, kinds, job)}")
     if len(problems) > 40:
         print(f"  ... and {len(problems) - 40} more (the JSON has them all)")
     print(f"\n{'target':<22}{'value':>8}{'goal':>8}  verdict")

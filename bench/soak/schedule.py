@@ -4,7 +4,8 @@ Each period's draw depends only on the seed and the period's number (its own `ra
 so a run of P periods with seed S injects exactly the faults of the first P periods of any longer
 run with seed S: `--seed S --periods P` replays a violation found at period P. The draw is of
 kinds, steps and a parameter seed each; what a fault then picks (a fail point, a version, a
-node) it draws from its own parameter seed.
+node) it draws from its own parameter seed. The slice through the real scheduler (scheduled.py)
+draws one kill a period the same way (`draw_kill`): which service, and the moment of its run.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from bench.soak.faults import (
 )
 from bench.soak.world import STEPS
 
-__all__ = ["FAULTS", "Draw", "draw", "schedule"]
+__all__ = ["FAULTS", "SCHEDULER_KILLS", "STAGES", "Draw", "Kill", "draw", "draw_kill", "schedule"]
 
 _AFTER_PUBLISH = ("apply",)
 
@@ -96,3 +97,38 @@ def schedule(seed: int, periods: int, kinds: tuple[str, ...] | None = None
              ) -> tuple[Draw, ...]:
     """Every period's draw, periods 1..`periods`."""
     return tuple(d for p in range(1, periods + 1) for d in draw(seed, p, kinds))
+
+
+#: the kinds of the slice through the real scheduler (scheduled.py), by the service each kills
+SCHEDULER_KILLS = {"kill-scheduler": "scheduler", "kill-triggerer": "triggerer",
+                   "kill-dag-processor": "dag-processor"}
+#: the stages whose running marks a scheduler's or a dag-processor's kill
+STAGES = ("collect", "validate", "plan", "publish")
+
+
+@dataclass(frozen=True)
+class Kill:
+    """A period's kill: the service; the task whose state marks the moment (a stage running,
+    or one after it; the triggerer: `wait_for_landing` deferred), the pause after it, how long
+    the service stays dead, and (triggerer) whether the period lands before the restart."""
+
+    kind: str
+    task: str
+    pause_s: float
+    down_s: float
+    land_first: bool
+
+    @property
+    def service(self) -> str:
+        return SCHEDULER_KILLS[self.kind]
+
+
+def draw_kill(seed: int, period: int, kinds: tuple[str, ...]) -> Kill | None:
+    """Period `period`'s kill under `seed` (its own generator: `--scheduled P` replays 1..P)."""
+    if not kinds:
+        return None
+    rng = random.Random(f"soak-scheduled/{seed}/{period}")
+    kind = rng.choice(kinds)
+    task = "wait_for_landing" if SCHEDULER_KILLS[kind] == "triggerer" else rng.choice(STAGES)
+    return Kill(kind, task, round(rng.uniform(0.0, 1.5), 2), round(rng.uniform(0.0, 3.0), 2),
+                rng.random() < 0.5)

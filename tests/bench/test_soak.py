@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from bench.soak import run_soak
 from bench.soak.invariants import DISK_PER_PERIOD, Checker
 from bench.soak.report import replay_command, summary, targets
-from bench.soak.schedule import FAULTS, draw, schedule
+from bench.soak.schedule import FAULTS, STAGES, draw, draw_kill, schedule
+from bench.soak.schedule import SCHEDULER_KILLS as SCHEDULED_KINDS
 from bench.soak.world import JOB
 
 CLEAN_PERIODS = 3
@@ -238,12 +239,37 @@ def test_the_default_schedule_draws_every_kind_enough() -> None:
 
 def test_report_targets_and_replay() -> None:
     rows = [{"seed": 7, "period": 1, "seconds": 2.0, "faults": [{"kind": "stop", "applied": True}],
-             "violations": [{"invariant": "locks", "detail": "x", "known": None}]}]
+             "violations": [{"invariant": "locks", "detail": "x", "known": None}]},
+            {"seed": 7, "period": 1, "seconds": 30.0, "scheduled": True, "run": "success",
+             "published": True, "violations": [],
+             "faults": [{"kind": "kill-triggerer", "applied": True}]}]
     total = summary(rows, 120.0)
-    assert (total["faults"], total["violations"], total["recoveries"]) == (1, 1, 0)
+    assert (total["faults"], total["violations"], total["recoveries"]) == (2, 1, 1)
+    assert total["by_kind"] == {"kill-triggerer": 1, "stop": 1}
+    assert (total["scheduled_periods"], total["scheduled_runs"], total["scheduled_published"]) \
+        == (1, {"success": 1}, 1)
     verdicts = {t["target"]: t["verdict"] for t in targets(total, quick=True)}
     assert verdicts["invariant violations"] == "miss" and verdicts["wall minutes"] == "beat"
     assert replay_command(7, 42) == "reconf bench soak --seed 7 --periods 42 --workers 1"
+    assert replay_command(7, 3, scheduled=True, kinds=["kill-scheduler"]) == (
+        "reconf bench soak --seed 7 --periods 0 --scheduled 3 --workers 1 --kinds kill-scheduler")
+
+
+def test_the_scheduled_slice_draws_each_service_at_a_moment_of_its_own() -> None:
+    """Each period's kill is a function of the seed and the period (`--scheduled P` replays
+    periods 1..P); every kind is drawn; the triggerer's moment is the deferred landing wait,
+    the others' a stage; `--kinds` without a slice kind draws no kill."""
+    kinds = tuple(SCHEDULED_KINDS)
+    draws = [draw_kill(3, p, kinds) for p in range(1, 31)]
+    assert draws == [draw_kill(3, p, kinds) for p in range(1, 31)]
+    assert {d.kind for d in draws if d} == set(SCHEDULED_KINDS)
+    for d in draws:
+        assert d is not None and 0 <= d.pause_s <= 1.5 and 0 <= d.down_s <= 3
+        assert (d.task == "wait_for_landing") == (d.service == "triggerer")
+        assert d.task in (*STAGES, "wait_for_landing")
+    only = [draw_kill(3, p, ("kill-triggerer",)) for p in range(1, 9)]
+    assert {d.kind if d else None for d in only} == {"kill-triggerer"}
+    assert draw_kill(3, 1, ()) is None
 
 
 def test_the_cli_refuses_an_unknown_fault_kind() -> None:
@@ -258,3 +284,9 @@ def test_the_cli_refuses_an_unknown_fault_kind() -> None:
                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
                          check=False)
     assert bad.returncode == 2 and "unknown fault kind(s) ['nope']" in bad.stderr, bad.stderr
+    assert "kill-scheduler" in bad.stderr  # the slice's kinds are kinds too
+    empty = subprocess.run([sys.executable, "-m", "reconf.cli", "bench", "soak", "--periods",
+                            "0", "--scheduled", "0"], cwd=PROJECT_ROOT, capture_output=True,
+                           text=True, timeout=120, check=False)
+    assert empty.returncode == 2 and "nothing to run" in empty.stderr, empty.stderr
+    assert "where:" in empty.stderr and "fix:" in empty.stderr and "Traceback" not in empty.stderr

@@ -7,7 +7,6 @@ reach a module's Airflow."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import threading
 import time
@@ -16,8 +15,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
+from bench.airflow_runs import AirflowRuns
 from reconf.services import SERVICES, Ports, down, up
 from reconf.settings import make_source
 from runtime.procs import free_port
@@ -121,32 +120,18 @@ def land_broken(paths: Paths, job_id: str, at: datetime) -> None:
                    where / KEYGROUPS / "part-0.parquet")
 
 
-class Airflow:
-    """The module's Airflow: its home, and how the tests and the docs' commands reach it.
-    `started`: the moment its jobs.toml was written (the grids of its jobs count from it)."""
+class Airflow(AirflowRuns):
+    """The module's Airflow: its home, and how the tests and the docs' commands reach it (its
+    runs, task states and logs: bench/airflow_runs.py). `started`: the moment its jobs.toml was
+    written (the grids of its jobs count from it)."""
 
     def __init__(self, paths: Paths, env: dict[str, str], runtime: Runtime,
                  started: datetime) -> None:
-        self.paths, self.env, self.runtime, self.started = paths, env, runtime, started
+        super().__init__(paths)
+        self.env, self.runtime, self.started = env, runtime, started
 
-    def wait_for_dags(self, dag_ids: Sequence[str], timeout_s: float = 300) -> None:
-        """Until the dag-processor has parsed every one of `dag_ids`."""
-        deadline = time.monotonic() + timeout_s
-        wanted = set(dag_ids)
-        while True:
-            found = {d for (d,) in self.query("SELECT dag_id FROM dag")}
-            if wanted <= found:
-                return
-            assert time.monotonic() < deadline, \
-                f"the dag-processor never parsed {sorted(wanted - found)}"
-            time.sleep(2)
-
-    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        conn = sqlite3.connect(f"file:{self.paths.airflow / 'airflow.db'}?mode=ro", uri=True, timeout=60)
-        try:
-            return list(conn.execute(sql, params).fetchall())
-        finally:
-            conn.close()
+    def check(self) -> None:
+        assert self.runtime.error is None, self.runtime.error
 
     def shell(self, commands: str, timeout: float = 300) -> str:
         """`commands` in bash after the docs' env line, with no `airflow` on PATH before it.
@@ -164,12 +149,6 @@ class Airflow:
         return subprocess.run(["bash", "-c", script], env=self.env, cwd=PROJECT_ROOT,
                               capture_output=True, text=True, timeout=timeout, check=False)
 
-    def runs(self, dag_id: str) -> list[tuple[str, str, str, str]]:
-        """(logical date, run type, state, run id) of the DAG's runs, oldest period first."""
-        return [(str(d)[:19], t, s, r) for d, t, s, r in self.query(
-            "SELECT logical_date, run_type, state, run_id FROM dag_run WHERE dag_id = ? "
-            "ORDER BY logical_date", dag_id)]
-
     def assert_quiet(self, dag_id: str) -> None:
         """A DAG whose runs the tests make by hand has only those: no scheduled run, and the
         scheduler's next one (the docs' `dags next-execution`) lies beyond HORIZON."""
@@ -177,27 +156,6 @@ class Airflow:
         out = self.shell(f"airflow dags next-execution {dag_id}")
         nxt = datetime.fromisoformat(out.strip().splitlines()[-1].strip()).astimezone(UTC)
         assert nxt >= self.started + HORIZON, (dag_id, out)
-
-    def run_of(self, dag_id: str, at: datetime) -> tuple[str, str, str, str] | None:
-        key = at.strftime("%Y-%m-%d %H:%M:%S")
-        return next((r for r in self.runs(dag_id) if r[0] == key), None)
-
-    def task_states(self, dag_id: str, run_id: str) -> dict[str, str]:
-        return {t: str(s) for t, s in self.query(
-            "SELECT task_id, state FROM task_instance WHERE dag_id = ? AND run_id = ?", dag_id, run_id)}
-
-    def wait_for_run(self, dag_id: str, at: datetime, states: tuple[str, ...],
-                     timeout_s: float = 420) -> tuple[str, str, str, str]:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            assert self.runtime.error is None, self.runtime.error
-            run = self.run_of(dag_id, at)
-            if run is not None and run[2] in states:
-                return run
-            assert time.monotonic() < deadline, (
-                f"{dag_id} run of {at}: {run} not in {states} after {timeout_s} s; runs: "
-                f"{self.runs(dag_id)}\n{self.log_tails(dag_id, run[3] if run else '')}")
-            time.sleep(2)
 
     def parked(self, dag_id: str, task_id: str, run_id: str) -> bool:
         """The scheduler has read the exit of the process that deferred (or parked) the task.
@@ -211,16 +169,6 @@ class Airflow:
             errors="replace")
         return (f"Received executor event with state success for task instance TaskInstanceKey("
                 f"dag_id='{dag_id}', task_id='{task_id}', run_id='{run_id}'") in log
-
-    def log(self, dag_id: str, run_id: str, task_id: str) -> str:
-        found = sorted((self.paths.airflow / "logs").glob(
-            f"dag_id={dag_id}/run_id={run_id}/task_id={task_id}/*.log"))
-        return "\n".join(p.read_text(errors="replace") for p in found)
-
-    def log_tails(self, dag_id: str, run_id: str) -> str:
-        found = sorted((self.paths.airflow / "logs").glob(f"dag_id={dag_id}/run_id={run_id}/task_id=*/*.log"))
-        return "\n".join(f"--- {p.parent.name}\n" + "\n".join(
-            p.read_text(errors="replace").splitlines()[-12:]) for p in found)
 
 
 @dataclass(frozen=True)

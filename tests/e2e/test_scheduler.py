@@ -39,6 +39,7 @@ from typing import Any
 
 import pytest
 
+from bench.airflow_runs import log_messages
 from reconf.settings import make_source
 from runtime.synthetic import SyntheticJob
 from schemas.config import Paths, resolve_job
@@ -433,21 +434,6 @@ def _newest_run(airflow: Airflow, dag_id: str, after: int, timeout_s: float = 30
         time.sleep(2)
 
 
-def _messages(log: str) -> str:
-    """A task log's JSON lines as an operator reads them: each line's event, and the failure's
-    message (what / where / fix) unescaped."""
-    out = []
-    for line in log.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            out.append(line)
-            continue
-        out.append(str(entry.get("event", "")))
-        out += [str(e.get("exc_value", "")) for e in entry.get("error_detail") or []]
-    return "\n".join(out)
-
-
 def _last_run_id(airflow: Airflow, dag_id: str) -> int:
     return int(airflow.query("SELECT coalesce(max(id), 0) FROM dag_run WHERE dag_id = ?",
                              dag_id)[0][0])
@@ -509,7 +495,7 @@ def test_the_docs_rollback_triggers_publish_and_a_broken_budget_names_the_dags_p
         _, run_id, state = _newest_run(airflow, dag, before)
     finally:
         config.write_text(jobs_toml)
-    log = _messages(airflow.log(dag, run_id, "rollback"))
+    log = log_messages(airflow.log(dag, run_id, "rollback"))
     assert state == "failed" and "over the job's budget (0 moves" in log, log[-3000:]
     assert ("fix:   publish it anyway with a reason for breaking the budget (kept on its MLflow "
             "run): airflow dags trigger rollback_demo --conf '{\"to_version\": 1, \"reason\": "
