@@ -1,6 +1,6 @@
 """The docs site's generated reference pages, and the MkDocs hook that adds them to each build.
 
-`reference/cli.md` is written from `reconf`'s argparse parser (reconf/cli.py), every command and
+`reference/cli.md` is written from `reconf`'s argparse parser (reconf/cli/), every command and
 sub-command with its help, usage, options, defaults and examples; `reference/config.md` from the
 job config's pydantic models (schemas/config/job.py: each field's type, default, rule and
 docstring) and the strategies' params classes (schemas/strategies.py). They are generated at build
@@ -117,7 +117,7 @@ def cli_reference() -> str:
     top = _parser()
     commands = list(cli_commands(top))
     lines = ["# CLI reference", "",
-             "Generated from `reconf`'s parser (`reconf/cli.py`) when the site is built: every "
+             "Generated from `reconf`'s parser (`reconf/cli/`) when the site is built: every "
              "command and sub-command, its help, usage, options with their defaults, and its "
              "examples. `reconf COMMAND --help` prints the same in a terminal.", ""]
     lines += _block(top.format_help())
