@@ -18,9 +18,9 @@ from jobs.heal.stage import heal
 from jobs.lake import open_lake
 from jobs.run import run_plan, run_publish
 from reconf.cli import main
-from schemas.config import resolve_job
+from schemas.config import JobConfig, Paths, resolve_job
 from schemas.health import HealthReport, health_dir, write_report
-from schemas.manifest import read_manifest
+from schemas.manifest import Manifest, read_manifest
 from schemas.tables import HEALINGS, PLANS
 from schemas.tracking import Tag
 
@@ -35,13 +35,25 @@ max_nodes_at_once = 1
 """
 
 
-def test_a_dead_node_heals_once_waits_for_the_gap_and_a_wide_failure_alerts(
-        collected_home, spark, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    paths = collected_home
+def _healing_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> JobConfig:
+    """The tiny job with healing on (HEALING), as the stages read it from RECONF_CONFIG."""
     config = tmp_path / "healing.toml"
     config.write_text(CONFIG + HEALING)
     monkeypatch.setenv("RECONF_CONFIG", str(config))
-    job = resolve_job(JOB_ID)
+    return resolve_job(JOB_ID)
+
+
+def _published_v1(paths: Paths) -> Manifest:
+    """P1 planned and published: the v1 every healing starts from."""
+    run_plan(JOB_ID, P1)
+    run_publish(JOB_ID, P1)
+    return read_manifest(paths.published, JOB_ID, 1)
+
+
+def test_a_dead_node_heals_once_waits_for_the_gap_and_a_wide_failure_alerts(
+        collected_home, spark, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = collected_home
+    job = _healing_on(tmp_path, monkeypatch)
     with pytest.raises(StageError, match="healing is off"):  # the session's job: healing off
         heal(_off(job), HealthReport(JOB_ID, "r0", datetime.now(UTC), ("node-02",)), paths=paths)
     run_plan(JOB_ID, P1)
@@ -115,13 +127,8 @@ def test_one_report_id_is_one_finding_and_a_report_of_unknown_nodes_is_refused(
     refused (never a second healing); a report naming only nodes the job does not run is
     refused, nothing recorded and nothing published."""
     paths = collected_home
-    config = tmp_path / "healing.toml"
-    config.write_text(CONFIG + HEALING)
-    monkeypatch.setenv("RECONF_CONFIG", str(config))
-    job = resolve_job(JOB_ID)
-    run_plan(JOB_ID, P1)
-    run_publish(JOB_ID, P1)
-    v1 = read_manifest(paths.published, JOB_ID, 1)
+    job = _healing_on(tmp_path, monkeypatch)
+    v1 = _published_v1(paths)
     nodes = sorted(set(v1.assignment.values()))
     at = datetime.now(UTC).replace(microsecond=0)
     write_report(paths.landing, HealthReport(JOB_ID, "finding", at, (nodes[0],)))
@@ -180,12 +187,8 @@ def test_a_healing_killed_before_latest_is_finished_by_its_rerun_not_published_a
     from schemas.config import PROJECT_ROOT
 
     paths = collected_home
-    config = tmp_path / "healing.toml"
-    config.write_text(CONFIG + HEALING)
-    monkeypatch.setenv("RECONF_CONFIG", str(config))
-    run_plan(JOB_ID, P1)
-    run_publish(JOB_ID, P1)
-    v1 = read_manifest(paths.published, JOB_ID, 1)
+    _healing_on(tmp_path, monkeypatch)
+    v1 = _published_v1(paths)
     dead = sorted(set(v1.assignment.values()))[0]
     write_report(paths.landing, HealthReport(JOB_ID, "dead-k", datetime.now(UTC), (dead,)))
     argv = [sys.executable, "-m", "reconf.cli", "heal", "--job", JOB_ID, "--report-id", "dead-k"]
@@ -220,14 +223,9 @@ def test_a_stopped_healing_leaves_no_unit_on_its_dead_node_in_the_next_version(
     from runtime.execution import request_stop
 
     paths = collected_home
-    config = tmp_path / "healing.toml"
-    config.write_text(CONFIG + HEALING)
-    monkeypatch.setenv("RECONF_CONFIG", str(config))
-    job = resolve_job(JOB_ID)
-    run_plan(JOB_ID, P1)
-    run_publish(JOB_ID, P1)
+    job = _healing_on(tmp_path, monkeypatch)
+    v1 = _published_v1(paths)
     assert apply_latest(paths, job).status == "applied"
-    v1 = read_manifest(paths.published, JOB_ID, 1)
     load = dict.fromkeys(set(v1.assignment.values()), 0)
     for node in v1.assignment.values():
         load[node] += 1
