@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobs.facets.load_model import keep_until_fitted
-from jobs.plan.terminated import off_terminated
+from jobs.plan.terminated import evacuate
 from placement.common import make_plan
 from placement.model import Budget, ClusterState, Node, Plan, SolverStatus
 from placement.registry import get_strategy
@@ -113,16 +113,14 @@ def solve(state: ClusterState, budget: Budget, strategy: str, params: Mapping[st
     on `gone` (nodes a published version the runtime has not applied whole terminates) are
     moved off them (jobs/plan/terminated.py). Pure: the plan stage and fleet planning's
     executors both call it."""
-    extra: list[dict[str, Any] | None] = [None]
-
-    def inner(state: ClusterState, budget: Budget) -> tuple[Plan, ClusterState]:
-        solved = _solve(state, budget, strategy, params, time_limit_s, scaling, sections,
-                        runtime_nodes)
-        extra[0] = solved.scaling_extra
-        return solved.plan, solved.state
-
-    plan, planned = off_terminated(state, budget, gone, job_id, inner)
-    return Solved(plan, planned, extra[0])
+    evacuation = evacuate(state, budget, gone, job_id)
+    if evacuation is None:
+        return _solve(state, budget, strategy, params, time_limit_s, scaling, sections,
+                      runtime_nodes)
+    solved = _solve(evacuation.state, evacuation.budget, strategy, params, time_limit_s,
+                    scaling, sections, runtime_nodes)
+    plan, planned = evacuation.restate(solved.plan, solved.state)
+    return Solved(plan, planned, solved.scaling_extra)
 
 
 def _solve(state: ClusterState, budget: Budget, strategy: str, params: Mapping[str, Any],

@@ -21,8 +21,7 @@ a refusal that says so: a partial evacuation would publish a version the runtime
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jobs.errors import StageError
@@ -32,7 +31,7 @@ from placement.metrics import plan_metrics
 from placement.model import Budget, ClusterState, Plan, moves_between
 from schemas.manifest import ManifestError, read_manifest
 
-__all__ = ["off_terminated", "terminated_after"]
+__all__ = ["Evacuation", "evacuate", "terminated_after"]
 
 
 def terminated_after(published_root: Path, job_id: str, running: int | None,
@@ -57,19 +56,42 @@ def terminated_after(published_root: Path, job_id: str, running: int | None,
     return frozenset(out)
 
 
-Solve = Callable[[ClusterState, Budget], tuple[Plan, ClusterState]]
+@dataclass(frozen=True)
+class Evacuation:
+    """The cluster the strategy plans on once the units on T are moved off: `state` (without T,
+    the evacuated assignment), `budget` (what the evacuation left) and what `restate` needs."""
+
+    state: ClusterState
+    budget: Budget
+    start: ClusterState  # the real starting point, T included
+    gone: frozenset[str]
+    stranded: int
+
+    def restate(self, plan: Plan, solved: ClusterState) -> tuple[Plan, ClusterState]:
+        """`plan` (made on `state`, for `solved`) against the real starting point, and the state
+        it is for: `solved` with T back, marked for removal."""
+        base = replace(solved, nodes=tuple(sorted(
+            (*solved.nodes, *(replace(n, marked_for_removal=True)
+                              for n in self.start.nodes if n.id in self.gone)),
+            key=lambda n: n.id)), assignment=dict(self.start.assignment))
+        note = (f"{self.stranded} unit(s) moved off {', '.join(sorted(self.gone))}, terminated "
+                "by a published version the runtime has not applied whole (a stopped or failed "
+                "schedule), before the rest was planned with the budget left"
+                ) if self.stranded else ""
+        return replace(plan, moves=moves_between(base, plan.assignment),
+                       before=plan_metrics(present_state(base), base.assignment),
+                       after=plan_metrics(base, plan.assignment),
+                       message="; ".join(m for m in (note, plan.message) if m)), base
 
 
-def off_terminated(state: ClusterState, budget: Budget, gone: frozenset[str], job_id: str,
-                   solve: Solve) -> tuple[Plan, ClusterState]:
-    """`solve` (the strategy, or Algorithm 1) after the units on `gone` are moved off them.
-
-    Returns the plan against `state`'s assignment and the state it is for (`gone` marked for
-    removal). The strategy never sees `gone`, even empty, so it places no unit there; when the
-    state has none of them this is `solve(state, budget)` unchanged."""
+def evacuate(state: ClusterState, budget: Budget, gone: frozenset[str], job_id: str
+             ) -> Evacuation | None:
+    """The units on `gone` moved off it (the module docstring's rule), or None when the state
+    has none of those nodes (plan it as it is). The strategy never sees `gone`, even empty, so
+    it places no unit there."""
     gone = gone & frozenset(state.node_ids)
     if not gone:
-        return solve(state, budget)
+        return None
     stranded = sorted(u for u, n in state.assignment.items() if n in gone)
     cost = {k.id: k.migration_cost for k in state.keygroups}
     if budget.max_migrations is not None and len(stranded) > budget.max_migrations:
@@ -92,18 +114,7 @@ def off_terminated(state: ClusterState, budget: Budget, gone: frozenset[str], jo
         else budget.max_migrations - len(stranded))
     without = replace(state, nodes=tuple(n for n in state.nodes if n.id not in gone),
                       assignment=dict(evacuated))
-    plan, solved = solve(without, left)
-    base = replace(solved, nodes=tuple(sorted(
-        (*solved.nodes, *(replace(n, marked_for_removal=True)
-                          for n in state.nodes if n.id in gone)), key=lambda n: n.id)),
-        assignment=dict(state.assignment))
-    note = (f"{len(stranded)} unit(s) moved off {', '.join(sorted(gone))}, terminated by a "
-            "published version the runtime has not applied whole (a stopped or failed "
-            "schedule), before the rest was planned with the budget left") if stranded else ""
-    return replace(plan, moves=moves_between(base, plan.assignment),
-                   before=plan_metrics(present_state(base), base.assignment),
-                   after=plan_metrics(base, plan.assignment),
-                   message="; ".join(m for m in (note, plan.message) if m)), base
+    return Evacuation(without, left, state, gone, len(stranded))
 
 
 def _refused(job_id: str, gone: frozenset[str], stranded: int, why: str) -> StageError:
