@@ -70,7 +70,7 @@ test: setup system-packages
 
 # The inner loop: no Spark JVM, no Airflow DAG run, no browser, no Kafka JVM, no soak, no database server (markers in
 # pyproject.toml); `make test` still runs everything.
-test-fast: $(STAMP)
+test-fast: setup
 	$(BIN)/python -m pytest -m "not spark and not e2e and not browser and not kafka and not soak" -q
 
 lint: setup

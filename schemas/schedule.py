@@ -85,7 +85,12 @@ class WaveLimits:
         """The least time moving `state_bytes` may take at the byte rate (None: no rate), in
         microseconds' precision rounded up, so it is exact in JSON and never under the rate."""
         rate = self.max_bytes_per_second
-        return None if rate is None else math.ceil(state_bytes / rate * 1e6) / 1e6
+        if rate is None:
+            return None
+        least = state_bytes / rate
+        micros = math.ceil(least * 1e6)
+        # x * 1e6 may round down onto a whole number, and micros / 1e6 then fall under x
+        return micros / 1e6 if micros / 1e6 >= least else (micros + 1) / 1e6
 
 
 @dataclass(frozen=True)
